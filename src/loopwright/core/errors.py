@@ -1,0 +1,125 @@
+"""The small error taxonomy.
+
+Provider adapters map every wire failure to one :class:`ProviderError` subclass, once,
+in the adapter. Tool failures never escape the dispatcher as exceptions: they become
+``ToolResultPart(is_error=True, error_kind=<ToolErrorKind>)``. ``UserError`` is for bad
+input from a person (a flag, a model string, a file); its message names the fix and the
+CLI prints it as one line.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class LoopwrightError(Exception):
+    """Base class of every error loopwright raises on purpose."""
+
+
+class UserError(LoopwrightError):
+    """Bad input from the user. ``str(err)`` is one line that names the fix."""
+
+
+class ConfigError(UserError):
+    """Invalid configuration (model string, missing API key, bad option)."""
+
+
+class ProviderError(LoopwrightError):
+    """A model provider failed. ``retryable`` tells the loop whether to back off and retry.
+
+    ``raw`` keeps a snippet of what the server sent (for debugging proxies that answer
+    with HTML, truncated bodies, ...). ``status`` is the HTTP status when there was one.
+    """
+
+    retryable: bool = False
+    kind: str = "provider_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        raw: str | None = None,
+        retry_after: float | None = None,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.raw = raw[:2000] if raw else raw
+        self.retry_after = retry_after
+        self.provider = provider
+
+
+class RateLimited(ProviderError):
+    retryable = True
+    kind = "rate_limited"
+
+
+class TransientProviderError(ProviderError):
+    """5xx, timeouts, connection resets, a stream cut midway."""
+
+    retryable = True
+    kind = "transient"
+
+
+class ContextOverflow(ProviderError):
+    kind = "context_overflow"
+
+
+class AuthError(ProviderError):
+    kind = "auth"
+
+
+class BadRequest(ProviderError):
+    kind = "bad_request"
+
+
+class MalformedResponse(ProviderError):
+    """The provider answered, but not in a shape we can parse."""
+
+    retryable = True
+    kind = "malformed_response"
+
+
+class ToolErrorKind(enum.StrEnum):
+    """Machine-readable kinds carried by error tool results."""
+
+    INVALID_ARGUMENTS = "invalid_arguments"
+    NOT_FOUND = "not_found"
+    PERMISSION_DENIED = "permission_denied"
+    DENIED_BY_USER = "denied_by_user"
+    TIMEOUT = "timeout"
+    TRANSIENT = "transient"
+    PERMANENT = "permanent"
+    SKIPPED = "skipped"
+    AWAITING_CONFIRMATION = "awaiting_confirmation"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+
+
+class ToolError(LoopwrightError):
+    """Raise inside a tool to choose the result's kind and the message the model sees.
+
+    Any other exception from a tool is classified ``permanent`` (or ``transient`` for
+    :class:`TransientToolError`, ``TimeoutError``, ``ConnectionError``).
+    """
+
+    kind: ToolErrorKind = ToolErrorKind.PERMANENT
+
+    def __init__(self, message: str, *, kind: ToolErrorKind | None = None) -> None:
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+
+
+class TransientToolError(ToolError):
+    """A failure worth retrying (the service was busy, the network blinked)."""
+
+    kind = ToolErrorKind.TRANSIENT
+
+
+class LimitExceeded(LoopwrightError):
+    """A run limit was hit. The loop turns this into a stop reason, not a traceback."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason

@@ -1,0 +1,193 @@
+"""The event vocabulary.
+
+Two families share one module:
+
+* **Model stream events** (``TextDelta`` ... ``ResponseDone`` / ``StreamError``) are what a
+  :class:`~loopwright.core.protocols.Model` yields. A stream always ends with exactly one
+  ``ResponseDone`` or one ``StreamError``; once streaming has started, failures are
+  *data* (``StreamError``), never exceptions.
+* **Run events** (``RunStarted`` ... ``RunFinished``) are what the loop emits. Tracing,
+  checkpointing and the CLI subscribe to them; they are never called from adapters.
+
+All events are frozen, slotted dataclasses with a ``type`` tag for exhaustive matching
+and JSON export.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from loopwright.core.errors import ProviderError
+from loopwright.core.messages import (
+    Message,
+    StopReason,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from loopwright.core.run import LoopState, RunResult, RunStop
+
+# ---------------------------------------------------------------- model stream
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a streamed tool call. ``index`` orders calls within one response;
+    ``partial_arguments`` is the best parse of the arguments received so far."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments_delta: str = ""
+    partial_arguments: dict[str, Any] | None = None
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseDone:
+    """The complete assistant message of one model call."""
+
+    message: Message
+    stop_reason: StopReason
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    type: Literal["response_done"] = "response_done"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    """The model call failed. ``partial`` keeps whatever arrived before the failure."""
+
+    error: ProviderError
+    partial: Message | None = None
+    usage: Usage = field(default_factory=Usage)
+    type: Literal["stream_error"] = "stream_error"
+
+
+ModelEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | ResponseDone | StreamError
+
+# ---------------------------------------------------------------- run events
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    session_id: str | None
+    input: Message
+    type: Literal["run_started"] = "run_started"
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    previous: LoopState
+    current: LoopState
+    turn: int
+    type: Literal["state_changed"] = "state_changed"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallStarted:
+    turn: int
+    model: str
+    message_count: int
+    prompt_fingerprints: tuple[str, ...] = ()
+    attempt: int = 1
+    type: Literal["model_call_started"] = "model_call_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStreamed:
+    """A model stream event forwarded by the loop (text/reasoning/tool-call deltas)."""
+
+    turn: int
+    event: TextDelta | ReasoningDelta | ToolCallDelta
+    type: Literal["model_streamed"] = "model_streamed"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallFinished:
+    turn: int
+    message: Message
+    stop_reason: StopReason
+    usage: Usage
+    duration_s: float
+    prompt_fingerprints: tuple[str, ...] = ()
+    type: Literal["model_call_finished"] = "model_call_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallFailed:
+    turn: int
+    error: ProviderError
+    attempt: int
+    will_retry: bool
+    type: Literal["model_call_failed"] = "model_call_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    turn: int
+    call: ToolCallPart
+    type: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    turn: int
+    call: ToolCallPart
+    result: ToolResultPart
+    duration_s: float
+    attempts: int = 1
+    repairs: tuple[str, ...] = ()
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAppended:
+    """A message joined the canonical history (user input, steering, results ...)."""
+
+    turn: int
+    message: Message
+    source: Literal["input", "model", "tools", "steering", "follow_up", "observation"]
+    type: Literal["message_appended"] = "message_appended"
+
+
+@dataclass(frozen=True, slots=True)
+class LimitReached:
+    turn: int
+    stop: RunStop
+    detail: str
+    type: Literal["limit_reached"] = "limit_reached"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    result: RunResult
+    type: Literal["run_finished"] = "run_finished"
+
+
+RunEvent: TypeAlias = (
+    RunStarted
+    | StateChanged
+    | ModelCallStarted
+    | ModelStreamed
+    | ModelCallFinished
+    | ModelCallFailed
+    | ToolCallStarted
+    | ToolCallFinished
+    | MessageAppended
+    | LimitReached
+    | RunFinished
+)

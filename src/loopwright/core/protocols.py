@@ -1,0 +1,113 @@
+"""The seams between layers, as :class:`typing.Protocol` classes.
+
+The loop reaches a provider only through :class:`Model`; context policies only through
+:class:`ContextPolicy`. Implementations live in their own packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from loopwright.core.events import ModelEvent, ResponseDone, StreamError
+from loopwright.core.messages import Message
+from loopwright.core.tools import ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class NamedTool:
+    """tool_choice value forcing one specific tool."""
+
+    name: str
+
+
+ToolChoice: TypeAlias = Literal["auto", "required", "none"] | NamedTool
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Per-call generation settings. ``None`` means "the provider's default".
+
+    ``reasoning`` is a neutral effort level (``"low" | "medium" | "high"``) or a token
+    budget; adapters translate it (Anthropic ``thinking``, OpenAI ``reasoning_effort``,
+    Gemini ``thinkingConfig``). ``extra`` is merged into the wire request verbatim.
+    """
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    tool_choice: ToolChoice = "auto"
+    parallel_tool_calls: bool | None = None
+    strict_tools: bool = False
+    reasoning: str | int | None = None
+    seed: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One model call. ``messages`` is the history *as given*: a model must not mutate
+    it, and the loop passes its own list without copying (step cost must not grow with
+    history length), so a model must not keep a reference past the call either."""
+
+    messages: Sequence[Message]
+    system: str | None = None
+    tools: Sequence[ToolSpec] = ()
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+PayloadHook: TypeAlias = Callable[[str, Mapping[str, Any]], Mapping[str, Any] | None]
+"""``on_payload(direction, payload)``: direction is ``"request"`` or ``"response"``.
+For requests, returning a mapping replaces the payload sent."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model is a stream of :data:`~loopwright.core.events.ModelEvent`.
+
+    Contract:
+
+    * ``stream`` never raises once iteration has started: every failure is yielded as a
+      :class:`StreamError` carrying a :class:`~loopwright.core.errors.ProviderError`
+      (retryable or not) and the partial message; it is the last event.
+    * A successful stream ends with exactly one :class:`ResponseDone` holding the whole
+      assistant message, its normalised stop reason and usage.
+    * Retrying is the caller's decision (the loop backs off on retryable errors);
+      adapters may retry internally only before the first event was yielded.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+
+
+async def complete(model: Model, request: ModelRequest) -> ResponseDone | StreamError:
+    """Drain ``model.stream(request)`` and return its final event."""
+    last: ResponseDone | StreamError | None = None
+    async for event in model.stream(request):
+        if isinstance(event, (ResponseDone, StreamError)):
+            last = event
+    if last is None:
+        from loopwright.core.errors import MalformedResponse
+
+        return StreamError(MalformedResponse("model stream ended without a final event"))
+    return last
+
+
+class ContextPolicy(Protocol):
+    """A pure function from the history to the messages actually sent.
+
+    Must not mutate its input; must never separate a tool call from its result; must
+    keep system messages. ``budget`` is the token budget for the returned messages.
+    """
+
+    def __call__(self, messages: Sequence[Message], budget: int | None) -> Sequence[Message]: ...
+
+
+class Tracer(Protocol):
+    """Receives every run event (see :mod:`loopwright.core.events`)."""
+
+    def __call__(self, event: object) -> None: ...

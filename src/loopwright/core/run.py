@@ -1,0 +1,90 @@
+"""Run-level values: the loop's states, why a run stopped, and what it returns."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopwright.core.messages import Message, Usage, messages_to_list
+
+
+class LoopState(enum.StrEnum):
+    """The seed's state machine. DONE, ERROR and PAUSED are terminal for one run."""
+
+    OBSERVE = "observe"
+    THINK = "think"
+    ACT = "act"
+    REFLECT = "reflect"
+    DONE = "done"
+    ERROR = "error"
+    PAUSED = "paused"
+
+
+class RunStop(enum.StrEnum):
+    """Why a whole run stopped. Each has its own CLI exit code (see :data:`EXIT_CODES`)."""
+
+    FINAL_ANSWER = "final_answer"
+    MAX_TURNS = "max_turns"
+    TOKEN_BUDGET = "token_budget"
+    COST_BUDGET = "cost_budget"
+    TOO_MANY_ERRORS = "too_many_errors"
+    LOOP_DETECTED = "loop_detected"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    AWAITING_CONFIRMATION = "awaiting_confirmation"
+    MODEL_ERROR = "model_error"
+    MAX_TOKENS = "max_tokens"
+    REFUSAL = "refusal"
+
+
+EXIT_CODES: Mapping[RunStop, int] = {
+    RunStop.FINAL_ANSWER: 0,
+    # 1: unexpected internal error; 2: usage error (bad flag / input)
+    RunStop.MAX_TURNS: 10,
+    RunStop.TOKEN_BUDGET: 11,
+    RunStop.COST_BUDGET: 12,
+    RunStop.TOO_MANY_ERRORS: 13,
+    RunStop.LOOP_DETECTED: 14,
+    RunStop.TIMEOUT: 15,
+    RunStop.CANCELLED: 16,
+    RunStop.AWAITING_CONFIRMATION: 17,
+    RunStop.MODEL_ERROR: 18,
+    RunStop.MAX_TOKENS: 19,
+    RunStop.REFUSAL: 20,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What a run returns. ``answer`` is the final answer, or the best text so far when a
+    limit stopped the run (``stop`` says which)."""
+
+    answer: str
+    stop: RunStop
+    turns: int
+    usage: Usage
+    messages: Sequence[Message]
+    session_id: str | None = None
+    detail: str = ""
+    pending_calls: Sequence[Any] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.stop is RunStop.FINAL_ANSWER
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.stop]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "stop_reason": self.stop.value,
+            "turns": self.turns,
+            "usage": self.usage.to_dict(),
+            "messages": messages_to_list(self.messages),
+            "session_id": self.session_id,
+            "detail": self.detail,
+        }

@@ -1,0 +1,28 @@
+"""Suite-wide fixtures: every test runs with the network guard on.
+
+Tests marked ``live`` talk to real providers and run only with ``--live``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwright.testing import network_guard
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--live", action="store_true", help="run tests marked live (real network)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("--live"):
+        network_guard.install()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--live"):
+        return
+    deselected = [i for i in items if "live" in i.keywords]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [i for i in items if "live" not in i.keywords]
