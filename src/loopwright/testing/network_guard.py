@@ -66,16 +66,16 @@ def install() -> None:
             raise NetworkBlocked(f"network access blocked in tests: DNS lookup of {host!r}")
         return _originals["getaddrinfo"](host, *args, **kwargs)
 
-    socket.socket.connect = connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
     socket.getaddrinfo = getaddrinfo
 
 
 def uninstall() -> None:
     if not _originals:
         return
-    socket.socket.connect = _originals.pop("connect")  # type: ignore[method-assign]
-    socket.socket.connect_ex = _originals.pop("connect_ex")  # type: ignore[method-assign]
+    socket.socket.connect = _originals.pop("connect")  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = _originals.pop("connect_ex")  # type: ignore[method-assign,assignment]
     socket.getaddrinfo = _originals.pop("getaddrinfo")
 
 
