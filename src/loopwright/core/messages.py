@@ -216,10 +216,20 @@ class CodecError(ValueError):
     """A serialized message/part does not have the expected shape."""
 
 
+def _mapping(value: JSONValue, where: str) -> dict[str, JSONValue]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise CodecError(f"{where} must be a JSON object, got {type(value).__name__}")
+    return dict(value)
+
+
 def part_from_dict(data: Mapping[str, JSONValue]) -> Part:
+    if not isinstance(data, Mapping):
+        raise CodecError(f"a message part must be a JSON object, got {type(data).__name__}")
+    kind = data.get("kind")
     try:
-        kind = data["kind"]
-        meta = dict(data.get("provider_meta") or {})
+        meta = _mapping(data.get("provider_meta"), "part 'provider_meta'")
         if kind == "text":
             return TextPart(str(data["text"]), meta)
         if kind == "reasoning":
@@ -228,7 +238,7 @@ def part_from_dict(data: Mapping[str, JSONValue]) -> Part:
             return ToolCallPart(
                 str(data["id"]),
                 str(data["name"]),
-                dict(data.get("arguments") or {}),
+                _mapping(data.get("arguments"), "tool_call 'arguments'"),
                 str(data.get("raw_arguments", "")),
                 meta,
             )
@@ -242,27 +252,30 @@ def part_from_dict(data: Mapping[str, JSONValue]) -> Part:
                 None if ek is None else str(ek),
                 meta,
             )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CodecError(f"malformed message part {dict(data)!r}: {exc}") from exc
+    except KeyError as exc:
+        raise CodecError(f"message part of kind {kind!r} lacks field {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise CodecError(f"malformed message part of kind {kind!r}: {exc}") from exc
     raise CodecError(
         f"unknown part kind {kind!r}; expected text, reasoning, tool_call or tool_result"
     )
 
 
 def message_from_dict(data: Mapping[str, JSONValue]) -> Message:
-    try:
-        role = data["role"]
-        parts_raw = data["parts"]
-    except (KeyError, TypeError) as exc:
-        raise CodecError(f"message needs 'role' and 'parts': {exc}") from exc
-    if role not in ROLES:
+    if not isinstance(data, Mapping):
+        raise CodecError(f"a message must be a JSON object, got {type(data).__name__}")
+    if "role" not in data or "parts" not in data:
+        raise CodecError("message needs 'role' and 'parts'")
+    role = data["role"]
+    parts_raw = data["parts"]
+    if not isinstance(role, str) or role not in ROLES:
         raise CodecError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
     if not isinstance(parts_raw, list):
         raise CodecError("message 'parts' must be a list")
     return Message(
-        role,
+        role,  # type: ignore[arg-type]  # checked against ROLES above
         tuple(part_from_dict(p) for p in parts_raw),
-        dict(data.get("provider_meta") or {}),
+        _mapping(data.get("provider_meta"), "message 'provider_meta'"),
     )
 
 

@@ -1,0 +1,75 @@
+"""Tools: typed functions a model can call, and the dispatcher that runs those calls.
+
+See ``docs/tools.md``. Everything public is re-exported here.
+"""
+
+from loopwright.core.errors import ToolError, ToolErrorKind, TransientToolError
+from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
+from loopwright.tools.confirm import Confirmation, ConfirmHandler
+from loopwright.tools.decorator import BusinessValidator, IdempotencyKeyFn, Tool, as_tool, tool
+from loopwright.tools.dispatcher import (
+    ERROR_KINDS,
+    AfterToolCall,
+    BeforeToolCall,
+    DispatchConfig,
+    Dispatcher,
+    DispatchOutcome,
+    error_result,
+    skipped_result,
+)
+from loopwright.tools.invocation import ToolContext
+from loopwright.tools.ledger import IdempotencyLedger, MemoryLedger
+from loopwright.tools.registry import ToolRegistry
+from loopwright.tools.repair import RepairResult, repair_arguments
+from loopwright.tools.retry import NO_RETRY, RetryPolicy
+from loopwright.tools.schema import FunctionSchema, function_schema, type_schema
+from loopwright.tools.truncate import render_result, truncate_result
+from loopwright.tools.validation import (
+    SchemaValidator,
+    Violation,
+    check_schema,
+    validate_arguments,
+    validator_for,
+)
+
+__all__ = [
+    "ERROR_KINDS",
+    "NO_RETRY",
+    "AfterToolCall",
+    "BeforeToolCall",
+    "BusinessValidator",
+    "ConfirmHandler",
+    "Confirmation",
+    "DispatchConfig",
+    "DispatchOutcome",
+    "Dispatcher",
+    "FunctionSchema",
+    "IdempotencyKeyFn",
+    "IdempotencyLedger",
+    "MemoryLedger",
+    "Permission",
+    "RepairResult",
+    "RetryPolicy",
+    "SchemaValidator",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolErrorKind",
+    "ToolRegistry",
+    "ToolSpec",
+    "TransientToolError",
+    "UnknownOutcomePolicy",
+    "Violation",
+    "as_tool",
+    "check_schema",
+    "error_result",
+    "function_schema",
+    "render_result",
+    "repair_arguments",
+    "skipped_result",
+    "tool",
+    "truncate_result",
+    "type_schema",
+    "validate_arguments",
+    "validator_for",
+]

@@ -1,0 +1,282 @@
+"""``@tool`` and :class:`Tool`: a function plus the contract a model sees.
+
+A :class:`Tool` is callable like the function it wraps (handy in tests). The dispatcher
+runs it through :meth:`Tool.invoke`, which converts validated JSON arguments into the
+function's Python types (Enums, tuples, sets, dataclasses, pydantic models), injects a
+:class:`ToolContext` when the function asks for one, and awaits the result. Sync
+functions run in a worker thread unless declared ``inline=True`` (fast, CPU-light
+functions that may run on the event loop; such calls cannot be interrupted by a timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
+from loopwright.tools.invocation import ToolContext
+from loopwright.tools.schema import Converter, function_schema
+from loopwright.tools.threads import run_in_worker
+from loopwright.tools.validation import SchemaValidator, Violation, check_schema
+
+BusinessValidator = Callable[[Mapping[str, Any]], "str | Iterable[Violation] | None"]
+"""Checks validated arguments; returns ``None`` when fine, else a message or violations
+(raising ``ValueError`` counts as a violation carrying its message)."""
+IdempotencyKeyFn = Callable[[Mapping[str, Any]], "str | None"]
+OutcomeCheck = Callable[[str], Any]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """An executable tool. Build it with :func:`tool` or :meth:`Tool.from_schema`.
+
+    Tools compare and hash by identity (they hold functions and mutable schemas)."""
+
+    spec: ToolSpec
+    fn: Callable[..., Any]
+    validators: tuple[BusinessValidator, ...] = ()
+    idempotency_key: IdempotencyKeyFn | None = None
+    outcome_check: OutcomeCheck | None = None
+    inline: bool = False
+    context_param: str | None = None
+    converters: tuple[tuple[str, Converter], ...] = ()
+    check_parameters: bool = field(default=True, repr=False)
+    """Check ``spec.parameters`` against the metaschema (skipped for derived schemas)."""
+    schema_validator: SchemaValidator = field(init=False, repr=False, compare=False)
+    is_async: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        name = self.spec.name
+        if not _NAME.match(name):
+            raise ValueError(f"tool name {name!r} is invalid; use 1-64 letters, digits, '_' or '-'")
+        if not callable(self.fn):
+            raise ValueError(f"tool {name!r}: fn must be callable, got {type(self.fn).__name__}")
+        if self.check_parameters:
+            check_schema(self.spec.parameters, owner=f"tool {name!r}")
+        object.__setattr__(self, "schema_validator", SchemaValidator(self.spec.parameters))
+        object.__setattr__(self, "is_async", _is_async_callable(self.fn))
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        fn: Callable[..., Any],
+        **flags: Any,
+    ) -> Tool:
+        """A tool from a raw JSON Schema. ``fn`` receives the validated arguments as
+        keyword arguments, unchanged (plus a ``ToolContext`` parameter if it has one).
+        ``flags`` are the keyword flags of :func:`tool`."""
+        opts = _ToolOptions(**flags)
+        context_param = _context_param_of(fn)
+        return cls(
+            opts.spec(name, description, parameters),
+            fn,
+            tuple(opts.validators),
+            opts.idempotency_key,
+            opts.outcome_check,
+            opts.inline,
+            context_param,
+        )
+
+    # -- use ------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def validate(self, arguments: Mapping[str, Any]) -> list[Violation]:
+        """Schema violations, then (only if the schema passed) business-rule violations."""
+        found = self.schema_validator.violations(arguments)
+        if found or not self.validators:
+            return found
+        for check in self.validators:
+            found.extend(_run_business_validator(check, arguments))
+        return found
+
+    def bind(self, arguments: Mapping[str, Any], ctx: ToolContext | None) -> dict[str, Any]:
+        """Keyword arguments for ``fn``: converted values plus the context if wanted.
+
+        Raises ``ValueError`` (pydantic ``ValidationError``) when a value cannot be
+        converted to the parameter's Python type.
+        """
+        kwargs = dict(arguments)
+        for name, convert in self.converters:
+            if name in kwargs:
+                kwargs[name] = convert(kwargs[name])
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        return kwargs
+
+    async def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> object:
+        """Run the tool with validated ``arguments``; returns what the function returns."""
+        return await self.call_bound(self.bind(arguments, ctx))
+
+    async def call_bound(self, kwargs: dict[str, Any]) -> object:
+        """Run ``fn(**kwargs)``: awaited if async, inline or in a worker thread if sync."""
+        if self.is_async:
+            return await self.fn(**kwargs)
+        if self.inline:
+            result = self.fn(**kwargs)
+        else:
+            result = await run_in_worker(self.fn, kwargs)
+        if hasattr(result, "__await__"):  # cheaper than inspect.isawaitable on hot path
+            return await result
+        return result
+
+    async def check_outcome(self, key: str) -> object | None:
+        """Ask the tool whether a call with idempotency ``key`` already ran (used when
+        resuming after a crash). ``None``: unknown, or no ``outcome_check`` declared."""
+        if self.outcome_check is None:
+            return None
+        result = self.outcome_check(key)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+@dataclass(slots=True)
+class _ToolOptions:
+    """The keyword flags shared by :func:`tool` and :meth:`Tool.from_schema`."""
+
+    requires_confirmation: bool = False
+    permission: Permission | str | int = Permission.READ
+    idempotent: bool = False
+    timeout: float | None = 30.0
+    max_result_chars: int = 20_000
+    validators: Sequence[BusinessValidator] = ()
+    idempotency_key: IdempotencyKeyFn | None = None
+    unknown_outcome: UnknownOutcomePolicy | str = UnknownOutcomePolicy.REPORT
+    outcome_check: OutcomeCheck | None = None
+    inline: bool = False
+
+    def spec(self, name: str, description: str, parameters: Mapping[str, Any]) -> ToolSpec:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError(f"tool {name!r}: timeout must be > 0 seconds or None")
+        if self.max_result_chars < 1:
+            raise ValueError(f"tool {name!r}: max_result_chars must be >= 1")
+        return ToolSpec(
+            name=name,
+            description=description,
+            parameters=parameters,
+            requires_confirmation=self.requires_confirmation,
+            permission=Permission.parse(self.permission),
+            idempotent=self.idempotent,
+            timeout=self.timeout,
+            max_result_chars=self.max_result_chars,
+            unknown_outcome=UnknownOutcomePolicy(self.unknown_outcome),
+        )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    **flags: Any,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    **flags: Any,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function (sync or async) into a :class:`Tool`.
+
+    Used bare (``@tool``) or with flags: ``requires_confirmation``, ``permission``
+    (``"read"``/``"write"``/``"admin"`` or :class:`Permission`), ``idempotent``,
+    ``timeout`` (seconds, ``None`` = no limit), ``max_result_chars``, ``validators``,
+    ``idempotency_key`` (``args -> str | None``), ``unknown_outcome``, ``outcome_check``
+    (``key -> result | None``), ``inline``. The schema comes from type hints and the
+    docstring; the description is the docstring without its parameter section.
+    """
+
+    def wrap(func: Callable[..., Any]) -> Tool:
+        if isinstance(func, Tool):
+            if name is None and description is None and not flags:
+                return func
+            func = func.fn  # re-wrap the function with the new flags
+        tool_name = name or str(getattr(func, "__name__", ""))
+        derived = function_schema(func, owner=tool_name)
+        opts = _ToolOptions(**flags)
+        return Tool(
+            opts.spec(tool_name, description or derived.description, derived.parameters),
+            func,
+            tuple(opts.validators),
+            opts.idempotency_key,
+            opts.outcome_check,
+            opts.inline,
+            derived.context_param,
+            derived.converters,
+            check_parameters=False,  # built by schema.py, valid by construction
+        )
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap
+
+
+def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
+    """``obj`` if it already is a Tool, else ``@tool(obj)``."""
+    return obj if isinstance(obj, Tool) else tool(obj)
+
+
+def _run_business_validator(
+    check: BusinessValidator, arguments: Mapping[str, Any]
+) -> list[Violation]:
+    label = getattr(check, "__name__", type(check).__name__)
+    try:
+        outcome = check(arguments)
+    except ValueError as exc:
+        return [Violation("", str(exc) or label)]
+    except Exception as exc:
+        return [Violation("", f"validator {label} raised {type(exc).__name__}: {exc}")]
+    if outcome is None:
+        return []
+    if isinstance(outcome, str):
+        return [Violation("", outcome)]
+    if isinstance(outcome, Violation):
+        return [outcome]
+    try:
+        return [v if isinstance(v, Violation) else Violation("", str(v)) for v in outcome]
+    except Exception as exc:
+        return [Violation("", f"validator {label} returned an unusable value ({exc})")]
+
+
+def _context_param_of(fn: Callable[..., Any]) -> str | None:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    for p in params:
+        if p.annotation is ToolContext or p.annotation == "ToolContext":
+            return p.name
+    return None
+
+
+def _is_async_callable(fn: Callable[..., Any]) -> bool:
+    while hasattr(fn, "func") and not inspect.isfunction(fn):  # functools.partial
+        fn = fn.func
+    return asyncio.iscoroutinefunction(fn) or asyncio.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )

@@ -1,0 +1,495 @@
+"""Run model tool calls safely: every outcome becomes a ``ToolResultPart``.
+
+Pipeline of one call (:meth:`Dispatcher.run_one`), each step able to end it with an error
+result of a :class:`~loopwright.core.errors.ToolErrorKind`:
+
+1. look up the tool (``not_found``, listing the names the caller may use);
+2. permission check against ``DispatchConfig.permission`` (``permission_denied``). This
+   comes before argument checks: a caller that may not use a tool learns nothing about
+   its schema, and hiding a tool from the model is never the only protection;
+3. arguments: the parsed dict, else the raw string through :func:`repair_arguments`
+   (``invalid_arguments``);
+4. schema + business validation, every violation with its JSON pointer
+   (``invalid_arguments``);
+5. ``before_tool_call`` hook: a returned string blocks the call (``permission_denied``);
+6. confirmation for ``requires_confirmation`` tools (``denied_by_user`` /
+   ``awaiting_confirmation``);
+7. idempotency ledger lookup when the tool derives a key from the arguments: a known
+   key returns the stored result without running the tool;
+8. run with the tool's timeout (``timeout``); classify failures: ``ToolError`` carries
+   its kind, ``TimeoutError``/``ConnectionError`` are ``transient``, anything else is
+   ``permanent`` with the exception type and message;
+9. retry ``transient`` failures with backoff, only for idempotent tools or keyed calls;
+   the final message names every failed attempt;
+10. record the result in the ledger (keyed calls; successes and permanent failures);
+11. render and cut the result to the tool's budget (JSON-aware);
+12. ``after_tool_call`` hook (may replace the result).
+
+Nothing a tool, hook, handler or ledger does escapes as an exception; only cancellation
+of the awaiting task propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import inspect
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.core.messages import ToolCallPart, ToolResultPart
+from loopwright.core.tools import Permission, ToolSpec
+from loopwright.tools.confirm import Confirmation, ConfirmHandler
+from loopwright.tools.deadline import watchdog
+from loopwright.tools.decorator import Tool
+from loopwright.tools.invocation import ToolContext
+from loopwright.tools.ledger import IdempotencyLedger, MemoryLedger
+from loopwright.tools.registry import ToolRegistry
+from loopwright.tools.repair import repair_arguments
+from loopwright.tools.retry import RetryPolicy
+from loopwright.tools.truncate import cut_text, truncate_result
+
+log = logging.getLogger("loopwright.tools")
+
+BeforeToolCall = Callable[[ToolCallPart, ToolSpec], "str | Awaitable[str | None] | None"]
+"""Return a string to block the call (the model sees it, kind ``permission_denied``)."""
+AfterToolCall = Callable[
+    [ToolCallPart, ToolResultPart], "ToolResultPart | Awaitable[ToolResultPart | None] | None"
+]
+"""Return a ``ToolResultPart`` to replace the result, ``None`` to keep it."""
+
+ERROR_KINDS = frozenset(k.value for k in ToolErrorKind)
+_ERROR_CHARS = 4_000
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchConfig:
+    """How a :class:`Dispatcher` runs calls.
+
+    ``permission`` is the caller's level (tools above it are refused at dispatch).
+    ``confirm`` answers for ``requires_confirmation`` tools (``None`` approves all).
+    ``sleep``, ``random`` and ``clock`` are injectable for tests (backoff without
+    waiting, deterministic jitter). ``metadata`` is handed to tools in ``ToolContext``.
+    """
+
+    permission: Permission = Permission.ADMIN
+    confirm: ConfirmHandler | None = None
+    max_concurrency: int = 8
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    before_tool_call: BeforeToolCall | None = None
+    after_tool_call: AfterToolCall | None = None
+    session_id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    random: Callable[[], float] = random.random
+    clock: Callable[[], float] = time.perf_counter
+    max_violations: int = 20
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1:
+            raise ValueError(
+                f"DispatchConfig.max_concurrency must be >= 1, got {self.max_concurrency}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchOutcome:
+    """One call's result. ``attempts`` is 0 when the tool never ran (refused, invalid,
+    answered from the ledger). ``repairs`` names argument repairs that were applied."""
+
+    call: ToolCallPart
+    result: ToolResultPart
+    attempts: int
+    duration_s: float
+    repairs: tuple[str, ...] = ()
+    from_ledger: bool = False
+
+
+def error_result(call: ToolCallPart, kind: ToolErrorKind | str, message: str) -> ToolResultPart:
+    """An error result for ``call``: content ``"<kind>: <message>"`` (cut to 4,000 chars)."""
+    kind_s = kind.value if isinstance(kind, ToolErrorKind) else str(kind)
+    name = call.name if isinstance(call.name, str) else str(call.name)
+    return ToolResultPart(
+        str(call.id), name, cut_text(f"{kind_s}: {message}", _ERROR_CHARS), True, kind_s
+    )
+
+
+def skipped_result(call: ToolCallPart, reason: str = "") -> ToolResultPart:
+    """Result for a call that was never started because the run was interrupted."""
+    why = reason or "a new user message arrived before this call started"
+    return error_result(call, ToolErrorKind.SKIPPED, f"not run: {why}")
+
+
+_Step = tuple[ToolResultPart, int, tuple[str, ...], bool]
+
+
+class Dispatcher:
+    """Runs tool calls against a registry. One dispatcher may serve many runs."""
+
+    __slots__ = ("config", "ledger", "registry")
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        config: DispatchConfig | None = None,
+        ledger: IdempotencyLedger | None = None,
+    ) -> None:
+        self.registry = registry
+        self.config = config if config is not None else DispatchConfig()
+        self.ledger: IdempotencyLedger = ledger if ledger is not None else MemoryLedger()
+
+    # -- batches ------------------------------------------------------------------------
+    async def run_batch(
+        self,
+        calls: Sequence[ToolCallPart],
+        *,
+        interrupted: Callable[[], bool] | None = None,
+        on_start: Callable[[ToolCallPart], None] | None = None,
+        decisions: Mapping[str, Confirmation] | None = None,
+    ) -> list[DispatchOutcome]:
+        """Run ``calls`` concurrently (at most ``max_concurrency`` at once); outcomes in
+        call order. A call not yet started when ``interrupted()`` is true gets a
+        ``skipped`` result. ``decisions`` maps call ids to confirmations already given
+        (resuming a paused run); they replace the confirm handler for those calls."""
+        if not calls:
+            return []
+        if len(calls) == 1:
+            return [await self._slot(calls[0], interrupted, on_start, decisions)]
+        sem = asyncio.Semaphore(self.config.max_concurrency)
+
+        async def limited(call: ToolCallPart) -> DispatchOutcome:
+            async with sem:
+                return await self._slot(call, interrupted, on_start, decisions)
+
+        return list(await asyncio.gather(*(limited(c) for c in calls)))
+
+    async def _slot(
+        self,
+        call: ToolCallPart,
+        interrupted: Callable[[], bool] | None,
+        on_start: Callable[[ToolCallPart], None] | None,
+        decisions: Mapping[str, Confirmation] | None,
+    ) -> DispatchOutcome:
+        if interrupted is not None and _quiet(interrupted, False, "interrupted()"):
+            return DispatchOutcome(call, skipped_result(call), 0, 0.0)
+        if on_start is not None:
+            _quiet(lambda: on_start(call), None, "on_start")
+        decision = decisions.get(call.id) if decisions else None
+        return await self.run_one(call, confirmation=decision)
+
+    # -- one call -----------------------------------------------------------------------
+    async def run_one(
+        self, call: ToolCallPart, *, confirmation: Confirmation | None = None
+    ) -> DispatchOutcome:
+        """Run one call through the whole pipeline (module doc). Never raises for tool
+        faults. ``confirmation`` is a decision already made (skips the handler)."""
+        started = self.config.clock()
+        try:
+            result, attempts, repairs, cached = await self._dispatch(call, confirmation)
+        except asyncio.CancelledError:
+            if _being_cancelled():
+                raise
+            result, attempts, repairs, cached = (
+                error_result(call, ToolErrorKind.PERMANENT, "the call was cancelled"),
+                1,
+                (),
+                False,
+            )
+        except Exception as exc:  # defensive: a fault in a callback we did not wrap
+            log.exception("tool dispatch failed for %r", getattr(call, "name", call))
+            result = error_result(
+                call, ToolErrorKind.PERMANENT, f"dispatch failed: {_describe(exc)}"
+            )
+            attempts, repairs, cached = 0, (), False
+        if self.config.after_tool_call is not None:
+            result = await self._after(call, result)
+        return DispatchOutcome(
+            call, result, attempts, self.config.clock() - started, repairs, cached
+        )
+
+    async def _dispatch(self, call: ToolCallPart, confirmation: Confirmation | None) -> _Step:
+        t = self.registry.get(call.name)
+        if t is None:
+            return self._not_found(call), 0, (), False
+        spec = t.spec
+        cfg = self.config
+        if spec.permission > cfg.permission:
+            return _refuse_permission(call, spec, cfg.permission), 0, (), False
+        args, repairs, problem = _arguments(call)
+        if problem is not None:
+            return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, problem), 0, repairs, False
+        violations = t.validate(args)
+        if violations:
+            return self._invalid(call, violations), 0, repairs, False
+        if cfg.before_tool_call is not None:
+            blocked = await self._before(call, spec)
+            if blocked is not None:
+                return blocked, 0, repairs, False
+        if spec.requires_confirmation or confirmation is not None:
+            refused = await self._confirm(call, spec, confirmation)
+            if refused is not None:
+                return refused, 0, repairs, False
+        key: str | None = None
+        if t.idempotency_key is not None:
+            try:
+                key = t.idempotency_key(args)
+            except Exception as exc:
+                msg = f"could not derive the idempotency key: {_describe(exc)}"
+                return error_result(call, ToolErrorKind.PERMANENT, msg), 0, repairs, False
+            if key is not None:
+                key = str(key)
+                try:
+                    stored = await _maybe_await(self.ledger.get(key))
+                except Exception as exc:
+                    msg = f"idempotency ledger failed ({_describe(exc)}); the call was not run"
+                    return error_result(call, ToolErrorKind.TRANSIENT, msg), 0, repairs, False
+                if stored is not None:
+                    return replace(stored, call_id=call.id, name=call.name), 0, repairs, True
+        try:
+            kwargs = t.bind(args, None)
+        except Exception as exc:
+            msg = f"arguments do not convert to the tool's types: {_describe(exc)}"
+            return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, msg), 0, repairs, False
+        result, attempts = await self._run_with_retry(call, t, kwargs, key)
+        if key is not None and (
+            not result.is_error or result.error_kind == ToolErrorKind.PERMANENT.value
+        ):
+            try:
+                await _maybe_await(self.ledger.put(key, result))
+            except Exception:
+                log.exception("idempotency ledger put failed for key %r", key)
+        return result, attempts, repairs, False
+
+    async def _run_with_retry(
+        self, call: ToolCallPart, t: Tool, kwargs: dict[str, Any], key: str | None
+    ) -> tuple[ToolResultPart, int]:
+        cfg = self.config
+        policy = cfg.retry
+        repeatable = t.spec.idempotent or key is not None
+        failures: list[str] = []
+        attempt = 1
+        while True:
+            if t.context_param is not None:
+                kwargs[t.context_param] = ToolContext(
+                    call.id, key, attempt, cfg.session_id, cfg.metadata
+                )
+            value, kind, message = await _attempt(t, kwargs)
+            if kind is None:
+                return ToolResultPart(
+                    call.id, call.name, truncate_result(value, t.spec.max_result_chars)
+                ), attempt
+            if policy.should_retry(kind, attempt, repeatable=repeatable):
+                failures.append(message)
+                await cfg.sleep(policy.delay(attempt, cfg.random()))
+                attempt += 1
+                continue
+            if failures:
+                earlier = "; ".join(f"attempt {i}: {m}" for i, m in enumerate(failures, 1))
+                message = f"{message} (failed {attempt} attempts; {earlier})"
+            elif kind in policy.retry_on and not repeatable and policy.max_attempts > 1:
+                message += " (not retried: the tool is not idempotent and the call has no key)"
+            budget = min(t.spec.max_result_chars, _ERROR_CHARS)
+            res = error_result(call, kind, message)
+            return replace(res, content=cut_text(res.content, budget)), attempt
+
+    # -- steps that end a call early --------------------------------------------------------
+    def _not_found(self, call: ToolCallPart) -> ToolResultPart:
+        level = self.config.permission
+        usable = [t.name for t in self.registry if t.spec.permission <= level]
+        hint = ""
+        if isinstance(call.name, str):
+            close = difflib.get_close_matches(call.name, usable, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+        names = ", ".join(usable) if usable else "(none)"
+        msg = f"unknown tool {call.name!r}.{hint} Available tools: {names}"
+        return error_result(call, ToolErrorKind.NOT_FOUND, msg)
+
+    def _invalid(self, call: ToolCallPart, violations: Sequence[Any]) -> ToolResultPart:
+        limit = self.config.max_violations
+        lines = [str(v) for v in violations[:limit]]
+        if len(violations) > limit:
+            lines.append(f"... and {len(violations) - limit} more")
+        msg = "arguments do not match the schema; fix these and call again:\n" + "\n".join(lines)
+        return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, msg)
+
+    async def _before(self, call: ToolCallPart, spec: ToolSpec) -> ToolResultPart | None:
+        hook = self.config.before_tool_call
+        assert hook is not None
+        try:
+            reason = await _maybe_await(hook(call, spec))
+        except Exception as exc:
+            msg = f"before_tool_call hook raised {_describe(exc)}; the call was not run"
+            return error_result(call, ToolErrorKind.PERMANENT, msg)
+        if reason is None or reason is False:
+            return None
+        text = reason if isinstance(reason, str) and reason else "blocked by before_tool_call"
+        return error_result(call, ToolErrorKind.PERMISSION_DENIED, f"blocked: {text}")
+
+    async def _confirm(
+        self, call: ToolCallPart, spec: ToolSpec, decision: Confirmation | None
+    ) -> ToolResultPart | None:
+        if decision is None:
+            handler = self.config.confirm
+            if handler is None:
+                return None
+            try:
+                decision = await _maybe_await(handler(call, spec))
+            except Exception as exc:
+                msg = f"confirmation handler raised {_describe(exc)}; the call was not run"
+                return error_result(call, ToolErrorKind.PERMANENT, msg)
+        if not isinstance(decision, Confirmation):
+            msg = (
+                f"confirmation handler returned {type(decision).__name__}, not a "
+                "Confirmation; the call was not run"
+            )
+            return error_result(call, ToolErrorKind.PERMANENT, msg)
+        suffix = f": {decision.reason}" if decision.reason else ""
+        if decision.defer:
+            msg = f"waiting for a person to approve this call; it was not run{suffix}"
+            return error_result(call, ToolErrorKind.AWAITING_CONFIRMATION, msg)
+        if not decision.approved:
+            return error_result(
+                call, ToolErrorKind.DENIED_BY_USER, f"the user denied this call{suffix}"
+            )
+        return None
+
+    async def _after(self, call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
+        hook = self.config.after_tool_call
+        assert hook is not None
+        try:
+            new = await _maybe_await(hook(call, result))
+        except Exception as exc:
+            msg = f"after_tool_call hook raised {_describe(exc)}; the result was withheld"
+            return error_result(call, ToolErrorKind.PERMANENT, msg)
+        if new is None:
+            return result
+        if not isinstance(new, ToolResultPart):
+            msg = (
+                f"after_tool_call hook returned {type(new).__name__}, not a ToolResultPart; "
+                "the result was withheld"
+            )
+            return error_result(call, ToolErrorKind.PERMANENT, msg)
+        if new.call_id != call.id:
+            new = replace(new, call_id=call.id)
+        if new.is_error and new.error_kind not in ERROR_KINDS:
+            new = replace(new, error_kind=ToolErrorKind.PERMANENT.value)
+        return new
+
+
+# -- helpers ------------------------------------------------------------------------------
+def _arguments(call: ToolCallPart) -> tuple[dict[str, Any], tuple[str, ...], str | None]:
+    args = call.arguments
+    if args:
+        return (args if type(args) is dict else dict(args)), (), None
+    raw = call.raw_arguments
+    if not raw:
+        return {}, (), None
+    repaired = repair_arguments(raw)
+    if repaired.arguments is None:
+        return (
+            {},
+            repaired.repairs,
+            (
+                f"could not read the arguments as a JSON object ({repaired.error}); "
+                "send one JSON object matching the tool's parameters"
+            ),
+        )
+    return repaired.arguments, repaired.repairs, None
+
+
+def _refuse_permission(call: ToolCallPart, spec: ToolSpec, level: Permission) -> ToolResultPart:
+    msg = (
+        f"tool {spec.name!r} needs {spec.permission.name.lower()} permission; this caller "
+        f"has {level.name.lower()}. Use another tool or ask the user."
+    )
+    return error_result(call, ToolErrorKind.PERMISSION_DENIED, msg)
+
+
+async def _attempt(t: Tool, kwargs: dict[str, Any]) -> tuple[object, str | None, str]:
+    """One execution: ``(value, None, "")`` or ``(None, kind, message)``."""
+    timeout = t.spec.timeout
+    try:
+        if timeout is None or (t.inline and not t.is_async):
+            return await t.call_bound(kwargs), None, ""
+        return await _with_timeout(t, kwargs, timeout), None, ""
+    except _Expired:
+        return (
+            None,
+            ToolErrorKind.TIMEOUT.value,
+            (f"tool {t.name!r} did not finish within {timeout:g} s"),
+        )
+    except TimeoutError as exc:
+        return None, ToolErrorKind.TRANSIENT.value, _describe(exc)
+    except ToolError as exc:
+        kind = exc.kind.value if isinstance(exc.kind, ToolErrorKind) else str(exc.kind)
+        if kind not in ERROR_KINDS:
+            kind = ToolErrorKind.PERMANENT.value
+        return None, kind, str(exc) or type(exc).__name__
+    except ConnectionError as exc:
+        return None, ToolErrorKind.TRANSIENT.value, _describe(exc)
+    except asyncio.CancelledError:
+        if _being_cancelled():
+            raise
+        return None, ToolErrorKind.PERMANENT.value, "the tool raised CancelledError"
+    except (Exception, SystemExit) as exc:  # a tool calling sys.exit() is a tool fault
+        return None, ToolErrorKind.PERMANENT.value, _describe(exc)
+
+
+class _Expired(Exception):
+    """The dispatcher's own deadline for a call passed."""
+
+
+async def _with_timeout(t: Tool, kwargs: dict[str, Any], seconds: float) -> object:
+    # asyncio.timeout semantics (cancel the task at the deadline, turn our own
+    # cancellation into a timeout, leave outside cancellations alone) without a timer
+    # handle per call: see deadline.py. This is the dispatch hot path.
+    task = asyncio.current_task()
+    assert task is not None
+    baseline = task.cancelling()
+    wd = watchdog()
+    token, deadline = wd.add(seconds, task)
+    try:
+        value = await t.call_bound(kwargs)
+    except asyncio.CancelledError:
+        if deadline.fired and task.uncancel() <= baseline:
+            raise _Expired from None
+        raise
+    finally:
+        if not deadline.fired:
+            wd.entries.pop(token, None)
+    if deadline.fired:  # the deadline passed but the tool swallowed the cancellation
+        task.uncancel()
+    return value
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _maybe_await(value: _T | Awaitable[_T]) -> _T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _quiet(fn: Callable[[], _T], default: _T, what: str) -> _T:
+    try:
+        return fn()
+    except Exception:
+        log.exception("%s raised; continuing", what)
+        return default
