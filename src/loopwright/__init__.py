@@ -1,24 +1,132 @@
-"""loopwright: a small, fast, typed runtime for LLM agents."""
+"""loopwright: a small, fast, typed runtime for LLM agents.
+
+The public facade: :class:`Agent` and the run helpers, tools, limits, hooks and the core
+types. Importing it loads no vendor SDK and no embedded-model runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
 
 from loopwright.core import (
+    EXIT_CODES,
+    LoopState,
     Message,
+    Model,
+    ModelRequest,
     ModelSettings,
     Permission,
+    ProviderError,
+    ReasoningPart,
     RunResult,
     RunStop,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolError,
+    ToolErrorKind,
+    ToolResultPart,
     ToolSpec,
+    TransientToolError,
     Usage,
+    UserError,
 )
+from loopwright.core.events import RunEvent
+from loopwright.loop import Agent, Hooks, Limits, Prompt, Run, RunState, ToolLike
+from loopwright.providers.scripted import FunctionModel, Reply, ScriptedModel, tool_call
+from loopwright.tools import Confirmation, DispatchConfig, Tool, ToolRegistry, tool
 
 __version__ = "0.1.0"
 
+
+def _agent(
+    model: Model,
+    tools: ToolRegistry | Iterable[ToolLike],
+    system: str | None,
+    limits: Limits | None,
+) -> Agent:
+    return Agent(model, tools, system=system, limits=limits)
+
+
+def run(
+    model: Model,
+    prompt: Prompt,
+    *,
+    tools: ToolRegistry | Iterable[ToolLike] = (),
+    system: str | None = None,
+    limits: Limits | None = None,
+    history: Sequence[Message] | None = None,
+) -> RunResult:
+    """One-shot synchronous run: ``Agent(model, tools, ...).run(prompt)``."""
+    return _agent(model, tools, system, limits).run(prompt, history=history)
+
+
+async def arun(
+    model: Model,
+    prompt: Prompt,
+    *,
+    tools: ToolRegistry | Iterable[ToolLike] = (),
+    system: str | None = None,
+    limits: Limits | None = None,
+    history: Sequence[Message] | None = None,
+) -> RunResult:
+    """One-shot async run: ``await Agent(model, tools, ...).arun(prompt)``."""
+    return await _agent(model, tools, system, limits).arun(prompt, history=history)
+
+
+async def stream(
+    model: Model,
+    prompt: Prompt,
+    *,
+    tools: ToolRegistry | Iterable[ToolLike] = (),
+    system: str | None = None,
+    limits: Limits | None = None,
+    history: Sequence[Message] | None = None,
+) -> AsyncIterator[RunEvent]:
+    """One-shot event stream: ``Agent(model, tools, ...).stream(prompt)``."""
+    async for event in _agent(model, tools, system, limits).stream(prompt, history=history):
+        yield event
+
+
 __all__ = [
+    "EXIT_CODES",
+    "Agent",
+    "Confirmation",
+    "DispatchConfig",
+    "FunctionModel",
+    "Hooks",
+    "Limits",
+    "LoopState",
     "Message",
+    "Model",
+    "ModelRequest",
     "ModelSettings",
     "Permission",
+    "ProviderError",
+    "ReasoningPart",
+    "Reply",
+    "Run",
+    "RunEvent",
     "RunResult",
+    "RunState",
     "RunStop",
+    "ScriptedModel",
+    "StopReason",
+    "TextPart",
+    "Tool",
+    "ToolCallPart",
+    "ToolError",
+    "ToolErrorKind",
+    "ToolRegistry",
+    "ToolResultPart",
     "ToolSpec",
+    "TransientToolError",
     "Usage",
+    "UserError",
     "__version__",
+    "arun",
+    "run",
+    "stream",
+    "tool",
+    "tool_call",
 ]

@@ -84,8 +84,10 @@ ModelEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | ResponseDon
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
+    """``input`` is the new user message, or ``None`` when a run resumes without one."""
+
     session_id: str | None
-    input: Message
+    input: Message | None
     type: Literal["run_started"] = "run_started"
 
 

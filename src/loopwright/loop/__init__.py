@@ -1,0 +1,40 @@
+"""The control loop: states, limits, steering/follow-ups, hooks and the Agent facade.
+
+See ``docs/loop.md`` for concepts and examples.
+"""
+
+from loopwright.loop.agent import Agent, Prompt, Run, ToolLike
+from loopwright.loop.config import AgentConfig, Sleep
+from loopwright.loop.detect import RepetitionDetector
+from loopwright.loop.hooks import (
+    AfterToolCall,
+    BeforeToolCall,
+    EventCallback,
+    Hooks,
+    TransformContext,
+)
+from loopwright.loop.limits import Limits
+from loopwright.loop.state import ErrorRecord, RunState
+from loopwright.loop.steps import EMPTY_REPLY_OBSERVATION, Resume, RunEngine, Stop
+
+__all__ = [
+    "EMPTY_REPLY_OBSERVATION",
+    "AfterToolCall",
+    "Agent",
+    "AgentConfig",
+    "BeforeToolCall",
+    "ErrorRecord",
+    "EventCallback",
+    "Hooks",
+    "Limits",
+    "Prompt",
+    "RepetitionDetector",
+    "Resume",
+    "Run",
+    "RunEngine",
+    "RunState",
+    "Sleep",
+    "Stop",
+    "ToolLike",
+    "TransformContext",
+]

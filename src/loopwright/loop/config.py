@@ -1,0 +1,45 @@
+"""The frozen configuration an :class:`~loopwright.loop.agent.Agent` runs with."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
+from loopwright.loop.hooks import Hooks
+from loopwright.loop.limits import Limits
+from loopwright.tools import DispatchConfig, IdempotencyLedger, ToolRegistry
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """Everything that defines an agent, shared by all of its runs.
+
+    ``sleep`` is awaited for model-retry backoff (inject a fake one in tests).
+    ``ledger`` is the idempotency ledger shared by the agent's dispatchers (``None``: the
+    dispatcher's default).
+    """
+
+    model: Model
+    registry: ToolRegistry
+    system: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    dispatch: DispatchConfig = field(default_factory=DispatchConfig)
+    hooks: Hooks = field(default_factory=Hooks)
+    context_policy: ContextPolicy | None = None
+    ledger: IdempotencyLedger | None = None
+    sleep: Sleep = asyncio.sleep
+
+    def context_budget(self) -> int | None:
+        """Token budget handed to ``context_policy``: ``limits.context_budget``, else the
+        model's ``context_window`` attribute minus ``settings.max_tokens``."""
+        if self.limits.context_budget is not None:
+            return self.limits.context_budget
+        window = getattr(self.model, "context_window", None)
+        if isinstance(window, int) and window > 0:
+            return max(1, window - (self.settings.max_tokens or 0))
+        return None

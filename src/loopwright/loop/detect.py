@@ -1,0 +1,84 @@
+"""Repetition and cycle detection over a bounded tail of tool calls.
+
+The detector keeps the last ``repeat_limit * max_cycle_period`` call signatures in a
+``deque`` and compares only those, so its cost per step does not depend on how long the
+run has been going. A signature is ``(tool name, arguments)``; arguments are compared
+by equality (no serialisation, no hashing, so unhashable JSON values are fine).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import TypeAlias
+
+from loopwright.core.messages import JSONValue, Message, ToolCallPart
+
+Signature: TypeAlias = tuple[str, Mapping[str, JSONValue]]
+
+
+class RepetitionDetector:
+    """Detects the same call ``repeat_limit`` times in a row, or (with ``cycles``) a
+    cycle of ``2..max_period`` calls repeated ``repeat_limit`` times in a row.
+
+    Feed it every tool call in order with :meth:`add`; :meth:`check` returns a
+    description of the repetition found, or ``None``.
+    """
+
+    __slots__ = ("_cycles", "_max_period", "_repeat", "_tail")
+
+    def __init__(self, repeat_limit: int, *, cycles: bool = True, max_period: int = 4) -> None:
+        if repeat_limit < 2:
+            raise ValueError(f"repeat_limit must be >= 2, got {repeat_limit}")
+        self._repeat = repeat_limit
+        self._cycles = cycles
+        self._max_period = max_period if cycles else 1
+        self._tail: deque[Signature] = deque(maxlen=repeat_limit * self._max_period)
+
+    def add(self, calls: Iterable[ToolCallPart]) -> None:
+        append = self._tail.append
+        for call in calls:
+            append((call.name, call.arguments))
+
+    def prime(self, messages: list[Message]) -> None:
+        """Refill the tail from the end of a history (used when a run resumes)."""
+        need = self._tail.maxlen or 0
+        found: list[ToolCallPart] = []
+        i = len(messages) - 1
+        while i >= 0 and len(found) < need:
+            found[:0] = messages[i].tool_calls
+            i -= 1
+        self._tail.clear()
+        self.add(found[-need:] if need else ())
+
+    def check(self) -> str | None:
+        tail = self._tail
+        n = len(tail)
+        repeat = self._repeat
+        last = tail[-1] if n else None
+        for period in range(1, self._max_period + 1):
+            span = period * repeat
+            if span > n:
+                break
+            if tail[n - 1 - period] != last:  # cheap pre-check: almost always decides
+                continue
+            start = n - span
+            if all(tail[start + k] == tail[start + k + period] for k in range(span - period)):
+                return self._describe(period, start)
+        return None
+
+    def _describe(self, period: int, start: int) -> str:
+        tail = self._tail
+        if period == 1:
+            name, args = tail[-1]
+            return (
+                f"tool {name!r} was called with the same arguments {self._repeat} times "
+                f"in a row ({_short(args)})"
+            )
+        names = " -> ".join(tail[start + k][0] for k in range(period))
+        return f"the cycle {names} repeated {self._repeat} times in a row"
+
+
+def _short(args: Mapping[str, JSONValue], limit: int = 120) -> str:
+    text = repr(dict(args))
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,600 @@
+"""The control loop: a short flat loop over phase helpers that return the next step.
+
+``OBSERVE -> THINK -> (ACT -> REFLECT -> OBSERVE ...) -> DONE | ERROR | PAUSED``
+
+Each phase helper (:meth:`RunEngine.observe`, :meth:`~RunEngine.think`,
+:meth:`~RunEngine.act`, :meth:`~RunEngine.reflect`) returns either the next
+:class:`~loopwright.core.run.LoopState` or a :class:`Stop` naming why the run ends.
+
+Performance contract (see ``benchmarks/loop.py``): a step never copies or rescans the
+history. The loop appends to one list and hands that list to the model; usage totals
+are incremental; repetition detection looks at a bounded tail; events are not even
+constructed when nobody listens (``RunEngine.emit is None``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from loopwright.core.errors import MalformedResponse, ProviderError, ToolErrorKind
+from loopwright.core.events import (
+    LimitReached,
+    MessageAppended,
+    ModelCallFailed,
+    ModelCallFinished,
+    ModelCallStarted,
+    ModelStreamed,
+    ResponseDone,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StateChanged,
+    StreamError,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from loopwright.core.messages import (
+    Message,
+    Part,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from loopwright.core.protocols import ModelRequest
+from loopwright.core.run import LoopState, RunResult, RunStop
+from loopwright.loop.config import AgentConfig
+from loopwright.loop.detect import RepetitionDetector
+from loopwright.loop.state import ErrorRecord, RunState
+from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
+
+EMPTY_REPLY_OBSERVATION = (
+    "[loopwright] Your last reply was empty: it had neither text nor a tool call. "
+    "Answer the user, or call one of the available tools."
+)
+INTERRUPTED_RESULT = (
+    "The run was interrupted ({why}) while this call was running; its outcome is unknown."
+)
+SKIPPED_RESULT = "Not executed: the run was interrupted ({why}) before this call started."
+
+_AWAITING = ToolErrorKind.AWAITING_CONFIRMATION.value
+_SKIPPED = ToolErrorKind.SKIPPED.value
+_LIMIT_STOPS = frozenset(
+    {
+        RunStop.MAX_TURNS,
+        RunStop.TOKEN_BUDGET,
+        RunStop.COST_BUDGET,
+        RunStop.TOO_MANY_ERRORS,
+        RunStop.LOOP_DETECTED,
+        RunStop.TIMEOUT,
+    }
+)
+_TERMINAL = {
+    RunStop.FINAL_ANSWER: LoopState.DONE,
+    RunStop.AWAITING_CONFIRMATION: LoopState.PAUSED,
+}
+
+Source = Literal["input", "model", "tools", "steering", "follow_up", "observation"]
+Emit = Callable[[RunEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The run ends: ``reason`` becomes ``RunResult.stop``, ``detail`` its ``detail``."""
+
+    reason: RunStop
+    detail: str = ""
+
+
+Step = LoopState | Stop
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """How a run continues from a paused state: decisions for its pending calls."""
+
+    decisions: Mapping[str, Confirmation]
+
+
+class RunEngine:
+    """Drives one run over one :class:`RunState`. Not reusable; not thread-safe.
+
+    ``emit`` is ``None`` when nobody listens, and every emission site checks it first, so
+    an unobserved run builds no event objects at all.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        state: RunState,
+        dispatcher: Dispatcher,
+        emit: Emit | None,
+        resume: Resume | None = None,
+    ) -> None:
+        self.config = config
+        self.state = state
+        self.dispatcher = dispatcher
+        self.emit = emit
+        self.resume = resume
+        self.cancel_requested = False
+        self.running = False
+        self.closer: Callable[[BaseException | None], None] | None = None
+        """Called once when ``drive`` ends (with the exception if it raises)."""
+        limits = config.limits
+        self.detector: RepetitionDetector | None = None
+        if limits.repeat_limit is not None:
+            self.detector = RepetitionDetector(
+                limits.repeat_limit,
+                cycles=limits.cycle_detection,
+                max_period=limits.max_cycle_period,
+            )
+            if state.messages:
+                self.detector.prime(state.messages)
+        self.specs = config.registry.specs(max_permission=config.dispatch.permission)
+        self.budget = config.context_budget()
+        self.request: ModelRequest | None = None  # reused when nothing reshapes the context
+        self.turns = 0  # turns in this start()/resume; limits count these
+        self.base_tokens = state.usage.total_tokens
+        self.base_cost = state.usage.cost
+        self.calls: tuple[ToolCallPart, ...] = ()  # calls of the current batch to execute
+        self.inflight: tuple[ToolCallPart, ...] | None = None
+        self.started: list[str] = []
+        self.finished: list[ToolResultPart] | None = None  # batch results not yet appended
+        self.turn_failed = False
+        self.new_calls = False
+        self.decisions: Mapping[str, Confirmation] | None = None
+
+    # ------------------------------------------------------------------ driving
+    async def drive(self, input_message: Message | None) -> RunResult:
+        """Run to a stop and return the result. Never raises for limits, model errors,
+        timeouts or a cancel requested through :meth:`Run.cancel`; re-raises a foreign
+        cancellation (after making the history well-formed) and hook exceptions."""
+        self.running = True
+        timeout = self.config.limits.timeout
+        deadline = None if timeout is None else asyncio.timeout(timeout)
+        try:
+            try:
+                if self.cancel_requested:
+                    stop = Stop(RunStop.CANCELLED, "cancelled before the run started")
+                elif deadline is None:
+                    stop = await self.loop(input_message)
+                else:
+                    async with deadline:
+                        stop = await self.loop(input_message)
+            except TimeoutError:
+                if deadline is None or not deadline.expired():
+                    raise
+                self.repair("timeout")
+                stop = Stop(RunStop.TIMEOUT, f"the run exceeded its {timeout}s timeout")
+            except asyncio.CancelledError:
+                if not self.cancel_requested:
+                    raise
+                self.repair("cancelled")
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                stop = Stop(RunStop.CANCELLED, "cancelled by the caller")
+            result = self.finish(stop)
+        except BaseException as exc:
+            self.emit = None  # a failing subscriber must not mask the original error
+            self.repair("cancelled" if isinstance(exc, asyncio.CancelledError) else "an error")
+            if self.closer is not None:
+                self.closer(exc)
+            raise
+        if self.closer is not None:
+            self.closer(None)
+        return result
+
+    async def loop(self, input_message: Message | None) -> Stop:
+        """The flat loop: enter the step's state, run its phase, take the next step."""
+        step = self.begin(input_message)
+        state = self.state
+        emit = self.emit
+        think, act, reflect, observe = self.think, self.act, self.reflect, self.observe
+        THINK, ACT, REFLECT = LoopState.THINK, LoopState.ACT, LoopState.REFLECT
+        while not isinstance(step, Stop):
+            previous = state.status
+            state.status = step
+            if emit is not None and previous is not step:
+                emit(StateChanged(previous, step, state.turn))
+            if step is THINK:
+                step = await think()
+            elif step is ACT:
+                step = await act()
+            elif step is REFLECT:
+                step = reflect()
+            else:
+                step = observe()
+        return step
+
+    def begin(self, input_message: Message | None) -> Step:
+        state = self.state
+        if self.emit is not None:
+            self.emit(RunStarted(state.session_id, input_message))
+        if self.resume is not None:
+            if input_message is not None:  # results first: a call must meet its result
+                state.steering.append(input_message)
+            return self.prepare_resume(self.resume)
+        if input_message is not None:
+            self.append(input_message, "input")
+        return LoopState.OBSERVE
+
+    def append(self, message: Message, source: Source) -> None:
+        self.state.messages.append(message)
+        if self.emit is not None:
+            self.emit(MessageAppended(self.state.turn, message, source))
+
+    # ------------------------------------------------------------------ phases
+    def observe(self) -> Step:
+        """Take queued steering messages into the history, then think."""
+        state = self.state
+        if state.steering:
+            queued, state.steering = state.steering, []
+            for message in queued:
+                self.append(message, "steering")
+        if self.cancel_requested:
+            return Stop(RunStop.CANCELLED, "cancelled by the caller")
+        return LoopState.THINK
+
+    async def think(self) -> Step:
+        """Call the model (retrying transient errors) and decide what the reply means."""
+        state = self.state
+        state.turn += 1
+        self.turns += 1
+        self.turn_failed = False
+        self.new_calls = False
+        request = self.request or await self.build_request()
+        done = await self.call_model(request)
+        if isinstance(done, Stop):
+            return done
+        message = done.message
+        calls = message.tool_calls
+        if calls:
+            message, calls = _unique_ids(message, calls)
+            self.append(message, "model")
+            self.calls = calls
+            return LoopState.ACT
+        if not message.text and done.stop_reason not in (StopReason.MAX_TOKENS, StopReason.REFUSAL):
+            return self.empty_reply()
+        self.append(message, "model")
+        return self.answered(done.stop_reason)
+
+    async def act(self) -> Step:
+        """Run the batch; pause on deferred confirmations; append results in call order."""
+        state = self.state
+        calls = self.calls
+        self.inflight = calls
+        self.started = []
+        decisions, self.decisions = self.decisions, None
+        outcomes = await self.dispatcher.run_batch(
+            calls, interrupted=self.steered, on_start=self.on_start, decisions=decisions
+        )
+        results, awaiting = self.collect(outcomes)
+        self.inflight = None
+        self.finished = None
+        if state.held_results:
+            results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
+        if awaiting:
+            state.pending_calls = awaiting
+            state.held_results = [r for r in results if r.error_kind != _AWAITING]
+            return Stop(
+                RunStop.AWAITING_CONFIRMATION, f"{len(awaiting)} tool call(s) await confirmation"
+            )
+        state.held_results = []
+        state.pending_calls = []
+        self.append(Message("tool", tuple(results)), "tools")
+        if self.detector is not None:
+            self.detector.add(calls)
+            self.new_calls = True
+        return LoopState.REFLECT
+
+    def reflect(self) -> Step:
+        """Account the turn and check every limit; continue or stop."""
+        state = self.state
+        limits = self.config.limits
+        state.updated_at = time.time()
+        if self.turn_failed:
+            state.consecutive_errors += 1
+            cap = limits.max_consecutive_errors
+            if cap is not None and state.consecutive_errors >= cap:
+                return Stop(RunStop.TOO_MANY_ERRORS, f"{cap} turns in a row failed")
+        else:
+            state.consecutive_errors = 0
+        if self.new_calls and self.detector is not None:
+            found = self.detector.check()
+            if found is not None:
+                return Stop(RunStop.LOOP_DETECTED, found)
+        usage = state.usage
+        if limits.token_budget is not None:
+            used = usage.input_tokens + usage.output_tokens - self.base_tokens
+            if used >= limits.token_budget:
+                return Stop(RunStop.TOKEN_BUDGET, f"used {used} of {limits.token_budget} tokens")
+        if limits.cost_budget is not None and usage.cost - self.base_cost >= limits.cost_budget:
+            return Stop(
+                RunStop.COST_BUDGET,
+                f"cost {usage.cost - self.base_cost:.6g} reached {limits.cost_budget}",
+            )
+        if limits.max_turns is not None and self.turns >= limits.max_turns:
+            return Stop(RunStop.MAX_TURNS, f"reached max_turns={limits.max_turns}")
+        return LoopState.OBSERVE
+
+    # ------------------------------------------------------------------ think helpers
+    async def build_request(self) -> ModelRequest:
+        config = self.config
+        messages: Sequence[Message] = self.state.messages
+        reshaped = False
+        if config.context_policy is not None:
+            messages = config.context_policy(messages, self.budget)
+            reshaped = True
+        transform = config.hooks.transform_context
+        if transform is not None:
+            out = transform(messages)
+            messages = await out if inspect.isawaitable(out) else out
+            reshaped = True
+        request = ModelRequest(
+            messages,
+            config.system,
+            self.specs,
+            config.settings,
+            {"session_id": self.state.session_id},
+        )
+        if not reshaped:  # the history list itself: the same request object serves every turn
+            self.request = request
+        return request
+
+    async def call_model(self, request: ModelRequest) -> ResponseDone | Stop:
+        """One model turn with retries. Returns the final ``ResponseDone`` or a ``Stop``."""
+        config = self.config
+        model = config.model
+        state = self.state
+        emit = self.emit
+        attempt = 0
+        while True:
+            attempt += 1
+            if emit is not None:
+                emit(
+                    ModelCallStarted(state.turn, model.name, len(request.messages), attempt=attempt)
+                )
+                started = time.perf_counter()
+            final: ResponseDone | StreamError | None = None
+            async for event in model.stream(request):
+                kind = type(event)
+                if kind is ResponseDone or kind is StreamError:
+                    final = event  # type: ignore[assignment]
+                elif emit is not None:
+                    emit(ModelStreamed(state.turn, event))  # type: ignore[arg-type]
+            if type(final) is ResponseDone:
+                usage = final.usage
+                if usage.input_tokens or usage.output_tokens or usage.cost or usage.cached_tokens:
+                    state.usage = state.usage + usage
+                if emit is not None:
+                    emit(
+                        ModelCallFinished(
+                            state.turn,
+                            final.message,
+                            final.stop_reason,
+                            final.usage,
+                            time.perf_counter() - started,
+                        )
+                    )
+                return final
+            if final is None:
+                final = StreamError(MalformedResponse("model stream ended without a final event"))
+            stop = await self.model_failed(final, attempt)  # type: ignore[arg-type]
+            if stop is not None:
+                return stop
+
+    async def model_failed(self, failure: StreamError, attempt: int) -> Stop | None:
+        """Account a failed call; back off and return ``None`` to retry, or a ``Stop``."""
+        state = self.state
+        limits = self.config.limits
+        error = failure.error
+        if failure.usage.input_tokens or failure.usage.output_tokens or failure.usage.cost:
+            state.usage = state.usage + failure.usage
+        state.log_error(ErrorRecord(state.turn, "model", error.kind, str(error)))
+        delay: float | None = None
+        why = ""
+        if error.retryable and attempt <= limits.model_retries:
+            delay = self.backoff(attempt, error)
+            if delay is None:
+                why = f"; the provider asked to wait {error.retry_after}s, over retry_max_delay={limits.retry_max_delay}s"
+        elif error.retryable:
+            why = f" (gave up after {attempt} attempts)"
+        if self.emit is not None:
+            self.emit(ModelCallFailed(state.turn, error, attempt, delay is not None))
+        if delay is None:
+            return Stop(RunStop.MODEL_ERROR, f"{error.kind}: {error}{why}")
+        await self.config.sleep(delay)
+        return None
+
+    def backoff(self, attempt: int, error: ProviderError) -> float | None:
+        """Seconds before retry ``attempt``: the provider's ``retry_after`` when it sent one
+        (``None`` if that exceeds ``retry_max_delay``), else exponential with equal jitter."""
+        limits = self.config.limits
+        if error.retry_after is not None:
+            wait = max(0.0, float(error.retry_after))
+            return wait if wait <= limits.retry_max_delay else None
+        capped = min(limits.retry_max_delay, limits.retry_base_delay * 2.0 ** (attempt - 1))
+        return capped / 2 + random.random() * capped / 2
+
+    def empty_reply(self) -> Step:
+        """Malformed output: tell the model, count an error turn, and go on."""
+        state = self.state
+        self.turn_failed = True
+        state.log_error(
+            ErrorRecord(state.turn, "reply", "empty_reply", "the model's reply was empty")
+        )
+        self.append(Message("user", (TextPart(EMPTY_REPLY_OBSERVATION),)), "observation")
+        return LoopState.REFLECT
+
+    def answered(self, stop_reason: StopReason) -> Step:
+        """A reply without tool calls: stop, unless queued messages continue the run."""
+        state = self.state
+        if stop_reason is StopReason.REFUSAL:
+            return Stop(RunStop.REFUSAL, "the model refused")
+        if stop_reason is StopReason.MAX_TOKENS:
+            return Stop(RunStop.MAX_TOKENS, "the reply was cut at settings.max_tokens")
+        if state.steering:
+            return LoopState.REFLECT  # OBSERVE takes them in
+        if state.follow_ups:
+            self.append(state.follow_ups.pop(0), "follow_up")
+            return LoopState.REFLECT
+        return Stop(RunStop.FINAL_ANSWER)
+
+    # ------------------------------------------------------------------ act helpers
+    def steered(self) -> bool:
+        return bool(self.state.steering) or self.cancel_requested
+
+    def on_start(self, call: ToolCallPart) -> None:
+        self.started.append(call.id)
+        if self.emit is not None:
+            self.emit(ToolCallStarted(self.state.turn, call))
+
+    def collect(
+        self, outcomes: Sequence[DispatchOutcome]
+    ) -> tuple[list[ToolResultPart], list[ToolCallPart]]:
+        """Results in call order, deferred calls, and error accounting for the turn.
+
+        The results are kept in ``self.finished`` *before* any event is emitted, so a
+        subscriber that raises cannot lose them (see :meth:`repair`)."""
+        state = self.state
+        results = [outcome.result for outcome in outcomes]
+        self.finished = results
+        awaiting: list[ToolCallPart] = []
+        ok = errors = 0
+        for outcome, result in zip(outcomes, results, strict=True):
+            if not result.is_error:
+                ok += 1
+                continue
+            kind = result.error_kind or ToolErrorKind.PERMANENT.value
+            if kind == _AWAITING:
+                awaiting.append(outcome.call)
+            elif kind != _SKIPPED:
+                errors += 1
+                state.log_error(ErrorRecord(state.turn, "tool", kind, result.content[:300]))
+        self.turn_failed = errors > 0 and ok == 0
+        emit = self.emit
+        if emit is not None:
+            turn = state.turn
+            for outcome in outcomes:
+                emit(
+                    ToolCallFinished(
+                        turn,
+                        outcome.call,
+                        outcome.result,
+                        outcome.duration_s,
+                        outcome.attempts,
+                        outcome.repairs,
+                    )
+                )
+        return results, awaiting
+
+    def prepare_resume(self, resume: Resume) -> Step:
+        """Re-enter ACT for the pending calls of a paused state, with the decisions."""
+        state = self.state
+        pending = tuple(state.pending_calls)
+        if not pending or not state.messages or state.messages[-1].role != "assistant":
+            raise ValueError(
+                "Agent.resume: the state is not paused on tool calls (no pending_calls after "
+                "an assistant message); start it with a new prompt instead"
+            )
+        unknown = set(resume.decisions) - {c.id for c in pending}
+        if unknown:
+            raise ValueError(
+                f"Agent.resume: decisions name unknown call ids {sorted(unknown)}; "
+                f"pending calls are {[c.id for c in pending]}"
+            )
+        self.decisions = resume.decisions
+        self.calls = pending
+        return LoopState.ACT
+
+    # ------------------------------------------------------------------ ending
+    def repair(self, why: str) -> None:
+        """Keep the history well-formed when a batch is cut off: every call of the last
+        assistant message gets exactly one result (held, outcome unknown, or skipped)."""
+        calls = self.inflight
+        if calls is None:
+            return
+        self.inflight = None
+        state = self.state
+        results = self.finished  # set when the batch ended but a subscriber raised
+        self.finished = None
+        if results is None:
+            started = set(self.started)
+            unknown = ToolErrorKind.OUTCOME_UNKNOWN.value
+            results = [
+                ToolResultPart(c.id, c.name, INTERRUPTED_RESULT.format(why=why), True, unknown)
+                if c.id in started
+                else ToolResultPart(c.id, c.name, SKIPPED_RESULT.format(why=why), True, _SKIPPED)
+                for c in calls
+            ]
+        if state.held_results:
+            results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
+        state.held_results = []
+        state.pending_calls = []
+        self.append(Message("tool", tuple(results)), "tools")
+
+    def finish(self, stop: Stop) -> RunResult:
+        state = self.state
+        previous = state.status
+        state.status = _TERMINAL.get(stop.reason, LoopState.ERROR)
+        state.updated_at = time.time()
+        emit = self.emit
+        if emit is not None and stop.reason in _LIMIT_STOPS:
+            emit(LimitReached(state.turn, stop.reason, stop.detail))
+        result = RunResult(
+            state.best_answer(),
+            stop.reason,
+            state.turn,
+            state.usage,
+            tuple(state.messages),
+            state.session_id,
+            stop.detail,
+            tuple(state.pending_calls),
+        )
+        if emit is not None:
+            emit(StateChanged(previous, state.status, state.turn))
+            emit(RunFinished(result))
+        return result
+
+
+def _unique_ids(
+    message: Message, calls: tuple[ToolCallPart, ...]
+) -> tuple[Message, tuple[ToolCallPart, ...]]:
+    """Give empty or duplicate call ids a unique value, so each result pairs with one call."""
+    if len(calls) == 1:
+        if calls[0].id:
+            return message, calls
+    else:
+        ids = {c.id for c in calls}
+        if len(ids) == len(calls) and "" not in ids:
+            return message, calls
+    seen: set[str] = set()
+    parts: list[Part] = []
+    for index, part in enumerate(message.parts):
+        if isinstance(part, ToolCallPart):
+            if not part.id or part.id in seen:
+                new_id = f"{part.id or 'call'}_{index}"
+                while new_id in seen:
+                    new_id += "_"
+                part = replace(part, id=new_id)
+            seen.add(part.id)
+        parts.append(part)
+    message = replace(message, parts=tuple(parts))
+    return message, message.tool_calls
+
+
+def _in_call_order(
+    calls: Sequence[ToolCallPart],
+    held: Sequence[ToolResultPart],
+    fresh: Sequence[ToolResultPart],
+) -> list[ToolResultPart]:
+    by_id = {r.call_id: r for r in held}
+    by_id.update((r.call_id, r) for r in fresh)
+    return [by_id[c.id] for c in calls if c.id in by_id]

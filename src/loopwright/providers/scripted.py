@@ -1,0 +1,349 @@
+"""Test doubles that implement the :class:`~loopwright.core.protocols.Model` protocol.
+
+* :class:`ScriptedModel` replays a fixed list of replies, one per model call.
+* :class:`FunctionModel` asks a function of the conversation for each reply.
+
+Both stream like a real adapter: text arrives as :class:`TextDelta` events, tool calls
+as :class:`ToolCallDelta` events, and every call ends with exactly one
+:class:`ResponseDone` or one :class:`StreamError` (a scripted
+:class:`~loopwright.core.errors.ProviderError` is *yielded*, never raised, so retry logic
+can be tested). They never touch the network and are cheap enough for benchmarks.
+
+A *reply* is any of:
+
+* ``str`` -- a final text answer;
+* a :class:`~loopwright.core.messages.Message` -- used as the assistant message as is;
+* a sequence of :class:`~loopwright.core.messages.ToolCallPart` (see :func:`tool_call`);
+* a :class:`~loopwright.core.errors.ProviderError` instance -- yielded as ``StreamError``;
+* a :class:`Reply` wrapping one of the above with usage, a stop reason or a delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from loopwright.core.errors import ProviderError
+from loopwright.core.events import (
+    ModelEvent,
+    ResponseDone,
+    StreamError,
+    TextDelta,
+    ToolCallDelta,
+)
+from loopwright.core.messages import (
+    JSONValue,
+    Message,
+    Part,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    Usage,
+)
+from loopwright.core.protocols import ModelRequest, ModelSettings
+from loopwright.core.tools import ToolSpec
+
+__all__ = [
+    "FunctionModel",
+    "RecordedRequest",
+    "Reply",
+    "ReplyLike",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "tool_call",
+]
+
+_ZERO = Usage()
+
+
+class ScriptExhausted(ProviderError):
+    """A :class:`ScriptedModel` was called more times than it has replies (not retryable)."""
+
+    kind = "script_exhausted"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One scripted reply with optional extras.
+
+    ``content`` is a ``str``, a ``Message``, a sequence of ``ToolCallPart`` or a
+    ``ProviderError``. ``usage`` is reported in ``ResponseDone`` (or ``StreamError``).
+    ``stop_reason`` defaults to ``tool_use`` when the message has tool calls, else
+    ``final_answer``. ``delay`` seconds are awaited (``asyncio.sleep``) before the first
+    event, to simulate latency.
+    """
+
+    content: str | Message | Sequence[ToolCallPart] | ProviderError
+    usage: Usage | None = None
+    stop_reason: StopReason | None = None
+    delay: float = 0.0
+
+
+ReplyLike: TypeAlias = str | Message | Sequence[ToolCallPart] | ProviderError | Reply
+
+
+def tool_call(
+    name: str,
+    arguments: Mapping[str, JSONValue] | str | None = None,
+    *,
+    id: str | None = None,
+) -> ToolCallPart:
+    """Build a :class:`ToolCallPart` for a script.
+
+    ``arguments`` may be a mapping, or a raw string exactly as a model would emit it (it
+    is parsed when it is a JSON object; otherwise ``arguments`` stays empty and the
+    dispatcher sees only ``raw_arguments``, as with a real adapter). ``id`` defaults to an
+    empty string, which the scripted models replace with ``call_<n>`` (unique per model).
+    """
+    if isinstance(arguments, str):
+        raw = arguments
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = None
+        args: Mapping[str, JSONValue] = parsed if isinstance(parsed, dict) else {}
+    else:
+        args = dict(arguments or {})
+        raw = json.dumps(args, ensure_ascii=False)
+    return ToolCallPart(id or "", name, args, raw)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """What a scripted model keeps of one request.
+
+    Only a bounded tail of the history is kept (``tail``, the last ``record_tail``
+    messages) plus its length, so recording costs the same at step 1,000 as at step 1.
+    ``tools`` and ``settings`` are the request's own objects (not copied).
+    """
+
+    message_count: int
+    tail: tuple[Message, ...]
+    system: str | None
+    tools: Sequence[ToolSpec]
+    settings: ModelSettings
+
+    @property
+    def last_message(self) -> Message | None:
+        return self.tail[-1] if self.tail else None
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tools)
+
+
+class _StreamingDouble:
+    """Shared machinery: turning a reply into stream events and recording requests."""
+
+    def __init__(self, name: str, record_tail: int, chunk_size: int | None) -> None:
+        if record_tail < 0:
+            raise ValueError(f"record_tail must be >= 0, got {record_tail}")
+        if chunk_size is not None and chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
+        self._name = name
+        self._record_tail = record_tail
+        self._chunk_size = chunk_size
+        self._ids = 0
+        self.requests: list[RecordedRequest] = []
+        """One :class:`RecordedRequest` per call, in call order."""
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def calls(self) -> int:
+        """How many times ``stream`` was called."""
+        return len(self.requests)
+
+    def _record(self, request: ModelRequest) -> None:
+        msgs = request.messages
+        n = self._record_tail
+        tail = tuple(msgs[-n:]) if n else ()
+        self.requests.append(
+            RecordedRequest(len(msgs), tail, request.system, request.tools, request.settings)
+        )
+
+    def _message(self, content: str | Message | Sequence[ToolCallPart]) -> Message:
+        if isinstance(content, str):
+            return Message("assistant", (TextPart(content),))
+        if isinstance(content, Message):
+            return content
+        parts: list[Part] = []
+        for part in content:
+            if not isinstance(part, ToolCallPart):
+                raise TypeError(
+                    f"a scripted reply list must hold ToolCallPart values, got {type(part).__name__}; "
+                    "use tool_call(name, arguments) to build them"
+                )
+            if not part.id:
+                self._ids += 1
+                part = ToolCallPart(
+                    f"call_{self._ids}", part.name, part.arguments, part.raw_arguments
+                )
+            parts.append(part)
+        return Message("assistant", tuple(parts))
+
+    def _events(self, reply: ReplyLike) -> tuple[float, tuple[ModelEvent, ...]]:
+        """The delay and the complete event sequence of one reply (may raise TypeError
+        for a malformed reply)."""
+        usage = _ZERO
+        stop: StopReason | None = None
+        delay = 0.0
+        if isinstance(reply, Reply):
+            delay = reply.delay
+            usage = reply.usage or _ZERO
+            stop = reply.stop_reason
+            reply = reply.content
+        if isinstance(reply, ProviderError):
+            return delay, (StreamError(reply, None, usage),)
+        message = self._message(reply)
+        events: list[ModelEvent] = []
+        index = 0
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                events.extend(TextDelta(chunk) for chunk in self._chunks(part.text))
+            elif isinstance(part, ToolCallPart):
+                events.append(ToolCallDelta(index, part.id, part.name, part.raw_arguments))
+                index += 1
+        if stop is None:
+            stop = StopReason.TOOL_USE if index else StopReason.FINAL_ANSWER
+        events.append(ResponseDone(message, stop, usage, self._name))
+        return delay, tuple(events)
+
+    @staticmethod
+    async def _play(delay: float, events: tuple[ModelEvent, ...]) -> AsyncIterator[ModelEvent]:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        for event in events:
+            yield event
+
+    def _chunks(self, text: str) -> Iterable[str]:
+        size = self._chunk_size
+        if not text:
+            return ()
+        if size is None or len(text) <= size:
+            return (text,)
+        return (text[i : i + size] for i in range(0, len(text), size))
+
+    def _failure(self, exc: Exception) -> StreamError:
+        return StreamError(
+            ProviderError(f"{self._name} reply function raised {type(exc).__name__}: {exc}")
+        )
+
+
+class ScriptedModel(_StreamingDouble):
+    """Replays ``replies`` in order, one per model call.
+
+    When the script runs out, the call yields a ``StreamError`` carrying
+    :class:`ScriptExhausted` (not retryable), so a run stops with ``model_error`` and a
+    message saying how many replies were used. ``remaining`` tells how many are left.
+
+    ``record_tail`` is how many trailing history messages each :class:`RecordedRequest`
+    keeps; ``chunk_size`` splits text into several ``TextDelta`` events (``None``: one
+    delta per text part).
+
+    Example::
+
+        model = ScriptedModel([[tool_call("add", {"a": 1, "b": 2})], "3"])
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[ReplyLike],
+        *,
+        name: str = "scripted",
+        record_tail: int = 3,
+        chunk_size: int | None = None,
+    ) -> None:
+        super().__init__(name, record_tail, chunk_size)
+        # every reply is checked and turned into its event sequence once, up front: a
+        # call then only replays prebuilt events (and streaming can never fail)
+        self._script = [self._events(_checked(r, i)) for i, r in enumerate(replies)]
+        self._next = 0
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script) - self._next
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self._record(request)
+        if self._next >= len(self._script):
+            return self._exhausted()
+        delay, events = self._script[self._next]
+        self._next += 1
+        return self._play(delay, events)
+
+    async def _exhausted(self) -> AsyncIterator[ModelEvent]:
+        used = len(self._script)
+        yield StreamError(
+            ScriptExhausted(
+                f"ScriptedModel ran out of replies: it holds {used} and was called "
+                f"{self.calls} times; add replies to the script"
+            )
+        )
+
+
+def _checked(reply: object, index: int) -> ReplyLike:
+    """Validate one scripted reply up front, so streaming it can never fail."""
+    inner = reply.content if isinstance(reply, Reply) else reply
+    if isinstance(inner, (str, Message, ProviderError)):
+        return reply  # type: ignore[return-value]
+    if isinstance(inner, Sequence) and all(isinstance(p, ToolCallPart) for p in inner):
+        return reply  # type: ignore[return-value]
+    raise TypeError(
+        f"replies[{index}] is {type(inner).__name__}; a reply must be a str, a Message, a "
+        "list of ToolCallPart (build them with tool_call()), a ProviderError or a Reply"
+    )
+
+
+ReplyFunction: TypeAlias = Callable[
+    [Sequence[Message], ModelRequest], ReplyLike | Awaitable[ReplyLike]
+]
+
+
+class FunctionModel(_StreamingDouble):
+    """Asks ``fn(messages, request)`` for each reply (sync or async function).
+
+    ``messages`` is ``request.messages`` (the history as sent, not a copy: do not mutate
+    or keep it). The function returns any reply form (see the module docstring). If it
+    raises, the call yields a non-retryable ``StreamError`` naming the exception, so a
+    buggy script shows up as ``model_error`` instead of a crash.
+
+    Example::
+
+        def reply(messages, request):
+            last = messages[-1]
+            return "done" if last.role == "tool" else [tool_call("add", {"a": 1, "b": 2})]
+
+        model = FunctionModel(reply)
+    """
+
+    def __init__(
+        self,
+        fn: ReplyFunction,
+        *,
+        name: str = "function",
+        record_tail: int = 3,
+        chunk_size: int | None = None,
+    ) -> None:
+        super().__init__(name, record_tail, chunk_size)
+        self._fn = fn
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self._record(request)
+        try:
+            reply = self._fn(request.messages, request)
+            if inspect.isawaitable(reply):
+                reply = await reply
+            delay, events = self._events(reply)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            for event in events:
+                yield event
+        except Exception as exc:  # the Model contract: failures are data, never raised
+            yield self._failure(exc)

@@ -1,0 +1,104 @@
+"""RepetitionDetector: bounded tail, repeats and cycles; RunState codec."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopwright.core.messages import Message, ToolCallPart, Usage
+from loopwright.core.run import LoopState
+from loopwright.loop import ErrorRecord, RepetitionDetector, RunState
+
+
+def _c(name: str, **args: object) -> ToolCallPart:
+    return ToolCallPart("id", name, args, "")
+
+
+def test_same_call_n_times() -> None:
+    d = RepetitionDetector(3)
+    d.add([_c("a", x=1), _c("a", x=1)])
+    assert d.check() is None
+    d.add([_c("a", x=1)])
+    assert d.check() is not None and "'a'" in d.check()  # type: ignore[operator]
+
+
+def test_different_arguments_break_the_repeat() -> None:
+    d = RepetitionDetector(3)
+    d.add([_c("a", x=1), _c("a", x=2), _c("a", x=1)])
+    assert d.check() is None
+
+
+def test_unhashable_arguments_are_fine() -> None:
+    d = RepetitionDetector(2)
+    d.add([_c("a", x=[1, {"y": [2]}]), _c("a", x=[1, {"y": [2]}])])
+    assert d.check() is not None
+
+
+@pytest.mark.parametrize("period", [2, 3, 4])
+def test_cycles_up_to_max_period(period: int) -> None:
+    cycle = [_c(f"t{i}") for i in range(period)]
+    d = RepetitionDetector(3, max_period=4)
+    d.add(cycle * 2)
+    assert d.check() is None
+    d.add(cycle)
+    found = d.check()
+    assert found is not None and "cycle" in found
+
+
+def test_cycles_longer_than_max_period_are_ignored() -> None:
+    cycle = [_c(f"t{i}") for i in range(5)]
+    d = RepetitionDetector(3, max_period=4)
+    d.add(cycle * 3)
+    assert d.check() is None
+
+
+def test_cycle_detection_off_still_sees_repeats() -> None:
+    d = RepetitionDetector(2, cycles=False)
+    d.add([_c("a"), _c("b"), _c("a"), _c("b")])
+    assert d.check() is None
+    d.add([_c("b")])
+    assert d.check() is not None
+
+
+def test_tail_is_bounded() -> None:
+    d = RepetitionDetector(3, max_period=4)
+    d.add([_c("a", i=i) for i in range(10_000)])
+    assert len(d._tail) == 12
+
+
+def test_prime_from_history() -> None:
+    history = [Message("assistant", (_c("a", x=1),)) for _ in range(3)]
+    d = RepetitionDetector(3)
+    d.prime(history)
+    assert d.check() is not None
+
+
+def test_run_state_round_trip() -> None:
+    state = RunState(
+        session_id="s1",
+        status=LoopState.PAUSED,
+        turn=3,
+        messages=[Message.user("hi"), Message("assistant", (_c("a", x=1),))],
+        usage=Usage(1, 2, cost=0.5),
+        consecutive_errors=1,
+        pending_calls=[_c("a", x=1)],
+    )
+    state.log_error(ErrorRecord(1, "tool", "timeout", "slow"))
+    state.steering.append(Message.user("steer"))
+    data = json.loads(json.dumps(state.to_dict()))
+    back = RunState.from_dict(data)
+    assert back.to_dict() == state.to_dict()
+    assert back.status is LoopState.PAUSED and back.error_log[0].kind == "timeout"
+
+
+def test_run_state_from_dict_names_the_problem() -> None:
+    with pytest.raises(ValueError, match="malformed state"):
+        RunState.from_dict({"status": "sleeping"})
+
+
+def test_error_log_is_capped() -> None:
+    state = RunState()
+    for i in range(150):
+        state.log_error(ErrorRecord(i, "tool", "x", "y"))
+    assert len(state.error_log) == 100 and state.error_log[0].turn == 50

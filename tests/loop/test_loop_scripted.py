@@ -1,0 +1,99 @@
+"""ScriptedModel and FunctionModel: the public test doubles."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwright import FunctionModel, ScriptedModel, tool_call
+from loopwright.core.errors import RateLimited
+from loopwright.core.events import ResponseDone, StreamError, TextDelta, ToolCallDelta
+from loopwright.core.messages import Message, StopReason, Usage
+from loopwright.core.protocols import Model, ModelRequest, complete
+from loopwright.providers.scripted import Reply, ScriptExhausted
+
+
+def _req(*texts: str) -> ModelRequest:
+    return ModelRequest([Message.user(t) for t in texts] or [Message.user("hi")])
+
+
+def test_they_satisfy_the_model_protocol() -> None:
+    assert isinstance(ScriptedModel([]), Model)
+    assert isinstance(FunctionModel(lambda m, r: "x"), Model)
+
+
+async def test_scripted_streams_text_then_done() -> None:
+    model = ScriptedModel([Reply("hello there", usage=Usage(3, 2))], chunk_size=4)
+    events = [e async for e in model.stream(_req())]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hell", "o th", "ere"]
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.stop_reason is StopReason.FINAL_ANSWER and done.usage == Usage(3, 2)
+    assert done.message == Message.assistant("hello there")
+
+
+async def test_tool_calls_get_ids_and_deltas() -> None:
+    model = ScriptedModel([[tool_call("a", {"x": 1}), tool_call("b", '{"y": 2}')]])
+    events = [e async for e in model.stream(_req())]
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert [(d.index, d.name) for d in deltas] == [(0, "a"), (1, "b")]
+    done = events[-1]
+    assert isinstance(done, ResponseDone) and done.stop_reason is StopReason.TOOL_USE
+    calls = done.message.tool_calls
+    assert [c.id for c in calls] == ["call_1", "call_2"]
+    assert calls[1].arguments == {"y": 2} and calls[1].raw_arguments == '{"y": 2}'
+
+
+def test_tool_call_keeps_unparseable_raw_arguments() -> None:
+    call = tool_call("a", "{not json")
+    assert call.arguments == {} and call.raw_arguments == "{not json"
+
+
+async def test_provider_error_is_yielded_not_raised() -> None:
+    model = ScriptedModel([RateLimited("slow", retry_after=2)])
+    final = await complete(model, _req())
+    assert isinstance(final, StreamError) and isinstance(final.error, RateLimited)
+    assert final.error.retry_after == 2
+
+
+async def test_exhausted_script_is_a_clear_stream_error() -> None:
+    model = ScriptedModel(["one"])
+    await complete(model, _req())
+    final = await complete(model, _req())
+    assert isinstance(final, StreamError) and isinstance(final.error, ScriptExhausted)
+    assert not final.error.retryable
+    assert "holds 1" in str(final.error) and "called 2 times" in str(final.error)
+
+
+def test_bad_reply_is_rejected_when_scripted() -> None:
+    with pytest.raises(TypeError, match=r"replies\[1\]"):
+        ScriptedModel(["ok", 42])  # type: ignore[list-item]
+
+
+async def test_requests_keep_only_a_bounded_tail() -> None:
+    model = ScriptedModel(["a", "b"], record_tail=2)
+    await complete(model, _req("1", "2", "3", "4"))
+    rec = model.requests[0]
+    assert rec.message_count == 4 and [m.text for m in rec.tail] == ["3", "4"]
+    assert model.remaining == 1
+
+
+async def test_function_model_sync_and_async() -> None:
+    def sync_fn(messages, request):  # type: ignore[no-untyped-def]
+        return f"saw {len(messages)}"
+
+    async def async_fn(messages, request):  # type: ignore[no-untyped-def]
+        return [tool_call("t", {"n": len(messages)})]
+
+    s = await complete(FunctionModel(sync_fn), _req("a", "b"))
+    assert isinstance(s, ResponseDone) and s.message.text == "saw 2"
+    a = await complete(FunctionModel(async_fn), _req("a"))
+    assert isinstance(a, ResponseDone) and a.message.tool_calls[0].arguments == {"n": 1}
+
+
+async def test_function_model_exception_becomes_stream_error() -> None:
+    def broken(messages, request):  # type: ignore[no-untyped-def]
+        raise KeyError("oops")
+
+    final = await complete(FunctionModel(broken), _req())
+    assert isinstance(final, StreamError) and "KeyError" in str(final.error)
+    assert not final.error.retryable
