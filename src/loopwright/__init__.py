@@ -32,7 +32,8 @@ from loopwright.core import (
     UserError,
 )
 from loopwright.core.events import RunEvent
-from loopwright.loop import Agent, Hooks, Limits, Prompt, Run, RunState, ToolLike
+from loopwright.agent import Agent, as_model
+from loopwright.loop import Hooks, Limits, Prompt, Run, RunState, ToolLike
 from loopwright.providers.scripted import FunctionModel, Reply, ScriptedModel, tool_call
 from loopwright.tools import Confirmation, DispatchConfig, Tool, ToolRegistry, tool
 
@@ -40,7 +41,7 @@ __version__ = "0.1.0"
 
 
 def _agent(
-    model: Model,
+    model: Model | str,
     tools: ToolRegistry | Iterable[ToolLike],
     system: str | None,
     limits: Limits | None,
@@ -49,7 +50,7 @@ def _agent(
 
 
 def run(
-    model: Model,
+    model: Model | str,
     prompt: Prompt,
     *,
     tools: ToolRegistry | Iterable[ToolLike] = (),
@@ -62,7 +63,7 @@ def run(
 
 
 async def arun(
-    model: Model,
+    model: Model | str,
     prompt: Prompt,
     *,
     tools: ToolRegistry | Iterable[ToolLike] = (),
@@ -75,7 +76,7 @@ async def arun(
 
 
 async def stream(
-    model: Model,
+    model: Model | str,
     prompt: Prompt,
     *,
     tools: ToolRegistry | Iterable[ToolLike] = (),
@@ -125,6 +126,7 @@ __all__ = [
     "UserError",
     "__version__",
     "arun",
+    "as_model",
     "run",
     "stream",
     "tool",
