@@ -160,7 +160,18 @@ async def test_plain_functions_become_tools() -> None:
 
 def test_agent_rejects_non_model() -> None:
     with pytest.raises(UserError, match="Model"):
-        Agent("openai:gpt-4o")  # type: ignore[arg-type]
+        Agent(42)  # type: ignore[arg-type]
+
+
+def test_agent_resolves_model_strings_and_names_the_missing_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(UserError, match="OPENAI_API_KEY"):
+        Agent("openai:gpt-4o")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    agent = Agent("openai:gpt-4o")
+    assert "gpt-4o" in agent.model.name
 
 
 def test_limits_validate_fields() -> None:

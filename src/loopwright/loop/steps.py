@@ -138,6 +138,12 @@ class RunEngine:
                 self.detector.prime(state.messages)
         self.specs = config.registry.specs(max_permission=config.dispatch.permission)
         self.budget = config.context_budget()
+        # prompt fingerprints seen so far (system prompt + template-built messages); scanned
+        # incrementally so recording them never rescans the whole history
+        self._fingerprints: dict[str, None] = dict.fromkeys(
+            str(fp) for fp in getattr(config.system, "fingerprints", ())
+        )
+        self._fp_scanned = 0
         self.request: ModelRequest | None = None  # reused when nothing reshapes the context
         self.turns = 0  # turns in this start()/resume; limits count these
         self.base_tokens = state.usage.total_tokens
@@ -348,6 +354,20 @@ class RunEngine:
             self.request = request
         return request
 
+    def prompt_fingerprints(self) -> tuple[str, ...]:
+        """Fingerprints (``name@version#hash``) of the prompts in this run's requests: the
+        system prompt's (a ``PromptText``) and those recorded by ``prompt_message`` in a
+        message's ``provider_meta["loopwright"]["prompt_fingerprints"]``."""
+        messages = self.state.messages
+        seen = self._fingerprints
+        for m in messages[self._fp_scanned :]:
+            own = m.provider_meta.get("loopwright") if m.provider_meta else None
+            if isinstance(own, dict):
+                for fp in own.get("prompt_fingerprints", ()):
+                    seen.setdefault(str(fp), None)
+        self._fp_scanned = len(messages)
+        return tuple(seen)
+
     async def call_model(self, request: ModelRequest) -> ResponseDone | Stop:
         """One model turn with retries. Returns the final ``ResponseDone`` or a ``Stop``."""
         config = self.config
@@ -358,8 +378,15 @@ class RunEngine:
         while True:
             attempt += 1
             if emit is not None:
+                fingerprints = self.prompt_fingerprints()
                 emit(
-                    ModelCallStarted(state.turn, model.name, len(request.messages), attempt=attempt)
+                    ModelCallStarted(
+                        state.turn,
+                        model.name,
+                        len(request.messages),
+                        prompt_fingerprints=fingerprints,
+                        attempt=attempt,
+                    )
                 )
                 started = time.perf_counter()
             final: ResponseDone | StreamError | None = None
@@ -381,6 +408,7 @@ class RunEngine:
                             final.stop_reason,
                             final.usage,
                             time.perf_counter() - started,
+                            prompt_fingerprints=fingerprints,
                         )
                     )
                 return final

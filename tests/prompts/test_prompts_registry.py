@@ -1,0 +1,120 @@
+"""PromptRegistry: versioned files, semantic latest, pins, canary, rollback, bad names."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from loopwright.prompts import PromptRegistry, RegistryError, Version, bucket, builtin_registry
+
+
+def make(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+@pytest.fixture
+def reg(tmp_path: Path) -> PromptRegistry:
+    make(
+        tmp_path,
+        {
+            "router/v1.0.txt": "one {x}",
+            "router/v1.2.txt": "one-two {x}",
+            "router/v1.10.txt": "one-ten {x}",
+            "router/v1.9.1.txt": "one-nine-one {x}",
+            "router/v2.0.0-rc.1.txt": "two-rc {x}",
+            "router/changelog.md": "## 1.10\n- better\n",
+            "router/schema.json": '{"type": "object"}',
+            "planner/v1.0.txt": "plan {y}",
+        },
+    )
+    return PromptRegistry(tmp_path)
+
+
+def test_latest_is_semantic_not_string_order(reg: PromptRegistry) -> None:
+    assert reg.versions("router") == ["1.0", "1.2", "1.9.1", "1.10", "2.0.0-rc.1"]
+    assert reg.get("router").version == "1.10"  # release beats rc; 1.10 > 1.9.1 > 1.2
+    assert reg.get("router", "v1.2").text == "one-two {x}"
+    assert reg.get("router", "2.0.0-rc.1").text == "two-rc {x}"
+    assert reg.changelog("router").startswith("## 1.10")
+    assert reg.schema("router") == {"type": "object"} and reg.schema("planner") is None
+
+
+def test_version_ordering() -> None:
+    order = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-beta", "1.0.0-rc.1", "1.0.0", "1.2", "1.10"]
+    assert sorted(order, key=Version.parse) == order
+    assert Version.parse("1.0") == Version.parse("v1.0.0")
+
+
+def test_unknown_name_and_version_list_what_exists(reg: PromptRegistry) -> None:
+    with pytest.raises(RegistryError, match="known prompts: planner, router"):
+        reg.get("routr")
+    with pytest.raises(RegistryError, match=r"no version '3.0'; available: 1.0, 1.2"):
+        reg.get("router", "3.0")
+    with pytest.raises(RegistryError, match="malformed version 'one'"):
+        reg.get("router", "one")
+
+
+@pytest.mark.parametrize(
+    "bad", ["v1.txt", "1.0.txt", "v1.0.0.0.txt", "v01.0.txt", "router-v1.0.txt"]
+)
+def test_malformed_version_file_is_a_precise_error(tmp_path: Path, bad: str) -> None:
+    make(tmp_path, {"router/v1.0.txt": "a", f"router/{bad}": "b"})
+    with pytest.raises(RegistryError) as info:
+        PromptRegistry(tmp_path)
+    assert f"router/{bad}" in str(info.value) and "v1.0.txt" in str(info.value)
+
+
+def test_duplicate_version_spellings_are_rejected(tmp_path: Path) -> None:
+    make(tmp_path, {"r/v1.0.txt": "a", "r/v1.0.0.txt": "b"})
+    with pytest.raises(RegistryError, match=r"two files for version 1\.0\.0"):
+        PromptRegistry(tmp_path)
+
+
+def test_pin_canary_promote_rollback(reg: PromptRegistry) -> None:
+    reg.pin("router", "1.2")
+    assert reg.resolve("router", "anyone").version == "1.2"  # production ignores latest
+    reg.start_canary("router", "1.10", 10)
+    sessions = [f"session-{i}" for i in range(5000)]
+    served = Counter(reg.resolve("router", s).version for s in sessions)
+    assert 400 < served["1.10"] < 600  # ~10 %
+    # stable: the same session always gets the same version
+    assert all(
+        reg.resolve("router", s).version == reg.resolve("router", s).version for s in sessions[:50]
+    )
+    assert reg.promote("router") == "1.10"
+    assert reg.resolve("router", "x").version == "1.10"
+    assert reg.rollback("router") == "1.2"
+    assert reg.resolve("router", "x").version == "1.2"
+    reg.start_canary("router", "2.0.0-rc.1", 50)
+    assert reg.rollback("router") == "1.2"  # first stops the canary
+    with pytest.raises(RegistryError, match="nothing to roll back"):
+        reg.rollback("planner")
+    with pytest.raises(RegistryError, match="percent"):
+        reg.start_canary("router", "1.10", 0)
+
+
+def test_bucketing_is_sha256_based_and_stable() -> None:
+    assert bucket("router", "abc") == bucket("router", "abc")
+    assert 0 <= bucket("router", "abc") < 100
+    assert bucket("router", "abc") != bucket("planner", "abc")
+
+
+def test_deployment_state_persists_across_processes(tmp_path: Path) -> None:
+    make(tmp_path / "p", {"r/v1.0.txt": "a", "r/v1.1.txt": "b"})
+    state = tmp_path / "deploy.json"
+    PromptRegistry(tmp_path / "p", state_file=state).pin("r", "1.0")
+    again = PromptRegistry(tmp_path / "p", state_file=state)
+    assert again.pinned("r") == "1.0" and again.resolve("r").version == "1.0"
+
+
+def test_builtin_registry_has_the_patterns_and_skips_local() -> None:
+    reg = builtin_registry()
+    assert reg.names() == ["executor", "planner", "reflector", "router", "scratchpad"]
+    for name in reg.names():
+        assert reg.schema(name) is not None and reg.changelog(name)
