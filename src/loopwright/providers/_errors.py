@@ -1,0 +1,289 @@
+"""Wire failures -> the core :class:`~loopwright.core.errors.ProviderError` taxonomy.
+
+One place for every adapter:
+
+* :func:`error_from_http` maps an HTTP status + body + headers (429 -> RateLimited with
+  Retry-After, 5xx/408 -> Transient, 401/403 -> Auth, 4xx -> BadRequest or ContextOverflow,
+  HTML pages and unparseable bodies -> MalformedResponse with the raw snippet).
+* :func:`is_context_overflow` recognises "the prompt is too long" per provider, from the
+  error texts each vendor documents (sources in :data:`OVERFLOW_PATTERNS`).
+* :func:`error_from_exception` maps SDK / transport exceptions by duck typing (``status_code``
+  + ``response``), so no vendor SDK is imported here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from loopwright.core.errors import (
+    AuthError,
+    BadRequest,
+    ContextOverflow,
+    MalformedResponse,
+    ProviderError,
+    RateLimited,
+    TransientProviderError,
+)
+
+SNIPPET = 500
+"""How much of a raw body an error keeps (ProviderError itself caps at 2000)."""
+
+_GENERIC_OVERFLOW = (
+    r"context[_ ]length[_ ]exceeded",
+    r"maximum context length",
+    r"context window",
+    r"too many (input )?tokens",
+    r"prompt is too long",
+    r"input is too long",
+    r"reduce the length of the (messages|prompt)",
+)
+
+OVERFLOW_PATTERNS: Mapping[str, tuple[str, ...]] = {
+    # OpenAI: code "context_length_exceeded", "This model's maximum context length is
+    # 8192 tokens. However, your messages resulted in ..." (Chat and Responses).
+    "openai": (
+        r"context_length_exceeded",
+        r"maximum context length",
+        r"exceeds the context window",
+    ),
+    # Anthropic: 400 "prompt is too long: 208310 tokens > 200000 maximum"; 413
+    # request_too_large; stop_reason model_context_window_exceeded.
+    "anthropic": (
+        r"prompt is too long",
+        r"model_context_window_exceeded",
+        r"input length and `max_tokens` exceed context limit",
+    ),
+    # Gemini: 400 INVALID_ARGUMENT "The input token count (N) exceeds the maximum number
+    # of tokens allowed (M)."
+    "gemini": (r"input token count.*exceeds the maximum", r"exceeds the maximum number of tokens"),
+    # Bedrock: ValidationException "Input is too long for requested model." /
+    # "too many input tokens" / "model_context_window_exceeded".
+    "bedrock": (
+        r"input is too long",
+        r"too many input tokens",
+        r"model_context_window_exceeded",
+        r"prompt is too long",
+    ),
+    # vLLM / DeepSeek / OpenRouter / Groq: "This model's maximum context length is N
+    # tokens. However, you requested M tokens"; llama-cpp-python: "Requested tokens (N)
+    # exceed context window of M"; Mistral: "... too large for model with N maximum
+    # context length".
+    "openai-compatible": (
+        r"maximum context length",
+        r"exceed(s)? context window",
+        r"context length",
+        r"context_length_exceeded",
+    ),
+}
+
+
+def _protocol_family(provider: str) -> str:
+    if provider.startswith("openai"):
+        return "openai"
+    return provider if provider in OVERFLOW_PATTERNS else "openai-compatible"
+
+
+def is_context_overflow(provider: str, status: int | None, body: str) -> bool:
+    """True when ``body`` (an error body or message) says the prompt exceeded the context.
+
+    Only 400/413/422 statuses (or no status: an in-stream error) qualify: a 500 that
+    mentions tokens is still a server failure.
+    """
+    if status is not None and status not in (400, 413, 422):
+        return False
+    text = body.lower()
+    patterns = OVERFLOW_PATTERNS[_protocol_family(provider)] + _GENERIC_OVERFLOW
+    return any(re.search(p, text) for p in patterns)
+
+
+def looks_like_html(body: str) -> bool:
+    head = body.lstrip()[:200].lower()
+    return head.startswith(("<!doctype", "<html", "<head", "<body")) or "<html" in head
+
+
+def error_message(body: str) -> str | None:
+    """The human message inside a JSON error body, in any vendor's shape."""
+    try:
+        data = json.loads(body)
+    except (ValueError, TypeError):
+        return None
+    return _find_message(data)
+
+
+def _find_message(data: object) -> str | None:
+    if isinstance(data, list) and data:
+        return _find_message(data[0])  # Gemini streams errors as a one-element list
+    if not isinstance(data, dict):
+        return data if isinstance(data, str) and data else None
+    for key in ("error", "message", "Message", "detail", "errorMessage"):
+        value = data.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, dict | list):
+            found = _find_message(value)
+            if found:
+                return found
+    return None
+
+
+def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
+    if not headers:
+        return None
+    for key, value in headers.items():
+        if key.lower() == name:
+            return value
+    return None
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI), ``retry-after`` (seconds or an
+    HTTP date), or ``x-ratelimit-reset-after``; ``None`` when absent or unparseable."""
+    ms = _header(headers, "retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = _header(headers, "retry-after") or _header(headers, "x-ratelimit-reset-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _describe(provider: str, status: int | None, body: str) -> str:
+    msg = error_message(body)
+    if msg is None:
+        msg = " ".join(body.split())[:200] or "(empty body)"
+    where = f"{provider} HTTP {status}" if status is not None else provider
+    return f"{where}: {msg}"
+
+
+def error_from_http(
+    provider: str,
+    status: int | None,
+    body: str,
+    headers: Mapping[str, str] | None = None,
+) -> ProviderError:
+    """Classify one failed HTTP exchange (or an in-stream error payload, ``status=None``)."""
+    raw = body[:SNIPPET]
+    kw: dict[str, Any] = {"status": status, "raw": raw, "provider": provider}
+    if status == 429:
+        return RateLimited(
+            _describe(provider, status, body), retry_after=parse_retry_after(headers), **kw
+        )
+    if status in (401, 403):
+        return AuthError(
+            _describe(provider, status, body) + " (check the API key and its permissions)", **kw
+        )
+    if looks_like_html(body):
+        return MalformedResponse(
+            f"{provider} answered HTTP {status} with an HTML page instead of JSON"
+            " (a proxy or gateway error page?)",
+            **kw,
+        )
+    if status is not None and (status >= 500 or status in (408, 409, 425)):
+        return TransientProviderError(
+            _describe(provider, status, body), retry_after=parse_retry_after(headers), **kw
+        )
+    if is_context_overflow(provider, status, body):
+        return ContextOverflow(_describe(provider, status, body), **kw)
+    if status is not None and 400 <= status < 500:
+        return BadRequest(_describe(provider, status, body), **kw)
+    if status is None and error_message(body) is not None:
+        # An error event inside a stream: the server failed mid-answer.
+        return TransientProviderError(_describe(provider, status, body), **kw)
+    return MalformedResponse(_describe(provider, status, body), **kw)
+
+
+_TRANSIENT_NAMES = (
+    "Timeout",
+    "ConnectError",
+    "ConnectionError",
+    "RemoteProtocolError",
+    "ReadError",
+    "WriteError",
+    "NetworkError",
+    "ProtocolError",
+    "IncompleteRead",
+    "ClosedResourceError",
+    "EndOfStream",
+)
+
+
+def _status_of(exc: BaseException) -> int | None:
+    for attr in ("status_code", "status", "code"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    return None
+
+
+def _body_and_headers(exc: BaseException) -> tuple[str, Mapping[str, str] | None]:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    body = ""
+    try:
+        text = getattr(response, "text", None)
+        if isinstance(text, str):
+            body = text
+    except Exception:  # a streamed response whose body was not read
+        body = ""
+    if not body:
+        raw_body = getattr(exc, "body", None)
+        if raw_body is not None:
+            body = raw_body if isinstance(raw_body, str) else json.dumps(raw_body, default=str)
+    if not body:
+        body = str(exc)
+    return body, headers
+
+
+def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
+    """Map any exception raised while talking to a provider to the taxonomy.
+
+    Order: already-mapped errors pass through; objects with an HTTP status go through
+    :func:`error_from_http`; transport failures (timeouts, resets) are transient; JSON
+    decoding failures are malformed responses; anything else is a transient failure with
+    the exception text kept (an adapter bug must not be silently retried forever: the
+    loop bounds retries).
+    """
+    if isinstance(exc, ProviderError):
+        return exc
+    status = _status_of(exc)
+    if status is not None:
+        body, headers = _body_and_headers(exc)
+        return error_from_http(provider, status, body, headers)
+    name = type(exc).__name__
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError | ConnectionError) or any(
+        n in name for n in _TRANSIENT_NAMES
+    ):
+        return TransientProviderError(
+            f"{provider}: connection failed ({name}: {exc})", raw=str(exc), provider=provider
+        )
+    if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+        doc = getattr(exc, "doc", None)
+        snippet = doc[:SNIPPET] if isinstance(doc, str) else str(exc)
+        return MalformedResponse(
+            f"{provider}: response is not valid JSON ({exc})", raw=snippet, provider=provider
+        )
+    body, _ = _body_and_headers(exc)
+    if error_message(body) is not None or "error" in name.lower():
+        return error_from_http(provider, None, body)
+    return MalformedResponse(
+        f"{provider}: unexpected failure while reading the response ({name}: {exc})",
+        raw=body,
+        provider=provider,
+    )

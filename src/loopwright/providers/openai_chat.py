@@ -1,0 +1,438 @@
+"""OpenAI Chat Completions (and every OpenAI-compatible server), via the ``openai`` SDK.
+
+Wire facts (OpenAI API reference, ``/v1/chat/completions``):
+
+* tools ``{"type": "function", "function": {name, description, parameters, strict?}}``;
+  calls come back in ``message.tool_calls[{id, type, function: {name, arguments}}]`` with
+  ``arguments`` a JSON *string*; results go back as ``{"role": "tool", "tool_call_id",
+  "content"}`` messages.
+* streamed tool calls arrive as ``delta.tool_calls[{index, id?, function{name?, arguments}}]``
+  fragments keyed by ``index``; usage arrives in a final chunk with empty ``choices`` when
+  ``stream_options.include_usage`` is set.
+* ``finish_reason``: ``stop | length | tool_calls | content_filter | function_call``.
+* reasoning: DeepSeek/vLLM/llama.cpp send ``reasoning_content``, OpenRouter/Ollama/Groq
+  ``reasoning``; both are read, the vendor's field is echoed back (DeepSeek's thinking
+  mode rejects tool-call turns whose ``reasoning_content`` is missing).
+
+Vendor quirks come from :class:`~loopwright.providers.registry.Vendor` flags, never from
+``if vendor == ...`` branches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from loopwright.core.errors import BadRequest, MalformedResponse, ProviderError
+from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.messages import (
+    Message,
+    ReasoningPart,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.core.tools import ToolSpec
+from loopwright.providers import _openai
+from loopwright.providers._common import (
+    EncodeCache,
+    RetryPolicy,
+    StreamAccumulator,
+    StreamPlan,
+    ToolNameMap,
+    apply_request_hook,
+    drive,
+    foreign_reasoning_text,
+    name_map_for,
+    normalize_call_id,
+    own_meta,
+    report_response,
+)
+from loopwright.providers._partial_json import ArgumentsError, parse_final
+from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, VENDORS, Vendor
+from loopwright.providers.schema import UnsupportedSchema, openai_strict_schema
+
+PROTOCOL = "openai-chat"
+MAX_ID = 40  # OpenAI rejects tool_call ids longer than 40 characters
+
+FINISH_REASONS: dict[str, StopReason] = {
+    "stop": StopReason.FINAL_ANSWER,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "length": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.REFUSAL,
+    # vLLM / llama.cpp extensions
+    "eos": StopReason.FINAL_ANSWER,
+    "abort": StopReason.ABORTED,
+}
+
+
+def map_finish_reason(raw: str, snippet: str = "") -> StopReason:
+    """Canonical stop reason. An unknown value is reported as
+    :class:`MalformedResponse` (with the raw chunk) rather than guessed: the partial
+    message is kept by the stream driver."""
+    stop = FINISH_REASONS.get(raw)
+    if stop is None:
+        raise MalformedResponse(
+            f"{PROTOCOL}: unknown finish_reason {raw!r}; expected one of"
+            f" {', '.join(FINISH_REASONS)}",
+            raw=snippet or raw,
+            provider=PROTOCOL,
+        )
+    return stop
+
+
+# ----------------------------------------------------------------- encoding
+
+
+def _arguments_json(call: ToolCallPart) -> str:
+    if call.raw_arguments:
+        try:
+            parse_final(call.raw_arguments)
+            return call.raw_arguments  # echo exactly what the model produced
+        except ArgumentsError:
+            pass
+    return json.dumps(dict(call.arguments), ensure_ascii=False)
+
+
+def _content(texts: list[str]) -> str | list[dict[str, str]]:
+    if len(texts) == 1:
+        return texts[0]
+    return [{"type": "text", "text": t} for t in texts]
+
+
+class ChatEncoder:
+    """Canonical request -> Chat Completions JSON body (pure; no SDK needed).
+
+    ``cache`` memoises encoded history messages (see :class:`EncodeCache`); pass ``None``
+    to encode everything every time.
+    """
+
+    def __init__(
+        self, model: str, vendor: Vendor, stream: bool = True, cache: EncodeCache | None = None
+    ) -> None:
+        self.model = model
+        self.vendor = vendor
+        self.stream = stream
+        self.cache = cache
+
+    def _reasoning_text(self, part: ReasoningPart) -> str | None:
+        if not part.provider_meta or own_meta(part.provider_meta, PROTOCOL):
+            return part.text
+        return foreign_reasoning_text(part)
+
+    def _call(self, part: ToolCallPart, names: ToolNameMap) -> dict[str, Any]:
+        return {
+            "id": normalize_call_id(part.id, MAX_ID),
+            "type": "function",
+            "function": {"name": names.to_wire(part.name), "arguments": _arguments_json(part)},
+        }
+
+    def assistant(self, message: Message, names: ToolNameMap) -> dict[str, Any]:
+        texts: list[str] = []
+        reasoning: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for part in message.parts:
+            kind = type(part)
+            if kind is TextPart:
+                texts.append(part.text)  # type: ignore[union-attr]
+            elif kind is ToolCallPart:
+                calls.append(self._call(part, names))  # type: ignore[arg-type]
+            elif kind is ReasoningPart:
+                text = self._reasoning_text(part)  # type: ignore[arg-type]
+                if text is not None:
+                    reasoning.append(text)
+            else:
+                raise BadRequest("a tool result cannot be part of an assistant message")
+        # Always a string: OpenAI accepts "" beside tool calls, while llama-cpp-python
+        # rejects null (pydantic) and a missing key (its chat template reads .content).
+        out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+        field = self.vendor.reasoning_field
+        if field and (reasoning or calls):
+            # DeepSeek's thinking mode wants the field on every tool-call turn, even empty.
+            out[field] = "\n".join(reasoning)
+        if calls:
+            out["tool_calls"] = calls
+        return out
+
+    def message(self, message: Message, names: ToolNameMap) -> list[dict[str, Any]]:
+        """The wire messages of one canonical message (a tool message may be several)."""
+        role = message.role
+        if role == "assistant":
+            return [self.assistant(message, names)]
+        if role == "tool":
+            return [
+                {
+                    "role": "tool",
+                    "tool_call_id": normalize_call_id(r.call_id, MAX_ID),
+                    "content": r.content,
+                }
+                for r in message.parts
+                if type(r) is ToolResultPart
+            ]
+        texts = [p.text for p in message.parts if type(p) is TextPart]
+        wire_role = self.vendor.system_role if role == "system" else "user"
+        return [{"role": wire_role, "content": _content(texts or [""])}]
+
+    def messages(self, request: ModelRequest, names: ToolNameMap) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if request.system:
+            out.append({"role": self.vendor.system_role, "content": request.system})
+        cache = self.cache
+        for message in request.messages:
+            items = cache.get(message, names) if cache is not None else None
+            if items is None:
+                items = self.message(message, names)
+                if cache is not None:
+                    cache.put(message, names, items)
+            out.extend(items)
+        return out
+
+    def tool(self, spec: ToolSpec, names: ToolNameMap, strict: bool) -> dict[str, Any]:
+        function: dict[str, Any] = {"name": names.to_wire(spec.name)}
+        if spec.description:
+            function["description"] = spec.description
+        params = dict(spec.parameters)
+        if strict and self.vendor.supports_strict:
+            strict_params = openai_strict_schema(params)
+            if strict_params is not None:
+                params = strict_params
+                function["strict"] = True
+        function["parameters"] = params
+        return {"type": "function", "function": function}
+
+    def settings(
+        self, settings: ModelSettings, has_tools: bool, names: ToolNameMap
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if has_tools:
+            choice = settings.tool_choice
+            if isinstance(choice, NamedTool):
+                out["tool_choice"] = {
+                    "type": "function",
+                    "function": {"name": names.to_wire(choice.name)},
+                }
+            elif choice != "auto":
+                out["tool_choice"] = choice
+            if settings.parallel_tool_calls is not None:
+                out["parallel_tool_calls"] = settings.parallel_tool_calls
+        if settings.temperature is not None:
+            out["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            out[self.vendor.max_tokens_field] = settings.max_tokens
+        if settings.stop:
+            out["stop"] = list(settings.stop)
+        if settings.seed is not None:
+            out["seed"] = settings.seed
+        level = _openai.effort(settings.reasoning)
+        if level is not None and self.vendor.supports_reasoning_effort:
+            out["reasoning_effort"] = level
+        return out
+
+    def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
+        names = name_map_for(request.tools, request.messages)
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": self.messages(request, names),
+        }
+        if request.tools:
+            strict = request.settings.strict_tools
+            payload["tools"] = [self.tool(t, names, strict) for t in request.tools]
+        payload.update(self.settings(request.settings, bool(request.tools), names))
+        if self.stream:
+            payload["stream"] = True
+            if self.vendor.stream_usage:
+                payload["stream_options"] = {"include_usage": True}
+        payload.update(request.settings.extra)
+        return payload, names
+
+
+# ----------------------------------------------------------------- decoding
+
+
+def usage_from(raw: Any) -> Usage:
+    field = _openai.field
+    prompt = field(raw, "prompt_tokens") or 0
+    completion = field(raw, "completion_tokens") or 0
+    prompt_details = field(raw, "prompt_tokens_details")
+    cached = field(prompt_details, "cached_tokens") if prompt_details else None
+    if cached is None:
+        cached = field(raw, "prompt_cache_hit_tokens")  # DeepSeek
+    details = field(raw, "completion_tokens_details")
+    reasoning = field(details, "reasoning_tokens") if details else None
+    return Usage(int(prompt), int(completion), int(cached or 0), int(reasoning or 0))
+
+
+def _reasoning_of(obj: Any) -> str | None:
+    extras = getattr(obj, "__pydantic_extra__", None)
+    if not extras:
+        return None
+    value = extras.get("reasoning_content")
+    if value is None:
+        value = extras.get("reasoning")
+    return value if isinstance(value, str) else None
+
+
+def _call_index(
+    acc: StreamAccumulator, index: int | None, call_id: str | None, position: int
+) -> int:
+    """The accumulator slot of a tool-call fragment. Some servers omit ``index`` or reuse
+    index 0 for every call of a parallel batch (each with a fresh id)."""
+    index = position if index is None else int(index)
+    ids: dict[int, str] = acc.scratch.setdefault("ids", {})
+    remap: dict[int, int] = acc.scratch.setdefault("remap", {})
+    slot = remap.get(index, index)
+    if call_id and slot in ids and ids[slot] != call_id:
+        slot = max(ids) + 1
+        remap[index] = slot
+    if call_id:
+        ids[slot] = call_id
+    return slot
+
+
+def _tool_call(acc: StreamAccumulator, tc: Any, position: int) -> ModelEvent:
+    call_id = getattr(tc, "id", None)
+    function = getattr(tc, "function", None)
+    name = arguments = None
+    if function is not None:
+        name, arguments = function.name, function.arguments
+    slot = _call_index(acc, getattr(tc, "index", None), call_id, position)
+    return acc.call(slot, id=call_id, name=name, arguments=arguments or "")
+
+
+def decode_choice(choice: Any, acc: StreamAccumulator, whole: bool) -> Iterator[ModelEvent | None]:
+    """One streamed ``delta`` (or, when ``whole``, a complete ``message``). Reads SDK
+    model attributes directly: this runs once per chunk."""
+    delta = getattr(choice, "message" if whole else "delta", None)
+    if delta is not None:
+        reasoning = _reasoning_of(delta)
+        if reasoning:
+            yield acc.reasoning(reasoning, {PROTOCOL: {"field": "reasoning_content"}})
+        content = delta.content
+        if content:
+            yield acc.text(content)
+        refusal = getattr(delta, "refusal", None)
+        if refusal:
+            acc.scratch["refusal"] = True
+            yield acc.text(refusal)
+        tool_calls = delta.tool_calls
+        if tool_calls:
+            for position, tc in enumerate(tool_calls):
+                yield _tool_call(acc, tc, position)
+    raw = getattr(choice, "finish_reason", None)
+    if raw:
+        stop = FINISH_REASONS.get(raw) or map_finish_reason(
+            raw, json.dumps(_openai.dump(choice), default=str)
+        )
+        if acc.scratch.get("refusal"):
+            stop = StopReason.REFUSAL
+        acc.finish_reason(raw, stop)
+        acc.meta["finish_reason"] = raw
+
+
+def decode_chunk(chunk: Any, acc: StreamAccumulator) -> Iterator[ModelEvent | None]:
+    """One ``ChatCompletionChunk`` (streaming) or ``ChatCompletion`` (non-streaming), as
+    the openai SDK builds them."""
+    if acc.raw_events is not None:
+        acc.record(_openai.dump(chunk))
+    usage = getattr(chunk, "usage", None)
+    if usage:
+        acc.usage = usage_from(usage)
+        acc.model = getattr(chunk, "model", None) or acc.model
+    choices = getattr(chunk, "choices", None)
+    if not choices:
+        return
+    if not acc.model:
+        acc.model = getattr(chunk, "model", None) or ""
+    whole = getattr(chunk, "object", None) == "chat.completion"
+    for choice in choices:
+        if not getattr(choice, "index", 0):
+            yield from decode_choice(choice, acc, whole)
+
+
+# ----------------------------------------------------------------- the model
+
+
+class OpenAIChatModel:
+    """A :class:`~loopwright.core.protocols.Model` speaking Chat Completions.
+
+    ``vendor`` carries the quirk flags (see :data:`loopwright.providers.registry.VENDORS`);
+    ``stream=False`` asks for one JSON response instead of SSE (decoded the same way).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        on_payload: PayloadHook | None = None,
+        vendor: Vendor | None = None,
+        retry: RetryPolicy | None = None,
+        stream: bool = True,
+        timeout: float = _openai.DEFAULT_TIMEOUT,
+    ) -> None:
+        if vendor is None:
+            vendor = GENERIC_OPENAI_COMPAT if base_url else VENDORS["openai"]
+        self.model = model
+        self.vendor = vendor
+        # Cached wire dicts are shared between requests; a hook could mutate them.
+        cache = EncodeCache() if on_payload is None else None
+        self.encoder = ChatEncoder(model, vendor, stream, cache)
+        self._on_payload = on_payload
+        self._retry = retry or RetryPolicy()
+        self._clients = _openai.ClientCache(
+            _openai.ClientConfig(
+                base_url or vendor.base_url, api_key, timeout, vendor.extra_headers
+            )
+        )
+
+    @property
+    def name(self) -> str:
+        return f"{self.vendor.name}:{self.model}"
+
+    def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
+        return self.encoder.encode(request)
+
+    async def _open(self, payload: dict[str, Any]) -> Any:
+        client = self._clients.get()
+        create = client.chat.completions.create
+        kwargs = _openai.split_payload(
+            payload, _openai.known_params(type(client.chat.completions).create)
+        )
+        result = await create(**kwargs)
+        return result if payload.get("stream") else _openai.single(result)
+
+    def _accumulator(self, names: ToolNameMap) -> StreamAccumulator:
+        acc = StreamAccumulator(PROTOCOL, names.from_wire)
+        if self._on_payload is not None:
+            acc.raw_events = []
+        return acc
+
+    def _report(self, acc: StreamAccumulator) -> None:
+        report_response(self._on_payload, {"protocol": PROTOCOL, "events": acc.raw_events or []})
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            payload, names = self.encode(request)
+            payload = apply_request_hook(self._on_payload, PROTOCOL, payload)
+        except ProviderError as err:
+            yield StreamError(err)
+            return
+        except UnsupportedSchema as err:
+            yield StreamError(BadRequest(str(err), provider=PROTOCOL))
+            return
+        plan: StreamPlan[Any] = StreamPlan(
+            provider=PROTOCOL,
+            open=lambda: self._open(payload),
+            decode=decode_chunk,
+            new_accumulator=lambda: self._accumulator(names),
+            retry=self._retry,
+            on_response=self._report if self._on_payload is not None else None,
+        )
+        async for event in drive(plan):
+            yield event

@@ -1,0 +1,468 @@
+"""OpenAI Responses API (``/v1/responses``), via the ``openai`` SDK.
+
+Wire facts (OpenAI API reference, Responses; ``shared/wire-samples/README.md``):
+
+* input is a list of items: ``{"role": "user"|"system"|"developer", "content"}`` messages,
+  assistant ``{"type": "message", "id": "msg_…", "content": [{"type": "output_text"}]}``,
+  ``{"type": "function_call", "id": "fc_…", "call_id", "name", "arguments"}`` and results
+  ``{"type": "function_call_output", "call_id", "output"}``; reasoning items ``{"type":
+  "reasoning", "id": "rs_…", "summary": [...], "encrypted_content"?}`` must be echoed back
+  together with the items that followed them.
+* tools are flat ``{"type": "function", "name", "description", "parameters", "strict"}``
+  (``strict`` is sent explicitly: the API's default is strict).
+* the stream is named SSE events: ``response.output_item.added`` -> text
+  (``response.output_text.delta``), reasoning (``response.reasoning_summary_text.delta``,
+  ``response.reasoning_text.delta``) and argument (``response.function_call_arguments.delta``)
+  deltas -> ``response.output_item.done`` (the whole item) -> ``response.completed`` /
+  ``response.incomplete`` / ``response.failed``, or an ``error`` event.
+* ``status``: completed | incomplete (``incomplete_details.reason``: max_output_tokens,
+  content_filter, ...) | failed | cancelled.
+
+Own reasoning items are kept whole in ``provider_meta["openai-responses"]["item"]`` and
+echoed verbatim; foreign reasoning (another protocol's) is dropped: the Responses input
+has no place for reasoning without its item id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from loopwright.core.errors import BadRequest, MalformedResponse, ProviderError
+from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.messages import (
+    JSONValue,
+    Message,
+    ReasoningPart,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.core.tools import ToolSpec
+from loopwright.providers import _openai
+from loopwright.providers._common import (
+    EncodeCache,
+    RetryPolicy,
+    StreamAccumulator,
+    StreamPlan,
+    ToolNameMap,
+    apply_request_hook,
+    drive,
+    error_from_http,
+    name_map_for,
+    normalize_call_id,
+    own_meta,
+    report_response,
+)
+from loopwright.providers._partial_json import ArgumentsError, parse_final
+from loopwright.providers.registry import VENDORS, Vendor
+from loopwright.providers.schema import UnsupportedSchema, openai_strict_schema
+
+PROTOCOL = "openai-responses"
+_REASONING_KEYS = ("id", "type", "summary", "content", "encrypted_content")
+
+INCOMPLETE_REASONS: dict[str, StopReason] = {
+    "max_output_tokens": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.REFUSAL,
+}
+STATUSES: dict[str, StopReason] = {
+    "completed": StopReason.FINAL_ANSWER,
+    "cancelled": StopReason.ABORTED,
+}
+
+# ----------------------------------------------------------------- encoding
+
+
+def _arguments(call: ToolCallPart) -> str:
+    if call.raw_arguments:
+        try:
+            parse_final(call.raw_arguments)
+            return call.raw_arguments
+        except ArgumentsError:
+            pass
+    return json.dumps(dict(call.arguments), ensure_ascii=False)
+
+
+class ResponsesEncoder:
+    """Canonical request -> Responses JSON body (pure; no SDK needed).
+
+    ``cache`` memoises encoded history messages (see :class:`EncodeCache`).
+    """
+
+    def __init__(
+        self, model: str, vendor: Vendor, stream: bool = True, cache: EncodeCache | None = None
+    ) -> None:
+        self.model = model
+        self.vendor = vendor
+        self.stream = stream
+        self.cache = cache
+
+    @staticmethod
+    def _text(part: TextPart) -> dict[str, Any] | None:
+        item_id = own_meta(part.provider_meta, PROTOCOL).get("id") if part.provider_meta else None
+        if item_id:
+            return {
+                "type": "message",
+                "role": "assistant",
+                "id": item_id,
+                "status": "completed",
+                "content": [{"type": "output_text", "text": part.text, "annotations": []}],
+            }
+        return {"role": "assistant", "content": part.text} if part.text else None
+
+    @staticmethod
+    def _call(part: ToolCallPart, names: ToolNameMap) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "function_call",
+            "call_id": normalize_call_id(part.id),
+            "name": names.to_wire(part.name),
+            "arguments": _arguments(part),
+        }
+        item_id = own_meta(part.provider_meta, PROTOCOL).get("id") if part.provider_meta else None
+        if item_id:
+            out["id"] = item_id
+        return out
+
+    def assistant(self, message: Message, names: ToolNameMap) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for part in message.parts:
+            kind = type(part)
+            if kind is TextPart:
+                text = self._text(part)  # type: ignore[arg-type]
+                if text is not None:
+                    out.append(text)
+            elif kind is ToolCallPart:
+                out.append(self._call(part, names))  # type: ignore[arg-type]
+            elif kind is ReasoningPart:
+                # Only our own items (with their ids) can be echoed; foreign reasoning is
+                # dropped: Responses input has no place for reasoning without an item.
+                item = own_meta(part.provider_meta, PROTOCOL).get("item")
+                if isinstance(item, dict):
+                    out.append(dict(item))
+            else:
+                raise BadRequest("a tool result cannot be part of an assistant message")
+        return out
+
+    def message(self, message: Message, names: ToolNameMap) -> list[dict[str, Any]]:
+        """The input items of one canonical message."""
+        if message.role == "assistant":
+            return self.assistant(message, names)
+        if message.role == "tool":
+            return [
+                {
+                    "type": "function_call_output",
+                    "call_id": normalize_call_id(r.call_id),
+                    "output": r.content,
+                }
+                for r in message.parts
+                if type(r) is ToolResultPart
+            ]
+        role = self.vendor.system_role if message.role == "system" else "user"
+        return [{"role": role, "content": message.text}]
+
+    def items(self, request: ModelRequest, names: ToolNameMap) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        cache = self.cache
+        for message in request.messages:
+            items = cache.get(message, names) if cache is not None else None
+            if items is None:
+                items = self.message(message, names)
+                if cache is not None:
+                    cache.put(message, names, items)
+            out.extend(items)
+        return out
+
+    def tool(self, spec: ToolSpec, names: ToolNameMap, strict: bool) -> dict[str, Any]:
+        params = dict(spec.parameters)
+        is_strict = False
+        if strict and self.vendor.supports_strict:
+            strict_params = openai_strict_schema(params)
+            if strict_params is not None:
+                params, is_strict = strict_params, True
+        out: dict[str, Any] = {"type": "function", "name": names.to_wire(spec.name)}
+        if spec.description:
+            out["description"] = spec.description
+        out["parameters"] = params
+        out["strict"] = is_strict
+        return out
+
+    def settings(
+        self, settings: ModelSettings, has_tools: bool, names: ToolNameMap
+    ) -> dict[str, Any]:
+        if settings.stop:
+            raise BadRequest(
+                "settings.stop: the Responses API has no stop sequences; remove them or use"
+                " the Chat Completions adapter (openai:MODEL)",
+                provider=PROTOCOL,
+            )
+        out: dict[str, Any] = {}
+        if has_tools:
+            choice = settings.tool_choice
+            if isinstance(choice, NamedTool):
+                out["tool_choice"] = {"type": "function", "name": names.to_wire(choice.name)}
+            elif choice != "auto":
+                out["tool_choice"] = choice
+            if settings.parallel_tool_calls is not None:
+                out["parallel_tool_calls"] = settings.parallel_tool_calls
+        if settings.temperature is not None:
+            out["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            out["max_output_tokens"] = settings.max_tokens
+        level = _openai.effort(settings.reasoning)
+        if level is not None and self.vendor.supports_reasoning_effort:
+            out["reasoning"] = {"effort": level, "summary": "auto"}
+            # Stateless echo of reasoning items needs their encrypted content.
+            out["include"] = ["reasoning.encrypted_content"]
+        return out
+
+    def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
+        names = name_map_for(request.tools, request.messages)
+        payload: dict[str, Any] = {"model": self.model}
+        if request.system:
+            payload["instructions"] = request.system
+        payload["input"] = self.items(request, names)
+        if request.tools:
+            strict = request.settings.strict_tools
+            payload["tools"] = [self.tool(t, names, strict) for t in request.tools]
+        payload.update(self.settings(request.settings, bool(request.tools), names))
+        if self.stream:
+            payload["stream"] = True
+        payload.update(request.settings.extra)
+        return payload, names
+
+
+# ----------------------------------------------------------------- decoding
+
+
+def usage_from(raw: Any) -> Usage:
+    field = _openai.get
+    details_in = field(raw, "input_tokens_details")
+    details_out = field(raw, "output_tokens_details")
+    return Usage(
+        int(field(raw, "input_tokens") or 0),
+        int(field(raw, "output_tokens") or 0),
+        int((field(details_in, "cached_tokens") if details_in else 0) or 0),
+        int((field(details_out, "reasoning_tokens") if details_out else 0) or 0),
+    )
+
+
+def _reasoning_item(item: Any) -> dict[str, JSONValue]:
+    data = _openai.dump(item)
+    return {k: data[k] for k in _REASONING_KEYS if data.get(k) is not None}
+
+
+def _summary_text(item: Any) -> str:
+    field = _openai.get
+    texts = [field(s, "text") or "" for s in field(item, "summary") or ()]
+    texts += [field(c, "text") or "" for c in field(item, "content") or ()]
+    return "\n\n".join(t for t in texts if t)
+
+
+class _Decoder:
+    """Stateful per-call event handler (state lives in ``acc.scratch``)."""
+
+    @staticmethod
+    def item_added(event: Any, acc: StreamAccumulator) -> Iterator[ModelEvent | None]:
+        field = _openai.get
+        item, index = field(event, "item"), field(event, "output_index") or 0
+        kind = field(item, "type")
+        acc.break_block()
+        if kind == "function_call":
+            yield acc.call(
+                index,
+                id=field(item, "call_id"),
+                name=field(item, "name"),
+                arguments=field(item, "arguments") or "",
+                meta={PROTOCOL: {"id": field(item, "id")}},
+            )
+        elif kind == "message":
+            acc.text("", {PROTOCOL: {"id": field(item, "id")}})  # opens the part with its id
+
+    @staticmethod
+    def item_done(item: Any, index: int, acc: StreamAccumulator) -> Iterator[ModelEvent | None]:
+        """A complete item: fills in whatever was not streamed (all of it for a
+        non-streamed response) and records what must be echoed back."""
+        field = _openai.get
+        kind = field(item, "type")
+        streamed: set[int] = acc.scratch["streamed"]
+        if kind == "function_call":
+            if not acc.has_call(index):
+                yield acc.call(
+                    index,
+                    id=field(item, "call_id"),
+                    name=field(item, "name"),
+                    meta={PROTOCOL: {"id": field(item, "id")}},
+                )
+            acc.call_arguments(index, field(item, "arguments") or "")
+        elif kind == "reasoning":
+            text = "" if index in streamed else _summary_text(item)
+            acc.reasoning_meta({PROTOCOL: {"item": _reasoning_item(item)}})
+            yield acc.reasoning(text)
+            acc.break_block()
+        elif kind == "message":
+            meta = {PROTOCOL: {"id": field(item, "id")}}
+            for content in field(item, "content") or ():
+                if field(content, "type") == "refusal":
+                    acc.scratch["refusal"] = True
+                text = field(content, "text") or field(content, "refusal") or ""
+                yield acc.text("" if index in streamed else text, meta)
+            acc.break_block()
+
+    @staticmethod
+    def finished(response: Any, acc: StreamAccumulator) -> None:
+        field = _openai.get
+        usage = field(response, "usage")
+        if usage:
+            acc.usage = usage_from(usage)
+        if field(response, "model"):
+            acc.model = field(response, "model")
+        status = field(response, "status") or "completed"
+        acc.meta["status"] = status
+        if status == "failed":
+            error = field(response, "error")
+            raise error_from_http(
+                PROTOCOL, None, json.dumps(_openai.dump(error) or {"message": "response failed"})
+            )
+        if status == "incomplete":
+            details = field(response, "incomplete_details")
+            reason = (field(details, "reason") if details else None) or "unknown"
+            acc.meta["incomplete_reason"] = reason
+            acc.finish_reason(reason, INCOMPLETE_REASONS.get(reason, StopReason.MAX_TOKENS))
+            return
+        stop = STATUSES.get(status)
+        if stop is None:
+            raise MalformedResponse(
+                f"{PROTOCOL}: unknown response status {status!r}; expected completed,"
+                " incomplete, failed or cancelled",
+                raw=json.dumps(_openai.dump(response), default=str),
+                provider=PROTOCOL,
+            )
+        if acc.scratch.get("refusal"):
+            stop = StopReason.REFUSAL
+        acc.finish_reason(status, stop)
+
+
+_TEXT_DELTA = "response.output_text.delta"
+
+
+def new_accumulator(names: ToolNameMap) -> StreamAccumulator:
+    """An accumulator prepared for :func:`decode_event` (its per-call state set up)."""
+    acc = StreamAccumulator(PROTOCOL, names.from_wire)
+    acc.scratch["streamed"] = set()
+    return acc
+
+
+def decode_event(event: Any, acc: StreamAccumulator) -> Iterator[ModelEvent | None]:
+    """One stream event (or, for a non-streamed call, the whole ``Response``)."""
+    if acc.raw_events is not None:
+        acc.record(_openai.dump(event))
+    kind = getattr(event, "type", None)
+    if kind == _TEXT_DELTA:  # by far the most frequent event: keep it first and short
+        acc.scratch["streamed"].add(event.output_index)
+        yield acc.text(event.delta or "")
+        return
+    if kind is None and getattr(event, "object", None) == "response":  # non-streamed
+        for index, item in enumerate(getattr(event, "output", None) or ()):
+            yield from _Decoder.item_done(item, index, acc)
+        _Decoder.finished(event, acc)
+        return
+    index = getattr(event, "output_index", None) or 0
+    streamed: set[int] = acc.scratch["streamed"]
+    if kind == "response.function_call_arguments.delta":
+        yield acc.call(index, arguments=event.delta or "")
+    elif kind == "response.output_item.added":
+        yield from _Decoder.item_added(event, acc)
+    elif kind == "response.refusal.delta":
+        streamed.add(index)
+        acc.scratch["refusal"] = True
+        yield acc.text(event.delta or "")
+    elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+        streamed.add(index)
+        yield acc.reasoning(event.delta or "")
+    elif kind == "response.reasoning_summary_part.added" and index in streamed:
+        yield acc.reasoning("\n\n")
+    elif kind == "response.output_item.done":
+        yield from _Decoder.item_done(event.item, index, acc)
+    elif kind in ("response.completed", "response.incomplete", "response.failed"):
+        _Decoder.finished(event.response, acc)
+    elif kind == "error":
+        raise error_from_http(PROTOCOL, None, json.dumps(_openai.dump(event)))
+
+
+# ----------------------------------------------------------------- the model
+
+
+class OpenAIResponsesModel:
+    """A :class:`~loopwright.core.protocols.Model` speaking the Responses API."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        on_payload: PayloadHook | None = None,
+        vendor: Vendor | None = None,
+        retry: RetryPolicy | None = None,
+        stream: bool = True,
+        timeout: float = _openai.DEFAULT_TIMEOUT,
+    ) -> None:
+        vendor = vendor or VENDORS["openai-responses"]
+        self.model = model
+        self.vendor = vendor
+        cache = EncodeCache() if on_payload is None else None  # a hook could mutate cached items
+        self.encoder = ResponsesEncoder(model, vendor, stream, cache)
+        self._on_payload = on_payload
+        self._retry = retry or RetryPolicy()
+        self._clients = _openai.ClientCache(
+            _openai.ClientConfig(
+                base_url or vendor.base_url, api_key, timeout, vendor.extra_headers
+            )
+        )
+
+    @property
+    def name(self) -> str:
+        return f"{self.vendor.name}:{self.model}"
+
+    def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
+        return self.encoder.encode(request)
+
+    async def _open(self, payload: dict[str, Any]) -> Any:
+        client = self._clients.get()
+        kwargs = _openai.split_payload(payload, _openai.known_params(type(client.responses).create))
+        result = await client.responses.create(**kwargs)
+        return result if payload.get("stream") else _openai.single(result)
+
+    def _accumulator(self, names: ToolNameMap) -> StreamAccumulator:
+        acc = new_accumulator(names)
+        if self._on_payload is not None:
+            acc.raw_events = []
+        return acc
+
+    def _report(self, acc: StreamAccumulator) -> None:
+        report_response(self._on_payload, {"protocol": PROTOCOL, "events": acc.raw_events or []})
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            payload, names = self.encode(request)
+            payload = apply_request_hook(self._on_payload, PROTOCOL, payload)
+        except ProviderError as err:
+            yield StreamError(err)
+            return
+        except UnsupportedSchema as err:
+            yield StreamError(BadRequest(str(err), provider=PROTOCOL))
+            return
+        plan: StreamPlan[Any] = StreamPlan(
+            provider=PROTOCOL,
+            open=lambda: self._open(payload),
+            decode=decode_event,
+            new_accumulator=lambda: self._accumulator(names),
+            retry=self._retry,
+            on_response=self._report if self._on_payload is not None else None,
+        )
+        async for event in drive(plan):
+            yield event

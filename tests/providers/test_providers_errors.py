@@ -1,0 +1,187 @@
+"""Error mapping, Retry-After parsing, context-overflow detection and the retry policy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwright.core.errors import (
+    AuthError,
+    BadRequest,
+    ContextOverflow,
+    MalformedResponse,
+    RateLimited,
+    TransientProviderError,
+)
+from loopwright.providers._errors import (
+    error_from_exception,
+    error_from_http,
+    is_context_overflow,
+    parse_retry_after,
+)
+from loopwright.providers._retry import RetryPolicy, with_retries
+
+OVERFLOW_BODIES = {
+    "openai-chat": {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens."
+            " However, your messages resulted in 9000 tokens.",
+            "code": "context_length_exceeded",
+        }
+    },
+    "anthropic": {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "prompt is too long: 208310 tokens > 200000 maximum",
+        },
+    },
+    "gemini": {
+        "error": {
+            "code": 400,
+            "status": "INVALID_ARGUMENT",
+            "message": "The input token count (1200000) exceeds the maximum"
+            " number of tokens allowed (1048576).",
+        }
+    },
+    "bedrock": {"message": "Input is too long for requested model."},
+    "vllm": {
+        "object": "error",
+        "message": "This model's maximum context length is 4096 tokens."
+        " However, you requested 5000 tokens",
+        "type": "BadRequestError",
+        "code": 400,
+    },
+    "llamacpp": {"error": {"message": "Requested tokens (5000) exceed context window of 4096"}},
+}
+
+
+@pytest.mark.parametrize("provider", list(OVERFLOW_BODIES))
+def test_context_overflow_per_provider(provider):
+    body = json.dumps(OVERFLOW_BODIES[provider])
+    assert is_context_overflow(provider, 400, body)
+    err = error_from_http(provider, 400, body)
+    assert isinstance(err, ContextOverflow) and not err.retryable
+    assert err.raw == body
+
+
+def test_overflow_words_in_a_500_are_still_transient():
+    body = json.dumps({"error": {"message": "maximum context length cache crashed"}})
+    assert isinstance(error_from_http("openai-chat", 500, body), TransientProviderError)
+
+
+def test_plain_bad_request_is_not_overflow():
+    body = json.dumps({"error": {"message": "Invalid value for 'temperature'"}})
+    err = error_from_http("openai-chat", 400, body)
+    assert type(err) is BadRequest
+    assert "Invalid value for 'temperature'" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("status", "cls"),
+    [
+        (429, RateLimited),
+        (500, TransientProviderError),
+        (503, TransientProviderError),
+        (529, TransientProviderError),
+        (408, TransientProviderError),
+        (401, AuthError),
+        (403, AuthError),
+        (404, BadRequest),
+        (422, BadRequest),
+    ],
+)
+def test_status_classes(status, cls):
+    err = error_from_http("anthropic", status, '{"error": {"message": "x"}}', {"Retry-After": "3"})
+    assert type(err) is cls
+    assert err.status == status and err.provider == "anthropic"
+    if cls is RateLimited:
+        assert err.retry_after == 3.0 and err.retryable
+
+
+def test_html_page_is_malformed_with_snippet():
+    page = "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
+    err = error_from_http("openai-chat", 502, page)
+    assert isinstance(err, MalformedResponse)
+    assert "HTML" in str(err) and err.raw == page
+
+
+def test_retry_after_forms():
+    assert parse_retry_after({"retry-after-ms": "1500"}) == 1.5
+    assert parse_retry_after({"Retry-After": "7"}) == 7.0
+    assert parse_retry_after({"retry-after": "garbage"}) is None
+    assert parse_retry_after({}) is None
+    future = parse_retry_after({"retry-after": "Wed, 21 Oct 2099 07:28:00 GMT"})
+    assert future is not None and future > 1000
+
+
+class _StatusError(Exception):
+    def __init__(self, status: int, text: str, headers: dict[str, str]) -> None:
+        super().__init__(text)
+        self.status_code = status
+        self.response = type("R", (), {"text": text, "headers": headers})()
+
+
+def test_exception_duck_typing():
+    err = error_from_exception(
+        "x", _StatusError(429, '{"error": "slow down"}', {"retry-after": "1"})
+    )
+    assert isinstance(err, RateLimited) and err.retry_after == 1.0
+    assert isinstance(error_from_exception("x", TimeoutError()), TransientProviderError)
+    assert isinstance(error_from_exception("x", ConnectionResetError()), TransientProviderError)
+    bad = json.JSONDecodeError("Expecting value", "<html>", 0)
+    mapped = error_from_exception("x", bad)
+    assert isinstance(mapped, MalformedResponse) and mapped.raw == "<html>"
+
+
+@settings(deadline=None)
+@given(st.integers(100, 599), st.text(max_size=300))
+def test_error_from_http_never_raises(status, body):
+    err = error_from_http("openai-chat", status, body)
+    assert err.status == status
+    assert err.raw == body[:500]
+
+
+async def test_with_retries_backs_off_then_succeeds():
+    delays: list[float] = []
+
+    async def sleep(s: float) -> None:
+        delays.append(s)
+
+    calls = 0
+
+    async def flaky() -> str:
+        nonlocal calls
+        calls += 1
+        if calls < 3:
+            raise _StatusError(503, "busy", {})
+        return "ok"
+
+    policy = RetryPolicy(max_attempts=3, initial_delay=1.0, jitter=0.0, sleep=sleep)
+    assert await with_retries(flaky, lambda e: error_from_exception("p", e), policy) == "ok"
+    assert delays == [1.0, 2.0]
+
+
+async def test_with_retries_never_retries_auth():
+    calls = 0
+
+    async def denied() -> None:
+        nonlocal calls
+        calls += 1
+        raise _StatusError(401, "no", {})
+
+    policy = RetryPolicy(max_attempts=5, sleep=lambda s: asyncio.sleep(0))
+    with pytest.raises(AuthError):
+        await with_retries(denied, lambda e: error_from_exception("p", e), policy)
+    assert calls == 1
+
+
+def test_retry_after_beyond_cap_is_not_waited():
+    policy = RetryPolicy(max_attempts=3, max_retry_after=10)
+    assert policy.delay(1, RateLimited("x", retry_after=30)) is None
+    assert policy.delay(1, RateLimited("x", retry_after=4)) == 4
+    assert policy.delay(3, RateLimited("x", retry_after=4)) is None  # attempts exhausted

@@ -1,0 +1,109 @@
+"""Model strings, the vendor table and API-key resolution."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwright.core.errors import ConfigError
+from loopwright.providers import registry
+from loopwright.providers.openai_chat import OpenAIChatModel
+from loopwright.providers.openai_responses import OpenAIResponsesModel
+from loopwright.providers.registry import VENDORS, resolve_model, split_spec
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch):
+    for vendor in VENDORS.values():
+        for var in vendor.key_env:
+            monkeypatch.delenv(var, raising=False)
+
+
+def test_unknown_prefix_lists_valid_ones():
+    with pytest.raises(ConfigError) as info:
+        resolve_model("nope:model")
+    message = str(info.value)
+    assert "'nope'" in message and "openai" in message and "local" in message
+    assert "\n" not in message
+
+
+def test_missing_prefix_and_missing_name():
+    with pytest.raises(ConfigError, match="needs a provider prefix"):
+        resolve_model("gpt-4o")
+    with pytest.raises(ConfigError, match="needs a model name"):
+        resolve_model("openai:")
+
+
+@pytest.mark.parametrize("prefix", ["openai", "deepseek", "groq", "anthropic", "gemini"])
+def test_missing_key_names_the_variable(prefix):
+    with pytest.raises(ConfigError) as info:
+        resolve_model(f"{prefix}:m")
+    assert VENDORS[prefix].key_env[0] in str(info.value)
+
+
+def test_vendor_is_data(monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-d")
+    model = resolve_model("deepseek:deepseek-reasoner")
+    assert isinstance(model, OpenAIChatModel)
+    assert model.name == "deepseek:deepseek-reasoner"
+    assert model.vendor.base_url == "https://api.deepseek.com/v1"
+    assert model.vendor.max_tokens_field == "max_tokens"
+
+
+def test_openai_flags_and_responses(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-o")
+    chat = resolve_model("openai:gpt-4o")
+    assert (
+        isinstance(chat, OpenAIChatModel)
+        and chat.vendor.max_tokens_field == "max_completion_tokens"
+    )
+    assert isinstance(resolve_model("openai-responses:gpt-5"), OpenAIResponsesModel)
+
+
+def test_local_servers_need_no_key():
+    for prefix in ("ollama", "vllm", "llamacpp", "lmstudio"):
+        model = resolve_model(f"{prefix}:llama3:8b")
+        assert isinstance(model, OpenAIChatModel)
+        assert model.model == "llama3:8b"  # split on the first colon only
+
+
+def test_openai_prefix_on_another_server_speaks_generic_dialect():
+    model = resolve_model("openai:gemma", base_url="http://127.0.0.1:9999/v1")
+    assert isinstance(model, OpenAIChatModel)
+    assert model.vendor.name == "openai-compatible"
+    assert model.vendor.max_tokens_field == "max_tokens"
+
+
+def test_remote_base_url_still_needs_key():
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        resolve_model("openai:x", base_url="https://proxy.example.com/v1")
+    assert isinstance(
+        resolve_model("openai:x", base_url="https://proxy.example.com/v1", api_key="k"),
+        OpenAIChatModel,
+    )
+
+
+def test_local_prefix_resolves_lazily(monkeypatch):
+    built: list[str] = []
+
+    class FakeLocal:
+        def __init__(self, name: str) -> None:
+            built.append(name)
+
+    monkeypatch.setattr(registry, "_load", lambda module, cls: FakeLocal)
+    resolve_model("local")
+    resolve_model("local:/models/x.gguf")
+    assert built == [registry.LOCAL_DEFAULT, "/models/x.gguf"]
+    with pytest.raises(ConfigError, match="does not apply"):
+        resolve_model("local", base_url="http://127.0.0.1:1/v1")
+
+
+def test_split_spec():
+    assert split_spec(" Ollama:qwen3:4b ") == ("ollama", "qwen3:4b")
+    assert split_spec("local:") == ("local", registry.LOCAL_DEFAULT)
+
+
+def test_every_vendor_entry_is_consistent():
+    for name, vendor in VENDORS.items():
+        assert vendor.name == name
+        assert vendor.protocol in registry.ADAPTERS
+        assert vendor.key_env or not vendor.key_required
