@@ -1,0 +1,43 @@
+"""Durable agents: checkpoints, approvals that survive restarts, crash-safe side effects.
+
+This package sits above the loop and the stores (it wires one into the other), next to
+the facade. See ``docs/durable.md``.
+
+* :class:`Durable` -- ``run`` / ``resume`` (approve, deny) / crash recovery;
+* :class:`Checkpointer` -- the event subscriber that checkpoints a live run;
+* :class:`IntentRecorder` -- intent/result records around non-idempotent tools;
+* :func:`plan_recovery` -- what to do with calls left without results after a crash.
+"""
+
+from loopwright.durable.checkpointer import (
+    CheckpointConfig,
+    Checkpointer,
+    CheckpointPolicy,
+    IntentRecorder,
+    to_execution_state,
+    to_run_state,
+)
+from loopwright.durable.recovery import (
+    NOT_RUN,
+    UNKNOWN_OUTCOME_TEXT,
+    Recovery,
+    plan_recovery,
+    unanswered_calls,
+)
+from loopwright.durable.runner import Durable, DurableConfig
+
+__all__ = [
+    "NOT_RUN",
+    "UNKNOWN_OUTCOME_TEXT",
+    "CheckpointConfig",
+    "CheckpointPolicy",
+    "Checkpointer",
+    "Durable",
+    "DurableConfig",
+    "IntentRecorder",
+    "Recovery",
+    "plan_recovery",
+    "to_execution_state",
+    "to_run_state",
+    "unanswered_calls",
+]

@@ -1,0 +1,376 @@
+"""Durable runs: checkpointed, resumable across processes, approvals that survive restarts.
+
+:class:`Durable` wraps an :class:`~loopwright.loop.agent.Agent` and a
+:class:`~loopwright.store.base.CheckpointStore`:
+
+* ``run(prompt, session_id=None)`` -- a new session, or the next turn of a stored
+  conversation (``loopwright chat --session ID``);
+* ``resume(session_id, approve=..., deny=...)`` -- continue a session paused on
+  confirmations, or one whose process died (crash recovery, see
+  :mod:`loopwright.durable.recovery`);
+* every run holds the session's lock: a second process resuming the same session gets
+  :class:`~loopwright.store.errors.SessionLocked`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from loopwright.core.errors import UserError
+from loopwright.core.messages import Message
+from loopwright.core.run import LoopState, RunResult, RunStop
+from loopwright.durable.checkpointer import (
+    CheckpointConfig,
+    Checkpointer,
+    CheckpointPolicy,
+    IntentRecorder,
+    to_run_state,
+)
+from loopwright.durable.recovery import in_call_order, plan_recovery, unanswered_calls
+from loopwright.loop.agent import Agent, Prompt
+from loopwright.loop.hooks import Hooks
+from loopwright.loop.state import RunState
+from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore, StoreLedger
+from loopwright.store.errors import SessionNotFound, StoreError
+from loopwright.store.state import ExecutionState, lock_owner_id, new_session_id
+from loopwright.tools import Confirmation
+
+log = logging.getLogger("loopwright.durable")
+
+Approve = bool | Iterable[str]
+Deny = str | Mapping[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class DurableConfig:
+    """``policy``/``interval``: when to checkpoint (see :class:`CheckpointPolicy`).
+    ``lock_ttl``: seconds a session lock lives without a refresh."""
+
+    policy: CheckpointPolicy = CheckpointPolicy.EVERY_STEP
+    interval: float = 5.0
+    lock_ttl: float = DEFAULT_LOCK_TTL
+
+
+class Durable:
+    """An agent whose runs are checkpointed to ``store`` (see the module doc)."""
+
+    def __init__(
+        self, agent: Agent, store: CheckpointStore, config: DurableConfig | None = None
+    ) -> None:
+        self.agent = agent
+        self.store = store
+        self.config = config or DurableConfig()
+
+    # ---------------------------------------------------------------- public API
+    async def arun(
+        self,
+        prompt: Prompt,
+        *,
+        session_id: str | None = None,
+        break_lock: bool = False,
+        metadata: Mapping[str, object] | None = None,
+    ) -> RunResult:
+        """Run ``prompt`` in a new session, or as the next turn of stored ``session_id``.
+
+        A stored session that stopped mid-run is recovered first; one that awaits
+        confirmations must be resumed (approve/deny) before it takes a new prompt.
+        ``metadata`` is stored with a NEW session (e.g. how to rebuild its agent: the CLI
+        keeps ``{"agent": ...}`` there so ``loopwright resume`` can continue it).
+        """
+        sid = session_id or new_session_id()
+        async with self._locked(sid, break_lock) as owner:
+            try:
+                stored = self.store.load(sid)
+            except SessionNotFound:
+                stored = None  # a new session (an unknown id starts one: `chat --session`)
+            if stored is None:
+                state = RunState(session_id=sid)
+                base = ExecutionState(sid, metadata=dict(metadata or {}))
+                return await self._drive(state, base, owner, 0, prompt=prompt)
+            if stored.awaiting_confirmation:
+                raise UserError(_awaiting_message(stored))
+            return await self._continue(stored, owner, prompt=prompt)
+
+    async def aresume(
+        self,
+        session_id: str,
+        *,
+        approve: Approve = False,
+        deny: Deny = None,
+        prompt: Prompt | None = None,
+        break_lock: bool = False,
+    ) -> RunResult:
+        """Continue a stored session.
+
+        Paused on confirmations: ``approve=True`` approves every pending call,
+        ``approve=["call_1", ...]`` only those; ``deny="reason"`` denies the rest (or all),
+        ``deny={"call_2": "reason"}`` per call. Calls given no decision stay pending and
+        the run pauses again. Stopped mid-run (crash): recovered and continued. Already
+        finished: returns its stored result (use :meth:`arun` to add a turn).
+        """
+        async with self._locked(session_id, break_lock) as owner:
+            stored = self.store.load(session_id)
+            decisions = _decisions(stored, approve, deny) if stored.awaiting_confirmation else {}
+            if stored.awaiting_confirmation and not decisions:
+                raise UserError(_awaiting_message(stored))
+            return await self._continue(stored, owner, prompt=prompt, decisions=decisions)
+
+    def run(
+        self,
+        prompt: Prompt,
+        *,
+        session_id: str | None = None,
+        break_lock: bool = False,
+        metadata: Mapping[str, object] | None = None,
+    ) -> RunResult:
+        """Synchronous :meth:`arun`."""
+        return asyncio.run(
+            self.arun(prompt, session_id=session_id, break_lock=break_lock, metadata=metadata)
+        )
+
+    def resume(
+        self,
+        session_id: str,
+        *,
+        approve: Approve = False,
+        deny: Deny = None,
+        prompt: Prompt | None = None,
+        break_lock: bool = False,
+    ) -> RunResult:
+        """Synchronous :meth:`aresume`."""
+        return asyncio.run(
+            self.aresume(
+                session_id, approve=approve, deny=deny, prompt=prompt, break_lock=break_lock
+            )
+        )
+
+    # ---------------------------------------------------------------- internals
+    def _locked(self, session_id: str, break_lock: bool) -> _SessionLock:
+        return _SessionLock(self.store, session_id, self.config.lock_ttl, break_lock)
+
+    async def _continue(
+        self,
+        stored: ExecutionState,
+        owner: str,
+        *,
+        prompt: Prompt | None = None,
+        decisions: Mapping[str, Confirmation] | None = None,
+    ) -> RunResult:
+        state = to_run_state(stored)
+        persisted = len(state.messages)
+        pending = tuple(state.pending_calls) or unanswered_calls(state.messages)
+        held_ids = {r.call_id for r in state.held_results}
+        open_calls = [c for c in pending if c.id not in held_ids]
+        decided = dict(decisions or {})
+        if open_calls and (stored.stop is None or decided):
+            recovery = await plan_recovery(
+                open_calls, self.store, stored.session_id, self.agent.tools
+            )
+            for call_id, note in recovery.notes.items():
+                log.info("recovery: session %s call %s: %s", stored.session_id, call_id, note)
+            held = [*state.held_results, *recovery.known]
+            decided = {**recovery.decisions, **decided}
+            rerun = recovery.rerun
+            if rerun:
+                state.pending_calls = list(rerun)
+                state.held_results = held
+                state.status = LoopState.PAUSED
+                keep = {c.id for c in rerun}
+                decided = {k: v for k, v in decided.items() if k in keep}
+                return await self._drive(
+                    state, stored, owner, persisted, prompt=prompt, decisions=decided
+                )
+            calls = state.messages[-1].tool_calls
+            state.messages.append(Message("tool", in_call_order(calls, held)))
+            state.pending_calls, state.held_results = [], []
+            state.status = LoopState.OBSERVE
+            return await self._drive(state, stored, owner, persisted, prompt=prompt)
+        if (
+            stored.stop is not None
+            and stored.stop is not RunStop.AWAITING_CONFIRMATION
+            and prompt is None
+        ):
+            return _stored_result(stored, "already finished")
+        if prompt is None and not _owes_model_turn(state):
+            last = state.messages[-1] if state.messages else None
+            if last is None or last.role != "assistant" or last.tool_calls:
+                raise UserError(
+                    f"session {stored.session_id!r} has nothing to continue (no pending calls, "
+                    "no unanswered message); give it a prompt: "
+                    f"Durable.run(prompt, session_id={stored.session_id!r}) or "
+                    f"`loopwright chat --session {stored.session_id} PROMPT`"
+                )
+            # the final answer was stored but the process died before the final checkpoint
+            return _stored_result(replace(stored, stop=RunStop.FINAL_ANSWER), "already finished")
+        state.status = LoopState.OBSERVE
+        return await self._drive(state, stored, owner, persisted, prompt=prompt)
+
+    async def _drive(
+        self,
+        state: RunState,
+        base: ExecutionState,
+        owner: str,
+        persisted: int,
+        *,
+        prompt: Prompt | None = None,
+        decisions: Mapping[str, Confirmation] | None = None,
+    ) -> RunResult:
+        cfg = self.config
+        sid = state.session_id or base.session_id
+        checkpointer = Checkpointer(
+            self.store,
+            state,
+            base,
+            CheckpointConfig(cfg.policy, cfg.interval, owner, cfg.lock_ttl),
+            persisted,
+        )
+        agent = self._session_agent(sid, checkpointer)
+        if len(state.messages) != persisted:
+            checkpointer.save()  # the recovered results, before anything runs
+        if decisions is not None and state.pending_calls:
+            run = agent.resume(state, decisions, prompt=prompt, events=False)
+        else:
+            run = agent.start(prompt, state=state, events=False)
+        return await run.result()
+
+    def _session_agent(self, session_id: str, checkpointer: Checkpointer) -> Agent:
+        config = self.agent.config
+        hooks = config.hooks
+        dispatch = config.dispatch
+        recorder = IntentRecorder(
+            self.store,
+            session_id,
+            config.registry,
+            dispatch.before_tool_call,
+            dispatch.after_tool_call,
+        )
+        user_on_event = hooks.on_event
+
+        def on_event(event: object) -> object:
+            checkpointer.on_event(event)  # type: ignore[arg-type]
+            return None if user_on_event is None else user_on_event(event)  # type: ignore[arg-type]
+
+        new_config = replace(
+            config,
+            hooks=Hooks(
+                before_tool_call=None,
+                after_tool_call=None,
+                transform_context=hooks.transform_context,
+                on_event=on_event,  # type: ignore[arg-type]
+            ),
+            dispatch=replace(
+                dispatch,
+                before_tool_call=recorder.before,
+                after_tool_call=recorder.after,
+                session_id=session_id,
+            ),
+            ledger=config.ledger if config.ledger is not None else StoreLedger(self.store),
+        )
+        return Agent.from_config(new_config)
+
+
+class _SessionLock:
+    """``async with``: hold the session lock for the duration of a run.
+
+    A heartbeat task refreshes the lock every ``ttl / 3`` seconds, so a tool that runs
+    longer than the TTL (between two checkpoints) does not lose the lock to another
+    process."""
+
+    def __init__(
+        self, store: CheckpointStore, session_id: str, ttl: float, break_lock: bool
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.ttl = ttl
+        self.break_lock = break_lock
+        self.owner = lock_owner_id()
+        self._beat: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> str:
+        if self.break_lock:
+            self.store.break_lock(self.session_id)
+        self.store.acquire_lock(self.session_id, self.owner, self.ttl)
+        self._beat = asyncio.create_task(self._heartbeat(), name=f"lock-{self.session_id}")
+        return self.owner
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            try:
+                self.store.acquire_lock(self.session_id, self.owner, self.ttl)
+            except StoreError as exc:  # the next checkpoint reports a lasting problem
+                log.warning("session %s: lock refresh failed: %s", self.session_id, exc)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beat
+        try:
+            self.store.release_lock(self.session_id, self.owner)
+        except Exception:
+            # the store may be down now; the lock expires after its TTL anyway
+            if exc[0] is None:
+                raise
+
+
+def _owes_model_turn(state: RunState) -> bool:
+    return bool(state.steering or state.follow_ups) or (
+        bool(state.messages) and state.messages[-1].role in ("user", "tool")
+    )
+
+
+def _stored_result(state: ExecutionState, detail: str) -> RunResult:
+    answer = ""
+    for message in reversed(state.messages):
+        if message.role == "assistant" and message.text:
+            answer = message.text
+            break
+    return RunResult(
+        answer,
+        state.stop or RunStop.FINAL_ANSWER,
+        state.turn,
+        state.usage,
+        state.messages,
+        state.session_id,
+        state.detail or detail,
+        state.pending_calls,
+    )
+
+
+def _decisions(state: ExecutionState, approve: Approve, deny: Deny) -> dict[str, Confirmation]:
+    ids = [c.id for c in state.pending_calls]
+    unknown: set[str] = set()
+    out: dict[str, Confirmation] = {}
+    if isinstance(deny, Mapping):
+        unknown |= set(deny) - set(ids)
+        out.update({k: Confirmation.deny(v) for k, v in deny.items() if k in ids})
+    if approve is True:
+        approved = [i for i in ids if i not in out]
+    elif approve is False:
+        approved = []
+    else:
+        approved = list(approve)
+        unknown |= set(approved) - set(ids)
+    if unknown:
+        raise UserError(
+            f"session {state.session_id!r} has no pending call(s) {sorted(unknown)}; "
+            f"its pending calls are {ids}"
+        )
+    out.update({i: Confirmation.approve() for i in approved})
+    if isinstance(deny, str):
+        out.update({i: Confirmation.deny(deny) for i in ids if i not in out})
+    return out
+
+
+def _awaiting_message(state: ExecutionState) -> str:
+    calls = ", ".join(f"{c.id} ({c.name})" for c in state.pending_calls)
+    return (
+        f"session {state.session_id!r} awaits confirmation for {calls}; resume it with "
+        f"`loopwright resume {state.session_id} --approve` or `--deny REASON` "
+        "(Durable.resume(session_id, approve=True / deny='reason'))"
+    )

@@ -1,0 +1,149 @@
+"""The :class:`CheckpointStore` protocol every store implements, and shared helpers.
+
+Contracts
+---------
+* ``save(state)`` appends one checkpoint. The store keeps each session's history as
+  append-only message rows: a save writes only ``state.messages[stored:]`` (the messages
+  the store has not seen) plus a small header, in ONE transaction, so its cost does not
+  grow with the history. The caller guarantees the first ``stored`` messages are the
+  ones already stored; when it rewrote earlier history it passes ``rewrite_from=k`` (the
+  first changed index): rows from ``k`` are replaced and checkpoints that referenced
+  them are dropped (they can no longer be reproduced). A history *shorter* than the
+  stored one without ``rewrite_from`` raises :class:`HistoryRewritten`.
+* ``load(session_id)`` returns the latest checkpoint, ``load(session_id, checkpoint=n)``
+  checkpoint ``n`` (numbered from 1, see ``history``). Unknown ids raise
+  :class:`SessionNotFound` / :class:`CheckpointNotFound`; undecodable rows raise
+  :class:`CorruptCheckpoint` and are left untouched.
+* Locks: ``acquire_lock(session_id, owner, ttl)`` succeeds when the session is unlocked,
+  locked by ``owner`` (refresh), expired, or held by a dead process on this host;
+  otherwise it raises :class:`SessionLocked` naming the holder and how to break it.
+* Intent records (:class:`IntentRecord`) and the idempotency ledger survive restarts.
+* A server that cannot be reached raises :class:`StoreUnavailable`; a failed save leaves
+  the previously stored checkpoints intact (each save is one transaction).
+* Stores are safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Protocol, runtime_checkable
+
+from loopwright.core.messages import ToolResultPart
+from loopwright.store.state import (
+    CheckpointRef,
+    ExecutionState,
+    IntentRecord,
+    SessionInfo,
+)
+from loopwright.store.state import new_session_id as fresh_session_id
+
+DEFAULT_LOCK_TTL = 120.0
+"""Seconds a session lock lives without a refresh (each checkpoint refreshes it)."""
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Persistent execution state: checkpoints, locks, intent records, ledger."""
+
+    kind: str
+    """``"memory"``, ``"sqlite"``, ``"redis"`` or ``"postgres"``."""
+
+    def save(self, state: ExecutionState, *, rewrite_from: int | None = None) -> CheckpointRef:
+        """Append a checkpoint of ``state`` (see the module contract)."""
+        ...
+
+    def load(self, session_id: str, checkpoint: int | None = None) -> ExecutionState:
+        """The latest checkpoint, or checkpoint number ``checkpoint``."""
+        ...
+
+    def history(self, session_id: str) -> list[CheckpointRef]:
+        """Every stored checkpoint of the session, oldest first."""
+        ...
+
+    def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
+        """Stored sessions, most recently updated first."""
+        ...
+
+    def delete(self, session_id: str) -> bool:
+        """Remove the session with its checkpoints, intents and lock. False if absent."""
+        ...
+
+    def acquire_lock(self, session_id: str, owner: str, ttl: float = DEFAULT_LOCK_TTL) -> None:
+        """Take or refresh the session's lock for ``ttl`` seconds (see contract)."""
+        ...
+
+    def release_lock(self, session_id: str, owner: str) -> None:
+        """Drop the lock if ``owner`` holds it."""
+        ...
+
+    def break_lock(self, session_id: str) -> bool:
+        """Remove the lock whoever holds it. True if there was one."""
+        ...
+
+    def lock_owner(self, session_id: str) -> str | None:
+        """Who holds an unexpired lock on the session, if anyone."""
+        ...
+
+    def put_intent(self, intent: IntentRecord) -> None:
+        """Insert or replace the intent record ``(session_id, call_id)``."""
+        ...
+
+    def intents(self, session_id: str) -> list[IntentRecord]:
+        """The session's intent records, oldest first."""
+        ...
+
+    def ledger_get(self, key: str) -> ToolResultPart | None:
+        """The stored result for an idempotency key."""
+        ...
+
+    def ledger_put(self, key: str, result: ToolResultPart) -> None:
+        """Record the first result for ``key`` (later puts for the same key are ignored)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. The store is unusable afterwards."""
+        ...
+
+
+def fork(
+    store: CheckpointStore,
+    session_id: str,
+    checkpoint: int | None = None,
+    *,
+    new_session_id: str | None = None,
+) -> ExecutionState:
+    """Time travel: copy checkpoint ``checkpoint`` of a session into a NEW session.
+
+    The fork starts with that checkpoint's state (history, pending calls ...), records
+    ``parent = "<session>@<checkpoint>"`` and is saved as its first checkpoint. The
+    original session is not modified. Returns the fork's state.
+    """
+    refs = store.history(session_id)
+    source = store.load(session_id, checkpoint)
+    number = checkpoint if checkpoint is not None else (refs[-1].checkpoint if refs else 0)
+    now = time.time()
+    forked = replace(
+        source,
+        session_id=new_session_id or fresh_session_id(),
+        parent=f"{session_id}@{number}",
+        created_at=now,
+        updated_at=now,
+    )
+    store.save(forked)
+    return forked
+
+
+class StoreLedger:
+    """:class:`~loopwright.tools.ledger.IdempotencyLedger` backed by a store (persistent)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: CheckpointStore) -> None:
+        self._store = store
+
+    def get(self, key: str) -> ToolResultPart | None:
+        return self._store.ledger_get(key)
+
+    def put(self, key: str, result: ToolResultPart) -> None:
+        self._store.ledger_put(key, result)

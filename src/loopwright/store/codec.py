@@ -1,0 +1,327 @@
+"""The one versioned codec for execution state.
+
+A checkpoint is stored as a *header* (every field except the message history, plus
+``schema_version`` and ``message_count``) and the history as one JSON document per
+message. Stores append the new messages of each checkpoint instead of rewriting the
+history, so a checkpoint's write cost does not grow with the conversation.
+
+Versions
+--------
+* ``0`` -- the seed's ``ExecutionState`` dict (``turn_count``, ``message_history`` of
+  OpenAI-style ``{"role", "content"}`` dicts, ``total_input_tokens`` ...). Loaded through
+  :func:`migrate`; never written.
+* ``1`` -- the current layout (:data:`~loopwright.store.state.SCHEMA_VERSION`).
+
+A header from a *newer* version fails with :class:`SchemaVersionError` naming both
+versions; a malformed header or message raises :class:`CorruptCheckpoint` naming the
+session and the row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from loopwright.core.messages import (
+    CodecError,
+    JSONValue,
+    Message,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    message_from_dict,
+    part_from_dict,
+    part_to_dict,
+)
+from loopwright.core.run import LoopState, RunStop
+from loopwright.store.errors import CorruptCheckpoint, SchemaVersionError
+from loopwright.store.state import SCHEMA_VERSION, ExecutionState, IntentRecord, IntentStatus
+
+_P = TypeVar("_P", ToolCallPart, ToolResultPart)
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+# --------------------------------------------------------------------------- encode
+def encode_message(message: Message) -> str:
+    return _dumps(message.to_dict())
+
+
+def encode_header(state: ExecutionState) -> str:
+    """Every field of ``state`` except ``messages`` (their count is kept)."""
+    return _dumps(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "session_id": state.session_id,
+            "status": state.status.value,
+            "turn": state.turn,
+            "message_count": len(state.messages),
+            "usage": state.usage.to_dict(),
+            "goal": state.goal,
+            "plan": list(state.plan),
+            "completed_steps": list(state.completed_steps),
+            "consecutive_errors": state.consecutive_errors,
+            "error_log": [dict(e) for e in state.error_log],
+            "pending_calls": [part_to_dict(c) for c in state.pending_calls],
+            "held_results": [part_to_dict(r) for r in state.held_results],
+            "steering": [m.to_dict() for m in state.steering],
+            "follow_ups": [m.to_dict() for m in state.follow_ups],
+            "stop": None if state.stop is None else state.stop.value,
+            "detail": state.detail,
+            "parent": state.parent,
+            "metadata": dict(state.metadata),
+            "created_at": state.created_at,
+            "updated_at": state.updated_at,
+        }
+    )
+
+
+def encode_state(state: ExecutionState) -> str:
+    """The whole state as one JSON document (header fields plus ``messages``)."""
+    header = json.loads(encode_header(state))
+    header["messages"] = [m.to_dict() for m in state.messages]
+    return _dumps(header)
+
+
+def encode_result(result: ToolResultPart) -> str:
+    return _dumps(part_to_dict(result))
+
+
+def encode_intent(intent: IntentRecord) -> str:
+    return _dumps(
+        {
+            "session_id": intent.session_id,
+            "call_id": intent.call_id,
+            "tool": intent.tool,
+            "idempotency_key": intent.idempotency_key,
+            "arguments": dict(intent.arguments),
+            "status": intent.status.value,
+            "result": None if intent.result is None else part_to_dict(intent.result),
+            "created_at": intent.created_at,
+            "updated_at": intent.updated_at,
+        }
+    )
+
+
+# --------------------------------------------------------------------------- decode
+def _loads(raw: str | bytes | Mapping[str, Any], session_id: str, where: str) -> dict[str, Any]:
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptCheckpoint(session_id, where, f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CorruptCheckpoint(
+            session_id, where, f"expected a JSON object, got {type(data).__name__}"
+        )
+    return data
+
+
+def decode_message(raw: str | bytes, session_id: str, index: int) -> Message:
+    data = _loads(raw, session_id, f"message {index}")
+    try:
+        return message_from_dict(data)
+    except CodecError as exc:
+        raise CorruptCheckpoint(session_id, f"message {index}", str(exc)) from None
+
+
+def _decode_messages(rows: Sequence[str | bytes], session_id: str) -> tuple[Message, ...]:
+    """One ``json.loads`` over all rows (much faster than one per row); on any failure,
+    row by row, so the error names the first bad row."""
+    try:
+        texts = [r.decode() if isinstance(r, bytes) else r for r in rows]
+        data = json.loads("[" + ",".join(texts) + "]")
+        if len(data) == len(texts):
+            return tuple(message_from_dict(d) for d in data)
+    except (ValueError, UnicodeDecodeError, CodecError, TypeError):
+        pass
+    return tuple(decode_message(r, session_id, i) for i, r in enumerate(rows))
+
+
+def decode_state(
+    header: str | bytes | Mapping[str, Any],
+    messages: Sequence[str | bytes],
+    *,
+    session_id: str,
+    checkpoint: int | None = None,
+) -> ExecutionState:
+    """Rebuild a state from a stored header and its message rows.
+
+    ``messages`` may be longer than the header's ``message_count`` (rows appended by later
+    checkpoints): only the first ``message_count`` are used. Older schema versions are
+    migrated first; a header with inline ``messages`` (version 0, or a full export from
+    :func:`encode_state`) uses those instead of ``messages``.
+    """
+    where = "header" if checkpoint is None else f"checkpoint {checkpoint} header"
+    data = migrate(_loads(header, session_id, where), session_id)
+    try:
+        count = int(data.get("message_count", len(messages)))
+        if "messages" in data:
+            history = tuple(message_from_dict(m) for m in data["messages"])
+        else:
+            if len(messages) < count:
+                raise CorruptCheckpoint(
+                    session_id, where, f"expects {count} messages, only {len(messages)} stored"
+                )
+            history = _decode_messages(messages[:count], session_id)
+        return _state_from_header(data, history)
+    except CorruptCheckpoint:
+        raise
+    except (CodecError, KeyError, TypeError, ValueError) as exc:
+        raise CorruptCheckpoint(session_id, where, f"{type(exc).__name__}: {exc}") from None
+
+
+def _state_from_header(data: Mapping[str, Any], history: tuple[Message, ...]) -> ExecutionState:
+    stop = data.get("stop")
+    return ExecutionState(
+        session_id=str(data["session_id"]),
+        status=LoopState(data.get("status", LoopState.OBSERVE.value)),
+        turn=int(data.get("turn", 0)),
+        messages=history,
+        usage=Usage.from_dict(data.get("usage") or {}),
+        goal=str(data.get("goal", "")),
+        plan=tuple(str(s) for s in data.get("plan", ())),
+        completed_steps=tuple(str(s) for s in data.get("completed_steps", ())),
+        consecutive_errors=int(data.get("consecutive_errors", 0)),
+        error_log=tuple(dict(e) for e in data.get("error_log", ())),
+        pending_calls=tuple(_typed(p, ToolCallPart) for p in data.get("pending_calls", ())),
+        held_results=tuple(_typed(p, ToolResultPart) for p in data.get("held_results", ())),
+        steering=tuple(message_from_dict(m) for m in data.get("steering", ())),
+        follow_ups=tuple(message_from_dict(m) for m in data.get("follow_ups", ())),
+        stop=None if stop is None else RunStop(stop),
+        detail=str(data.get("detail", "")),
+        parent=data.get("parent"),
+        metadata=dict(data.get("metadata") or {}),
+        created_at=float(data["created_at"]),
+        updated_at=float(data["updated_at"]),
+        schema_version=SCHEMA_VERSION,
+    )
+
+
+def _typed(data: Mapping[str, Any], cls: type[_P]) -> _P:
+    part = part_from_dict(data)
+    if not isinstance(part, cls):
+        raise ValueError(f"expected a {cls.__name__}, got a {part.kind} part")
+    return part
+
+
+def decode_result(raw: str | bytes, where: str) -> ToolResultPart:
+    data = _loads(raw, "-", where)
+    try:
+        return _typed(data, ToolResultPart)
+    except (CodecError, ValueError) as exc:
+        raise CorruptCheckpoint("-", where, str(exc)) from None
+
+
+def decode_intent(raw: str | bytes, session_id: str) -> IntentRecord:
+    data = _loads(raw, session_id, "intent record")
+    try:
+        result = data.get("result")
+        return IntentRecord(
+            session_id=str(data["session_id"]),
+            call_id=str(data["call_id"]),
+            tool=str(data["tool"]),
+            idempotency_key=data.get("idempotency_key"),
+            arguments=dict(data.get("arguments") or {}),
+            status=IntentStatus(data["status"]),
+            result=None if result is None else _typed(result, ToolResultPart),
+            created_at=float(data["created_at"]),
+            updated_at=float(data["updated_at"]),
+        )
+    except (CodecError, KeyError, TypeError, ValueError) as exc:
+        raise CorruptCheckpoint(
+            session_id, "intent record", f"{type(exc).__name__}: {exc}"
+        ) from None
+
+
+# --------------------------------------------------------------------------- migrations
+def _v0_message(item: Mapping[str, Any]) -> dict[str, JSONValue]:
+    """An OpenAI-chat-style dict (the seed's ``message_history``) as a v1 message dict."""
+    role = item.get("role", "user")
+    content = item.get("content") or ""
+    if role == "tool":
+        return {
+            "role": "tool",
+            "parts": [
+                {
+                    "kind": "tool_result",
+                    "call_id": str(item.get("tool_call_id", "")),
+                    "name": str(item.get("name", "")),
+                    "content": str(content),
+                }
+            ],
+        }
+    parts: list[dict[str, JSONValue]] = [{"kind": "text", "text": str(content)}] if content else []
+    for call in item.get("tool_calls") or ():
+        fn = call.get("function", {})
+        raw = fn.get("arguments", "{}")
+        try:
+            args = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        except ValueError:
+            args = {}
+        parts.append(
+            {
+                "kind": "tool_call",
+                "id": str(call.get("id", "")),
+                "name": str(fn.get("name", "")),
+                "arguments": args if isinstance(args, dict) else {},
+                "raw_arguments": raw if isinstance(raw, str) else json.dumps(raw),
+            }
+        )
+    return {"role": role, "parts": parts}
+
+
+def _migrate_0_to_1(data: dict[str, Any]) -> dict[str, Any]:
+    status = str(data.get("status", "observe")).lower().rsplit(".", 1)[-1]
+    plan = data.get("current_plan") or []
+    return {
+        "schema_version": 1,
+        "session_id": data["session_id"],
+        "status": status if status in LoopState.__members__.values() else "observe",
+        "turn": int(data.get("turn_count", 0)),
+        "messages": [_v0_message(m) for m in data.get("message_history", ())],
+        "usage": {
+            "input_tokens": int(data.get("total_input_tokens", 0)),
+            "output_tokens": int(data.get("total_output_tokens", 0)),
+        },
+        "goal": str(data.get("task_goal", "")),
+        "plan": list(plan),
+        "completed_steps": list(data.get("completed_steps", ())),
+        "consecutive_errors": int(data.get("consecutive_errors", 0)),
+        "error_log": list(data.get("error_log", ())),
+        "created_at": float(data.get("created_at", 0.0)),
+        "updated_at": float(data.get("updated_at", 0.0)),
+    }
+
+
+MIGRATIONS: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _migrate_0_to_1}
+"""``MIGRATIONS[v]`` turns a version-``v`` header into a version ``v + 1`` header."""
+
+
+def migrate(data: dict[str, Any], session_id: str) -> dict[str, Any]:
+    """Bring a header up to :data:`SCHEMA_VERSION` (a header without a version is v0)."""
+    version = data.get("schema_version", 0)
+    if not isinstance(version, int) or version < 0:
+        raise CorruptCheckpoint(session_id, "header", f"bad schema_version {version!r}")
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"session {session_id!r} was saved with checkpoint schema version {version}, "
+            f"but this loopwright reads versions 0..{SCHEMA_VERSION}; upgrade loopwright "
+            "to load it (the stored data was not modified)"
+        )
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise SchemaVersionError(
+                f"session {session_id!r}: no migration from checkpoint schema version "
+                f"{version} to {version + 1}; this state cannot be loaded"
+            )
+        try:
+            data = step(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptCheckpoint(
+                session_id, "header", f"cannot migrate from schema version {version}: {exc}"
+            ) from None
+        version = int(data["schema_version"])
+    return data

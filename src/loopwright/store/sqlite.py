@@ -1,0 +1,129 @@
+"""SQLite checkpoint store (the default).
+
+One file, by default ``$XDG_DATA_HOME/loopwright/loopwright.db`` (``~/.local/share/...``).
+WAL mode lets readers run while one writer commits; every write transaction starts
+with ``BEGIN IMMEDIATE`` so concurrent writers (threads or processes) queue on SQLite's
+lock (``busy_timeout``) instead of failing on a lock upgrade. Each thread gets its own
+connection.
+
+``synchronous=NORMAL`` (the WAL default recommendation) survives a process crash (the
+kill test) but may lose the last commits on power loss; pass ``durable=True`` for
+``synchronous=FULL``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from loopwright.store.errors import StoreUnavailable
+from loopwright.store.sql import Cursor, SqlStore
+
+
+def default_path() -> Path:
+    """``$XDG_DATA_HOME/loopwright/loopwright.db`` (``~/.local/share`` when unset)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(base) / "loopwright" / "loopwright.db"
+
+
+class SQLiteStore(SqlStore):
+    """Checkpoint store in one SQLite file. ``path=":memory:"`` is not supported (use
+    :class:`~loopwright.store.memory.MemoryStore`): each thread opens its own connection."""
+
+    kind = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        durable: bool = False,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        if str(self.path) == ":memory:":
+            raise ValueError("SQLiteStore needs a file path; use MemoryStore for in-memory state")
+        self._durable = durable
+        self._busy_ms = int(busy_timeout * 1000)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(
+                "sqlite", str(self.path), f"cannot create its directory ({exc})"
+            ) from None
+        self._create_tables()
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise ValueError(f"SQLiteStore({self.path}) is closed")
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._busy_ms / 1000,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {'FULL' if self._durable else 'NORMAL'}")
+        except sqlite3.Error as exc:
+            raise StoreUnavailable("sqlite", str(self.path), str(exc)) from None
+        self._local.conn = conn
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[Cursor]:
+        conn = self._conn()
+        try:
+            cur = conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable("sqlite", str(self.path), str(exc)) from None
+        try:
+            yield cur
+        except BaseException:
+            conn.rollback()
+            raise
+        else:
+            conn.commit()
+        finally:
+            cur.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[Cursor]:
+        conn = self._conn()
+        cur = conn.cursor()
+        try:
+            # one read transaction: the checkpoint header and its messages come from
+            # the same snapshot even while another process appends
+            cur.execute("BEGIN")
+            yield cur
+        finally:
+            conn.rollback()
+            cur.close()
+
+    def close(self) -> None:
+        self._closed = True
+        with self._all_lock:
+            for conn in self._all:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"

@@ -1,0 +1,159 @@
+"""The persisted execution state and the small records stores keep next to it.
+
+:class:`ExecutionState` is the seed's "stateful agent" snapshot (section 5.2): everything a
+run needs to continue in another process. It mirrors the loop's mutable ``RunState`` as a
+frozen value; :mod:`loopwright.durable` converts between the two.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from loopwright.core.messages import JSONValue, Message, ToolCallPart, ToolResultPart, Usage
+from loopwright.core.run import LoopState, RunStop
+
+SCHEMA_VERSION = 1
+"""Version of the checkpoint header layout written by this loopwright."""
+
+
+def new_session_id() -> str:
+    """A fresh, URL- and shell-safe session id."""
+    return "s-" + uuid.uuid4().hex[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionState:
+    """One checkpoint's content.
+
+    ``messages`` is the full canonical history. ``pending_calls`` are tool calls that wait
+    for a human decision (status ``paused``, stop ``awaiting_confirmation``).
+    ``steering`` / ``follow_ups`` are queued user messages not yet in the history.
+    ``goal``, ``plan`` and ``completed_steps`` are for plan-and-execute strategies.
+    ``parent`` is ``"<session>@<checkpoint>"`` for a forked session.
+    """
+
+    session_id: str
+    status: LoopState = LoopState.OBSERVE
+    turn: int = 0
+    messages: tuple[Message, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    goal: str = ""
+    plan: tuple[str, ...] = ()
+    completed_steps: tuple[str, ...] = ()
+    consecutive_errors: int = 0
+    error_log: tuple[Mapping[str, JSONValue], ...] = ()
+    pending_calls: tuple[ToolCallPart, ...] = ()
+    held_results: tuple[ToolResultPart, ...] = ()
+    steering: tuple[Message, ...] = ()
+    follow_ups: tuple[Message, ...] = ()
+    stop: RunStop | None = None
+    detail: str = ""
+    parent: str | None = None
+    metadata: Mapping[str, JSONValue] = field(default_factory=dict)
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def awaiting_confirmation(self) -> bool:
+        return self.stop is RunStop.AWAITING_CONFIRMATION and bool(self.pending_calls)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRef:
+    """Where one checkpoint sits in a session's history (checkpoints count from 1)."""
+
+    session_id: str
+    checkpoint: int
+    turn: int
+    status: LoopState
+    stop: RunStop | None
+    message_count: int
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One row of ``store.sessions()``."""
+
+    session_id: str
+    status: LoopState
+    stop: RunStop | None
+    turn: int
+    checkpoints: int
+    message_count: int
+    created_at: float
+    updated_at: float
+    parent: str | None = None
+
+    @property
+    def display_status(self) -> str:
+        """``awaiting_confirmation`` for paused sessions waiting for a human, else the state."""
+        if self.stop is RunStop.AWAITING_CONFIRMATION:
+            return "awaiting_confirmation"
+        if self.status is LoopState.DONE and self.stop is not None:
+            return "done" if self.stop is RunStop.FINAL_ANSWER else f"stopped:{self.stop.value}"
+        return self.status.value
+
+
+class IntentStatus(enum.StrEnum):
+    STARTED = "started"  # written before the tool ran; no result yet
+    DONE = "done"  # the result is recorded
+    DEFERRED = "deferred"  # the tool did not run (awaiting a confirmation decision)
+
+
+@dataclass(frozen=True, slots=True)
+class IntentRecord:
+    """Crash-safety record around one non-idempotent tool call.
+
+    Written with ``status=started`` before the tool executes and completed with its result
+    after. A ``started`` record found on resume means the outcome is unknown.
+    """
+
+    session_id: str
+    call_id: str
+    tool: str
+    idempotency_key: str | None
+    arguments: Mapping[str, JSONValue]
+    status: IntentStatus = IntentStatus.STARTED
+    result: ToolResultPart | None = None
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+
+
+def lock_owner_id() -> str:
+    """``host:pid:nonce``: who holds a session lock (host and pid help break stale locks)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_is_dead(owner: str) -> bool:
+    """True when ``owner`` names a process on this host that no longer exists."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    # A SIGKILLed child not yet reaped by its parent still answers kill(pid, 0).
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False

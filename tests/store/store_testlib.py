@@ -1,0 +1,68 @@
+"""Helpers shared by the store tests (backends, service URLs, corruption).
+
+Redis and PostgreSQL need real servers (``source .ci/services.sh``). Their URLs come from
+LOOPWRIGHT_TEST_REDIS_URL / LOOPWRIGHT_TEST_POSTGRES_URL; under CI=true a missing URL is a
+FAILURE (CI must run them), locally the tests skip with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from loopwright.store import CheckpointStore, MemoryStore, SQLiteStore
+
+REDIS_ENV = "LOOPWRIGHT_TEST_REDIS_URL"
+POSTGRES_ENV = "LOOPWRIGHT_TEST_POSTGRES_URL"
+
+
+def service_url(env: str) -> str:
+    url = os.environ.get(env)
+    if url:
+        return url
+    msg = f"{env} is not set: run `source .ci/services.sh` to start Redis/PostgreSQL"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI=true but {msg}", pytrace=False)
+    pytest.skip(msg)
+
+
+def make_store(kind: str, tmp_path: Path) -> CheckpointStore:
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        return SQLiteStore(tmp_path / "lw.db")
+    if kind == "redis":
+        from loopwright.store.redis_store import RedisStore
+
+        return RedisStore(service_url(REDIS_ENV), prefix=f"lwtest-{uuid.uuid4().hex[:8]}")
+    from loopwright.store.postgres import PostgresStore
+
+    return PostgresStore(service_url(POSTGRES_ENV))
+
+
+def corrupt_header(store: CheckpointStore, session_id: str, checkpoint: int, text: str) -> None:
+    """Overwrite one stored checkpoint header with ``text`` (backend-specific)."""
+    if isinstance(store, MemoryStore):
+        store._corrupt_for_tests(session_id, checkpoint, text)
+        return
+    if store.kind == "redis":
+        import json
+
+        r = store._r  # type: ignore[attr-defined]
+        key = store._k(session_id, "ckpt")  # type: ignore[attr-defined]
+        entry = json.loads(r.hget(key, str(checkpoint)))
+        entry["header"] = text
+        r.hset(key, str(checkpoint), json.dumps(entry))
+        return
+    with store._tx() as cur:  # type: ignore[attr-defined]
+        cur.execute(
+            store._q("UPDATE lw_checkpoints SET header = ? WHERE session_id = ? AND seq = ?"),  # type: ignore[attr-defined]
+            (text, session_id, checkpoint),
+        )
+
+
+def sid() -> str:
+    return "t-" + uuid.uuid4().hex[:12]

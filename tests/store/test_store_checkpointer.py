@@ -1,0 +1,78 @@
+"""The checkpoint subscriber and the intent hooks, in isolation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from store_testlib import sid
+
+from loopwright.core.events import MessageAppended
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
+from loopwright.core.tools import ToolSpec
+from loopwright.durable import CheckpointConfig, Checkpointer, CheckpointPolicy, IntentRecorder
+from loopwright.loop import RunState
+from loopwright.store import IntentStatus, MemoryStore, SQLiteStore
+from loopwright.tools import ToolRegistry, tool
+
+
+def test_append_only_saves_and_a_rewrite_is_detected(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "db.sqlite")
+    state = RunState(session_id=sid(), messages=[Message.user("a")])
+    cp = Checkpointer(store, state)
+    cp.save()
+    state.messages.append(Message.assistant("b"))
+    cp.on_event(MessageAppended(1, state.messages[-1], "model"))
+    assert [r.message_count for r in store.history(state.session_id)] == [1, 2]
+    state.messages[1] = Message.assistant("B")  # someone rewrote the history in place
+    state.messages.append(Message.user("c"))
+    cp.save()
+    loaded = store.load(state.session_id)
+    assert [m.text for m in loaded.messages] == ["a", "B", "c"]
+    # the checkpoint that referenced the replaced row is gone; the first one remains
+    assert [r.message_count for r in store.history(state.session_id)] == [1, 3]
+
+
+def test_interval_policy_limits_writes() -> None:
+    store = MemoryStore()
+    state = RunState(session_id=sid(), messages=[])
+    cp = Checkpointer(store, state, config=CheckpointConfig(CheckpointPolicy.INTERVAL, 3600))
+    for i in range(5):
+        state.messages.append(Message.user(str(i)))
+        cp.on_event(MessageAppended(0, state.messages[-1], "input"))
+    assert cp.saves == 1
+
+
+async def test_intent_hooks_compose_with_user_hooks() -> None:
+    store = MemoryStore()
+
+    @tool(idempotency_key=lambda a: f"k-{a['to']}")
+    def send(to: str) -> str:
+        """Send."""
+        return to
+
+    registry = ToolRegistry()
+    registry.register(send)
+    spec = send.spec
+    s = sid()
+
+    def user_before(call: ToolCallPart, spec: ToolSpec) -> str | None:
+        return "blocked" if call.arguments.get("to") == "eve" else None
+
+    def user_after(call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
+        return ToolResultPart(call.id, call.name, result.content.upper())
+
+    rec = IntentRecorder(store, s, registry, user_before, user_after)
+    eve = ToolCallPart("c1", "send", {"to": "eve"})
+    assert await rec.before(eve, spec) == "blocked"
+    assert store.intents(s) == []  # a blocked call never gets an intent
+    ann = ToolCallPart("c2", "send", {"to": "ann"})
+    assert await rec.before(ann, spec) is None
+    (started,) = store.intents(s)
+    assert started.status is IntentStatus.STARTED and started.idempotency_key == "k-ann"
+    replaced = await rec.after(ann, ToolResultPart("c2", "send", "ann"))
+    assert replaced is not None and replaced.content == "ANN"
+    (done,) = store.intents(s)
+    assert done.status is IntentStatus.DONE and done.result == replaced
+    idem = ToolSpec("read", "Read.", idempotent=True)
+    assert await rec.before(ToolCallPart("c3", "read", {}), idem) is None
+    assert len(store.intents(s)) == 1  # idempotent tools need no intent record

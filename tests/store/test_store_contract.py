@@ -1,0 +1,244 @@
+"""One suite, every store: the CheckpointStore contract (see loopwright.store.base)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+
+import pytest
+from store_testlib import sid
+
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart, Usage
+from loopwright.core.run import LoopState, RunStop
+from loopwright.store import (
+    CheckpointNotFound,
+    CheckpointStore,
+    CorruptCheckpoint,
+    ExecutionState,
+    HistoryRewritten,
+    IntentRecord,
+    IntentStatus,
+    SchemaVersionError,
+    SessionLocked,
+    SessionNotFound,
+    fork,
+    lock_owner_id,
+)
+
+
+def full_state(session_id: str, n: int = 4) -> ExecutionState:
+    msgs = [Message.user("hello")]
+    for i in range(1, n):
+        msgs.append(Message.assistant(f"reply {i}") if i % 2 else Message.user(f"q {i}"))
+    call = ToolCallPart("c1", "send_email", {"to": "a@b.c"}, '{"to": "a@b.c"}')
+    return ExecutionState(
+        session_id=session_id,
+        status=LoopState.PAUSED,
+        turn=3,
+        messages=tuple(msgs),
+        usage=Usage(10, 20, 1, 2, 0.5),
+        goal="ship it",
+        plan=("a", "b"),
+        completed_steps=("a",),
+        consecutive_errors=1,
+        error_log=({"turn": 1, "source": "tool", "kind": "timeout", "message": "slow"},),
+        pending_calls=(call,),
+        held_results=(ToolResultPart("c0", "lookup", "42"),),
+        steering=(Message.user("faster"),),
+        follow_ups=(Message.user("then summarize"),),
+        stop=RunStop.AWAITING_CONFIRMATION,
+        detail="needs approval",
+        metadata={"model": "scripted"},
+    )
+
+
+def grow(state: ExecutionState, text: str) -> ExecutionState:
+    return dataclasses.replace(
+        state, messages=(*state.messages, Message.user(text)), turn=state.turn + 1
+    )
+
+
+def test_roundtrip_keeps_every_field(store: CheckpointStore) -> None:
+    state = full_state(sid())
+    ref = store.save(state)
+    assert ref.checkpoint == 1 and ref.message_count == 4
+    assert store.load(state.session_id) == state
+
+
+def test_append_only_history_and_time_travel(store: CheckpointStore) -> None:
+    state = ExecutionState(sid(), messages=(Message.user("0"),))
+    states = [state]
+    store.save(state)
+    for i in range(1, 6):
+        state = grow(state, str(i))
+        states.append(state)
+        store.save(state)
+    refs = store.history(state.session_id)
+    assert [r.checkpoint for r in refs] == [1, 2, 3, 4, 5, 6]
+    assert [r.message_count for r in refs] == [1, 2, 3, 4, 5, 6]
+    for ref, expected in zip(refs, states, strict=True):
+        assert store.load(state.session_id, ref.checkpoint) == expected
+    assert store.load(state.session_id) == states[-1]
+
+
+def test_fork_from_an_earlier_checkpoint(store: CheckpointStore) -> None:
+    state = ExecutionState(sid(), messages=(Message.user("0"),))
+    store.save(state)
+    later = grow(state, "1")
+    store.save(later)
+    forked = fork(store, state.session_id, 1)
+    assert forked.session_id != state.session_id
+    assert forked.parent == f"{state.session_id}@1"
+    assert store.load(forked.session_id).messages == state.messages
+    branch = grow(forked, "other")
+    store.save(branch)
+    assert store.load(state.session_id) == later  # the original is untouched
+    assert store.load(forked.session_id).messages[-1].text == "other"
+
+
+def test_unknown_session_and_checkpoint(store: CheckpointStore) -> None:
+    missing = sid()
+    with pytest.raises(SessionNotFound, match=missing) as err:
+        store.load(missing)
+    assert "loopwright sessions" in str(err.value)
+    with pytest.raises(SessionNotFound):
+        store.history(missing)
+    state = ExecutionState(sid())
+    store.save(state)
+    with pytest.raises(CheckpointNotFound, match=r"no checkpoint 7; it has checkpoints 1\.\.1"):
+        store.load(state.session_id, 7)
+    assert store.delete(missing) is False
+
+
+def test_sessions_list_status_and_delete(store: CheckpointStore) -> None:
+    paused = full_state(sid())
+    done = ExecutionState(sid(), status=LoopState.DONE, stop=RunStop.FINAL_ANSWER)
+    store.save(paused)
+    store.save(done)
+    infos = {i.session_id: i for i in store.sessions()}
+    assert infos[paused.session_id].display_status == "awaiting_confirmation"
+    assert infos[paused.session_id].message_count == 4
+    assert infos[done.session_id].display_status == "done"
+    assert store.delete(done.session_id) is True
+    assert done.session_id not in {i.session_id for i in store.sessions()}
+    with pytest.raises(SessionNotFound):
+        store.load(done.session_id)
+    assert store.load(paused.session_id) == paused
+
+
+def test_shorter_history_needs_rewrite_from(store: CheckpointStore) -> None:
+    state = ExecutionState(sid(), messages=(Message.user("a"), Message.user("b")))
+    store.save(state)
+    short = dataclasses.replace(state, messages=(Message.user("a"),))
+    with pytest.raises(HistoryRewritten, match="rewrite_from"):
+        store.save(short)
+    assert store.load(state.session_id) == state  # nothing written
+    rewritten = dataclasses.replace(state, messages=(Message.user("a"), Message.user("B!")))
+    store.save(rewritten, rewrite_from=1)
+    assert store.load(state.session_id).messages[1].text == "B!"
+    # checkpoint 1 referenced the replaced row, so it was dropped
+    assert [r.checkpoint for r in store.history(state.session_id)] == [2]
+
+
+def test_lock_blocks_other_owners_with_a_clear_message(store: CheckpointStore) -> None:
+    s = sid()
+    me, other = lock_owner_id(), "otherhost:1:abc"
+    store.acquire_lock(s, other, ttl=60)
+    with pytest.raises(SessionLocked) as err:
+        store.acquire_lock(s, me)
+    msg = str(err.value)
+    assert s in msg and "otherhost:1:abc" in msg and "--break-lock" in msg
+    assert store.lock_owner(s) == other
+    store.acquire_lock(s, other, ttl=60)  # the holder refreshes
+    assert store.break_lock(s) is True
+    store.acquire_lock(s, me)
+    store.release_lock(s, "not-me")
+    assert store.lock_owner(s) == me
+    store.release_lock(s, me)
+    assert store.lock_owner(s) is None
+
+
+def test_expired_and_dead_locks_are_taken_over(store: CheckpointStore) -> None:
+    import socket
+
+    s = sid()
+    store.acquire_lock(s, "otherhost:1:x", ttl=0.05)
+    time.sleep(0.1)
+    store.acquire_lock(s, lock_owner_id())  # expired
+    dead = f"{socket.gethostname()}:999999999:dead"
+    s2 = sid()
+    store.acquire_lock(s2, dead, ttl=600)
+    store.acquire_lock(s2, lock_owner_id())  # holder process does not exist
+
+
+def test_intents_and_ledger(store: CheckpointStore) -> None:
+    s = sid()
+    intent = IntentRecord(s, "c1", "send_email", "k-1", {"to": "x"})
+    store.put_intent(intent)
+    assert store.intents(s) == [intent]
+    result = ToolResultPart("c1", "send_email", "sent")
+    done = dataclasses.replace(intent, status=IntentStatus.DONE, result=result)
+    store.put_intent(done)
+    assert store.intents(s) == [done]
+    assert store.ledger_get(f"{s}-k") is None
+    store.ledger_put(f"{s}-k", result)
+    store.ledger_put(f"{s}-k", ToolResultPart("c2", "send_email", "second"))
+    assert store.ledger_get(f"{s}-k") == result  # the first result wins
+
+
+def test_corrupt_row_is_a_precise_error_and_leaves_state_intact(
+    store: CheckpointStore, corrupt
+) -> None:
+    state = ExecutionState(sid(), messages=(Message.user("a"),))
+    store.save(state)
+    store.save(grow(state, "b"))
+    corrupt(store, state.session_id, 2, "{not json")
+    with pytest.raises(CorruptCheckpoint) as err:
+        store.load(state.session_id)
+    assert state.session_id in str(err.value) and "checkpoint 2" in str(err.value)
+    assert store.load(state.session_id, 1) == state  # earlier checkpoint still loads
+    with pytest.raises(CorruptCheckpoint):  # and the bad row was not "repaired" away
+        store.load(state.session_id)
+    corrupt(
+        store,
+        state.session_id,
+        2,
+        json.dumps({"session_id": state.session_id, "schema_version": 1}),
+    )
+    with pytest.raises(CorruptCheckpoint, match="KeyError"):
+        store.load(state.session_id)
+
+
+def test_newer_schema_version_fails_clearly(store: CheckpointStore, corrupt) -> None:
+    state = ExecutionState(sid())
+    store.save(state)
+    corrupt(store, state.session_id, 1, json.dumps({"schema_version": 99}))
+    with pytest.raises(SchemaVersionError, match=r"schema version 99.*upgrade loopwright"):
+        store.load(state.session_id)
+
+
+def test_concurrent_writers(store: CheckpointStore) -> None:
+    ids = [sid() for _ in range(8)]
+    errors: list[BaseException] = []
+
+    def work(session_id: str) -> None:
+        try:
+            state = ExecutionState(session_id, messages=(Message.user("0"),))
+            store.save(state)
+            for i in range(10):
+                state = grow(state, str(i))
+                store.save(state)
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for i in ids:
+        assert len(store.load(i).messages) == 11
+        assert len(store.history(i)) == 11
