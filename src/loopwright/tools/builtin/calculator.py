@@ -1,0 +1,189 @@
+"""``calculator``: a safe arithmetic evaluator (no ``eval``).
+
+The expression is parsed with :mod:`ast` and walked node by node; only numbers, the
+operators ``+ - * / // % **``, unary ``+``/``-`` and parentheses are accepted. Arithmetic
+is exact (:class:`fractions.Fraction`), so ``0.1 + 0.2`` is ``0.3``.
+
+Why it never hangs: every intermediate value is checked against a size budget
+(:data:`MAX_BITS`) and every power is checked *before* it is computed (the size of
+``a ** b`` is estimated from ``bit_length(a) * b``), so no single operation can take
+long. The expression text itself is capped at :data:`MAX_EXPRESSION_CHARS`.
+Every failure is a :class:`CalculatorError` (a ``ToolError`` of kind
+``invalid_arguments``) with a message that says what to change.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from fractions import Fraction
+
+from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.core.tools import ToolSpec
+
+MAX_EXPRESSION_CHARS = 500
+MAX_BITS = 4096  # about 1233 decimal digits, numerator or denominator
+MAX_EXPONENT = 10_000
+
+# Symbols people (and small models) type that Python spells differently.
+_ALIASES = {"×": "*", "÷": "/", "−": "-", "^": "**", "–": "-"}
+
+Number = int | float
+
+SPEC = ToolSpec(
+    name="calculator",
+    description=(
+        "Evaluate an arithmetic expression and return the number. "
+        "Supports + - * / // % ** and parentheses."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "expression": {
+                "type": "string",
+                "description": "the arithmetic expression, e.g. (2 + 3) * 4",
+                "examples": ["(2 + 3) * 4", "10 / (4 - 2)"],
+                "maxLength": MAX_EXPRESSION_CHARS,
+            }
+        },
+        "required": ["expression"],
+        "additionalProperties": False,
+    },
+    idempotent=True,
+    timeout=5.0,
+)
+
+
+class CalculatorError(ToolError):
+    """The expression cannot be evaluated; the message names the reason and the fix."""
+
+    kind = ToolErrorKind.INVALID_ARGUMENTS
+
+
+def calculator(expression: str) -> Number:
+    """Evaluate ``expression`` and return an ``int`` when the value is whole, else a
+    ``float``. Raises :class:`CalculatorError` for anything else."""
+    return to_number(evaluate(expression))
+
+
+def evaluate(expression: str) -> Fraction:
+    """Evaluate exactly. Raises :class:`CalculatorError` only."""
+    if not isinstance(expression, str):
+        raise CalculatorError("expression must be a string such as '(2 + 3) * 4'")
+    text = expression.strip()
+    for alias, op in _ALIASES.items():
+        text = text.replace(alias, op)
+    if not text:
+        raise CalculatorError("expression is empty; pass an arithmetic expression like '2 + 2'")
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise CalculatorError(
+            f"expression is {len(text)} characters; the limit is {MAX_EXPRESSION_CHARS}"
+        )
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise CalculatorError(
+            f"cannot parse {text!r}: use numbers, + - * / // % ** and parentheses"
+        ) from exc
+    try:
+        return _eval(tree.body)
+    except RecursionError as exc:
+        raise CalculatorError("expression is nested too deeply; simplify it") from exc
+
+
+def to_number(value: Fraction) -> Number:
+    """The JSON-friendly form of an exact value (whole → int, else float)."""
+    if value.denominator == 1:
+        return value.numerator
+    try:
+        return float(value)
+    except OverflowError as exc:  # pragma: no cover - bounded by MAX_BITS
+        raise CalculatorError("result is too large to show as a decimal") from exc
+
+
+def _eval(node: ast.expr) -> Fraction:
+    match node:
+        case ast.Constant(value=bool()):
+            raise CalculatorError("booleans are not numbers here; use digits")
+        case ast.Constant(value=int() | float() as value):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise CalculatorError("number literal is too large")
+            # repr() is the shortest decimal that round-trips: 0.1 becomes exactly 1/10.
+            return _checked(Fraction(repr(value)) if isinstance(value, float) else Fraction(value))
+        case ast.UnaryOp(op=ast.USub(), operand=operand):
+            return -_eval(operand)
+        case ast.UnaryOp(op=ast.UAdd(), operand=operand):
+            return _eval(operand)
+        case ast.BinOp(left=left, op=op, right=right):
+            return binop(op, _eval(left), _eval(right))
+        case ast.Constant():
+            raise CalculatorError("only numbers are allowed (no strings or complex numbers)")
+        case ast.Name(id=name):
+            raise CalculatorError(f"unknown name {name!r}: only numbers and operators are allowed")
+        case _:
+            raise CalculatorError(
+                f"{type(node).__name__} is not allowed: use numbers, + - * / // % ** and ()"
+            )
+
+
+def binop(op: ast.operator, a: Fraction, b: Fraction) -> Fraction:
+    """Apply one binary operator exactly, with the size and zero-division checks."""
+    match op:
+        case ast.Add():
+            return _checked(a + b)
+        case ast.Sub():
+            return _checked(a - b)
+        case ast.Mult():
+            return _checked(a * b)
+        case ast.Div() | ast.FloorDiv() | ast.Mod():
+            if b == 0:
+                raise CalculatorError("division by zero; change the divisor")
+            if isinstance(op, ast.Div):
+                return _checked(a / b)
+            if isinstance(op, ast.FloorDiv):
+                return _checked(Fraction(a // b))
+            return _checked(a % b)
+        case ast.Pow():
+            return _power(a, b)
+        case _:
+            raise CalculatorError(
+                f"operator {type(op).__name__} is not allowed: use + - * / // % **"
+            )
+
+
+def _power(base: Fraction, exponent: Fraction) -> Fraction:
+    if exponent.denominator != 1:
+        return _float_power(base, exponent)
+    e = exponent.numerator
+    if base == 0 and e < 0:
+        raise CalculatorError("zero cannot be raised to a negative power")
+    if base in (0, 1):
+        return base
+    if base == -1:
+        return Fraction(-1 if e % 2 else 1)
+    if abs(e) > MAX_EXPONENT:
+        raise CalculatorError(f"exponent {e} is too large; the limit is {MAX_EXPONENT}")
+    size = max(base.numerator.bit_length(), base.denominator.bit_length())
+    if (size - 1) * abs(e) > MAX_BITS:
+        raise CalculatorError("result is too large; use a smaller base or exponent")
+    return _checked(base**e)
+
+
+def _float_power(base: Fraction, exponent: Fraction) -> Fraction:
+    if base < 0:
+        raise CalculatorError("a negative number to a fractional power is not a real number")
+    try:
+        value = float(base) ** float(exponent)
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise CalculatorError("result is too large or undefined; change the exponent") from exc
+    if not math.isfinite(value):
+        raise CalculatorError("result is too large; use a smaller base or exponent")
+    return _checked(Fraction(value))
+
+
+def _checked(value: Fraction) -> Fraction:
+    if value.numerator.bit_length() > MAX_BITS or value.denominator.bit_length() > MAX_BITS:
+        raise CalculatorError(
+            f"a value exceeds {MAX_BITS} bits (about 1200 digits); use smaller numbers"
+        )
+    return value

@@ -1,0 +1,155 @@
+"""``sql_query``: one read-only SELECT against a SQLite database file.
+
+Read-only is enforced by SQLite itself, not by string checks:
+
+* the file is opened with the URI ``file:...?mode=ro`` (the driver refuses writes);
+* an authorizer callback allows only ``SQLITE_SELECT``, ``SQLITE_READ``,
+  ``SQLITE_FUNCTION`` and ``SQLITE_RECURSIVE`` actions, so ``INSERT``/``PRAGMA``/``ATTACH``
+  and friends are denied while SQLite compiles the statement;
+* ``sqlite3.complete_statement`` plus the driver's one-statement rule refuse
+  ``SELECT 1; DROP TABLE t``;
+* a progress handler aborts queries that run longer than ``timeout`` seconds (e.g. an
+  endless recursive CTE) and a length limit stops giant strings/blobs.
+
+Parameters are bound (``?`` placeholders), never formatted into the text. At most
+``max_rows`` rows are returned together with the total row count.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.core.tools import ToolSpec
+
+DEFAULT_MAX_ROWS = 50
+_ALLOWED = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+}
+_MAX_VALUE_BYTES = 1_000_000
+
+SPEC = ToolSpec(
+    name="sql_query",
+    description=("Query the database tables with one read-only SQL SELECT and return the rows."),
+    parameters={
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "one SQL SELECT statement; use ? for parameters",
+                "examples": [
+                    "SELECT name, email FROM customers LIMIT 5",
+                    "SELECT COUNT(*) FROM orders",
+                ],
+                "minLength": 1,
+                "maxLength": 4000,
+            },
+            "params": {
+                "type": "array",
+                "description": "values bound to the ? placeholders, in order",
+                "items": {"type": ["string", "number", "integer", "boolean", "null"]},
+                "maxItems": 50,
+            },
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+    idempotent=True,
+    timeout=15.0,
+)
+
+
+def _invalid(message: str) -> ToolError:
+    return ToolError(message, kind=ToolErrorKind.INVALID_ARGUMENTS)
+
+
+def _authorizer(action: int, *_args: object) -> int:
+    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
+
+
+@dataclass(frozen=True, slots=True)
+class SqlRunner:
+    """Runs read-only queries on ``database`` (a SQLite file that must exist)."""
+
+    database: Path
+    max_rows: int = DEFAULT_MAX_ROWS
+    timeout: float = 10.0
+
+    def connect(self) -> sqlite3.Connection:
+        path = Path(self.database).expanduser().resolve()
+        if not path.is_file():
+            raise ToolError(
+                f"database {path} does not exist; pass --db PATH to a SQLite file",
+                kind=ToolErrorKind.NOT_FOUND,
+            )
+        uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=2.0, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise ToolError(f"cannot open database {path}: {exc}") from None
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        conn.set_authorizer(_authorizer)
+        return conn
+
+    def query(self, query: str, params: list[object] | None = None) -> dict[str, object]:
+        """Run one SELECT; return ``columns``, ``rows`` (at most ``max_rows``),
+        ``row_count`` (all rows) and ``truncated``."""
+        text = query.strip() if isinstance(query, str) else ""
+        if not text:
+            raise _invalid("query is empty; pass one SELECT statement")
+        if not sqlite3.complete_statement(text if text.endswith(";") else text + ";"):
+            raise _invalid("query is not a complete SQL statement; check quotes and parentheses")
+        conn = self.connect()
+        deadline = time.monotonic() + self.timeout
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        try:
+            return self._run(conn, text, list(params or ()))
+        finally:
+            conn.close()
+
+    def _run(self, conn: sqlite3.Connection, text: str, params: list[object]) -> dict[str, object]:
+        try:
+            cursor = conn.execute(text, params)
+            if cursor.description is None:
+                raise _invalid("only a SELECT statement is allowed")
+            columns = [d[0] for d in cursor.description]
+            rows = [[_cell(v) for v in row] for row in cursor.fetchmany(self.max_rows)]
+            total = len(rows)
+            for _ in cursor:
+                total += 1
+        except sqlite3.DatabaseError as exc:
+            raise _invalid(_explain(exc)) from None
+        except (sqlite3.ProgrammingError, sqlite3.Warning) as exc:
+            raise _invalid(f"{exc}; send exactly one SELECT statement") from None
+        return {
+            "columns": columns,
+            "rows": rows,
+            "row_count": total,
+            "truncated": total > len(rows),
+        }
+
+    def __call__(self, query: str, params: list[object] | None = None) -> dict[str, object]:
+        return self.query(query, params)
+
+
+def _explain(exc: sqlite3.DatabaseError) -> str:
+    message = str(exc)
+    if "not authorized" in message or "readonly" in message:
+        return "only read-only SELECT statements are allowed"
+    if "interrupted" in message:
+        return "query took too long and was stopped; add a LIMIT or a WHERE clause"
+    return f"SQL error: {message}"
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, bytes):
+        return f"<blob {len(value)} bytes>"
+    return value

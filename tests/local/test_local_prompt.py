@@ -1,0 +1,166 @@
+"""Prompt, grammar schema, parsing and trimming of the embedded provider (no model)."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwright.core.messages import Message, ToolResultPart
+from loopwright.providers import local_prompt as lp
+from loopwright.providers.local import (
+    _awaits_first_call,
+    _blocks,
+    _fit_history,
+    _repeats_answered_call,
+)
+from loopwright.providers.scripted import tool_call
+from loopwright.tools.builtin import BUILTIN_TOOLS, make_tools
+
+SPECS = [t.spec for t in make_tools(BUILTIN_TOOLS)]
+BOUNDS = lp.GrammarBounds()
+
+
+def test_prefix_lists_every_tool_with_examples_from_its_schema() -> None:
+    text = lp.render_prefix(SPECS, "Be brief.")
+    for spec in SPECS:
+        assert f"{spec.name}: " in text
+        assert f'"tool": "{spec.name}"' in text
+    assert '"city": " Paris"' in text  # schema example, rendered with the leading space
+    assert text.rstrip() == text
+    assert "Instructions: Be brief." in text
+
+
+def test_prompt_prefix_is_stable_and_history_extends_it() -> None:
+    call = tool_call("calculator", {"expression": "1 + 1"}, id="c1")
+    turn1 = [Message.user("What is 1 + 1?")]
+    turn2 = [
+        *turn1,
+        Message("assistant", (call,)),
+        Message.tool_results([ToolResultPart("c1", "calculator", "2")]),
+    ]
+    a = lp.render_prefix(SPECS, None) + "".join(map(lp.render_message, turn1))
+    b = lp.render_prefix(SPECS, None) + "".join(map(lp.render_message, turn2))
+    assert b.startswith(a)
+    assert "\nResult: 2" in b
+    assert not (b + lp.cue()).endswith(" ")
+
+
+def test_output_schema_is_bounded_and_accepts_valid_turns() -> None:
+    schema = lp.output_schema(SPECS, "both", BOUNDS)
+    text = json.dumps(schema)
+    assert '"maxLength"' in text and '"maxItems"' in text
+    jsonschema.validate({"tool": "get_weather", "arguments": {"city": "Oslo"}}, schema)
+    jsonschema.validate({"answer": "64"}, schema)
+    tools_only = lp.output_schema(SPECS, "tools", BOUNDS)
+    assert all("tool" in o["properties"] for o in tools_only["oneOf"])
+    answer_only = lp.output_schema(SPECS, "answer", BOUNDS)
+    assert answer_only["properties"]["answer"]["maxLength"] == BOUNDS.max_answer_chars
+
+
+def test_bounded_schema_handles_type_lists_and_nesting() -> None:
+    bounded = lp._bounded(
+        {
+            "type": "object",
+            "properties": {"x": {"type": ["string", "null"]}, "y": {"type": "array"}},
+        },
+        BOUNDS,
+        0,
+    )
+    assert bounded["additionalProperties"] is False
+    assert bounded["properties"]["x"]["anyOf"][0]["maxLength"] == BOUNDS.max_string_chars
+    assert bounded["properties"]["y"]["maxItems"] == BOUNDS.max_array_items
+
+
+def test_parse_output_strips_the_prompt_space_and_rejects_unknown_tools() -> None:
+    got = lp.parse_output(
+        '{"tool": "get_weather", "arguments": {"city": " Oslo"}}', ["get_weather"]
+    )
+    assert got == lp.ParsedCall("get_weather", {"city": "Oslo"})
+    assert lp.parse_output('{"tool": "rm", "arguments": {}}', ["get_weather"]) is None
+    assert lp.parse_output('{"answer": "hi"}', []) == lp.ParsedAnswer("hi")
+    assert lp.parse_output('{"answer": "cut', []) is None
+
+
+def test_partial_answer_decodes_progressively() -> None:
+    full = json.dumps({"answer": 'He said "hi"\n\u00e9'})
+    seen = [lp.partial_answer(full[:i]) for i in range(len(full) + 1)]
+    assert seen[-1] == 'He said "hi"\n\u00e9'
+    assert lp.partial_answer('{"tool": "x"') is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_parsers_never_raise_on_model_output(text: str) -> None:
+    lp.parse_output(text, ["calculator"])
+    prefix = lp.partial_answer('{"answer": "' + text)
+    assert prefix is None or isinstance(prefix, str)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=40))
+def test_partial_answer_is_a_prefix_of_the_final_answer(answer: str) -> None:
+    full = json.dumps({"answer": answer})
+    prev = ""
+    for i in range(len(full) + 1):
+        now = lp.partial_answer(full[:i]) or ""
+        assert now.startswith(prev) or not prev
+        prev = now
+    assert prev == answer
+
+
+class CharTokens:
+    """A stand-in tokenizer: one token per character."""
+
+    def tokenize(self, data: bytes, add_bos: bool = False, special: bool = False) -> list[int]:
+        return list(data.decode())
+
+
+def test_fit_history_drops_oldest_blocks_but_keeps_calls_with_results() -> None:
+    call = tool_call("calculator", {"expression": "1 + 1"}, id="c1")
+    history = [
+        Message.user("old " * 50),
+        Message("assistant", (call,)),
+        Message.tool_results([ToolResultPart("c1", "calculator", "2")]),
+        Message.user("new question"),
+    ]
+    assert [len(b) for b in _blocks(history)] == [1, 2, 1]
+    text, dropped = _fit_history(CharTokens(), history, 150)
+    assert dropped == 1
+    assert "old" not in text and "Result: 2" in text and "new question" in text
+    text, dropped = _fit_history(CharTokens(), history, 40)
+    assert "new question" in text and "Result" not in text
+
+
+def test_fit_history_cuts_a_huge_message_in_the_middle() -> None:
+    text, _ = _fit_history(CharTokens(), [Message.user("a" * 10_000 + "END")], 500)
+    assert len(text) <= 500
+    assert "characters cut to fit the context" in text and text.rstrip().endswith("END")
+
+
+def test_turn_policies() -> None:
+    call = tool_call("calculator", {"expression": "1 + 1"}, id="c1")
+    asked = [Message.user("q")]
+    answered = [
+        *asked,
+        Message("assistant", (call,)),
+        Message.tool_results([ToolResultPart("c1", "calculator", "2")]),
+    ]
+    assert _awaits_first_call(asked) and not _awaits_first_call(answered)
+    same = Message("assistant", (tool_call("calculator", {"expression": "1 + 1"}, id="c2"),))
+    other = Message("assistant", (tool_call("calculator", {"expression": "2 + 2"}, id="c3"),))
+    assert _repeats_answered_call(same, answered)
+    assert not _repeats_answered_call(other, answered)
+
+
+def test_registry_resolves_local_specs_without_loading(tmp_path) -> None:
+    from loopwright.providers.local import LocalModel
+    from loopwright.providers.registry import resolve_model
+
+    default = resolve_model("local")
+    assert isinstance(default, LocalModel) and default.name == "local:gemma-3-270m"
+    other = resolve_model(f"local:{tmp_path / 'm.gguf'}")
+    assert other.name == f"local:{tmp_path / 'm.gguf'}"
+    assert default.context_window == 4096
