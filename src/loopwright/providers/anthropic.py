@@ -1,0 +1,567 @@
+"""Anthropic Messages API adapter (``anthropic:MODEL``), driven by the official SDK.
+
+Wire facts this module relies on (Anthropic docs "Tool use" and "Streaming messages";
+SDK ``anthropic`` >= 0.40):
+
+* The system prompt is a top-level ``system`` field; history alternates ``user`` /
+  ``assistant`` messages of content blocks. Tool calls are ``tool_use`` blocks in the
+  assistant message; their results go back as ``tool_result`` blocks *inside the next
+  user message*, first in that message.
+* ``tool_use`` ids and tool names must match ``^[a-zA-Z0-9_-]+$`` (names: 1-64 chars), so
+  ids from other providers are normalised and names mapped reversibly.
+* Thinking blocks carry a ``signature`` (``redacted_thinking`` carries opaque ``data``);
+  both must be echoed back unchanged on the next request. They are kept under
+  ``provider_meta["anthropic"]`` of the :class:`ReasoningPart`. Reasoning from another
+  provider is replayed as text (a foreign signature would be rejected).
+* Streaming is SSE: ``message_start`` -> ``content_block_start`` / ``_delta``
+  (``text_delta``, ``input_json_delta``, ``thinking_delta``, ``signature_delta``) /
+  ``_stop`` -> ``message_delta`` (stop reason, cumulative usage) -> ``message_stop``; an
+  ``error`` event can arrive mid-stream (e.g. ``overloaded_error``).
+* ``max_tokens`` is mandatory.
+
+The request goes through the SDK client's documented raw-request method
+(``client.post("/v1/messages", body=..., stream=True, stream_cls=AsyncStream[object])``):
+the SDK still does authentication, headers (``anthropic-version``), SSE decoding and
+``event: error`` handling, but hands back each event as its JSON object. That keeps the
+body exactly what :func:`encode_request` built (SDK 2.x's ``messages.create`` no longer
+types ``temperature``) and skips building a typed model per event, which costs more than
+this module's whole decoding (see ``benchmarks/notes/adapters.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loopwright.core.errors import (
+    AuthError,
+    BadRequest,
+    ContextOverflow,
+    MalformedResponse,
+    ProviderError,
+    RateLimited,
+    TransientProviderError,
+)
+from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.messages import (
+    Message,
+    ReasoningPart,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.providers._common import (
+    EncodeCache,
+    RetryPolicy,
+    StreamAccumulator,
+    StreamPlan,
+    ToolNameMap,
+    apply_request_hook,
+    drive,
+    error_from_exception,
+    foreign_reasoning_text,
+    is_context_overflow,
+    normalize_call_id,
+    own_meta,
+    report_response,
+)
+from loopwright.providers.registry import VENDORS, Vendor
+
+PROVIDER = "anthropic"
+
+STOP_REASONS: Mapping[str, StopReason] = {
+    "end_turn": StopReason.FINAL_ANSWER,
+    "stop_sequence": StopReason.FINAL_ANSWER,
+    # pause_turn: a server tool paused a long turn; the turn is over for us (pi-mono too).
+    "pause_turn": StopReason.FINAL_ANSWER,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "refusal": StopReason.REFUSAL,
+}
+"""Anthropic ``stop_reason`` -> canonical. ``model_context_window_exceeded`` is reported as
+:class:`ContextOverflow`; any other value is a :class:`MalformedResponse`."""
+
+EFFORT_BUDGETS: Mapping[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
+"""``ModelSettings.reasoning`` effort -> ``thinking.budget_tokens`` (minimum is 1024)."""
+
+_THINKING_OFF = ("none", "off", "disabled")
+
+# In-stream ``error`` events arrive with HTTP status 200; classify them by error type.
+_ERROR_TYPES: Mapping[str, type[ProviderError]] = {
+    "overloaded_error": TransientProviderError,
+    "api_error": TransientProviderError,
+    "timeout_error": TransientProviderError,
+    "rate_limit_error": RateLimited,
+    "authentication_error": AuthError,
+    "permission_error": AuthError,
+    "billing_error": AuthError,
+    "invalid_request_error": BadRequest,
+    "not_found_error": BadRequest,
+    "request_too_large": ContextOverflow,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicOptions:
+    """Adapter knobs beyond the registry convention.
+
+    ``default_max_tokens`` is sent when the request sets none (the API requires the
+    field); with thinking enabled it is raised to ``budget + default_max_tokens``.
+    ``timeout`` is the SDK's per-request timeout in seconds.
+    """
+
+    default_max_tokens: int = 4096
+    timeout: float = 600.0
+
+
+# ----------------------------------------------------------------------------- request
+
+
+def _thinking(settings: ModelSettings, opts: AnthropicOptions) -> dict[str, Any] | None:
+    value = settings.reasoning
+    if value is None or (isinstance(value, str) and value.lower() in _THINKING_OFF):
+        return None
+    if isinstance(value, int):
+        budget = max(1024, value)
+    else:
+        try:
+            budget = EFFORT_BUDGETS[value.lower()]
+        except KeyError:
+            efforts = ", ".join(EFFORT_BUDGETS)
+            raise BadRequest(
+                f"settings.reasoning={value!r} is not understood by anthropic;"
+                f" use one of {efforts}, 'none', or a token budget (int >= 1024)",
+                provider=PROVIDER,
+            ) from None
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+def _tool_choice(settings: ModelSettings, names: ToolNameMap) -> dict[str, Any] | None:
+    choice = settings.tool_choice
+    out: dict[str, Any]
+    if isinstance(choice, NamedTool):
+        out = {"type": "tool", "name": names.to_wire(choice.name)}
+    elif choice == "required":
+        out = {"type": "any"}
+    elif choice == "none":
+        return {"type": "none"}
+    elif settings.parallel_tool_calls is False:
+        out = {"type": "auto"}
+    else:
+        return None
+    if settings.parallel_tool_calls is False:
+        out["disable_parallel_tool_use"] = True
+    return out
+
+
+def _assistant_blocks(message: Message, names: ToolNameMap) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ReasoningPart):
+            blocks.extend(_reasoning_block(part))
+        elif isinstance(part, ToolCallPart):
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": normalize_call_id(part.id),
+                    "name": names.to_wire(part.name),
+                    "input": dict(part.arguments),
+                }
+            )
+    return blocks
+
+
+def _reasoning_block(part: ReasoningPart) -> list[dict[str, Any]]:
+    meta = own_meta(part.provider_meta, PROVIDER)
+    redacted = meta.get("redacted_data")
+    if isinstance(redacted, str):
+        return [{"type": "redacted_thinking", "data": redacted}]
+    signature = meta.get("signature")
+    if isinstance(signature, str) and signature:
+        return [{"type": "thinking", "thinking": part.text, "signature": signature}]
+    text = foreign_reasoning_text(part)
+    return [{"type": "text", "text": text}] if text else []
+
+
+def _user_blocks(message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": normalize_call_id(part.call_id),
+                "content": part.content,
+            }
+            if part.is_error:
+                block["is_error"] = True
+            blocks.append(block)
+        elif isinstance(part, TextPart | ReasoningPart) and part.text:
+            blocks.append({"type": "text", "text": part.text})
+    return blocks
+
+
+def encode_messages(
+    messages: Sequence[Message], names: ToolNameMap, cache: EncodeCache | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Canonical history -> (system texts found in it, Anthropic ``messages``).
+
+    Tool messages become user messages; consecutive same-role messages are merged (the
+    API wants alternating roles, and tool results first in their user message). With a
+    ``cache`` each message's blocks are encoded once per conversation; the tool names the
+    history mentions are registered in ``names`` either way.
+    """
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.text:
+                system.append(message.text)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = cache.get(message, names) if cache is not None else None
+        if blocks is None:
+            blocks = (
+                _assistant_blocks(message, names) if role == "assistant" else _user_blocks(message)
+            )
+            if cache is not None:
+                cache.put(message, names, blocks)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": list(blocks)})
+    return system, out
+
+
+def encode_request(
+    model: str,
+    request: ModelRequest,
+    opts: AnthropicOptions = AnthropicOptions(),
+    cache: EncodeCache | None = None,
+) -> tuple[dict[str, Any], ToolNameMap]:
+    """Build the exact ``POST /v1/messages`` body (``stream: true``) for ``request``."""
+    names = ToolNameMap.build(spec.name for spec in request.tools)
+    history_system, messages = encode_messages(request.messages, names, cache)
+    settings = request.settings
+    thinking = _thinking(settings, opts)
+    max_tokens = settings.max_tokens or opts.default_max_tokens
+    if thinking is not None and max_tokens <= thinking["budget_tokens"]:
+        max_tokens = thinking["budget_tokens"] + opts.default_max_tokens
+    payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
+    system = "\n\n".join(s for s in (request.system, *history_system) if s)
+    if system:
+        payload["system"] = system
+    if request.tools:
+        payload["tools"] = [
+            {
+                "name": names.to_wire(spec.name),
+                "description": spec.description,
+                "input_schema": dict(spec.parameters),
+            }
+            for spec in request.tools
+        ]
+        choice = _tool_choice(settings, names)
+        if choice is not None:
+            payload["tool_choice"] = choice
+    if thinking is not None:
+        payload["thinking"] = thinking  # the API rejects temperature with thinking on
+    elif settings.temperature is not None:
+        payload["temperature"] = settings.temperature
+    if settings.stop:
+        payload["stop_sequences"] = list(settings.stop)
+    payload.update(settings.extra)
+    payload["stream"] = True
+    return payload, names
+
+
+# ----------------------------------------------------------------------------- response
+
+
+def _usage(raw: Mapping[str, Any], previous: Usage) -> Usage:
+    """Anthropic reports uncached input, cache reads and cache writes separately; the
+    canonical ``input_tokens`` is their sum (as OpenAI's ``prompt_tokens``). Reasoning
+    tokens come from ``output_tokens_details.thinking_tokens`` (included in output)."""
+
+    def n(key: str, default: int) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) else default
+
+    cached = n("cache_read_input_tokens", previous.cached_tokens)
+    if "input_tokens" in raw or "cache_read_input_tokens" in raw:
+        total_in = n("input_tokens", 0) + cached + n("cache_creation_input_tokens", 0)
+    else:
+        total_in = previous.input_tokens
+    details = raw.get("output_tokens_details")
+    thinking = details.get("thinking_tokens") if isinstance(details, dict) else None
+    reasoning = thinking if isinstance(thinking, int) else previous.reasoning_tokens
+    return Usage(total_in, n("output_tokens", previous.output_tokens), cached, reasoning, 0.0)
+
+
+def map_stop_reason(raw: object, event: Mapping[str, Any]) -> StopReason:
+    """Canonical stop reason for ``raw``; raises for overflow and unknown values."""
+    if isinstance(raw, str) and raw in STOP_REASONS:
+        return STOP_REASONS[raw]
+    snippet = json.dumps(event, default=str)[:500]
+    if raw == "model_context_window_exceeded":
+        raise ContextOverflow(
+            "anthropic: the model hit its context window while answering"
+            " (stop_reason model_context_window_exceeded); shorten the history",
+            raw=snippet,
+            provider=PROVIDER,
+        )
+    raise MalformedResponse(
+        f"anthropic: unknown stop_reason {raw!r}", raw=snippet, provider=PROVIDER
+    )
+
+
+def _block_start(index: int, block: Mapping[str, Any], acc: StreamAccumulator) -> ModelEvent | None:
+    kind = block.get("type")
+    acc.break_block()
+    if kind == "text":
+        return acc.text(str(block.get("text") or ""))
+    if kind == "thinking":
+        signature = block.get("signature")
+        meta = {PROVIDER: {"signature": signature}} if signature else None
+        return acc.reasoning(str(block.get("thinking") or ""), meta)
+    if kind == "redacted_thinking":
+        acc.reasoning_meta({PROVIDER: {"redacted_data": str(block.get("data") or "")}})
+        acc.break_block()
+        return None
+    if kind == "tool_use":
+        initial = block.get("input")
+        args = json.dumps(initial) if isinstance(initial, dict) and initial else ""
+        return acc.call(
+            index, id=str(block.get("id") or ""), name=str(block.get("name") or ""), arguments=args
+        )
+    return None  # server tools, citations-only blocks ...: nothing to replay
+
+
+def _block_delta(index: int, delta: Mapping[str, Any], acc: StreamAccumulator) -> ModelEvent | None:
+    kind = delta.get("type")
+    if kind == "text_delta":
+        return acc.text(str(delta.get("text") or ""))
+    if kind == "thinking_delta":
+        return acc.reasoning(str(delta.get("thinking") or ""))
+    if kind == "signature_delta":
+        acc.reasoning_meta({PROVIDER: {"signature": str(delta.get("signature") or "")}})
+        return None
+    if kind == "input_json_delta":
+        fragment = str(delta.get("partial_json") or "")
+        if not fragment or not acc.has_call(index):
+            return None
+        return acc.call(index, arguments=fragment)
+    return None
+
+
+def decode_event(event: Mapping[str, Any], acc: StreamAccumulator) -> Iterable[ModelEvent | None]:
+    """One SSE event (as its JSON object) -> canonical events, through ``acc``.
+
+    Raises only :class:`ProviderError`: an event of an unexpected shape is a
+    :class:`MalformedResponse` carrying the event as its raw snippet."""
+    acc.record(event)
+    try:
+        return _decode(event, acc)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        raise MalformedResponse(
+            f"anthropic: unexpected {event.get('type')!r} event shape ({exc})",
+            raw=json.dumps(event, default=str)[:500],
+            provider=PROVIDER,
+        ) from exc
+
+
+def _decode(event: Mapping[str, Any], acc: StreamAccumulator) -> Iterable[ModelEvent | None]:
+    kind = event.get("type")
+    if kind == "content_block_delta":
+        return (_block_delta(int(event.get("index", 0)), event.get("delta") or {}, acc),)
+    if kind == "content_block_start":
+        return (_block_start(int(event.get("index", 0)), event.get("content_block") or {}, acc),)
+    if kind == "content_block_stop":
+        acc.break_block()
+    elif kind == "message_start":
+        message = event.get("message") or {}
+        acc.model = str(message.get("model") or acc.model)
+        if message.get("id"):
+            acc.meta["id"] = message["id"]
+        acc.usage = _usage(message.get("usage") or {}, acc.usage)
+    elif kind == "message_delta":
+        acc.usage = _usage(event.get("usage") or {}, acc.usage)
+        raw_stop = (event.get("delta") or {}).get("stop_reason")
+        if raw_stop is not None:
+            acc.finish_reason(str(raw_stop), map_stop_reason(raw_stop, event))
+    elif kind == "error":
+        raise stream_error((event.get("error") or {}), json.dumps(event, default=str))
+    return ()
+
+
+def stream_error(error: Mapping[str, Any], raw: str) -> ProviderError:
+    """An Anthropic ``{"type": ..., "message": ...}`` error object -> taxonomy."""
+    kind = str(error.get("type") or "")
+    message = str(error.get("message") or kind or "unknown error")
+    text = f"anthropic {kind}: {message}"
+    if is_context_overflow(PROVIDER, None, message):
+        return ContextOverflow(text, raw=raw, provider=PROVIDER)
+    cls = _ERROR_TYPES.get(kind, TransientProviderError)
+    return cls(text, raw=raw, provider=PROVIDER)
+
+
+def classify(exc: BaseException) -> ProviderError:
+    """SDK exception -> taxonomy. In-stream ``error`` events surface as an
+    ``APIStatusError`` with status 200; their body names the error type."""
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    if status == 200 and isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict):
+            return stream_error(inner, json.dumps(body, default=str))
+    return error_from_exception(PROVIDER, exc)
+
+
+# ----------------------------------------------------------------------------- adapter
+
+
+class AnthropicModel:
+    """:class:`~loopwright.core.protocols.Model` over the Anthropic Messages API.
+
+    Constructor follows the registry convention (see :mod:`loopwright.providers.registry`);
+    ``options`` holds the Anthropic-specific knobs. The SDK client is built lazily, once
+    per event loop, with ``max_retries=0``: retries follow ``retry`` (before the first
+    event only).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        on_payload: PayloadHook | None = None,
+        vendor: Vendor | None = None,
+        retry: RetryPolicy | None = None,
+        options: AnthropicOptions | None = None,
+    ) -> None:
+        self.model = model
+        self.vendor = vendor or VENDORS["anthropic"]
+        self.base_url = base_url
+        self._api_key = api_key
+        self.on_payload = on_payload
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.options = options or AnthropicOptions()
+        # Cached wire blocks are shared between requests: off when a hook could mutate them.
+        self._cache = EncodeCache() if on_payload is None else None
+        self._client: tuple[asyncio.AbstractEventLoop, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.vendor.name}:{self.model}"
+
+    def _sdk(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client[0] is not loop:
+            from anthropic import AsyncAnthropic
+
+            client = AsyncAnthropic(
+                api_key=self._api_key or "not-needed",
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.options.timeout,
+                default_headers=dict(self.vendor.extra_headers) or None,
+            )
+            self._client = (loop, client)
+        return self._client[1]
+
+    async def _open(self, payload: dict[str, Any]) -> AsyncIterable[Mapping[str, Any]]:
+        from anthropic import AsyncStream
+
+        try:
+            stream = await self._sdk().post(
+                "/v1/messages",
+                body=payload,
+                cast_to=object,
+                stream=True,
+                stream_cls=AsyncStream[object],
+            )
+        except Exception as exc:
+            raise classify(exc) from exc
+        response = getattr(stream, "response", None)
+        content_type = str(getattr(response, "headers", {}).get("content-type", ""))
+        if response is not None and "event-stream" not in content_type:
+            # A proxy answering 200 with a page or JSON: the SSE decoder would see no event.
+            body = (await response.aread()).decode("utf-8", "replace")
+            raise MalformedResponse(
+                f"anthropic: expected an event stream, got {content_type or 'no content type'}",
+                status=response.status_code,
+                raw=body[:500],
+                provider=PROVIDER,
+            )
+        return _events(stream)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            payload, names = encode_request(self.model, request, self.options, self._cache)
+            payload = apply_request_hook(self.on_payload, PROVIDER, payload)
+        except ProviderError as exc:
+            yield StreamError(exc)
+            return
+        hook = self.on_payload
+
+        def accumulator() -> StreamAccumulator:
+            acc = StreamAccumulator(PROVIDER, names.from_wire)
+            acc.model = self.model
+            if hook is not None:
+                acc.raw_events = []
+            return acc
+
+        plan: StreamPlan[Mapping[str, Any]] = StreamPlan(
+            provider=PROVIDER,
+            open=lambda: self._open(payload),
+            decode=decode_event,
+            new_accumulator=accumulator,
+            retry=self.retry,
+            on_response=(lambda acc: report_response(hook, {"events": acc.raw_events}))
+            if hook is not None
+            else None,
+        )
+        async for event in drive(plan):
+            yield event
+
+
+async def _events(stream: Any) -> AsyncIterator[Mapping[str, Any]]:
+    """The SDK's SSE stream (events as their JSON objects), errors mapped."""
+    try:
+        async for event in stream:
+            if not isinstance(event, dict):
+                raise MalformedResponse(
+                    f"anthropic: stream event is not a JSON object: {event!r}"[:300],
+                    raw=json.dumps(event, default=str)[:500],
+                    provider=PROVIDER,
+                )
+            yield event
+    except Exception as exc:
+        raise classify(exc) from exc
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            await close()
+
+
+__all__ = [
+    "EFFORT_BUDGETS",
+    "STOP_REASONS",
+    "AnthropicModel",
+    "AnthropicOptions",
+    "classify",
+    "decode_event",
+    "encode_messages",
+    "encode_request",
+    "map_stop_reason",
+]

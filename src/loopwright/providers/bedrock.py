@@ -1,0 +1,718 @@
+"""Amazon Bedrock Converse adapter (``bedrock:MODEL_ID``), via ``boto3``'s ``converse_stream``.
+
+Wire facts this module relies on (Bedrock API reference ``ConverseStream``, botocore
+service model ``bedrock-runtime`` 2023-09-30, user guide "Call a tool with the Converse
+API"):
+
+* Request: ``modelId``, ``messages`` (strictly alternating ``user`` / ``assistant``, content
+  blocks), ``system[{text}]``, ``inferenceConfig{maxTokens, temperature, stopSequences}``,
+  ``toolConfig{tools[{toolSpec{name, description, inputSchema{json}}}], toolChoice{auto|any|
+  tool{name}}}``; model-specific fields (Claude ``thinking``) in
+  ``additionalModelRequestFields``. There is no ``none`` tool choice: tools are left out
+  instead (impossible when the history holds tool blocks: Bedrock then requires
+  ``toolConfig``, so the tools stay and the model chooses).
+* Calls are ``toolUse{toolUseId, name, input}`` blocks; results go back as
+  ``toolResult{toolUseId, content[{text}], status}`` blocks in a ``user`` message.
+  ``toolUseId`` must match ``[a-zA-Z0-9_-]+`` (ids from other providers are normalised).
+* The response stream is AWS binary event-stream (not SSE): ``messageStart``,
+  ``contentBlockStart`` (tool use only), ``contentBlockDelta{text | toolUse{input} |
+  reasoningContent{text | signature | redactedContent}}``, ``contentBlockStop``,
+  ``messageStop{stopReason}``, ``metadata{usage}``; errors may arrive as exception events.
+* boto3 is synchronous: the call and each ``next()`` on the event stream run in a worker
+  thread and are bridged to the async stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import threading
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopwright.core.errors import (
+    AuthError,
+    BadRequest,
+    ContextOverflow,
+    MalformedResponse,
+    ProviderError,
+    RateLimited,
+    TransientProviderError,
+)
+from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.messages import (
+    Message,
+    ReasoningPart,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.providers._common import (
+    EncodeCache,
+    RetryPolicy,
+    StreamAccumulator,
+    StreamPlan,
+    ToolNameMap,
+    apply_request_hook,
+    drive,
+    error_from_exception,
+    error_from_http,
+    foreign_reasoning_text,
+    is_context_overflow,
+    normalize_call_id,
+    own_meta,
+    parse_retry_after,
+    report_response,
+)
+from loopwright.providers.registry import VENDORS, Vendor
+
+PROVIDER = "bedrock"
+
+STOP_REASONS: Mapping[str, StopReason] = {
+    "end_turn": StopReason.FINAL_ANSWER,
+    "stop_sequence": StopReason.FINAL_ANSWER,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "guardrail_intervened": StopReason.REFUSAL,
+    "content_filtered": StopReason.REFUSAL,
+}
+"""Bedrock ``stopReason`` -> canonical. ``malformed_model_output`` / ``malformed_tool_use``
+are :class:`MalformedResponse`; ``model_context_window_exceeded`` is
+:class:`ContextOverflow`; unknown values are :class:`MalformedResponse`."""
+
+EFFORT_BUDGETS: Mapping[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
+"""Effort -> Claude ``thinking.budget_tokens`` (sent in additionalModelRequestFields)."""
+
+# botocore error codes (HTTP errors are PascalCase, in-stream exception events camelCase).
+_ERROR_CODES: Mapping[str, type[ProviderError]] = {
+    "throttlingexception": RateLimited,
+    "toomanyrequestsexception": RateLimited,
+    "servicequotaexceededexception": RateLimited,
+    "internalserverexception": TransientProviderError,
+    "serviceunavailableexception": TransientProviderError,
+    "modelstreamerrorexception": TransientProviderError,
+    "modeltimeoutexception": TransientProviderError,
+    "modelnotreadyexception": TransientProviderError,
+    "modelerrorexception": TransientProviderError,
+    "accessdeniedexception": AuthError,
+    "unrecognizedclientexception": AuthError,
+    "expiredtokenexception": AuthError,
+    "invalidsignatureexception": AuthError,
+    "validationexception": BadRequest,
+    "resourcenotfoundexception": BadRequest,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BedrockOptions:
+    """AWS client settings. Credentials default to boto3's chain (environment, profile,
+    role, ``AWS_BEARER_TOKEN_BEDROCK``); ``default_max_tokens`` is sent when the request
+    sets none and thinking needs a budget below it."""
+
+    region: str | None = None
+    aws_access_key_id: str | None = None
+    aws_secret_access_key: str | None = None
+    aws_session_token: str | None = None
+    timeout: float = 600.0
+    default_max_tokens: int = 4096
+
+
+# ----------------------------------------------------------------------------- request
+
+
+def _thinking_budget(settings: ModelSettings) -> int | None:
+    value = settings.reasoning
+    if value is None or (isinstance(value, str) and value.lower() in ("none", "off", "disabled")):
+        return None
+    if isinstance(value, int):
+        return max(1024, value)
+    try:
+        return EFFORT_BUDGETS[value.lower()]
+    except KeyError:
+        raise BadRequest(
+            f"settings.reasoning={value!r} is not understood by bedrock; use one of"
+            f" {', '.join(EFFORT_BUDGETS)}, 'none', or a token budget (int >= 1024)",
+            provider=PROVIDER,
+        ) from None
+
+
+def _reasoning_block(part: ReasoningPart) -> dict[str, Any] | None:
+    meta = own_meta(part.provider_meta, PROVIDER)
+    redacted = meta.get("redacted")
+    if isinstance(redacted, str):
+        return {"reasoningContent": {"redactedContent": redacted}}
+    signature = meta.get("signature")
+    if isinstance(signature, str) and signature:
+        return {"reasoningContent": {"reasoningText": {"text": part.text, "signature": signature}}}
+    text = foreign_reasoning_text(part)
+    return {"text": text} if text else None
+
+
+def _assistant_content(message: Message, names: ToolNameMap) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"text": part.text})
+        elif isinstance(part, ReasoningPart):
+            block = _reasoning_block(part)
+            if block is not None:
+                blocks.append(block)
+        elif isinstance(part, ToolCallPart):
+            use = {
+                "toolUseId": normalize_call_id(part.id),
+                "name": names.to_wire(part.name),
+                "input": dict(part.arguments),
+            }
+            blocks.append({"toolUse": use})
+    return blocks
+
+
+def _user_content(message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            result = {
+                "toolUseId": normalize_call_id(part.call_id),
+                "content": [{"text": part.content}],
+                "status": "error" if part.is_error else "success",
+            }
+            blocks.append({"toolResult": result})
+        elif isinstance(part, TextPart | ReasoningPart) and part.text:
+            blocks.append({"text": part.text})
+    return blocks
+
+
+def encode_messages(
+    messages: Sequence[Message], names: ToolNameMap, cache: EncodeCache | None = None
+) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """Canonical history -> (system texts, Converse ``messages``, whether tool blocks occur).
+
+    Tool messages become user messages and same-role neighbours are merged: Converse
+    rejects two consecutive messages with one role. With a ``cache`` each message's
+    blocks are encoded once per conversation."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    has_tool_blocks = False
+    for message in messages:
+        if message.role == "system":
+            if message.text:
+                system.append(message.text)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = cache.get(message, names) if cache is not None else None
+        if blocks is None:
+            blocks = (
+                _assistant_content(message, names)
+                if role == "assistant"
+                else _user_content(message)
+            )
+            if cache is not None:
+                cache.put(message, names, blocks)
+        if not has_tool_blocks:
+            has_tool_blocks = message.role == "tool" or any("toolUse" in b for b in blocks)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": list(blocks)})
+    return system, out, has_tool_blocks
+
+
+def _tool_config(
+    request: ModelRequest, names: ToolNameMap, has_tool_blocks: bool
+) -> dict[str, Any] | None:
+    choice = request.settings.tool_choice
+    if not request.tools or (choice == "none" and not has_tool_blocks):
+        return None
+    tools = []
+    for spec in request.tools:
+        tool_spec: dict[str, Any] = {
+            "name": names.to_wire(spec.name),
+            "inputSchema": {"json": dict(spec.parameters)},
+        }
+        if spec.description:
+            tool_spec["description"] = spec.description  # must be non-empty when present
+        tools.append({"toolSpec": tool_spec})
+    config: dict[str, Any] = {"tools": tools}
+    if isinstance(choice, NamedTool):
+        config["toolChoice"] = {"tool": {"name": names.to_wire(choice.name)}}
+    elif choice == "required":
+        config["toolChoice"] = {"any": {}}
+    return config
+
+
+def encode_request(
+    model: str,
+    request: ModelRequest,
+    opts: BedrockOptions = BedrockOptions(),
+    cache: EncodeCache | None = None,
+) -> tuple[dict[str, Any], ToolNameMap]:
+    """Build the ``converse_stream`` keyword arguments (= the wire body + ``modelId``)."""
+    names = ToolNameMap.build(spec.name for spec in request.tools)
+    history_system, messages, has_tool_blocks = encode_messages(request.messages, names, cache)
+    settings = request.settings
+    payload: dict[str, Any] = {"modelId": model, "messages": messages}
+    system = [s for s in (request.system, *history_system) if s]
+    if system:
+        payload["system"] = [{"text": s} for s in system]
+    inference: dict[str, Any] = {}
+    budget = _thinking_budget(settings)
+    max_tokens = settings.max_tokens
+    if budget is not None and (max_tokens or 0) <= budget:
+        max_tokens = budget + opts.default_max_tokens
+    if max_tokens is not None:
+        inference["maxTokens"] = max_tokens
+    if settings.temperature is not None and budget is None:
+        inference["temperature"] = settings.temperature
+    if settings.stop:
+        inference["stopSequences"] = list(settings.stop)
+    if inference:
+        payload["inferenceConfig"] = inference
+    tool_config = _tool_config(request, names, has_tool_blocks)
+    if tool_config is not None:
+        payload["toolConfig"] = tool_config
+    if budget is not None:
+        payload["additionalModelRequestFields"] = {
+            "thinking": {"type": "enabled", "budget_tokens": budget}
+        }
+    payload.update(settings.extra)
+    return payload, names
+
+
+def _sdk_kwargs(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``redactedContent`` is a blob: the payload keeps it base64 (JSON-safe), boto3
+    wants the bytes."""
+    messages = payload.get("messages")
+    if not isinstance(messages, list):
+        return dict(payload)
+    fixed = []
+    for message in messages:
+        content = []
+        for block in message.get("content") or ():
+            reasoning = block.get("reasoningContent") if isinstance(block, Mapping) else None
+            if isinstance(reasoning, Mapping) and isinstance(reasoning.get("redactedContent"), str):
+                raw = base64.b64decode(reasoning["redactedContent"])
+                block = {"reasoningContent": {"redactedContent": raw}}
+            content.append(block)
+        fixed.append({**message, "content": content})
+    return {**payload, "messages": fixed}
+
+
+# ----------------------------------------------------------------------------- response
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    """``inputTokens`` excludes cache reads/writes; canonical input is their sum."""
+
+    def n(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) else 0
+
+    cached = n("cacheReadInputTokens")
+    total_in = n("inputTokens") + cached + n("cacheWriteInputTokens")
+    return Usage(total_in, n("outputTokens"), cached, 0, 0.0)
+
+
+def map_stop_reason(raw: object, event: Mapping[str, Any]) -> StopReason:
+    """Canonical stop reason for ``raw``; raises for overflow, malformed and unknown."""
+    if isinstance(raw, str) and raw in STOP_REASONS:
+        return STOP_REASONS[raw]
+    snippet = json.dumps(event, default=str)[:500]
+    if raw == "model_context_window_exceeded":
+        raise ContextOverflow(
+            "bedrock: the model hit its context window (stopReason"
+            " model_context_window_exceeded); shorten the history",
+            raw=snippet,
+            provider=PROVIDER,
+        )
+    if raw in ("malformed_model_output", "malformed_tool_use"):
+        raise MalformedResponse(
+            f"bedrock: the model produced unusable output (stopReason {raw})",
+            raw=snippet,
+            provider=PROVIDER,
+        )
+    raise MalformedResponse(f"bedrock: unknown stopReason {raw!r}", raw=snippet, provider=PROVIDER)
+
+
+@dataclass(slots=True)
+class _Blocks:
+    """Decoding state: the content block being filled and its reasoning meta."""
+
+    index: int | None = None
+    reasoning: dict[str, Any] = field(default_factory=dict)
+
+    def enter(self, index: int, acc: StreamAccumulator) -> None:
+        if index != self.index:
+            acc.break_block()
+            self.index = index
+            self.reasoning = {}
+
+
+def _reasoning_delta(
+    delta: Mapping[str, Any], acc: StreamAccumulator, blocks: _Blocks
+) -> ModelEvent | None:
+    if isinstance(delta.get("signature"), str):
+        blocks.reasoning["signature"] = delta["signature"]
+    redacted = delta.get("redactedContent")
+    if isinstance(redacted, bytes | bytearray):
+        blocks.reasoning["redacted"] = base64.b64encode(bytes(redacted)).decode()
+    elif isinstance(redacted, str):
+        blocks.reasoning["redacted"] = redacted
+    text = delta.get("text")
+    event = acc.reasoning(text if isinstance(text, str) else "")
+    if blocks.reasoning:
+        acc.reasoning_meta({PROVIDER: dict(blocks.reasoning)})
+    return event
+
+
+def _delta(event: Mapping[str, Any], acc: StreamAccumulator, blocks: _Blocks) -> ModelEvent | None:
+    index = int(event.get("contentBlockIndex", 0))
+    blocks.enter(index, acc)
+    delta = event.get("delta") or {}
+    if isinstance(delta.get("text"), str):
+        return acc.text(delta["text"])
+    tool = delta.get("toolUse")
+    if isinstance(tool, dict):
+        fragment = tool.get("input")
+        if isinstance(fragment, str) and fragment:
+            return acc.call(index, arguments=fragment)
+        return None
+    reasoning = delta.get("reasoningContent")
+    if isinstance(reasoning, dict):
+        return _reasoning_delta(reasoning, acc, blocks)
+    return None
+
+
+def decode_event(
+    event: Mapping[str, Any], acc: StreamAccumulator, blocks: _Blocks
+) -> Iterable[ModelEvent | None]:
+    """One parsed ``ConverseStreamOutput`` member (``{"contentBlockDelta": {...}}``) ->
+    canonical events, through ``acc``. Raises only :class:`ProviderError` (an unexpected
+    shape is a :class:`MalformedResponse` with the event as raw snippet)."""
+    if acc.raw_events is not None:
+        acc.record(_jsonable(event))
+    try:
+        return _decode(event, acc, blocks)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        raise MalformedResponse(
+            f"bedrock: unexpected event shape ({exc})",
+            raw=json.dumps(_jsonable(event), default=str)[:500],
+            provider=PROVIDER,
+        ) from exc
+
+
+def _decode(
+    event: Mapping[str, Any], acc: StreamAccumulator, blocks: _Blocks
+) -> Iterable[ModelEvent | None]:
+    if "contentBlockDelta" in event:
+        return (_delta(event["contentBlockDelta"], acc, blocks),)
+    if "contentBlockStart" in event:
+        start_event = event["contentBlockStart"]
+        index = int(start_event.get("contentBlockIndex", 0))
+        blocks.enter(index, acc)
+        tool = (start_event.get("start") or {}).get("toolUse")
+        if isinstance(tool, dict):
+            name = str(tool.get("name") or "")
+            return (acc.call(index, id=str(tool.get("toolUseId") or ""), name=name),)
+    elif "contentBlockStop" in event:
+        blocks.index = None
+        acc.break_block()
+    elif "messageStop" in event:
+        stop = event["messageStop"]
+        raw = stop.get("stopReason")
+        acc.finish_reason(str(raw), map_stop_reason(raw, event))
+    elif "metadata" in event:
+        usage = event["metadata"].get("usage")
+        if isinstance(usage, dict):
+            acc.usage = _usage(usage)
+    else:
+        for key, value in event.items():
+            if key.endswith("Exception"):
+                message = value.get("message") if isinstance(value, dict) else value
+                raise _coded_error(key, str(message), None, json.dumps(_jsonable(event)))
+    return ()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _coded_error(code: str, message: str, status: int | None, raw: str) -> ProviderError:
+    text = f"bedrock {code}: {message}"
+    cls = _ERROR_CODES.get(code.lower())
+    # Only a rejected request can be an overflow: a throttle says "Too many tokens" too.
+    if cls in (BadRequest, None) and is_context_overflow(PROVIDER, None, message):
+        return ContextOverflow(text, status=status, raw=raw, provider=PROVIDER)
+    if cls is None:
+        return error_from_http(PROVIDER, status, raw)
+    return cls(text, status=status, raw=raw, provider=PROVIDER)
+
+
+_captured = threading.local()
+"""The raw body of the last failed HTTP response, per worker thread (see ``_capture``)."""
+
+
+def _capture(response_dict: Mapping[str, Any] | None = None, **_: Any) -> None:
+    """botocore ``before-parse`` hook: keep an error body so a proxy's HTML page reaches
+    the error as its raw snippet (botocore's parsed error drops it)."""
+    if response_dict and int(response_dict.get("status_code", 200)) >= 300:
+        body = response_dict.get("body")
+        _captured.body = body.decode("utf-8", "replace") if isinstance(body, bytes) else ""
+
+
+def classify(exc: BaseException, body: str | None = None) -> ProviderError:
+    """botocore ``ClientError`` / ``EventStreamError`` / transport errors -> taxonomy."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError"):
+        return AuthError(
+            f"bedrock: {exc}; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or"
+            " AWS_BEARER_TOKEN_BEDROCK",
+            raw=str(exc),
+            provider=PROVIDER,
+        )
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict) or "Error" not in response:
+        return error_from_exception(PROVIDER, exc)
+    error = response.get("Error") or {}
+    meta = response.get("ResponseMetadata") or {}
+    status = meta.get("HTTPStatusCode")
+    status = status if isinstance(status, int) else None
+    headers = meta.get("HTTPHeaders") or {}
+    code = str(error.get("Code") or "")
+    message = str(error.get("Message") or error.get("message") or "")
+    raw = body or json.dumps({"Error": error}, default=str)
+    if body and not body.lstrip().startswith("{"):
+        return error_from_http(PROVIDER, status, body, headers)
+    mapped = _coded_error(code, message, status, raw)
+    if isinstance(mapped, RateLimited | TransientProviderError):
+        mapped.retry_after = parse_retry_after(headers)
+    return mapped
+
+
+# ----------------------------------------------------------------------------- adapter
+
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _client_for(base_url: str | None, opts: BedrockOptions) -> Any:
+    """A shared ``bedrock-runtime`` client per endpoint + settings: building one loads the
+    service model (tens of milliseconds) and boto3 clients are thread-safe."""
+    import boto3
+    from botocore.config import Config
+
+    with _CLIENTS_LOCK:
+        session = boto3.session.Session()
+        # botocore reads AWS_DEFAULT_REGION / the profile; AWS_REGION is what the other
+        # AWS SDKs (and Bedrock's docs) use, so honour it too.
+        region = opts.region or os.environ.get("AWS_REGION") or session.region_name
+        if not region:
+            raise BadRequest(
+                "bedrock: no AWS region configured; set AWS_REGION (or AWS_DEFAULT_REGION,"
+                " a profile region, or BedrockOptions(region=...))",
+                provider=PROVIDER,
+            )
+        key = (
+            base_url,
+            region,
+            opts.aws_access_key_id,
+            opts.aws_secret_access_key,
+            opts.aws_session_token,
+            opts.timeout,
+        )
+        client = _CLIENTS.get(key)
+        if client is None:
+            config = Config(
+                retries={"total_max_attempts": 1, "mode": "standard"},
+                read_timeout=opts.timeout,
+                connect_timeout=min(opts.timeout, 60.0),
+            )
+            client = session.client(
+                "bedrock-runtime",
+                endpoint_url=base_url,
+                region_name=region,
+                aws_access_key_id=opts.aws_access_key_id,
+                aws_secret_access_key=opts.aws_secret_access_key,
+                aws_session_token=opts.aws_session_token,
+                config=config,
+            )
+            client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _capture)
+            _CLIENTS[key] = client
+        return client
+
+
+class BedrockModel:
+    """:class:`~loopwright.core.protocols.Model` over Bedrock ``ConverseStream``.
+
+    Constructor follows the registry convention (``api_key`` is unused: boto3 resolves
+    AWS credentials or ``AWS_BEARER_TOKEN_BEDROCK`` itself); ``options`` holds the AWS
+    settings. botocore's own retries are off; ``retry`` applies before the first event.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        on_payload: PayloadHook | None = None,
+        vendor: Vendor | None = None,
+        retry: RetryPolicy | None = None,
+        options: BedrockOptions | None = None,
+    ) -> None:
+        self.model = model
+        self.vendor = vendor or VENDORS["bedrock"]
+        self.base_url = base_url
+        self.on_payload = on_payload
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.options = options or BedrockOptions()
+        # Cached wire blocks are shared between requests: off when a hook could mutate them.
+        self._cache = EncodeCache() if on_payload is None else None
+        self._client: Any = None
+        del api_key  # boto3 reads AWS_BEARER_TOKEN_BEDROCK from the environment itself
+
+    @property
+    def name(self) -> str:
+        return f"{self.vendor.name}:{self.model}"
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            self._client = _client_for(self.base_url, self.options)
+        return self._client
+
+    def _call(self, kwargs: dict[str, Any]) -> Any:
+        """Runs in a worker thread: the HTTP call up to the response headers."""
+        _captured.body = None
+        try:
+            return self._sdk().converse_stream(**kwargs)["stream"]
+        except Exception as exc:
+            raise classify(exc, getattr(_captured, "body", None)) from exc
+
+    async def _open(self, payload: Mapping[str, Any]) -> AsyncIterable[Mapping[str, Any]]:
+        stream = await asyncio.to_thread(self._call, _sdk_kwargs(payload))
+        return _events(stream)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            payload, names = encode_request(self.model, request, self.options, self._cache)
+            payload = apply_request_hook(self.on_payload, PROVIDER, payload)
+        except ProviderError as exc:
+            yield StreamError(exc)
+            return
+        hook = self.on_payload
+        states: list[_Blocks] = []
+
+        def accumulator() -> StreamAccumulator:
+            acc = StreamAccumulator(PROVIDER, names.from_wire)
+            acc.model = self.model
+            if hook is not None:
+                acc.raw_events = []
+            states.append(_Blocks())
+            return acc
+
+        plan: StreamPlan[Mapping[str, Any]] = StreamPlan(
+            provider=PROVIDER,
+            open=lambda: self._open(payload),
+            decode=lambda event, acc: decode_event(event, acc, states[-1]),
+            new_accumulator=accumulator,
+            retry=self.retry,
+            on_response=(lambda acc: report_response(hook, {"events": acc.raw_events}))
+            if hook is not None
+            else None,
+        )
+        async for event in drive(plan):
+            yield event
+
+
+def _frames(stream: Any) -> Iterator[Mapping[str, Any]]:
+    """Decode the event-stream frames ourselves (botocore's ``EventStreamBuffer``) rather
+    than botocore's parsed events: its parser turns an unparseable payload into an empty
+    event, which would lose the raw bytes a malformed-response error must carry. Falls
+    back to the parsed iterator if the raw body is not reachable."""
+    from botocore.eventstream import EventStreamBuffer, ParserError
+
+    raw_stream = getattr(stream, "_raw_stream", None)
+    if raw_stream is None:
+        yield from stream
+        return
+    buffer = EventStreamBuffer()
+    for chunk in raw_stream.stream():
+        buffer.add_data(chunk)
+        try:
+            messages = list(buffer)
+        except ParserError as exc:
+            raise MalformedResponse(
+                f"bedrock: broken event-stream frame ({exc})",
+                raw=repr(bytes(chunk[:200])),
+                provider=PROVIDER,
+            ) from exc
+        for message in messages:
+            yield _frame_event(message.headers, message.payload)
+
+
+def _frame_event(headers: Mapping[str, Any], payload: bytes) -> Mapping[str, Any]:
+    """One frame -> ``{event_type: payload}``; exception frames raise."""
+    text = payload.decode("utf-8", "replace")
+    kind = headers.get(":message-type")
+    if kind in ("exception", "error"):
+        code = str(headers.get(":exception-type") or headers.get(":error-code") or "error")
+        message = str(headers.get(":error-message") or "")
+        if not message:
+            try:
+                message = str(json.loads(text).get("message") or text)
+            except (ValueError, AttributeError):
+                message = text
+        raise _coded_error(code, message, None, text[:500])
+    try:
+        body = json.loads(text) if text else {}
+    except ValueError as exc:
+        raise MalformedResponse(
+            f"bedrock: {headers.get(':event-type')} event is not valid JSON ({exc})",
+            raw=text[:500],
+            provider=PROVIDER,
+        ) from exc
+    return {str(headers.get(":event-type")): body}
+
+
+async def _events(stream: Any) -> AsyncIterator[Mapping[str, Any]]:
+    """Bridge the blocking frame reader to async, one ``next()`` per thread hop."""
+    iterator = _frames(stream)
+    try:
+        while True:
+            try:
+                event = await asyncio.to_thread(next, iterator, None)
+            except Exception as exc:
+                raise classify(exc) from exc
+            if event is None:
+                return
+            yield event
+    finally:
+        await asyncio.to_thread(stream.close)
+
+
+__all__ = [
+    "EFFORT_BUDGETS",
+    "STOP_REASONS",
+    "BedrockModel",
+    "BedrockOptions",
+    "classify",
+    "decode_event",
+    "encode_messages",
+    "encode_request",
+    "map_stop_reason",
+]

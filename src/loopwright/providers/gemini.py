@@ -1,0 +1,745 @@
+"""Google Gemini ``generateContent`` adapter (``gemini:MODEL``), via the ``google-genai`` SDK.
+
+Wire facts this module relies on (ai.google.dev function-calling guide, REST reference
+``v1beta/models.streamGenerateContent``; google-genai >= 1.0):
+
+* The request is ``contents`` (roles ``user`` / ``model``) plus ``systemInstruction``,
+  ``tools[{functionDeclarations[{name, description, parametersJsonSchema}]}]``,
+  ``toolConfig.functionCallingConfig{mode AUTO|ANY|NONE, allowedFunctionNames}`` and the
+  generation fields. The SDK takes the latter flat in ``config``; the payload this module
+  builds (and shows to ``on_payload``) is exactly the SDK call: ``{"model", "contents",
+  "config"}`` with the wire's camelCase names.
+* Calls come back as ``functionCall{name, args}`` parts with ``args`` an *object*, whole
+  (never fragmented); results go back as ``functionResponse{name, response}`` parts in a
+  ``user`` turn. The Gemini API usually sends no call id, so ids are synthesised
+  (stable: turn number, position, name) and results are paired back *by order*: the
+  ``functionResponse`` parts follow the order of the calls they answer.
+* Thought signatures (``thoughtSignature``, base64) ride on the part they came with and must
+  be sent back on that part: on a function call they are kept in the call's
+  ``provider_meta["gemini"]``, on text/thought parts in the message's. Thought summaries
+  (``thought: true`` parts) are reasoning.
+* There is no tool-specific finish reason: ``STOP`` with function calls is tool use.
+* Streaming is SSE (``?alt=sse``) of whole ``GenerateContentResponse`` objects; an error may
+  arrive as a ``{"error": {...}}`` chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import re
+from collections import OrderedDict
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loopwright.core.errors import (
+    AuthError,
+    BadRequest,
+    ContextOverflow,
+    MalformedResponse,
+    ProviderError,
+    RateLimited,
+)
+from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.messages import (
+    Message,
+    ReasoningPart,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.core.tools import ToolSpec
+from loopwright.providers._common import (
+    EncodeCache,
+    RetryPolicy,
+    StreamAccumulator,
+    StreamPlan,
+    ToolNameMap,
+    apply_request_hook,
+    drive,
+    error_from_exception,
+    error_from_http,
+    foreign_reasoning_text,
+    own_meta,
+    report_response,
+)
+from loopwright.providers.registry import VENDORS, Vendor
+from loopwright.providers.schema import UnsupportedSchema, gemini_schema
+
+PROVIDER = "gemini"
+
+FINISH_REASONS: Mapping[str, StopReason] = {
+    "STOP": StopReason.FINAL_ANSWER,
+    "MAX_TOKENS": StopReason.MAX_TOKENS,
+    **{
+        reason: StopReason.REFUSAL
+        for reason in (
+            "SAFETY",
+            "RECITATION",
+            "LANGUAGE",
+            "BLOCKLIST",
+            "PROHIBITED_CONTENT",
+            "SPII",
+            "IMAGE_SAFETY",
+            "IMAGE_PROHIBITED_CONTENT",
+            "IMAGE_RECITATION",
+            "MODEL_ARMOR",
+        )
+    },
+}
+"""Gemini ``finishReason`` -> canonical. The model-output failures
+(:data:`MALFORMED_REASONS`) become a :class:`MalformedResponse`; any other value too."""
+
+MALFORMED_REASONS = frozenset(
+    {
+        "MALFORMED_FUNCTION_CALL",
+        "UNEXPECTED_TOOL_CALL",
+        "TOO_MANY_TOOL_CALLS",
+        "MISSING_THOUGHT_SIGNATURE",
+        "MALFORMED_RESPONSE",
+        "OTHER",
+        "FINISH_REASON_UNSPECIFIED",
+    }
+)
+
+EFFORT_LEVELS: Mapping[str, str] = {
+    "minimal": "MINIMAL",
+    "low": "LOW",
+    "medium": "MEDIUM",
+    "high": "HIGH",
+}
+"""``ModelSettings.reasoning`` effort -> ``thinkingConfig.thinkingLevel`` (Gemini 3+; an
+int is ``thinkingBudget``; ``"none"`` is budget 0)."""
+
+EFFORT_BUDGETS: Mapping[str, int] = {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576}
+"""Effort -> ``thinkingBudget`` for Gemini 1.x/2.x, which predate ``thinkingLevel``."""
+
+_BUDGET_MODELS = re.compile(r"^(models/)?gemini-[12]\.")
+
+_RETRY_DELAY = re.compile(r'"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"')
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiOptions:
+    """``api_version`` is the REST version the SDK targets; ``timeout`` is seconds."""
+
+    api_version: str = "v1beta"
+    timeout: float = 600.0
+
+
+# ----------------------------------------------------------------------------- ids
+
+
+def synthesize_call_id(turn: int, index: int, name: str) -> str:
+    """A stable id for an id-less Gemini call: same turn/position/name, same id."""
+    digest = hashlib.sha256(f"{turn}:{index}:{name}".encode()).hexdigest()[:16]
+    return f"gemini_{turn}_{index}_{digest}"
+
+
+def _assistant_turns(messages: Sequence[Message]) -> int:
+    return sum(1 for m in messages if m.role == "assistant")
+
+
+# ----------------------------------------------------------------------------- request
+
+
+def _json_schema(node: Any) -> Any:
+    """The sanitiser emits OpenAPI ``nullable``; ``parametersJsonSchema`` is JSON Schema,
+    where the same thing is ``type: [T, "null"]``."""
+    if isinstance(node, list):
+        return [_json_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _json_schema(v) for k, v in node.items() if k != "nullable"}
+    if node.get("nullable") is True and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+_SCHEMAS: OrderedDict[int, tuple[ToolSpec, dict[str, Any]]] = OrderedDict()
+_SCHEMA_CACHE_SIZE = 512
+
+
+def _schema_for(spec: ToolSpec) -> dict[str, Any]:
+    """The sanitised schema of ``spec``, cached per spec object: a loop sends the same
+    specs every turn and sanitising is the costliest part of encoding. Specs are frozen
+    (their schema must not be mutated, see :mod:`loopwright.core.tools`); the cache holds
+    the spec itself so an id is never confused with a recycled one."""
+    hit = _SCHEMAS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        _SCHEMAS.move_to_end(id(spec))
+        return hit[1]
+    try:
+        schema = _json_schema(gemini_schema(spec.parameters, spec.name))
+    except UnsupportedSchema as exc:
+        raise BadRequest(str(exc), provider=PROVIDER) from exc
+    _SCHEMAS[id(spec)] = (spec, schema)
+    if len(_SCHEMAS) > _SCHEMA_CACHE_SIZE:
+        _SCHEMAS.popitem(last=False)
+    return schema
+
+
+def _declarations(request: ModelRequest, names: ToolNameMap) -> list[dict[str, Any]]:
+    out = []
+    for spec in request.tools:
+        schema = _schema_for(spec)
+        out.append(
+            {
+                "name": names.to_wire(spec.name),
+                "description": spec.description,
+                "parametersJsonSchema": schema,
+            }
+        )
+    return out
+
+
+def _tool_config(settings: ModelSettings, names: ToolNameMap) -> dict[str, Any] | None:
+    choice = settings.tool_choice
+    if isinstance(choice, NamedTool):
+        config = {"mode": "ANY", "allowedFunctionNames": [names.to_wire(choice.name)]}
+    elif choice == "required":
+        config = {"mode": "ANY"}
+    elif choice == "none":
+        config = {"mode": "NONE"}
+    else:
+        return None
+    return {"functionCallingConfig": config}
+
+
+def _thinking(model: str, settings: ModelSettings) -> dict[str, Any] | None:
+    value = settings.reasoning
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return {"includeThoughts": value > 0, "thinkingBudget": value}
+    key = value.lower()
+    if key in ("none", "off", "disabled"):
+        return {"thinkingBudget": 0}
+    if key not in EFFORT_LEVELS:
+        raise BadRequest(
+            f"settings.reasoning={value!r} is not understood by gemini; use one of"
+            f" {', '.join(EFFORT_LEVELS)}, 'none', or a token budget (int)",
+            provider=PROVIDER,
+        )
+    if _BUDGET_MODELS.match(model):
+        return {"includeThoughts": True, "thinkingBudget": EFFORT_BUDGETS[key]}
+    return {"includeThoughts": True, "thinkingLevel": EFFORT_LEVELS[key]}
+
+
+def _signed(part: dict[str, Any], signature: object) -> dict[str, Any]:
+    if isinstance(signature, str) and signature:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def _model_parts(message: Message, names: ToolNameMap) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                parts.append({"text": part.text})
+        elif isinstance(part, ReasoningPart):
+            meta = own_meta(part.provider_meta, PROVIDER)
+            if meta:
+                parts.append(_signed({"text": part.text, "thought": True}, meta.get("signature")))
+            elif (text := foreign_reasoning_text(part)) is not None:
+                parts.append({"text": text})
+        elif isinstance(part, ToolCallPart):
+            meta = own_meta(part.provider_meta, PROVIDER)
+            call: dict[str, Any] = {"name": names.to_wire(part.name), "args": dict(part.arguments)}
+            if isinstance(meta.get("id"), str):
+                call["id"] = meta["id"]
+            parts.append(_signed({"functionCall": call}, meta.get("thought_signature")))
+    signature = own_meta(message.provider_meta, PROVIDER).get("thought_signature")
+    if isinstance(signature, str) and signature:
+        # A text/thought part's signature: returned on the last non-call part.
+        target = next((p for p in reversed(parts) if "functionCall" not in p), None)
+        if target is None:
+            parts.append({"text": "", "thoughtSignature": signature})
+        else:
+            target["thoughtSignature"] = signature
+    return parts
+
+
+def _response_parts(
+    message: Message, calls: Sequence[ToolCallPart], names: ToolNameMap
+) -> list[dict[str, Any]]:
+    """Tool results in the order of the calls they answer (Gemini pairs them by order);
+    results whose call is not in the previous turn keep their own order at the end."""
+    order = {call.id: i for i, call in enumerate(calls)}
+    results = sorted(
+        (p for p in message.parts if isinstance(p, ToolResultPart)),
+        key=lambda p: order.get(p.call_id, len(order)),
+    )
+    by_id = {call.id: call for call in calls}
+    parts = []
+    for result in results:
+        response = {"error" if result.is_error else "result": result.content}
+        body: dict[str, Any] = {"name": names.to_wire(result.name), "response": response}
+        call = by_id.get(result.call_id)
+        gemini_id = own_meta(call.provider_meta, PROVIDER).get("id") if call else None
+        if isinstance(gemini_id, str):
+            body["id"] = gemini_id
+        parts.append({"functionResponse": body})
+    return parts
+
+
+def _parts(
+    message: Message, last_assistant: Message | None, names: ToolNameMap
+) -> list[dict[str, Any]]:
+    if message.role == "assistant":
+        return _model_parts(message, names)
+    if message.role == "tool":
+        calls = last_assistant.tool_calls if last_assistant is not None else ()
+        return _response_parts(message, calls, names)
+    return [{"text": p.text} for p in message.parts if isinstance(p, TextPart) and p.text]
+
+
+def encode_contents(
+    messages: Sequence[Message], names: ToolNameMap, cache: EncodeCache | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Canonical history -> (system texts found in it, Gemini ``contents``).
+
+    With a ``cache`` each message is encoded once per conversation (a tool result only
+    reused after the same assistant message, since its order follows those calls)."""
+    system: list[str] = []
+    contents: list[dict[str, Any]] = []
+    last_assistant: Message | None = None
+    for message in messages:
+        if message.role == "system":
+            if message.text:
+                system.append(message.text)
+            continue
+        role = "model" if message.role == "assistant" else "user"
+        # Entries are [answered assistant message, parts]: a tool result's parts follow
+        # the order of the calls it answers, so they are reused only after the same one.
+        hit = cache.get(message, names) if cache is not None else None
+        if hit is not None and (message.role != "tool" or hit[0] is last_assistant):
+            parts = hit[1]
+        else:
+            parts = _parts(message, last_assistant, names)
+            if cache is not None:
+                cache.put(message, names, [last_assistant, parts])
+        if message.role == "assistant":
+            last_assistant = message
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": list(parts)})
+    return system, contents
+
+
+def encode_request(
+    model: str, request: ModelRequest, cache: EncodeCache | None = None
+) -> tuple[dict[str, Any], ToolNameMap]:
+    """Build the SDK call ``{"model", "contents", "config"}`` for ``request``."""
+    names = ToolNameMap.build(spec.name for spec in request.tools)
+    history_system, contents = encode_contents(request.messages, names, cache)
+    settings = request.settings
+    config: dict[str, Any] = {}
+    system = "\n\n".join(s for s in (request.system, *history_system) if s)
+    if system:
+        config["systemInstruction"] = {"parts": [{"text": system}]}
+    if request.tools:
+        config["tools"] = [{"functionDeclarations": _declarations(request, names)}]
+        tool_config = _tool_config(settings, names)
+        if tool_config is not None:
+            config["toolConfig"] = tool_config
+    if settings.temperature is not None:
+        config["temperature"] = settings.temperature
+    if settings.max_tokens is not None:
+        config["maxOutputTokens"] = settings.max_tokens
+    if settings.stop:
+        config["stopSequences"] = list(settings.stop)
+    if settings.seed is not None:
+        config["seed"] = settings.seed
+    thinking = _thinking(model, settings)
+    if thinking is not None:
+        config["thinkingConfig"] = thinking
+    config.update(settings.extra)
+    return {"model": model, "contents": contents, "config": config}, names
+
+
+def _sdk_contents(contents: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The SDK validates dicts in Python mode, where a ``str`` for the ``bytes`` field
+    ``thoughtSignature`` would be UTF-8 encoded (then base64'd again on the wire); hand it
+    the decoded bytes instead."""
+    out = []
+    for content in contents:
+        parts = content.get("parts") or []
+        if not any("thoughtSignature" in p for p in parts):
+            out.append(dict(content))
+            continue
+        fixed = []
+        for part in parts:
+            sig = part.get("thoughtSignature")
+            if isinstance(sig, str):
+                part = {**part, "thoughtSignature": _signature_bytes(sig)}
+            fixed.append(part)
+        out.append({**content, "parts": fixed})
+    return out
+
+
+def _signature_bytes(signature: str) -> bytes:
+    """Signatures are base64 on the wire (standard alphabet; pydantic dumps URL-safe)."""
+    padded = signature + "=" * (-len(signature) % 4)
+    try:
+        return base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+    except ValueError as exc:
+        raise BadRequest(
+            f"gemini: a thought signature in the history is not base64 ({exc})",
+            raw=signature[:200],
+            provider=PROVIDER,
+        ) from exc
+
+
+def _standard_b64(signature: str) -> str:
+    return signature.replace("-", "+").replace("_", "/")
+
+
+# ----------------------------------------------------------------------------- response
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    """``promptTokenCount`` includes cached tokens; thoughts are billed as output, so the
+    canonical ``output_tokens`` is candidates + thoughts."""
+
+    def n(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) else 0
+
+    thoughts = n("thoughtsTokenCount")
+    return Usage(
+        n("promptTokenCount") + n("toolUsePromptTokenCount"),
+        n("candidatesTokenCount") + thoughts,
+        n("cachedContentTokenCount"),
+        thoughts,
+        0.0,
+    )
+
+
+def map_finish_reason(raw: object, chunk: Mapping[str, Any]) -> StopReason:
+    """Canonical stop reason; model-output failures and unknown values raise."""
+    if isinstance(raw, str) and raw in FINISH_REASONS:
+        return FINISH_REASONS[raw]
+    snippet = json.dumps(chunk, default=str)[:500]
+    if raw in MALFORMED_REASONS:
+        raise MalformedResponse(
+            f"gemini: the model produced an unusable answer (finishReason {raw})",
+            raw=snippet,
+            provider=PROVIDER,
+        )
+    raise MalformedResponse(f"gemini: unknown finishReason {raw!r}", raw=snippet, provider=PROVIDER)
+
+
+@dataclass(slots=True)
+class _Turn:
+    """Per-call decoding state: the id-synthesis turn number and call count."""
+
+    turn: int
+    calls: int = 0
+
+
+def _decode_part(part: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn) -> ModelEvent | None:
+    signature = part.get("thoughtSignature")
+    if isinstance(signature, str):
+        signature = _standard_b64(signature)
+    call = part.get("functionCall")
+    if isinstance(call, dict):
+        index = turn.calls
+        turn.calls += 1
+        name = str(call.get("name") or "")
+        meta: dict[str, Any] = {}
+        if isinstance(signature, str) and signature:
+            meta["thought_signature"] = signature
+        if isinstance(call.get("id"), str) and call["id"]:
+            meta["id"] = call["id"]
+        args = call.get("args")
+        call_id = meta.get("id") or synthesize_call_id(turn.turn, index, name)
+        acc.break_block()
+        return acc.call(
+            index,
+            id=call_id,
+            name=name,
+            arguments=json.dumps(args if isinstance(args, dict) else {}),
+            meta={PROVIDER: meta} if meta else None,
+        )
+    text = part.get("text")
+    signed = isinstance(signature, str) and bool(signature)
+    if part.get("thought") is True and isinstance(text, str):
+        meta = {"thought": True, **({"signature": signature} if signed else {})}
+        return acc.reasoning(text, {PROVIDER: meta})
+    if signed:
+        acc.meta["thought_signature"] = signature
+    return acc.text(text) if isinstance(text, str) else None
+
+
+def decode_chunk(
+    chunk: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn
+) -> Iterable[ModelEvent | None]:
+    """One streamed ``GenerateContentResponse`` (wire JSON) -> canonical events.
+
+    Raises only :class:`ProviderError` (an unexpected shape is a :class:`MalformedResponse`
+    with the chunk as raw snippet)."""
+    acc.record(chunk)
+    try:
+        return _decode(chunk, acc, turn)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        raise MalformedResponse(
+            f"gemini: unexpected response chunk shape ({exc})",
+            raw=json.dumps(chunk, default=str)[:500],
+            provider=PROVIDER,
+        ) from exc
+
+
+def _decode(
+    chunk: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn
+) -> list[ModelEvent | None]:
+    if isinstance(chunk.get("error"), dict):
+        raise chunk_error(chunk)
+    if isinstance(chunk.get("usageMetadata"), dict):
+        acc.usage = _usage(chunk["usageMetadata"])
+    if chunk.get("modelVersion"):
+        acc.model = str(chunk["modelVersion"])
+    if chunk.get("responseId"):
+        acc.meta["response_id"] = chunk["responseId"]
+    candidates = chunk.get("candidates")
+    if not candidates:
+        block = (chunk.get("promptFeedback") or {}).get("blockReason")
+        if block:
+            acc.finish_reason(str(block), StopReason.REFUSAL)
+        return []
+    candidate = candidates[0]
+    events = [
+        _decode_part(part, acc, turn)
+        for part in (candidate.get("content") or {}).get("parts") or ()
+        if isinstance(part, dict)
+    ]
+    raw_finish = candidate.get("finishReason")
+    if raw_finish is not None:
+        acc.finish_reason(str(raw_finish), map_finish_reason(raw_finish, chunk))
+    return events
+
+
+def chunk_error(chunk: Mapping[str, Any]) -> ProviderError:
+    error = chunk.get("error") or {}
+    code = error.get("code") if isinstance(error, dict) else None
+    return error_from_http(
+        PROVIDER, code if isinstance(code, int) else None, json.dumps(chunk, default=str)
+    )
+
+
+def classify(exc: BaseException) -> ProviderError:
+    """SDK exception -> taxonomy; a 429's ``RetryInfo.retryDelay`` becomes retry_after."""
+    error = error_from_exception(PROVIDER, exc)
+    if isinstance(error, RateLimited) and error.retry_after is None:
+        found = _RETRY_DELAY.search(error.raw or json.dumps(getattr(exc, "details", None)))
+        if found:
+            error.retry_after = float(found.group(1))
+    text = f"{error} {error.raw or ''}"
+    if isinstance(error, BadRequest) and ("API_KEY_INVALID" in text or "API key not valid" in text):
+        # Gemini answers a bad key with 400 INVALID_ARGUMENT + ErrorInfo API_KEY_INVALID.
+        return AuthError(
+            f"{error} (check the API key)", status=error.status, raw=error.raw, provider=PROVIDER
+        )
+    if not isinstance(error, ContextOverflow) and "exceeds the maximum number of tokens" in text:
+        return ContextOverflow(str(error), status=error.status, raw=error.raw, provider=PROVIDER)
+    return error
+
+
+# ----------------------------------------------------------------------------- adapter
+
+
+class GeminiModel:
+    """:class:`~loopwright.core.protocols.Model` over Gemini ``streamGenerateContent``.
+
+    Constructor follows the registry convention; ``options`` holds the Gemini knobs. The
+    SDK's own retries are off (no ``retry_options``); ``retry`` applies before the first
+    event. Automatic function calling is disabled: loopwright runs the tools.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        on_payload: PayloadHook | None = None,
+        vendor: Vendor | None = None,
+        retry: RetryPolicy | None = None,
+        options: GeminiOptions | None = None,
+    ) -> None:
+        self.model = model
+        self.vendor = vendor or VENDORS["gemini"]
+        self.base_url = base_url
+        self._api_key = api_key
+        self.on_payload = on_payload
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.options = options or GeminiOptions()
+        # Cached wire parts are shared between requests: off when a hook could mutate them.
+        self._cache = EncodeCache() if on_payload is None else None
+        self._client: tuple[asyncio.AbstractEventLoop, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.vendor.name}:{self.model}"
+
+    def _sdk(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client[0] is not loop:
+            from google import genai
+            from google.genai import types
+
+            http = types.HttpOptions(
+                base_url=self.base_url,
+                api_version=self.options.api_version,
+                timeout=int(self.options.timeout * 1000),
+                headers=dict(self.vendor.extra_headers) or None,
+            )
+            client = genai.Client(api_key=self._api_key or "not-needed", http_options=http)
+            self._client = (loop, client)
+        return self._client[1]
+
+    async def _open(self, payload: Mapping[str, Any]) -> AsyncIterable[Mapping[str, Any]]:
+        config = {**payload.get("config", {}), "automaticFunctionCalling": {"disable": True}}
+        try:
+            stream = await self._sdk().aio.models.generate_content_stream(
+                model=payload["model"],
+                contents=_sdk_contents(payload.get("contents") or []),
+                config=config,
+            )
+        except Exception as exc:
+            raise classify(exc) from exc
+        return _chunks(stream, full=self.on_payload is not None)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            payload, names = encode_request(self.model, request, self._cache)
+            payload = apply_request_hook(self.on_payload, PROVIDER, payload)
+        except ProviderError as exc:
+            yield StreamError(exc)
+            return
+        hook = self.on_payload
+        turn_number = _assistant_turns(request.messages)
+        turns: list[_Turn] = []
+
+        def accumulator() -> StreamAccumulator:
+            acc = StreamAccumulator(PROVIDER, names.from_wire)
+            acc.model = self.model
+            if hook is not None:
+                acc.raw_events = []
+            turns.append(_Turn(turn_number))
+            return acc
+
+        plan: StreamPlan[Mapping[str, Any]] = StreamPlan(
+            provider=PROVIDER,
+            open=lambda: self._open(payload),
+            decode=lambda chunk, acc: decode_chunk(chunk, acc, turns[-1]),
+            new_accumulator=accumulator,
+            retry=self.retry,
+            on_response=(lambda acc: report_response(hook, {"chunks": acc.raw_events}))
+            if hook is not None
+            else None,
+        )
+        async for event in drive(plan):
+            yield event
+
+
+async def _chunks(stream: Any, full: bool) -> AsyncIterator[Mapping[str, Any]]:
+    """SDK response objects -> wire JSON (camelCase, signatures base64). ``full`` dumps
+    everything (for ``on_payload``); otherwise only the fields the decoder reads are
+    copied, which is several times cheaper than pydantic's ``model_dump``."""
+    try:
+        async for chunk in stream:
+            if full:
+                yield chunk.model_dump(
+                    mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"}
+                )
+            else:
+                yield wire_chunk(chunk)
+    except Exception as exc:
+        raise classify(exc) from exc
+
+
+def _enum_value(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def _wire_part(part: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if part.text is not None:
+        out["text"] = part.text
+    if part.thought is not None:
+        out["thought"] = part.thought
+    signature = part.thought_signature
+    if signature:
+        out["thoughtSignature"] = base64.b64encode(signature).decode()
+    call = part.function_call
+    if call is not None:
+        body: dict[str, Any] = {"name": call.name, "args": call.args}
+        if call.id:
+            body["id"] = call.id
+        out["functionCall"] = body
+    return out
+
+
+_USAGE_FIELDS = (
+    ("prompt_token_count", "promptTokenCount"),
+    ("candidates_token_count", "candidatesTokenCount"),
+    ("cached_content_token_count", "cachedContentTokenCount"),
+    ("thoughts_token_count", "thoughtsTokenCount"),
+    ("tool_use_prompt_token_count", "toolUsePromptTokenCount"),
+)
+
+
+def wire_chunk(chunk: Any) -> dict[str, Any]:
+    """The decoder-relevant fields of a typed ``GenerateContentResponse`` as wire JSON."""
+    out: dict[str, Any] = {}
+    candidates = []
+    for candidate in chunk.candidates or ():
+        entry: dict[str, Any] = {}
+        content = candidate.content
+        if content is not None:
+            entry["content"] = {"parts": [_wire_part(p) for p in content.parts or ()]}
+        if candidate.finish_reason is not None:
+            entry["finishReason"] = _enum_value(candidate.finish_reason)
+        candidates.append(entry)
+    if candidates:
+        out["candidates"] = candidates
+    usage = chunk.usage_metadata
+    if usage is not None:
+        out["usageMetadata"] = {
+            wire: getattr(usage, field)
+            for field, wire in _USAGE_FIELDS
+            if getattr(usage, field) is not None
+        }
+    feedback = chunk.prompt_feedback
+    if feedback is not None and feedback.block_reason is not None:
+        out["promptFeedback"] = {"blockReason": _enum_value(feedback.block_reason)}
+    if chunk.model_version:
+        out["modelVersion"] = chunk.model_version
+    if chunk.response_id:
+        out["responseId"] = chunk.response_id
+    return out
+
+
+__all__ = [
+    "EFFORT_LEVELS",
+    "FINISH_REASONS",
+    "GeminiModel",
+    "GeminiOptions",
+    "classify",
+    "decode_chunk",
+    "encode_contents",
+    "encode_request",
+    "map_finish_reason",
+    "synthesize_call_id",
+]
