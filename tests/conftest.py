@@ -5,6 +5,8 @@ Tests marked ``live`` talk to real providers and run only with ``--live``.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from loopwright.testing import network_guard
@@ -26,3 +28,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [i for i in items if "live" not in i.keywords]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under CI=true a skipped test is a failure: every dependency and service is installed
+    there, so a skip means something is missing, and a skip must never count as a pass."""
+    if os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if skipped:
+        if reporter is not None:
+            reporter.write_line(
+                f"CI: {len(skipped)} test(s) skipped; failing the run (a skip is not a pass)",
+                red=True,
+            )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
