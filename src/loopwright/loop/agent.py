@@ -36,6 +36,10 @@ from loopwright.tools import (
 )
 
 ToolLike: TypeAlias = Tool | Callable[..., Any]
+# shared defaults (frozen, no mutable containers inside): an agent built without them
+# allocates none of its own
+_NO_HOOKS = Hooks()
+_DEFAULT_LIMITS = Limits()
 Prompt: TypeAlias = str | Message
 
 
@@ -219,7 +223,7 @@ class Agent:
                 f"Agent(model=...) needs a Model (an object with .stream(request)), got "
                 f"{type(model).__name__}; build one from loopwright.providers"
             )
-        hooks = hooks or Hooks()
+        hooks = hooks or _NO_HOOKS
         if hooks.on_event is not None and inspect.iscoroutinefunction(hooks.on_event):
             raise UserError(
                 "Hooks.on_event must be a plain (synchronous) function; for async handling "
@@ -230,7 +234,7 @@ class Agent:
             model=model,
             registry=_registry(tools),
             system=system,
-            limits=limits or Limits(),
+            limits=limits or _DEFAULT_LIMITS,
             settings=settings or ModelSettings(),
             dispatch=dispatch,
             hooks=hooks,
@@ -386,7 +390,7 @@ class Agent:
         config = self.config
         if config.dispatch.session_id is not None or state.session_id is None:
             return shared
-        if not any(t.context_param is not None for t in config.registry):
+        if not config.registry.takes_context:
             return shared
         dispatch = replace(config.dispatch, session_id=state.session_id)
         return Dispatcher(config.registry, dispatch, shared.ledger)

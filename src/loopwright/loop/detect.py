@@ -2,8 +2,9 @@
 
 The detector keeps the last ``repeat_limit * max_cycle_period`` call signatures in a
 ``deque`` and compares only those, so its cost per step does not depend on how long the
-run has been going. A signature is ``(tool name, arguments)``; arguments are compared
-by equality (no serialisation, no hashing, so unhashable JSON values are fine).
+run has been going. A call's signature is its ``(name, arguments)``; arguments are
+compared by equality (no serialisation, no hashing, so unhashable JSON values are fine).
+The tail holds the call parts themselves (already in the history: no new object per call).
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from typing import TypeAlias
 from loopwright.core.messages import JSONValue, Message, ToolCallPart
 
 Signature: TypeAlias = tuple[str, Mapping[str, JSONValue]]
+"""``(tool name, arguments)``: two calls repeat each other when their signatures are equal."""
+
+
+def _same(a: ToolCallPart, b: ToolCallPart) -> bool:
+    return a.name == b.name and a.arguments == b.arguments
 
 
 class RepetitionDetector:
@@ -33,12 +39,10 @@ class RepetitionDetector:
         self._repeat = repeat_limit
         self._cycles = cycles
         self._max_period = max_period if cycles else 1
-        self._tail: deque[Signature] = deque(maxlen=repeat_limit * self._max_period)
+        self._tail: deque[ToolCallPart] = deque(maxlen=repeat_limit * self._max_period)
 
     def add(self, calls: Iterable[ToolCallPart]) -> None:
-        append = self._tail.append
-        for call in calls:
-            append((call.name, call.arguments))
+        self._tail.extend(calls)
 
     def prime(self, messages: list[Message]) -> None:
         """Refill the tail from the end of a history (used when a run resumes)."""
@@ -55,27 +59,31 @@ class RepetitionDetector:
         tail = self._tail
         n = len(tail)
         repeat = self._repeat
-        last = tail[-1] if n else None
+        if n < repeat:
+            return None
+        last = tail[-1]
+        name, arguments = last.name, last.arguments
         for period in range(1, self._max_period + 1):
             span = period * repeat
             if span > n:
                 break
-            if tail[n - 1 - period] != last:  # cheap pre-check: almost always decides
+            prior = tail[n - 1 - period]  # cheap pre-check: almost always decides
+            if prior.name != name or prior.arguments != arguments:
                 continue
             start = n - span
-            if all(tail[start + k] == tail[start + k + period] for k in range(span - period)):
+            if all(_same(tail[start + k], tail[start + k + period]) for k in range(span - period)):
                 return self._describe(period, start)
         return None
 
     def _describe(self, period: int, start: int) -> str:
         tail = self._tail
         if period == 1:
-            name, args = tail[-1]
+            name, args = tail[-1].name, tail[-1].arguments
             return (
                 f"tool {name!r} was called with the same arguments {self._repeat} times "
                 f"in a row ({_short(args)})"
             )
-        names = " -> ".join(tail[start + k][0] for k in range(period))
+        names = " -> ".join(tail[start + k].name for k in range(period))
         return f"the cycle {names} repeated {self._repeat} times in a row"
 
 

@@ -25,6 +25,7 @@ from loopwright.core.run import LoopState
 
 ERROR_LOG_SIZE = 100
 """How many :class:`ErrorRecord` entries a state keeps (oldest dropped first)."""
+_NO_USAGE = Usage()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class RunState:
     status: LoopState = LoopState.OBSERVE
     turn: int = 0
     messages: list[Message] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = _NO_USAGE  # frozen: one shared zero value, no allocation per run
     consecutive_errors: int = 0
     error_log: list[ErrorRecord] = field(default_factory=list)
     pending_calls: list[ToolCallPart] = field(default_factory=list)

@@ -93,6 +93,7 @@ class Stop:
 
 
 Step = LoopState | Stop
+_FINAL_ANSWER = Stop(RunStop.FINAL_ANSWER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,35 @@ class RunEngine:
     ``emit`` is ``None`` when nobody listens, and every emission site checks it first, so
     an unobserved run builds no event objects at all.
     """
+
+    # slots: a thousand concurrent runs mean a thousand engines (no per-engine __dict__)
+    __slots__ = (
+        "__weakref__",
+        "_fingerprints",
+        "_fp_scanned",
+        "base_cost",
+        "base_tokens",
+        "budget",
+        "calls",
+        "cancel_requested",
+        "closer",
+        "config",
+        "decisions",
+        "detector",
+        "dispatcher",
+        "emit",
+        "finished",
+        "inflight",
+        "new_calls",
+        "request",
+        "resume",
+        "running",
+        "specs",
+        "started",
+        "state",
+        "turn_failed",
+        "turns",
+    )
 
     def __init__(
         self,
@@ -140,8 +170,9 @@ class RunEngine:
         self.budget = config.context_budget()
         # prompt fingerprints seen so far (system prompt + template-built messages); scanned
         # incrementally so recording them never rescans the whole history
-        self._fingerprints: dict[str, None] = dict.fromkeys(
-            str(fp) for fp in getattr(config.system, "fingerprints", ())
+        system_fps = getattr(config.system, "fingerprints", None)
+        self._fingerprints: dict[str, None] = (
+            dict.fromkeys(map(str, system_fps)) if system_fps else {}
         )
         self._fp_scanned = 0
         self.request: ModelRequest | None = None  # reused when nothing reshapes the context
@@ -202,17 +233,27 @@ class RunEngine:
         step = self.begin(input_message)
         state = self.state
         emit = self.emit
-        think, act, reflect, observe = self.think, self.act, self.reflect, self.observe
+        start_turn, call_model, take_reply = self.start_turn, self.call_model, self.take_reply
+        act, reflect, observe = self.act, self.reflect, self.observe
         THINK, ACT, REFLECT = LoopState.THINK, LoopState.ACT, LoopState.REFLECT
+        OBSERVE = LoopState.OBSERVE
         while not isinstance(step, Stop):
             previous = state.status
             state.status = step
             if emit is not None and previous is not step:
                 emit(StateChanged(previous, step, state.turn))
             if step is THINK:
-                step = await think()
+                # think(), unrolled: no per-turn coroutine object lives across the model call
+                request = start_turn() or await self.build_request()
+                step = take_reply(await call_model(request))
             elif step is ACT:
                 step = await act()
+                if emit is None and step is REFLECT:
+                    # nobody can see the states in between (reflect and observe never
+                    # suspend): take them without going round the loop
+                    step = reflect()
+                    if step is OBSERVE:
+                        step = observe()
             elif step is REFLECT:
                 step = reflect()
             else:
@@ -249,20 +290,32 @@ class RunEngine:
         return LoopState.THINK
 
     async def think(self) -> Step:
-        """Call the model (retrying transient errors) and decide what the reply means."""
-        state = self.state
-        state.turn += 1
+        """Call the model (retrying transient errors) and decide what the reply means.
+        (:meth:`loop` runs the same three steps inline.)"""
+        request = self.start_turn() or await self.build_request()
+        return self.take_reply(await self.call_model(request))
+
+    def start_turn(self) -> ModelRequest | None:
+        """Count the turn; the reusable request, or ``None`` when one must be built."""
+        self.state.turn += 1
         self.turns += 1
         self.turn_failed = False
         self.new_calls = False
-        request = self.request or await self.build_request()
-        done = await self.call_model(request)
+        return self.request
+
+    def take_reply(self, done: ResponseDone | Stop) -> Step:
+        """What the model's reply means: tool calls to act on, an answer, or a stop."""
         if isinstance(done, Stop):
             return done
         message = done.message
-        calls = message.tool_calls
+        parts = message.parts
+        if len(parts) == 1 and type(parts[0]) is ToolCallPart and parts[0].id:
+            calls: tuple[ToolCallPart, ...] = parts  # type: ignore[assignment]
+        else:
+            calls = message.tool_calls
+            if calls:
+                message, calls = _unique_ids(message, calls)
         if calls:
-            message, calls = _unique_ids(message, calls)
             self.append(message, "model")
             self.calls = calls
             return LoopState.ACT
@@ -276,12 +329,19 @@ class RunEngine:
         state = self.state
         calls = self.calls
         self.inflight = calls
-        self.started = []
+        self.started.clear()
         decisions, self.decisions = self.decisions, None
-        outcomes = await self.dispatcher.run_batch(
-            calls, interrupted=self.steered, on_start=self.on_start, decisions=decisions
-        )
-        results, awaiting = self.collect(outcomes)
+        if self.emit is None:  # nobody listens: results only, no per-call outcome records
+            results = await self.dispatcher.run_results(
+                calls, interrupted=self.steered, on_start=self.on_start, decisions=decisions
+            )
+            awaiting = self.collect(calls, results, None)
+        else:
+            outcomes = await self.dispatcher.run_batch(
+                calls, interrupted=self.steered, on_start=self.on_start, decisions=decisions
+            )
+            results = [outcome.result for outcome in outcomes]
+            awaiting = self.collect(calls, results, outcomes)
         self.inflight = None
         self.finished = None
         if state.held_results:
@@ -292,8 +352,10 @@ class RunEngine:
             return Stop(
                 RunStop.AWAITING_CONFIRMATION, f"{len(awaiting)} tool call(s) await confirmation"
             )
-        state.held_results = []
-        state.pending_calls = []
+        if state.held_results:  # fresh lists only when needed: no garbage per turn
+            state.held_results = []
+        if state.pending_calls:
+            state.pending_calls = []
         self.append(Message("tool", tuple(results)), "tools")
         if self.detector is not None:
             self.detector.add(calls)
@@ -473,7 +535,7 @@ class RunEngine:
         if state.follow_ups:
             self.append(state.follow_ups.pop(0), "follow_up")
             return LoopState.REFLECT
-        return Stop(RunStop.FINAL_ANSWER)
+        return _FINAL_ANSWER
 
     # ------------------------------------------------------------------ act helpers
     def steered(self) -> bool:
@@ -485,30 +547,33 @@ class RunEngine:
             self.emit(ToolCallStarted(self.state.turn, call))
 
     def collect(
-        self, outcomes: Sequence[DispatchOutcome]
-    ) -> tuple[list[ToolResultPart], list[ToolCallPart]]:
-        """Results in call order, deferred calls, and error accounting for the turn.
+        self,
+        calls: Sequence[ToolCallPart],
+        results: list[ToolResultPart],
+        outcomes: Sequence[DispatchOutcome] | None,
+    ) -> list[ToolCallPart]:
+        """Deferred calls and error accounting for the turn (``results`` in call order);
+        ``ToolCallFinished`` events from ``outcomes`` when someone listens.
 
         The results are kept in ``self.finished`` *before* any event is emitted, so a
         subscriber that raises cannot lose them (see :meth:`repair`)."""
         state = self.state
-        results = [outcome.result for outcome in outcomes]
         self.finished = results
         awaiting: list[ToolCallPart] = []
         ok = errors = 0
-        for outcome, result in zip(outcomes, results, strict=True):
+        for call, result in zip(calls, results, strict=True):
             if not result.is_error:
                 ok += 1
                 continue
             kind = result.error_kind or ToolErrorKind.PERMANENT.value
             if kind == _AWAITING:
-                awaiting.append(outcome.call)
+                awaiting.append(call)
             elif kind != _SKIPPED:
                 errors += 1
                 state.log_error(ErrorRecord(state.turn, "tool", kind, result.content[:300]))
         self.turn_failed = errors > 0 and ok == 0
         emit = self.emit
-        if emit is not None:
+        if emit is not None and outcomes is not None:
             turn = state.turn
             for outcome in outcomes:
                 emit(
@@ -521,7 +586,7 @@ class RunEngine:
                         outcome.repairs,
                     )
                 )
-        return results, awaiting
+        return awaiting
 
     def prepare_resume(self, resume: Resume) -> Step:
         """Re-enter ACT for the pending calls of a paused state, with the decisions."""

@@ -11,7 +11,6 @@ the deadline and :func:`expired` lets the caller turn that cancellation into a t
 from __future__ import annotations
 
 import asyncio
-import itertools
 import weakref
 from typing import Any
 
@@ -28,22 +27,26 @@ class Deadline:
 
 
 class _Watchdog:
-    __slots__ = ("_armed_at", "_counter", "_handle", "entries", "loop")
+    __slots__ = ("_armed_at", "_handle", "entries", "loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.entries: dict[int, Deadline] = {}
+        # insertion-ordered set of pending deadlines (Deadline hashes by identity)
+        self.entries: dict[Deadline, None] = {}
         self._handle: asyncio.TimerHandle | None = None
         self._armed_at = float("inf")
-        self._counter = itertools.count()
 
-    def add(self, timeout: float, task: asyncio.Task[Any]) -> tuple[int, Deadline]:
+    def add(self, timeout: float, task: asyncio.Task[Any]) -> Deadline:
+        """Register a deadline ``timeout`` seconds from now; pass it to :meth:`discard`
+        when the call ends first."""
         d = Deadline(self.loop.time() + timeout, task)
-        token = next(self._counter)
-        self.entries[token] = d
+        self.entries[d] = None
         if d.when < self._armed_at:
             self._arm(d.when)
-        return token, d
+        return d
+
+    def discard(self, d: Deadline) -> None:
+        self.entries.pop(d, None)
 
     def _arm(self, when: float) -> None:
         if self._handle is not None:
@@ -56,9 +59,9 @@ class _Watchdog:
         self._armed_at = float("inf")
         now = self.loop.time()
         nxt = float("inf")
-        for token, d in list(self.entries.items()):
+        for d in list(self.entries):
             if d.when <= now:
-                del self.entries[token]
+                del self.entries[d]
                 d.fired = True
                 d.task.cancel()
             elif d.when < nxt:
@@ -73,9 +76,10 @@ _BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watchdog] = (
 _last: list[_Watchdog] = []
 
 
-def watchdog() -> _Watchdog:
-    """The running loop's watchdog (created on first use)."""
-    loop = asyncio.get_running_loop()
+def watchdog(loop: asyncio.AbstractEventLoop | None = None) -> _Watchdog:
+    """The watchdog of ``loop`` (default: the running loop), created on first use."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
     if _last and _last[0].loop is loop:
         return _last[0]
     wd = _BY_LOOP.get(loop)

@@ -37,8 +37,9 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import CoroutineType
 from typing import Any, TypeVar
 
 from loopwright.core.errors import ToolError, ToolErrorKind
@@ -129,10 +130,41 @@ def skipped_result(call: ToolCallPart, reason: str = "") -> ToolResultPart:
 _Step = tuple[ToolResultPart, int, tuple[str, ...], bool]
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What the hot path needs to know about one tool under one config, computed once
+    per registry version (see :meth:`Dispatcher._plan`)."""
+
+    tool: Tool
+    allowed: bool
+    """The caller's permission covers the tool."""
+    accepts: Callable[[Any], bool] | None
+    """The compiled schema fast check when the tool has no business validators: true
+    means certainly valid (anything else goes through :meth:`Tool.validate`)."""
+    guarded: bool
+    """A before-hook, a confirmation or an idempotency key applies (steps 5-7)."""
+    direct: bool
+    """No converters and no context parameter: the arguments are the keyword arguments."""
+
+    @classmethod
+    def of(cls, t: Tool, config: DispatchConfig) -> _Plan:
+        return cls(
+            tool=t,
+            allowed=t.spec.permission <= config.permission,
+            accepts=None if t.validators else t.schema_validator.fast_check,
+            guarded=(
+                config.before_tool_call is not None
+                or t.spec.requires_confirmation
+                or t.idempotency_key is not None
+            ),
+            direct=not t.converters and t.context_param is None,
+        )
+
+
 class Dispatcher:
     """Runs tool calls against a registry. One dispatcher may serve many runs."""
 
-    __slots__ = ("config", "ledger", "registry")
+    __slots__ = ("_plans", "_plans_config", "_plans_version", "config", "ledger", "registry")
 
     def __init__(
         self,
@@ -143,6 +175,9 @@ class Dispatcher:
         self.registry = registry
         self.config = config if config is not None else DispatchConfig()
         self.ledger: IdempotencyLedger = ledger if ledger is not None else MemoryLedger()
+        self._plans: dict[str, _Plan] = {}
+        self._plans_version = -1
+        self._plans_config: DispatchConfig | None = None
 
     # -- batches ------------------------------------------------------------------------
     async def run_batch(
@@ -169,19 +204,56 @@ class Dispatcher:
 
         return list(await asyncio.gather(*(limited(c) for c in calls)))
 
-    async def _slot(
+    def _slot(
         self,
         call: ToolCallPart,
         interrupted: Callable[[], bool] | None,
         on_start: Callable[[ToolCallPart], None] | None,
         decisions: Mapping[str, Confirmation] | None,
-    ) -> DispatchOutcome:
+    ) -> Awaitable[DispatchOutcome]:
+        """The awaitable outcome of one call of a batch (a plain function returning
+        ``run_one``'s coroutine: one coroutine frame less per call on the hot path)."""
         if interrupted is not None and _quiet(interrupted, False, "interrupted()"):
-            return DispatchOutcome(call, skipped_result(call), 0, 0.0)
+            return _ready(DispatchOutcome(call, skipped_result(call), 0, 0.0))
         if on_start is not None:
-            _quiet(lambda: on_start(call), None, "on_start")
+            try:
+                on_start(call)
+            except Exception:
+                log.exception("on_start raised; continuing")
         decision = decisions.get(call.id) if decisions else None
-        return await self.run_one(call, confirmation=decision)
+        return self.run_one(call, confirmation=decision)
+
+    async def run_results(
+        self,
+        calls: Sequence[ToolCallPart],
+        *,
+        interrupted: Callable[[], bool] | None = None,
+        on_start: Callable[[ToolCallPart], None] | None = None,
+        decisions: Mapping[str, Confirmation] | None = None,
+    ) -> list[ToolResultPart]:
+        """:meth:`run_batch`, returning only each call's result (in call order): for a
+        caller that reports no durations or attempts, a little cheaper per call."""
+        if len(calls) != 1:
+            outcomes = await self.run_batch(
+                calls, interrupted=interrupted, on_start=on_start, decisions=decisions
+            )
+            return [o.result for o in outcomes]
+        call = calls[0]
+        if interrupted is not None:
+            try:
+                skip = interrupted()
+            except Exception:
+                log.exception("interrupted() raised; continuing")
+                skip = False
+            if skip:
+                return [skipped_result(call)]
+        if on_start is not None:
+            try:
+                on_start(call)
+            except Exception:
+                log.exception("on_start raised; continuing")
+        decision = decisions.get(call.id) if decisions else None
+        return [(await self._complete(call, decision))[0]]
 
     # -- one call -----------------------------------------------------------------------
     async def run_one(
@@ -190,12 +262,19 @@ class Dispatcher:
         """Run one call through the whole pipeline (module doc). Never raises for tool
         faults. ``confirmation`` is a decision already made (skips the handler)."""
         started = self.config.clock()
+        result, attempts, repairs, cached = await self._complete(call, confirmation)
+        return DispatchOutcome(
+            call, result, attempts, self.config.clock() - started, repairs, cached
+        )
+
+    async def _complete(self, call: ToolCallPart, confirmation: Confirmation | None) -> _Step:
+        """:meth:`_dispatch` made safe (faults become results) plus the after-hook."""
         try:
-            result, attempts, repairs, cached = await self._dispatch(call, confirmation)
+            step = await self._dispatch(call, confirmation)
         except asyncio.CancelledError:
             if _being_cancelled():
                 raise
-            result, attempts, repairs, cached = (
+            step = (
                 error_result(call, ToolErrorKind.PERMANENT, "the call was cancelled"),
                 1,
                 (),
@@ -206,57 +285,77 @@ class Dispatcher:
             result = error_result(
                 call, ToolErrorKind.PERMANENT, f"dispatch failed: {_describe(exc)}"
             )
-            attempts, repairs, cached = 0, (), False
+            step = (result, 0, (), False)
         if self.config.after_tool_call is not None:
-            result = await self._after(call, result)
-        return DispatchOutcome(
-            call, result, attempts, self.config.clock() - started, repairs, cached
-        )
+            result, attempts, repairs, cached = step
+            step = (await self._after(call, result), attempts, repairs, cached)
+        return step
+
+    def _plan(self, name: str) -> _Plan | None:
+        """The cached :class:`_Plan` of tool ``name`` (``None``: no such tool). Plans are
+        rebuilt when the registry changes or ``config`` is replaced."""
+        plans = self._plans
+        if self._plans_version != self.registry.version or self._plans_config is not self.config:
+            plans.clear()
+            self._plans_version = self.registry.version
+            self._plans_config = self.config
+        plan = plans.get(name)
+        if plan is None:
+            t = self.registry.get(name)
+            if t is None:
+                return None
+            plan = plans[name] = _Plan.of(t, self.config)
+        return plan
 
     async def _dispatch(self, call: ToolCallPart, confirmation: Confirmation | None) -> _Step:
-        t = self.registry.get(call.name)
-        if t is None:
+        plan = (
+            self._plans.get(call.name)
+            if self._plans_version == self.registry.version and self._plans_config is self.config
+            else None
+        ) or self._plan(call.name)
+        if plan is None:
             return self._not_found(call), 0, (), False
-        spec = t.spec
-        cfg = self.config
-        if spec.permission > cfg.permission:
-            return _refuse_permission(call, spec, cfg.permission), 0, (), False
-        args, repairs, problem = _arguments(call)
-        if problem is not None:
-            return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, problem), 0, repairs, False
-        violations = t.validate(args)
-        if violations:
-            return self._invalid(call, violations), 0, repairs, False
-        if cfg.before_tool_call is not None:
-            blocked = await self._before(call, spec)
-            if blocked is not None:
-                return blocked, 0, repairs, False
-        if spec.requires_confirmation or confirmation is not None:
-            refused = await self._confirm(call, spec, confirmation)
-            if refused is not None:
-                return refused, 0, repairs, False
+        t = plan.tool
+        if not plan.allowed:
+            return _refuse_permission(call, t.spec, self.config.permission), 0, (), False
+        args = call.arguments
+        repairs: tuple[str, ...] = ()
+        if not args or type(args) is not dict:
+            args, repairs, problem = _arguments(call)
+            if problem is not None:
+                return (
+                    error_result(call, ToolErrorKind.INVALID_ARGUMENTS, problem),
+                    0,
+                    repairs,
+                    False,
+                )
+        accepts = plan.accepts  # fast path: the schema certainly accepts, no business rules
+        if accepts is None or not accepts(args):
+            violations = t.validate(args)
+            if violations:
+                return self._invalid(call, violations), 0, repairs, False
         key: str | None = None
-        if t.idempotency_key is not None:
+        if plan.guarded or confirmation is not None:
+            early, key = await self._guard(call, t, args, confirmation)
+            if early is not None:
+                return early[0], 0, repairs, early[1]
+        if plan.direct:  # no converters, no context: ``fn(**args)`` copies, never mutates
+            kwargs = args
+        else:
             try:
-                key = t.idempotency_key(args)
+                kwargs = t.bind(args, None)
             except Exception as exc:
-                msg = f"could not derive the idempotency key: {_describe(exc)}"
-                return error_result(call, ToolErrorKind.PERMANENT, msg), 0, repairs, False
-            if key is not None:
-                key = str(key)
-                try:
-                    stored = await _maybe_await(self.ledger.get(key))
-                except Exception as exc:
-                    msg = f"idempotency ledger failed ({_describe(exc)}); the call was not run"
-                    return error_result(call, ToolErrorKind.TRANSIENT, msg), 0, repairs, False
-                if stored is not None:
-                    return replace(stored, call_id=call.id, name=call.name), 0, repairs, True
-        try:
-            kwargs = t.bind(args, None)
-        except Exception as exc:
-            msg = f"arguments do not convert to the tool's types: {_describe(exc)}"
-            return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, msg), 0, repairs, False
-        result, attempts = await self._run_with_retry(call, t, kwargs, key)
+                msg = f"arguments do not convert to the tool's types: {_describe(exc)}"
+                return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, msg), 0, repairs, False
+        if t.context_param is None:  # attempt 1 right here: most calls need no other
+            first = await _attempt(t, kwargs)
+            if first[1] is None:
+                text = truncate_result(first[0], t.spec.max_result_chars)
+                result, attempts = ToolResultPart(call.id, call.name, text), 1
+            else:
+                result, attempts = await self._run_with_retry(call, t, kwargs, key, first)
+        else:
+            result, attempts = await self._run_with_retry(call, t, kwargs, key, None)
         if key is not None and (
             not result.is_error or result.error_kind == ToolErrorKind.PERMANENT.value
         ):
@@ -266,24 +365,72 @@ class Dispatcher:
                 log.exception("idempotency ledger put failed for key %r", key)
         return result, attempts, repairs, False
 
+    async def _guard(
+        self,
+        call: ToolCallPart,
+        t: Tool,
+        args: Mapping[str, Any],
+        confirmation: Confirmation | None,
+    ) -> tuple[tuple[ToolResultPart, bool] | None, str | None]:
+        """Steps 5-7 (hook, confirmation, ledger lookup): ``((result, from_ledger), key)``
+        when the call ends here, else ``(None, key)``."""
+        spec = t.spec
+        if self.config.before_tool_call is not None:
+            blocked = await self._before(call, spec)
+            if blocked is not None:
+                return (blocked, False), None
+        if spec.requires_confirmation or confirmation is not None:
+            refused = await self._confirm(call, spec, confirmation)
+            if refused is not None:
+                return (refused, False), None
+        if t.idempotency_key is None:
+            return None, None
+        try:
+            key = t.idempotency_key(args)
+        except Exception as exc:
+            msg = f"could not derive the idempotency key: {_describe(exc)}"
+            return (error_result(call, ToolErrorKind.PERMANENT, msg), False), None
+        if key is None:
+            return None, None
+        key = str(key)
+        try:
+            stored = await _maybe_await(self.ledger.get(key))
+        except Exception as exc:
+            msg = f"idempotency ledger failed ({_describe(exc)}); the call was not run"
+            return (error_result(call, ToolErrorKind.TRANSIENT, msg), False), key
+        if stored is not None:
+            return (replace(stored, call_id=call.id, name=call.name), True), key
+        return None, key
+
     async def _run_with_retry(
-        self, call: ToolCallPart, t: Tool, kwargs: dict[str, Any], key: str | None
+        self,
+        call: ToolCallPart,
+        t: Tool,
+        kwargs: dict[str, Any],
+        key: str | None,
+        first: _Attempt | None,
     ) -> tuple[ToolResultPart, int]:
+        """Attempts (with retries) until a result; ``first`` is attempt 1's outcome when
+        the caller already ran it."""
         cfg = self.config
-        policy = cfg.retry
-        repeatable = t.spec.idempotent or key is not None
+        context_param = t.context_param
         failures: list[str] = []
         attempt = 1
         while True:
-            if t.context_param is not None:
-                kwargs[t.context_param] = ToolContext(
-                    call.id, key, attempt, cfg.session_id, cfg.metadata
-                )
-            value, kind, message = await _attempt(t, kwargs)
+            if first is not None:
+                (value, kind, message), first = first, None
+            else:
+                if context_param is not None:
+                    kwargs[context_param] = ToolContext(
+                        call.id, key, attempt, cfg.session_id, cfg.metadata
+                    )
+                value, kind, message = await _attempt(t, kwargs)
             if kind is None:
                 return ToolResultPart(
                     call.id, call.name, truncate_result(value, t.spec.max_result_chars)
                 ), attempt
+            policy = cfg.retry
+            repeatable = t.spec.idempotent or key is not None
             if policy.should_retry(kind, attempt, repeatable=repeatable):
                 failures.append(message)
                 await cfg.sleep(policy.delay(attempt, cfg.random()))
@@ -411,13 +558,31 @@ def _refuse_permission(call: ToolCallPart, spec: ToolSpec, level: Permission) ->
     return error_result(call, ToolErrorKind.PERMISSION_DENIED, msg)
 
 
-async def _attempt(t: Tool, kwargs: dict[str, Any]) -> tuple[object, str | None, str]:
-    """One execution: ``(value, None, "")`` or ``(None, kind, message)``."""
+_Attempt = tuple[object, str | None, str]
+
+
+async def _attempt(t: Tool, kwargs: dict[str, Any]) -> _Attempt:
+    """One execution: ``(value, None, "")`` or ``(None, kind, message)``.
+
+    This is the dispatch hot path. Under a timeout the tool's coroutine takes its first
+    step right here: a tool that finishes without suspending (most pure-computation
+    tools) could not be interrupted anyway (a deadline only acts at a suspension point),
+    so it pays for no deadline at all. One that suspends continues in
+    :class:`_Deadlined`, its deadline still counted from before its first step."""
     timeout = t.spec.timeout
     try:
         if timeout is None or (t.inline and not t.is_async):
-            return await t.call_bound(kwargs), None, ""
-        return await _with_timeout(t, kwargs, timeout), None, ""
+            return (await (t.fn(**kwargs) if t.is_async else t.call_bound(kwargs))), None, ""
+        started = time.monotonic()
+        coro = t.fn(**kwargs) if t.is_async else t.call_bound(kwargs)
+        if type(coro) is not CoroutineType:  # some other awaitable (a future...)
+            coro = _awaiting(coro)
+        try:
+            first = coro.send(None)
+        except StopIteration as done:
+            return done.value, None, ""
+        remaining = timeout - (time.monotonic() - started)
+        return (await _Deadlined(coro, first, remaining)), None, ""
     except _Expired:
         return (
             None,
@@ -445,27 +610,61 @@ class _Expired(Exception):
     """The dispatcher's own deadline for a call passed."""
 
 
-async def _with_timeout(t: Tool, kwargs: dict[str, Any], seconds: float) -> object:
-    # asyncio.timeout semantics (cancel the task at the deadline, turn our own
-    # cancellation into a timeout, leave outside cancellations alone) without a timer
-    # handle per call: see deadline.py. This is the dispatch hot path.
-    task = asyncio.current_task()
-    assert task is not None
-    baseline = task.cancelling()
-    wd = watchdog()
-    token, deadline = wd.add(seconds, task)
+class _Deadlined:
+    """Awaits ``coro`` under the loop's watchdog, ``seconds`` from now: the
+    semantics of ``asyncio.timeout`` (cancel the task at the deadline, turn that
+    cancellation into :class:`_Expired`, leave outside cancellations alone) without a
+    timer handle per call (see deadline.py). ``coro`` already took its first step, which
+    yielded ``first``."""
+
+    __slots__ = ("coro", "first", "seconds")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any, seconds: float) -> None:
+        self.coro = coro
+        self.first = first
+        self.seconds = seconds
+
+    def __await__(self) -> Generator[Any, Any, object]:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)
+        assert task is not None
+        baseline = task.cancelling()
+        wd = watchdog(loop)
+        deadline = wd.add(self.seconds, task)
+        try:
+            value = yield from _resume(self.coro, self.first)
+        except asyncio.CancelledError:
+            if deadline.fired and task.uncancel() <= baseline:
+                raise _Expired from None
+            raise
+        finally:
+            if not deadline.fired:
+                wd.discard(deadline)
+        if deadline.fired:  # the deadline passed but the tool swallowed the cancellation
+            task.uncancel()
+        return value
+
+
+async def _awaiting(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
+
+
+def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, object]:
+    """``yield from coro`` for a coroutine whose first step already yielded ``first``."""
+    yielded = first
     try:
-        value = await t.call_bound(kwargs)
-    except asyncio.CancelledError:
-        if deadline.fired and task.uncancel() <= baseline:
-            raise _Expired from None
-        raise
-    finally:
-        if not deadline.fired:
-            wd.entries.pop(token, None)
-    if deadline.fired:  # the deadline passed but the tool swallowed the cancellation
-        task.uncancel()
-    return value
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                yielded = coro.throw(exc)
+            else:
+                yielded = coro.send(sent)
+    except StopIteration as done:
+        return done.value
 
 
 def _describe(exc: BaseException) -> str:
@@ -479,6 +678,10 @@ def _describe(exc: BaseException) -> str:
 def _being_cancelled() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+async def _ready(value: _T) -> _T:
+    return value
 
 
 async def _maybe_await(value: _T | Awaitable[_T]) -> _T:

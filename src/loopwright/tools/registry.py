@@ -17,13 +17,14 @@ from loopwright.tools.decorator import Tool, as_tool
 class ToolRegistry:
     """Tools by name, in registration order. Not thread-safe (one per agent/loop)."""
 
-    __slots__ = ("_spec_cache", "_tools", "version")
+    __slots__ = ("_context", "_spec_cache", "_tools", "version")
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._spec_cache: dict[tuple[tuple[str, ...] | None, Permission], list[ToolSpec]] = {}
         self.version = 0
         """Grows on every register/unregister (lets callers cache derived views)."""
+        self._context = False
         for t in tools:
             self.register(t)
 
@@ -89,6 +90,11 @@ class ToolRegistry:
             self._spec_cache[key] = cached
         return list(cached)
 
+    @property
+    def takes_context(self) -> bool:
+        """Whether any tool takes a ``ToolContext`` parameter (kept up to date on change)."""
+        return self._context
+
     def summaries(self) -> list[str]:
         """One line per tool ("name: first sentence"), for two-stage tool selection."""
         return [t.spec.summary for t in self._tools.values()]
@@ -96,3 +102,4 @@ class ToolRegistry:
     def _changed(self) -> None:
         self.version += 1
         self._spec_cache.clear()
+        self._context = any(t.context_param is not None for t in self._tools.values())

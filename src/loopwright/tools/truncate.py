@@ -24,6 +24,28 @@ from typing import Any
 
 _MAX_DEPTH = 32
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _no_default(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _make_fast_encode() -> Any:
+    """The same output as ``_ENCODE`` from one reusable C encoder (``JSONEncoder.encode``
+    builds a new one per call: ~0.8 us of a ~1.4 us dispatch-time render). It has no
+    circular-reference markers: a cycle ends in ``RecursionError``, which
+    :func:`render_result` handles like any value JSON cannot encode."""
+    try:
+        from _json import encode_basestring, make_encoder
+    except ImportError:  # pragma: no cover - CPython always ships _json
+        return _ENCODE
+    encoder = make_encoder(
+        None, _no_default, encode_basestring, None, ":", ",", False, False, False
+    )
+    return lambda value: "".join(encoder(value, 0))
+
+
+_FAST_ENCODE = _make_fast_encode()
 TRUNCATED_KEYS = "__truncated_keys__"
 
 
@@ -32,7 +54,9 @@ def render_result(value: object) -> str:
     if isinstance(value, str):
         return value
     try:
-        return _ENCODE(value)
+        if type(value) is int:  # the commonest non-text result; what json.dumps does
+            return int.__repr__(value)
+        return _FAST_ENCODE(value)  # type: ignore[no-any-return]
     except (TypeError, ValueError, RecursionError):
         pass
     data = to_jsonable(value)
@@ -48,7 +72,12 @@ def truncate_result(value: object, max_chars: int) -> str:
     """Render ``value`` and cut it to at most ``max_chars`` characters (see module doc)."""
     if max_chars <= 0:
         return ""
-    text = render_result(value)
+    if type(value) is str:  # the commonest results, without the general path
+        text = value
+    elif type(value) is int and -(10**15) < value < 10**15:
+        text = int.__repr__(value)
+    else:
+        text = render_result(value)
     if len(text) <= max_chars:
         return text
     if isinstance(value, str):

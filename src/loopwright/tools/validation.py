@@ -71,6 +71,12 @@ class SchemaValidator:
         self._full: Draft202012Validator | None = None
         self._fast = compile_fast_check(schema)
 
+    @property
+    def fast_check(self) -> Callable[[Any], bool] | None:
+        """The compiled pure-Python check (``None`` when the schema is outside its
+        subset): ``True`` means certainly valid; ``False`` means "ask jsonschema"."""
+        return self._fast
+
     def jsonschema_validator(self) -> Draft202012Validator:
         """The full ``jsonschema`` validator (built on first need)."""
         if self._full is None:
@@ -220,6 +226,8 @@ def _compile(schema: Any) -> Check:
 
         checks.append(any_of)
     if any(k in schema for k in ("properties", "required", "additionalProperties")):
+        if schema.get("type") == "object" and len(checks) == 1:  # the usual arguments schema
+            return _object_check(schema, typed=True)
         checks.append(_object_check(schema))
     if not checks:
         return _always
@@ -346,19 +354,33 @@ def _array_checks(schema: Mapping[str, Any]) -> list[Check]:
     return out
 
 
-def _object_check(schema: Mapping[str, Any]) -> Check:
+# property checks that are exactly one Python type (``type(x) is T``), tested inline
+_EXACT_TYPES: dict[Check, type] = {
+    _TYPES["integer"]: int,
+    _TYPES["string"]: str,
+    _TYPES["boolean"]: bool,
+}
+
+
+def _object_check(schema: Mapping[str, Any], *, typed: bool = False) -> Check:
+    """The object keywords; with ``typed`` also ``"type": "object"`` (one check, not two:
+    this is every tool call's top-level check)."""
     props = {k: _compile(s) for k, s in (schema.get("properties") or {}).items()}
     required = tuple(schema.get("required") or ())
     extra = schema.get("additionalProperties", True)
     extra_check: Check | None = None if extra is True or extra is False else _compile(extra)
     closed = extra is False
-    prop_items = tuple(props.items())
+    exact = tuple((k, _EXACT_TYPES[c]) for k, c in props.items() if c in _EXACT_TYPES)
+    prop_items = tuple((k, c) for k, c in props.items() if c not in _EXACT_TYPES)
 
     def check(v: Any) -> bool:
         if type(v) is not dict:
-            return not isinstance(v, Mapping)  # keywords ignore non-objects
+            return False if typed else not isinstance(v, Mapping)  # keywords ignore non-objects
         for r in required:
             if r not in v:
+                return False
+        for k, t in exact:
+            if k in v and type(v[k]) is not t:
                 return False
         for k, c in prop_items:
             if k in v and not c(v[k]):
