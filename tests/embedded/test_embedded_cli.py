@@ -43,15 +43,15 @@ def test_calculator_answers_64() -> None:
     assert "64" in data["answer"]
 
 
-@pytest.mark.xfail(
-    reason="Gemma 3 270M answers with the first step's result (8) instead of calling "
-    "multiply next; see benchmarks/notes/embedded.md",
-    strict=False,
-)
 def test_add_multiply_two_steps_answer_64() -> None:
     code, data = run_cli("--tools", "add,multiply,divide", "What is (3 + 5) * 8?")
-    names = [name for name, _ in calls(data)]
-    assert names[:2] == ["add", "multiply"]
+    made = calls(data)
+    assert [name for name, _ in made] == ["add", "multiply"]
+    assert sorted(made[0][1].values()) == [3, 5]
+    # The second call takes the first call's result (8), not numbers from the question.
+    assert made[1][1] == {"a": 8, "b": 8}
+    results = [p for m in data["messages"] for p in m["parts"] if p["kind"] == "tool_result"]
+    assert [r["content"] for r in results] == ["8", "64"]
     assert "64" in data["answer"]
     assert code == 0
 

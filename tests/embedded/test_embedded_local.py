@@ -93,3 +93,20 @@ async def test_fast_grammar_sampler_picks_the_same_tokens_as_stock_llama_cpp() -
             (c.name, dict(c.arguments)) for c in b.message.tool_calls
         ]
         assert a.message.text == b.message.text
+
+
+def test_count_tokens_uses_the_models_tokenizer() -> None:
+    from loopwright.context.tokens import counter_for
+
+    model = LocalModel()
+    text = "What is (3 + 5) * 8? Héllo, 世界"
+    model.load()
+    llm = model._loaded.llm  # type: ignore[union-attr]
+    expected = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+    assert model.count_tokens(text) == expected
+    assert model.count_tokens("") == 0
+    assert model.count_tokens(text + text) > model.count_tokens(text)
+    counter = counter_for(model)
+    assert counter.exact
+    assert counter.count_text(text) == expected
+    assert counter.label == "tokenizer:local:gemma-3-270m"

@@ -38,21 +38,29 @@ class StreamRenderer:
     def __init__(self, out: IO[str]) -> None:
         self._out = out
         self._in_text = False
+        self._in_reasoning = False
+
+    def _end_open_line(self) -> None:
+        if self._in_text or self._in_reasoning:
+            click.echo("", file=self._out)
+            self._in_text = self._in_reasoning = False
 
     def _line(self, text: str) -> None:
-        if self._in_text:
-            click.echo("", file=self._out)
-            self._in_text = False
+        self._end_open_line()
         click.echo(text, file=self._out)
 
     def __call__(self, event: RunEvent) -> None:
         match event:
             case ModelStreamed(event=TextDelta(text=text)):
                 if not self._in_text:
+                    self._end_open_line()
                     click.echo(click.style("model: ", fg="cyan"), nl=False, file=self._out)
                     self._in_text = True
                 click.echo(text, nl=False, file=self._out)
             case ModelStreamed(event=ReasoningDelta(text=text)):
+                if not self._in_reasoning:
+                    self._end_open_line()
+                    self._in_reasoning = True
                 click.echo(click.style(text, dim=True), nl=False, file=self._out)
             case ToolCallStarted(call=call):
                 args = json.dumps(dict(call.arguments), ensure_ascii=False)

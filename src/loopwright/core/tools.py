@@ -45,6 +45,19 @@ class UnknownOutcomePolicy(enum.StrEnum):
     ASK_TOOL = "ask_tool"  # ask the tool (by idempotency key) whether it already ran
 
 
+class _NotRun:
+    """Sentinel an ``outcome_check`` returns when the keyed call certainly never ran.
+
+    It lives in core (re-exported as ``loopwright.durable.NOT_RUN``) so tools, which sit
+    below ``durable`` in the layers, can return it."""
+
+    def __repr__(self) -> str:
+        return "NOT_RUN"
+
+
+NOT_RUN = _NotRun()
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool's public contract.

@@ -9,6 +9,7 @@ the facade. See ``docs/durable.md``.
 * :func:`plan_recovery` -- what to do with calls left without results after a crash.
 """
 
+from loopwright.core.tools import NOT_RUN
 from loopwright.durable.checkpointer import (
     CheckpointConfig,
     Checkpointer,
@@ -18,7 +19,6 @@ from loopwright.durable.checkpointer import (
     to_run_state,
 )
 from loopwright.durable.recovery import (
-    NOT_RUN,
     UNKNOWN_OUTCOME_TEXT,
     Recovery,
     plan_recovery,

@@ -25,20 +25,10 @@ from dataclasses import dataclass, replace
 
 from loopwright.core.errors import ToolErrorKind
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
-from loopwright.core.tools import UnknownOutcomePolicy
+from loopwright.core.tools import NOT_RUN, UnknownOutcomePolicy
 from loopwright.store.base import CheckpointStore
 from loopwright.store.state import IntentRecord, IntentStatus
 from loopwright.tools import Confirmation, ToolRegistry, truncate_result
-
-
-class _NotRun:
-    """Sentinel an ``outcome_check`` returns when the keyed call certainly never ran."""
-
-    def __repr__(self) -> str:
-        return "NOT_RUN"
-
-
-NOT_RUN = _NotRun()
 
 UNKNOWN_OUTCOME_TEXT = (
     "outcome unknown: the process stopped while this call was running, so it may or may "

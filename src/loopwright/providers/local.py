@@ -42,10 +42,18 @@ from pathlib import Path
 from typing import Any
 
 from loopwright.core.errors import BadRequest, ConfigError, ContextOverflow, ProviderError
-from loopwright.core.events import ModelEvent, ResponseDone, StreamError, TextDelta, ToolCallDelta
+from loopwright.core.events import (
+    ModelEvent,
+    ReasoningDelta,
+    ResponseDone,
+    StreamError,
+    TextDelta,
+    ToolCallDelta,
+)
 from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from loopwright.core.protocols import ModelRequest, NamedTool
 from loopwright.core.tools import ToolSpec
+from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
 
@@ -58,7 +66,11 @@ class LocalConfig:
     """Embedded-model settings. ``n_threads`` defaults to 1: two threads proved unstable
     on shared 2-core machines. ``max_tokens`` caps every turn (the request's
     ``settings.max_tokens`` may lower it). ``fast_grammar`` checks the grammar on the
-    best-ranked tokens first (same greedy result, ~4x faster; see ``local_sampler``)."""
+    best-ranked tokens first (same greedy result, ~4x faster; see ``local_sampler``).
+    ``plan``: the first turn after a user message writes a plan line whose steps run
+    one by one (see ``local_plan``); ``False``: one call per turn; ``None`` (default):
+    plan when the tools can chain (:func:`local_plan.can_chain`), since on single-tool
+    questions the plain format chose tools more accurately (see benchmarks/notes)."""
 
     n_ctx: int = 4096
     n_threads: int = 1
@@ -68,6 +80,7 @@ class LocalConfig:
     tool_first: bool = True
     no_repeat_calls: bool = True
     fast_grammar: bool = True
+    plan: bool | None = None
     bounds: lp.GrammarBounds = field(default_factory=lp.GrammarBounds)
     cache_dir: Path | None = None
 
@@ -215,6 +228,8 @@ class _Plan:
     max_tokens: int
     trimmed: int
     tool_names: tuple[str, ...]
+    plan_grammar: str | None = None  # GBNF of a plan line (replaces ``schema``)
+    tools: tuple[ToolSpec, ...] = ()
 
 
 class LocalModel:
@@ -250,11 +265,32 @@ class LocalModel:
         self._path = path
         self._loaded = _load_llama(path, self._config)
 
+    def count_tokens(self, text: str) -> int:
+        """Exact token count of ``text`` with the model's own tokenizer (no BOS token;
+        special-token text is counted as plain text, as prompts are tokenized).
+
+        Loads the model on first use (:class:`ConfigError` if it cannot). It reads only
+        the vocabulary, so it does not wait for a decode in progress. This is what
+        :func:`loopwright.context.tokens.counter_for` looks for.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"count_tokens(text): text must be str, got {type(text).__name__}")
+        if not text:
+            return 0
+        self.load()
+        assert self._loaded is not None
+        return len(_tokenize(self._loaded.llm, text, bos=False))
+
     # ------------------------------------------------------------------ streaming
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield answer deltas or one tool-call delta, then ``ResponseDone``; failures are
         a final ``StreamError`` (see the module docstring)."""
+        planned = self._planned_step(request)
+        if planned is not None:
+            for event in planned:
+                yield event
+            return
         try:
             await asyncio.to_thread(self.load)
             assert self._loaded is not None
@@ -285,6 +321,25 @@ class LocalModel:
                 yield pending
                 pending = None
             yield event
+
+    def _planned_step(self, request: ModelRequest) -> list[ModelEvent] | None:
+        """The next step of the model's own plan as a tool call, without decoding (see
+        ``local_plan``); ``None`` when there is no step to run."""
+        tools = _visible_tools(request)
+        if not self._plans(tools) or request.settings.tool_choice == "none":
+            return None
+        state = lpl.progress(request.messages, tools)
+        if state is None or state.next_step is None:
+            return None
+        step = state.next_step
+        raw = json.dumps(step.arguments, ensure_ascii=False)
+        call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", step.tool, step.arguments, raw)
+        meta: dict[str, Any] = {"local": {"plan_step": state.done + 1}}
+        message = Message("assistant", (call,), meta)
+        return [
+            ToolCallDelta(0, call.id, call.name, raw, dict(step.arguments)),
+            ResponseDone(message, StopReason.TOOL_USE, Usage(), self.name),
+        ]
 
     async def _answer_instead(
         self, request: ModelRequest, spent: Usage
@@ -351,7 +406,11 @@ class LocalModel:
     def _completion(self, llm: Any, plan: _Plan) -> Any:
         from llama_cpp import LlamaGrammar
 
-        grammar = _grammar(LlamaGrammar, plan.schema)
+        grammar = (
+            _gbnf(LlamaGrammar, plan.plan_grammar)
+            if plan.plan_grammar is not None
+            else _grammar(LlamaGrammar, plan.schema)
+        )
         options = {
             "max_tokens": plan.max_tokens,
             "temperature": self._config.temperature,
@@ -374,7 +433,8 @@ class LocalModel:
         want = request.settings.max_tokens or self._config.max_tokens
         max_tokens = max(16, min(want, self._config.max_tokens))
         budget = self._config.n_ctx - max_tokens - 8
-        prefix = lp.render_prefix(tools, request.system)
+        planning = self._plans(tools)
+        prefix = lp.render_prefix(tools, request.system, plan=planning)
         prefix_tokens = _tokenize(llm, prefix, bos=True)
         if len(prefix_tokens) > budget:
             raise ContextOverflow(
@@ -384,7 +444,17 @@ class LocalModel:
             )
         body, trimmed = _fit_history(llm, request.messages, budget - len(prefix_tokens))
         tokens = prefix_tokens + _tokenize(llm, body + lp.cue(), bos=False)
-        return _Plan(tokens, schema, max_tokens, trimmed, tuple(t.name for t in tools))
+        names = tuple(t.name for t in tools)
+        if planning and mode == "tools" and _awaits_first_call(request.messages):
+            grammar = lpl.plan_grammar(tools, self._config.bounds.max_string_chars)
+            return _Plan(tokens, schema, max_tokens, trimmed, names, grammar, tuple(tools))
+        return _Plan(tokens, schema, max_tokens, trimmed, names)
+
+    def _plans(self, tools: Sequence[ToolSpec]) -> bool:
+        """Whether this request uses plan lines (see :class:`LocalConfig`)."""
+        if self._config.plan is None:
+            return lpl.can_chain(tools)
+        return self._config.plan
 
     def _mode(self, request: ModelRequest, tools: Sequence[ToolSpec]) -> lp.Mode:
         choice = request.settings.tool_choice
@@ -394,6 +464,10 @@ class LocalModel:
             return "tools"
         if self._config.tool_first and _awaits_first_call(request.messages):
             return "tools"
+        if self._plans(tools):
+            state = lpl.progress(request.messages, tools)
+            if state is not None and state.next_step is None:
+                return "answer"  # every step of the model's plan has run
         return "both"
 
 
@@ -418,6 +492,16 @@ def _grammar(grammar_cls: Any, schema: dict[str, Any]) -> Any:
 
 
 _GRAMMARS: dict[str, Any] = {}
+
+
+def _gbnf(grammar_cls: Any, text: str) -> Any:
+    cached = _GRAMMARS.get(text)
+    if cached is None:
+        cached = grammar_cls.from_string(text, verbose=False)
+        if len(_GRAMMARS) > 64:
+            _GRAMMARS.clear()
+        _GRAMMARS[text] = cached
+    return cached
 
 
 def _visible_tools(request: ModelRequest) -> list[ToolSpec]:
@@ -531,7 +615,29 @@ def _cut_to_tokens(llm: Any, text: str, budget: int) -> str:
     return marker.format(len(text)).strip()
 
 
+def _finish_plan(text: str, plan: _Plan, usage: Usage, model: str) -> list[ModelEvent] | None:
+    """A decoded plan line: the plan (kept as a reasoning part) plus its first call."""
+    steps = lpl.parse_plan(text, plan.tools)
+    if not steps:
+        return None
+    first = steps[0]
+    raw = json.dumps(first.arguments, ensure_ascii=False)
+    call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", first.tool, first.arguments, raw)
+    line = text.strip()
+    meta: dict[str, Any] = {"local": {"trimmed_blocks": plan.trimmed}} if plan.trimmed else {}
+    message = Message("assistant", (lpl.plan_part(line), call), meta)
+    return [
+        ReasoningDelta(line),
+        ToolCallDelta(0, call.id, call.name, raw, dict(first.arguments)),
+        ResponseDone(message, StopReason.TOOL_USE, usage, model),
+    ]
+
+
 def _finish(text: str, plan: _Plan, usage: Usage, model: str) -> list[ModelEvent]:
+    if plan.plan_grammar is not None:
+        planned = _finish_plan(text, plan, usage, model)
+        if planned is not None:
+            return planned
     parsed = lp.parse_output(text, plan.tool_names)
     meta = {"local": {"trimmed_blocks": plan.trimmed}} if plan.trimmed else {}
     if isinstance(parsed, lp.ParsedAnswer):

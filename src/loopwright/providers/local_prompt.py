@@ -37,6 +37,7 @@ from loopwright.core.messages import (
     ToolResultPart,
 )
 from loopwright.core.tools import ToolSpec
+from loopwright.providers import local_plan as lp_plan
 
 Mode = Literal["tools", "answer", "both"]
 
@@ -296,18 +297,141 @@ def render_chain_example(first: ToolSpec, second: ToolSpec) -> str:
     )
 
 
-def render_prefix(tools: Sequence[ToolSpec], system: str | None) -> str:
-    """Everything before the conversation: stable across the turns of one run."""
+def _plan_safe(text: str) -> str:
+    """Text usable as a plan step's ``expr`` (the grammar excludes ``=``, ``"``, newlines)."""
+    cleaned = " ".join(text.replace("=", " ").replace('"', "'").split())
+    return cleaned[: lp_plan.MAX_EXPR_CHARS].rstrip(" ,")
+
+
+def _plan_request(spec: ToolSpec, args: Mapping[str, Any]) -> tuple[str, str]:
+    """(request, step expr) for a one-step worked example."""
+    expression = lp_plan.result_expression(spec, args)
+    if expression is not None:
+        return f"What is {expression}?", expression
+    question = _question(spec, args)
+    return question, _plan_safe(question)
+
+
+def render_plan_example(spec: ToolSpec, variant: int = 0) -> str:
+    """A one-step plan example for ``spec``, generated from its schema/description."""
+    args = example_arguments(spec.parameters, variant=variant)
+    question, expr = _plan_request(spec, args)
+    plan = lp_plan.render_plan([lp_plan.PlanStep(expr, spec.name, args)], [spec])
+    return render("plan_example", question=question, plan=plan)
+
+
+def render_plan_chain(first: ToolSpec, second: ToolSpec, variant: int = 0) -> str:
+    """A two-step plan example: ``second`` takes ``first``'s result (``result``) as its
+    first numeric argument; the later call, its result and the answer follow. Empty when
+    ``second`` has no numeric argument."""
+    slot = lp_plan.first_numeric(second)
+    if slot is None:
+        return ""
+    args1 = example_arguments(first.parameters, variant=variant)
+    args2: dict[str, Any] = example_arguments(second.parameters, variant=variant + 1)
+    args2[slot] = lp_plan.RESULT_REF
+    r1, r2 = _fake_result(first), _fake_result(second)
+    e1 = lp_plan.result_expression(first, args1)
+    e2 = lp_plan.result_expression(second, args2)
+    if e1 is not None and e2 is not None:
+        question = "What is " + e2.replace(lp_plan.RESULT_WORD, f"({e1})", 1) + "?"
+        expr1, expr2 = e1, e2
+    else:
+        question1, expr1 = _plan_request(first, args1)
+        summary = _first_sentence(second.description).rstrip(".").lower()
+        question = f"{question1}, then {summary} with the result"
+        expr2 = _plan_safe(f"{summary} with the result")
+    steps = [
+        lp_plan.PlanStep(expr1, first.name, args1),
+        lp_plan.PlanStep(expr2, second.name, args2),
+    ]
+    return render(
+        "plan_chain_example",
+        question=question,
+        plan=lp_plan.render_plan(steps, [first, second]),
+        result1=str(r1),
+        call2=_call_json(second.name, {**args2, slot: r1}),
+        result2=str(r2),
+        answer=_answer_json(str(r2)),
+    )
+
+
+def _plan_examples(tools: Sequence[ToolSpec]) -> str:
+    """One-step examples for tools that no two-step example starts with, then two-step
+    examples (a small model ends its plan the way the nearest examples do, so tools
+    that can chain are shown chaining).
+
+    Two-step examples are grouped by the tool that takes the result. The order matters
+    to a 270M model (it leans on the nearest examples): grouped this way it solved 9/12
+    of the dev questions in ``benchmarks/multistep_eval.py``; grouped by the first tool
+    6/12, round-robin 10/12 but not "(3 + 5) * 8" (see benchmarks/notes/embedded.md)."""
+    pairs = [
+        (a, b) for b in tools if lp_plan.first_numeric(b) is not None for a in tools if a is not b
+    ][:MAX_CHAIN_EXAMPLES]
+    chained = {a.name for a, _ in pairs}
+    alone = [t for t in tools if t.name not in chained]
+    rounds = max((example_count(t.parameters) for t in alone), default=1)
+    singles = "".join(
+        render_plan_example(spec, i)
+        for i in range(rounds)
+        for spec in alone
+        if i < example_count(spec.parameters)
+    )
+    return singles + "".join(render_plan_chain(a, b, i) for i, (a, b) in enumerate(pairs))
+
+
+MAX_CHAIN_EXAMPLES = 6
+
+
+def _plan_tool_line(spec: ToolSpec) -> str:
+    """A tool as a plan step with parameter names for values, e.g. ``a + b = add(a, b)``
+    (or ``<description> = get_weather(city)``): the same shape the model writes, so the
+    step it is writing points straight at the matching tool."""
+    params = lp_plan.positional_params(spec)
+    names = {p: p for p in params}
+    expression = lp_plan.result_expression(spec, names)
+    what = expression or _plan_safe(_first_sentence(spec.description).rstrip("."))
+    return render(
+        "plan_tool",
+        what=what,
+        call=f"{spec.name}({', '.join(params)})",
+        description=_first_sentence(spec.description),
+        arguments=describe_parameters(spec.parameters),
+    )
+
+
+def _tool_description(text: str, plan: bool) -> str:
+    """The first sentence; in plan mode the whole (bounded) description, because a plan
+    step maps a part of the request to a tool and the later sentences often say how
+    (e.g. "Returns a + b.")."""
+    if not plan:
+        return _first_sentence(text)
+    line = " ".join(text.strip().split())
+    return line if len(line) <= MAX_PLAN_DESCRIPTION else _first_sentence(line)
+
+
+MAX_PLAN_DESCRIPTION = 160
+
+
+def render_prefix(tools: Sequence[ToolSpec], system: str | None, *, plan: bool = False) -> str:
+    """Everything before the conversation: stable across the turns of one run. With
+    ``plan`` the worked examples and preamble teach plan lines (see ``local_plan``)."""
     lines = [
         render(
             "tool",
             name=spec.name,
-            description=_first_sentence(spec.description),
+            description=_tool_description(spec.description, plan),
             arguments=describe_parameters(spec.parameters),
             example=_call_json(spec.name, example_arguments(spec.parameters)),
         )
         for spec in tools
     ]
+    if plan:
+        lines = [_plan_tool_line(spec) for spec in tools]
+        text = render("preamble_plan", examples=_plan_examples(tools), tools="\n".join(lines))
+        if system and system.strip():
+            text += render("system", text=" ".join(system.split()))
+        return text
     # Round-robin over tools so no tool's examples sit all together (small models copy
     # whatever example is nearest).
     rounds = max((example_count(t.parameters) for t in tools), default=1)
@@ -330,6 +454,10 @@ def render_prefix(tools: Sequence[ToolSpec], system: str | None) -> str:
 def render_message(message: Message) -> str:
     """One history message as prompt text (never ends with a space)."""
     out: list[str] = []
+    plan = lp_plan.plan_text(message)
+    if plan is not None:
+        # The plan line stands for its first call, which is not shown again.
+        return render("assistant_plan", plan=plan)
     for part in message.parts:
         match part:
             case TextPart(text=text) if message.role == "user":

@@ -46,6 +46,7 @@ def _from_spec(spec: ToolSpec, fn: Callable[..., Any], **flags: Any) -> Tool:
         idempotent=spec.idempotent,
         timeout=spec.timeout,
         max_result_chars=spec.max_result_chars,
+        unknown_outcome=spec.unknown_outcome,
         **flags,
     )
 
@@ -99,7 +100,10 @@ def make_send_email(config: BuiltinConfig | None = None) -> Tool:
         return outbox.send(to, subject, body, key)
 
     return _from_spec(
-        email.SPEC, send_email, idempotency_key=email.email_key, outcome_check=outbox.find
+        email.SPEC,
+        send_email,
+        idempotency_key=email.email_key,
+        outcome_check=outbox.outcome,
     )
 
 

@@ -14,12 +14,12 @@ from loopwright.core.tools import ToolSpec
 from loopwright.tools.builtin.calculator import CalculatorError, Number, binop, to_number
 
 
-def _operands_schema(a_example: Number, b_example: Number) -> dict[str, object]:
+def _operands_schema(a_examples: list[Number], b_examples: list[Number]) -> dict[str, object]:
     return {
         "type": "object",
         "properties": {
-            "a": {"type": "number", "description": "first number", "examples": [a_example]},
-            "b": {"type": "number", "description": "second number", "examples": [b_example]},
+            "a": {"type": "number", "description": "first number", "examples": a_examples},
+            "b": {"type": "number", "description": "second number", "examples": b_examples},
         },
         "required": ["a", "b"],
         "additionalProperties": False,
@@ -29,21 +29,21 @@ def _operands_schema(a_example: Number, b_example: Number) -> dict[str, object]:
 ADD_SPEC = ToolSpec(
     name="add",
     description="Add two numbers. Returns a + b.",
-    parameters=_operands_schema(12, 30),
+    parameters=_operands_schema([12, 14, 21], [30, 6, 4]),
     idempotent=True,
     timeout=5.0,
 )
 MULTIPLY_SPEC = ToolSpec(
     name="multiply",
     description="Multiply two numbers. Returns a * b.",
-    parameters=_operands_schema(6, 7),
+    parameters=_operands_schema([6, 8, 3], [7, 5, 2]),
     idempotent=True,
     timeout=5.0,
 )
 DIVIDE_SPEC = ToolSpec(
     name="divide",
     description="Divide two numbers. Returns a / b.",
-    parameters=_operands_schema(45, 9),
+    parameters=_operands_schema([45, 36, 40], [9, 4, 8]),
     idempotent=True,
     timeout=5.0,
 )

@@ -5,6 +5,12 @@ The tool requires confirmation and is not idempotent. Each call carries an idemp
 key derived from its arguments (:func:`email_key`); the outbox write itself checks the
 key under a file lock, so a retried or resumed call never writes the same email twice
 (the second call reports the existing entry instead).
+
+Exactly once across a crash: the spec declares ``unknown_outcome=ASK_TOOL`` and the
+tool's outcome check is :meth:`Outbox.outcome`. When a run resumes after the process
+died mid-send, the recorded outbox entry is the call's result if the key is there, and
+:data:`~loopwright.core.tools.NOT_RUN` (so the send runs now) if it is not: the email
+is neither duplicated nor lost.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopwright.core.errors import ToolError, ToolErrorKind
-from loopwright.core.tools import Permission, ToolSpec
+from loopwright.core.tools import NOT_RUN, Permission, ToolSpec, UnknownOutcomePolicy
 
 _ADDRESS = re.compile(r"^[^@\s,;<>]+@[^@\s,;<>]+\.[^@\s,;<>]+$")
 
@@ -49,6 +55,7 @@ SPEC = ToolSpec(
     permission=Permission.WRITE,
     idempotent=False,
     timeout=10.0,
+    unknown_outcome=UnknownOutcomePolicy.ASK_TOOL,
 )
 
 
@@ -108,6 +115,24 @@ class Outbox:
                     found: dict[str, object] = json.loads(line)
                     return found
         return None
+
+    def outcome(self, key: str) -> object:
+        """The outcome check for crash recovery: the result a completed send reported
+        (``status: already_sent`` plus the recorded entry) when ``key`` is in the outbox,
+        else :data:`NOT_RUN` (the write never happened, so it is safe to run now).
+
+        The outbox line is written and flushed under the lock in one step, so "key
+        present" and "email sent" cannot disagree."""
+        entry = self.find(key)
+        if entry is None:
+            return NOT_RUN
+        return {
+            "status": "already_sent",
+            "key": key,
+            "to": entry.get("to"),
+            "subject": entry.get("subject"),
+            "outbox": str(self.path),
+        }
 
     def entries(self) -> list[dict[str, object]]:
         if not self.path.exists():

@@ -1,0 +1,216 @@
+"""Plan lines for the embedded model: grammar, parser, examples, progress (no model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
+from loopwright.core.tools import ToolSpec
+from loopwright.providers import local_plan as pl
+from loopwright.providers import local_prompt as lp
+from loopwright.tools.builtin import make_tools
+
+ARITH = [t.spec for t in make_tools(["add", "multiply", "divide"])]
+SINGLE = [t.spec for t in make_tools(["calculator", "get_weather", "read_file", "sql_query"])]
+MIXED = ARITH + [t.spec for t in make_tools(["get_weather"])]
+BY_NAME = {t.name: t for t in MIXED}
+
+
+def test_parse_two_steps_with_result_reference() -> None:
+    steps = pl.parse_plan("Plan: 3 + 5 = add(3, 5), then result * 8 = multiply(result, 8)", ARITH)
+    assert steps is not None
+    assert [(s.expr, s.tool) for s in steps] == [("3 + 5", "add"), ("result * 8", "multiply")]
+    assert steps[0].arguments == {"a": 3, "b": 5}
+    assert steps[1].arguments["a"] is pl.RESULT_REF
+    assert steps[1].arguments["b"] == 8
+
+
+def test_parse_strips_the_leading_space_of_strings() -> None:
+    steps = pl.parse_plan('Plan: weather in Oslo = get_weather(" Oslo")', MIXED)
+    assert steps == [pl.PlanStep("weather in Oslo", "get_weather", {"city": "Oslo"})]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "3 + 5 = add(3, 5)",  # no prefix
+        "Plan: 3 + 5 = add(3, 5",  # unfinished
+        "Plan: 3 + 5 = nope(3, 5)",  # unknown tool
+        "Plan: 3 + 5 = add(3)",  # missing argument
+        "Plan: 3 + 5 = add(3, 5) and more",
+        "Plan: = add(3, 5)",  # empty expr
+        "Plan: 3 + 5 = add(3, x)",
+    ],
+)
+def test_malformed_plans_are_none(line: str) -> None:
+    assert pl.parse_plan(line, ARITH) is None
+
+
+_values = st.one_of(
+    st.integers(-(10**6), 10**6),
+    st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False).map(lambda f: round(f, 3)),
+)
+_exprs = st.text(
+    st.characters(blacklist_characters='="\n', blacklist_categories=("Cs", "Cc")),
+    min_size=1,
+    max_size=30,
+).map(lambda t: t.strip() or "x")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_exprs, st.sampled_from(["add", "multiply", "divide"]), _values, _values),
+        min_size=1,
+        max_size=pl.MAX_STEPS,
+    ),
+    st.data(),
+)
+def test_render_then_parse_round_trips(raw: list, data: st.DataObject) -> None:
+    steps = []
+    for i, (expr, tool, a, b) in enumerate(raw):
+        if i and data.draw(st.booleans()):
+            a = pl.RESULT_REF
+        steps.append(pl.PlanStep(expr, tool, {"a": a, "b": b}))
+    line = pl.render_plan(steps, ARITH)
+    parsed = pl.parse_plan(line, ARITH)
+    assert parsed is not None
+    assert [s.tool for s in parsed] == [s.tool for s in steps]
+    for got, want in zip(parsed, steps, strict=True):
+        assert got.expr == want.expr.strip()
+        for key in ("a", "b"):
+            if want.arguments[key] is pl.RESULT_REF:
+                assert got.arguments[key] is pl.RESULT_REF
+            else:
+                assert got.arguments[key] == want.arguments[key]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=120))
+def test_parser_never_raises_on_arbitrary_text(text: str) -> None:
+    result = pl.parse_plan("Plan: " + text, MIXED)
+    assert result is None or all(s.tool in BY_NAME for s in result)
+
+
+def test_grammar_compiles_and_forbids_result_in_the_first_step() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    text = pl.plan_grammar(MIXED + SINGLE)
+    llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+    first = [ln for ln in text.splitlines() if ln.startswith("f0a")]
+    later = [ln for ln in text.splitlines() if ln.startswith("l0a")]
+    assert first and all('"result"' not in ln for ln in first)
+    assert later and all('"result"' in ln for ln in later)
+
+
+def test_substitute_uses_the_json_value_of_the_previous_result() -> None:
+    args = {"a": pl.RESULT_REF, "b": 8}
+    assert pl.substitute(args, "8") == {"a": 8, "b": 8}
+    assert pl.substitute(args, " 2.5 ") == {"a": 2.5, "b": 8}
+    assert pl.substitute(args, "sunny, 21 C") == {"a": "sunny, 21 C", "b": 8}
+    assert pl.substitute(args, '{"x": 1}') == {"a": '{"x": 1}', "b": 8}
+
+
+def test_result_expression_comes_from_the_description() -> None:
+    add = BY_NAME["add"]
+    assert pl.result_expression(add, {"a": 12, "b": pl.RESULT_REF}) == "12 + result"
+    assert pl.result_expression(BY_NAME["get_weather"], {"city": "Paris"}) is None
+    odd = ToolSpec("t", "Returns nothing useful.", {"type": "object", "properties": {}})
+    assert pl.result_expression(odd, {}) is None
+
+
+def test_can_chain_needs_a_numeric_parameter() -> None:
+    assert pl.can_chain(ARITH)
+    assert not pl.can_chain(SINGLE)
+    assert not pl.can_chain(ARITH[:1])
+
+
+def _call(name: str, args: dict, cid: str) -> ToolCallPart:
+    return ToolCallPart(cid, name, args, json.dumps(args))
+
+
+def test_progress_walks_the_plan_and_substitutes_results() -> None:
+    line = "Plan: 3 + 5 = add(3, 5), then result * 8 = multiply(result, 8)"
+    history = [
+        Message.user("What is (3 + 5) * 8?"),
+        Message("assistant", (pl.plan_part(line), _call("add", {"a": 3, "b": 5}, "c1"))),
+        Message.tool_results([ToolResultPart("c1", "add", "8")]),
+    ]
+    state = pl.progress(history, ARITH)
+    assert state is not None and state.done == 1
+    assert state.next_step == pl.PlanStep("result * 8", "multiply", {"a": 8, "b": 8})
+    history += [
+        Message("assistant", (_call("multiply", {"a": 8, "b": 8}, "c2"),)),
+        Message.tool_results([ToolResultPart("c2", "multiply", "64")]),
+    ]
+    done = pl.progress(history, ARITH)
+    assert done is not None and done.next_step is None and done.done == 2
+    # A new user message starts afresh: the old plan is not followed.
+    assert pl.progress([*history, Message.user("and 2 + 2?")], ARITH) is None
+
+
+def test_a_failed_step_abandons_the_plan() -> None:
+    line = "Plan: 3 + 5 = add(3, 5), then result * 8 = multiply(result, 8)"
+    history = [
+        Message.user("q"),
+        Message("assistant", (pl.plan_part(line), _call("add", {"a": 3, "b": 5}, "c1"))),
+        Message.tool_results([ToolResultPart("c1", "add", "boom", True, "permanent")]),
+    ]
+    assert pl.progress(history, ARITH) is None
+
+
+def test_plan_message_renders_as_its_plan_line_only() -> None:
+    line = "Plan: 3 + 5 = add(3, 5)"
+    message = Message("assistant", (pl.plan_part(line), _call("add", {"a": 3, "b": 5}, "c1")))
+    assert lp.render_message(message) == "\nAssistant: " + line
+
+
+def test_plan_prefix_examples_chain_and_parse() -> None:
+    text = lp.render_prefix(ARITH, None, plan=True)
+    plans = [ln[len("Assistant: ") :] for ln in text.splitlines() if "Assistant: Plan:" in ln]
+    assert len(plans) == 6  # every ordered pair of the three tools
+    for plan in plans:
+        steps = pl.parse_plan(plan, ARITH)
+        assert steps is not None and len(steps) == 2
+        assert steps[1].arguments["a"] is pl.RESULT_REF
+    assert "a + b = add(a, b)" in text
+    # Without plan mode the prefix is the plain one-call-per-turn prompt.
+    assert "Plan:" not in lp.render_prefix(SINGLE, None)
+
+
+def test_local_model_runs_the_next_planned_step_without_decoding() -> None:
+    from loopwright.core.events import ResponseDone, ToolCallDelta
+    from loopwright.core.protocols import ModelRequest
+    from loopwright.providers.local import LocalConfig, LocalModel
+
+    line = "Plan: 3 + 5 = add(3, 5), then result * 8 = multiply(result, 8)"
+    history = [
+        Message.user("What is (3 + 5) * 8?"),
+        Message("assistant", (pl.plan_part(line), _call("add", {"a": 3, "b": 5}, "c1"))),
+        Message.tool_results([ToolResultPart("c1", "add", "8")]),
+    ]
+    model = LocalModel("/nonexistent/model.gguf")  # never loaded: no decoding happens
+    events = model._planned_step(ModelRequest(history, tools=ARITH))
+    assert events is not None
+    delta, done = events
+    assert isinstance(delta, ToolCallDelta) and isinstance(done, ResponseDone)
+    (call,) = done.message.tool_calls
+    assert (call.name, dict(call.arguments)) == ("multiply", {"a": 8, "b": 8})
+    assert done.usage.output_tokens == 0
+    # After the last step the model must answer; with plans off nothing is planned.
+    finished = [
+        *history,
+        Message("assistant", (_call("multiply", {"a": 8, "b": 8}, "c2"),)),
+        Message.tool_results([ToolResultPart("c2", "multiply", "64")]),
+    ]
+    request = ModelRequest(finished, tools=ARITH)
+    assert model._planned_step(request) is None
+    assert model._mode(request, ARITH) == "answer"
+    off = LocalModel("/nonexistent/model.gguf", config=LocalConfig(plan=False))
+    assert off._planned_step(ModelRequest(history, tools=ARITH)) is None
+    # Auto mode plans only for chainable tool sets.
+    assert model._plans(ARITH) and not model._plans(SINGLE)
