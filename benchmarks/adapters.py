@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from adapters_native import ARGS, REQUEST, TEXT, pieces
+from adapters_native import ARGS, REQUEST, STEP_ENCODERS, TEXT, pieces, step_encode_us
 
 from loopwright.core.messages import TextPart, ToolCallPart, ToolResultPart
 from loopwright.providers import openai_chat, openai_responses
@@ -323,6 +323,13 @@ def _cold(model: Any, ours: Any) -> Any:
     return run
 
 
+STEPS = {
+    "openai-chat": lambda r: CHAT.encode(r),
+    "openai-responses": lambda r: RESP.encode(r),
+    **STEP_ENCODERS,
+}
+"""adapter -> encode(request) with the adapter's history cache, for ``step_encode_us``."""
+
 CASES = {
     "openai-chat": (ours_chat, hand_chat, chat_chunks),
     "openai-responses": (ours_responses, hand_responses, responses_events),
@@ -381,6 +388,7 @@ def rows(rounds: int, inner: int) -> list[dict[str, Any]]:
                 "ratio": round(ratio, 2),
                 "ours_cold_us": round(cold_us, 1),
                 "cold_ratio": round(cold_ratio, 2),
+                "ours_step_encode_us": round(step_encode_us(STEPS[name]), 1),
                 "messages": len(REQUEST.messages),
                 "tools": len(REQUEST.tools),
                 "wire_events": len(reply),
@@ -409,6 +417,7 @@ def native_rows(cases: Any, rounds: int, inner: int) -> list[dict[str, Any]]:
                 "ratio": round(ratio, 2),
                 "ours_cold_us": round(cold_us, 1),
                 "cold_ratio": round(cold_ratio, 2),
+                "ours_step_encode_us": round(step_encode_us(STEPS[name]), 1),
                 "messages": len(REQUEST.messages),
                 "tools": len(REQUEST.tools),
                 "wire_events": len(reply),
@@ -432,13 +441,13 @@ def main() -> None:
         print(f"(native adapters skipped: {type(exc).__name__}: {exc})")
     print(
         f"{'adapter':<18}{'ours us':>10}{'by hand us':>12}{'ratio':>8}"
-        f"{'cold us':>10}{'cold ratio':>12}{'events':>8}"
+        f"{'cold us':>10}{'cold ratio':>12}{'step enc us':>13}{'events':>8}"
     )
     for r in table:
         print(
             f"{r['adapter']:<18}{r['ours_us']:>10}{r['by_hand_us']:>12}{r['ratio']:>8}"
             f"{r.get('ours_cold_us', '-'):>10}{r.get('cold_ratio', '-'):>12}"
-            f"{r['wire_events']:>8}"
+            f"{r.get('ours_step_encode_us', '-'):>13}{r['wire_events']:>8}"
         )
     worst = max(r["ratio"] for r in table)
     print(

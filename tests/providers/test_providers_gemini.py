@@ -430,6 +430,17 @@ def test_fast_field_copy_decodes_like_the_full_dump(answer_name):
         for t in typed
     ]
     assert _decoded([wire_chunk(t) for t in typed]) == _decoded(full)
+    assert _decoded_sdk(typed) == _decoded(full)
+
+
+def _decoded_sdk(typed_chunks: list[object]) -> object:
+    from loopwright.providers.gemini import decode_sdk_chunk
+
+    acc = StreamAccumulator("gemini")
+    turn = _Turn(1)
+    for c in typed_chunks:
+        list(decode_sdk_chunk(c, acc, turn))
+    return acc.finish()
 
 
 async def test_html_page_with_status_200_is_malformed_with_the_page(server):

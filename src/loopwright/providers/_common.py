@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from loopwright.core.errors import BadRequest
@@ -38,6 +40,7 @@ __all__ = [
     "ToolNameMap",
     "apply_request_hook",
     "drive",
+    "encode_items",
     "error_from_exception",
     "error_from_http",
     "foreign_reasoning_text",
@@ -49,6 +52,7 @@ __all__ = [
     "parse_partial",
     "parse_retry_after",
     "report_response",
+    "resume_merged",
     "wire_name",
     "with_retries",
 ]
@@ -75,8 +79,10 @@ def normalize_call_id(call_id: str, max_len: int = 64) -> str:
 
 def own_meta(meta: Mapping[str, JSONValue], protocol: str) -> Mapping[str, JSONValue]:
     """This protocol's slice of a ``provider_meta`` mapping (empty when absent)."""
+    if not meta:  # the common case (most parts carry no meta): no lookups at all
+        return {}
     value = meta.get(protocol)
-    return value if isinstance(value, Mapping) else {}
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def foreign_reasoning_text(part: ReasoningPart) -> str | None:
@@ -134,20 +140,59 @@ def report_response(hook: PayloadHook | None, payload: Mapping[str, Any]) -> Non
         return
 
 
+def _same_items(saved: Sequence[Any], current: Sequence[Any]) -> bool:
+    """``current`` starts with exactly the objects of ``saved`` (identity, in order)."""
+    return len(saved) <= len(current) and all(map(operator.is_, saved, current))
+
+
+@dataclass(slots=True)
+class _Prefix:
+    """One saved history encoding: ``messages`` encoded from a name map whose pairs were
+    ``seed`` left the map as ``names`` and the adapter's encoder in ``state``."""
+
+    seed: tuple[tuple[str, str], ...]
+    messages: tuple[Message, ...]
+    names: ToolNameMap
+    state: Any
+
+
+@dataclass(slots=True)
+class _ToolsEntry:
+    specs: tuple[ToolSpec, ...]
+    names: ToolNameMap
+    defs: dict[Hashable, list[Any]]
+
+
 class EncodeCache:
     """Memo of encoded history messages, so a growing conversation is not re-encoded
     from scratch on every step (messages are frozen: the same object encodes the same).
 
-    Keyed by object identity; the entry keeps the message alive, so an id is never reused
-    while cached. An entry records the tool names it mapped and is only reused while the
-    request's :class:`ToolNameMap` maps them the same way. Cached wire dicts are shared
-    between requests: adapters disable the cache when an ``on_payload`` hook (which could
-    mutate them) is installed. ``limit`` bounds memory (the cache is cleared when full).
+    Three levels, all keyed by object identity (entries keep their objects alive, so an
+    id is never reused while cached):
+
+    * per message (:meth:`get` / :meth:`put`): an entry records the tool names it mapped
+      and is only reused while the request's :class:`ToolNameMap` maps them the same way;
+    * per conversation prefix (:meth:`resume` / :meth:`save`): an agent loop sends the
+      previous request's messages plus a few new ones, so the encoder's whole state after
+      the previous request (wire messages, name map, adapter extras) is kept and encoding
+      resumes after it; this turns the steady state from O(history) dictionary work into
+      an O(history) identity check plus the new messages;
+    * per tool list (:meth:`tool_names` / :meth:`tool_defs`): the name map seeded with the
+      tools and the encoded tool definitions, built once per list of the same specs.
+
+    Cached wire dicts are shared between requests: adapters disable the cache when an
+    ``on_payload`` hook (which could mutate them) is installed, and copy a resumed
+    state's containers before extending them. ``limit`` bounds memory (the per-message
+    memo is cleared when full; at most :attr:`PREFIXES` prefixes are kept).
     """
+
+    PREFIXES = 8
 
     def __init__(self, limit: int = 4096) -> None:
         self._limit = limit
         self._data: dict[int, tuple[Message, tuple[tuple[str, str], ...], list[Any]]] = {}
+        self._prefixes: list[_Prefix] = []
+        self._tools: _ToolsEntry | None = None
 
     def get(self, message: Message, names: ToolNameMap) -> list[Any] | None:
         hit = self._data.get(id(message))
@@ -166,3 +211,119 @@ class EncodeCache:
         )
         self._data[id(message)] = (message, used, items)
         return items
+
+    # -- conversation prefixes ---------------------------------------------------
+    def resume(
+        self, messages: Sequence[Message], names: ToolNameMap
+    ) -> tuple[int, Any, tuple[tuple[str, str], ...]]:
+        """Where to resume encoding ``messages`` with the fresh map ``names``.
+
+        Returns ``(start, state, seed)``: ``messages[:start]`` are the same objects a
+        saved encoding (started from a map with ``names``' pairs) covered; ``names`` now
+        holds the pairs that encoding left and ``state`` is what the adapter saved
+        (``None`` and ``start == 0`` on a miss). The adapter must copy ``state``'s
+        containers before changing them, and pass ``seed`` back to :meth:`save`.
+        """
+        seed = names.pairs()
+        prefixes = self._prefixes
+        for i, entry in enumerate(prefixes):
+            if (
+                entry.seed == seed
+                and messages
+                and entry.messages
+                and entry.messages[0] is messages[0]
+                and _same_items(entry.messages, messages)
+            ):
+                if i:
+                    prefixes.insert(0, prefixes.pop(i))
+                names.restore(entry.names)
+                return len(entry.messages), entry.state, seed
+        return 0, None, seed
+
+    def save(
+        self,
+        messages: Sequence[Message],
+        seed: tuple[tuple[str, str], ...],
+        names: ToolNameMap,
+        state: Any,
+    ) -> None:
+        """Remember the encoder ``state`` after encoding all of ``messages`` (from a map
+        with pairs ``seed``, now ``names``). ``state`` must not be changed afterwards."""
+        if not messages:
+            return
+        first = messages[0]
+        kept = [e for e in self._prefixes if e.messages[0] is not first or e.seed != seed]
+        kept.insert(0, _Prefix(seed, tuple(messages), names.copy(), state))
+        del kept[self.PREFIXES :]
+        self._prefixes = kept
+
+    # -- tools -------------------------------------------------------------------
+    def _tools_entry(self, tools: Sequence[ToolSpec]) -> _ToolsEntry:
+        entry = self._tools
+        if entry is None or len(entry.specs) != len(tools) or not _same_items(entry.specs, tools):
+            entry = _ToolsEntry(tuple(tools), ToolNameMap.build(t.name for t in tools), {})
+            self._tools = entry
+        return entry
+
+    def tool_names(self, tools: Sequence[ToolSpec]) -> ToolNameMap:
+        """A fresh map seeded with ``tools``' names (same as :meth:`ToolNameMap.build`)."""
+        return self._tools_entry(tools).names.copy()
+
+    def tool_defs(
+        self,
+        tools: Sequence[ToolSpec],
+        build: Callable[[Sequence[ToolSpec], ToolNameMap], list[Any]],
+        variant: Hashable = None,
+    ) -> list[Any]:
+        """``build(tools, names)`` (the wire tool definitions), once per list of the same
+        specs and ``variant`` (whatever else the definitions depend on). ``build`` sees a
+        map seeded with the tools only: their wire names never change as history names
+        are added. Returns a new list of the shared definitions."""
+        entry = self._tools_entry(tools)
+        defs = entry.defs.get(variant)
+        if defs is None:
+            defs = build(tools, entry.names.copy())
+            entry.defs[variant] = defs
+        return list(defs)
+
+
+def encode_items(
+    messages: Sequence[Message],
+    names: ToolNameMap,
+    cache: EncodeCache,
+    encode: Callable[[Message, ToolNameMap], list[Any]],
+) -> list[Any]:
+    """The wire items of ``messages`` for protocols that map each message to a flat run
+    of items (OpenAI Chat / Responses): ``encode(message, names)`` concatenated.
+
+    Registers every tool-call name of the history in ``names`` first, in order (as
+    :func:`name_map_for` does), memoises per message and resumes after the previous
+    request's messages (see :class:`EncodeCache`). Returns a new list.
+    """
+    start, state, seed = cache.resume(messages, names)
+    out = list(state) if state is not None else []
+    if state is not None and start == len(messages):
+        return out
+    rest = messages[start:] if start else messages
+    for message in rest:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                names.add(part.name)
+    for message in rest:
+        items = cache.get(message, names)
+        if items is None:
+            items = cache.put(message, names, encode(message, names))
+        out.extend(items)
+    cache.save(messages, seed, names, tuple(out))
+    return out
+
+
+def resume_merged(state: Sequence[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """A resumable copy of saved role-merged wire messages (``[{"role", key: [...]}]``):
+    only the last one can still grow (a following same-role message merges into it), so
+    it and its ``key`` list are copied; the others are shared."""
+    out = list(state)
+    if out:
+        last = out[-1]
+        out[-1] = {**last, key: list(last[key])}
+    return out

@@ -58,6 +58,20 @@ class ToolNameMap:
         self._from_wire[wire] = name
         return wire
 
+    def copy(self) -> ToolNameMap:
+        """An independent map with the same pairs (same insertion order)."""
+        return ToolNameMap(dict(self._to_wire), dict(self._from_wire))
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """Every (canonical, wire) pair in insertion order: equal pairs, equal mapping."""
+        return tuple(self._to_wire.items())
+
+    def restore(self, other: ToolNameMap) -> None:
+        """Become a copy of ``other`` (whose pairs extend this map's: see
+        :meth:`EncodeCache.resume <loopwright.providers._common.EncodeCache.resume>`)."""
+        self._to_wire.update(other._to_wire)
+        self._from_wire.update(other._from_wire)
+
     def to_wire(self, name: str) -> str:
         return self._to_wire.get(name) or self.add(name)
 

@@ -87,8 +87,10 @@ def _jiter_parser() -> Callable[[str], Any] | None:
     except ImportError:
         return None
 
+    from_json = jiter.from_json
+
     def parse(text: str) -> Any:
-        return jiter.from_json(text.encode(), partial_mode="trailing-strings")
+        return from_json(text.encode(), partial_mode="trailing-strings")
 
     return parse
 
@@ -109,7 +111,7 @@ def parse_partial(text: str) -> dict[str, Any] | None:
     if not text.strip():
         return None
     value: Any = None
-    parser = _parser()
+    parser = _PARSER[0] if _PARSER else _parser()
     if parser is not None:
         try:
             value = parser(text)
@@ -134,4 +136,37 @@ def parse_final(raw: str) -> dict[str, Any]:
         raise ArgumentsError(f"arguments are not valid JSON ({exc})") from exc
     if not isinstance(value, dict):
         raise ArgumentsError(f"arguments must be a JSON object, got {type(value).__name__}")
+    _remember(raw)
     return value
+
+
+_VALID: dict[str, None] = {}
+"""Argument strings :func:`parse_final` accepted (insertion-ordered, bounded by
+:data:`_VALID_CHARS` in total). A call's ``raw_arguments`` came through it when our own
+decoder built the call, so echoing them on the next request skips the re-parse."""
+_VALID_CHARS = 4_000_000
+_valid_size = [0]
+
+
+def _remember(raw: str) -> None:
+    size = len(raw)
+    if size * 4 > _VALID_CHARS:
+        return
+    if _valid_size[0] + size > _VALID_CHARS:
+        _VALID.clear()
+        _valid_size[0] = 0
+    if raw not in _VALID:
+        _VALID[raw] = None
+        _valid_size[0] += size
+
+
+def is_arguments_json(raw: str) -> bool:
+    """Whether ``raw`` is what :func:`parse_final` accepts (a JSON object, or blank);
+    strings it already parsed are answered from a memo (no second parse)."""
+    if raw in _VALID:
+        return True
+    try:
+        parse_final(raw)
+    except ArgumentsError:
+        return False
+    return True

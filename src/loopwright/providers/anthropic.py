@@ -56,6 +56,7 @@ from loopwright.core.messages import (
     Usage,
 )
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
     EncodeCache,
     RetryPolicy,
@@ -70,6 +71,7 @@ from loopwright.providers._common import (
     normalize_call_id,
     own_meta,
     report_response,
+    resume_merged,
 )
 from loopwright.providers.registry import VENDORS, Vendor
 
@@ -216,12 +218,35 @@ def encode_messages(
 
     Tool messages become user messages; consecutive same-role messages are merged (the
     API wants alternating roles, and tool results first in their user message). With a
-    ``cache`` each message's blocks are encoded once per conversation; the tool names the
-    history mentions are registered in ``names`` either way.
+    ``cache`` each message's blocks are encoded once per conversation, and encoding
+    resumes after the previous request's messages when this one extends them; the tool
+    names the history mentions are registered in ``names`` either way.
     """
-    system: list[str] = []
-    out: list[dict[str, Any]] = []
-    for message in messages:
+    if cache is None:
+        return _encode_from(messages, 0, names, None, [], [])
+    start, state, seed = cache.resume(messages, names)
+    if state is None:
+        system, out = _encode_from(messages, 0, names, cache, [], [])
+    elif start == len(messages):
+        return list(state[0]), resume_merged(state[1], "content")
+    else:
+        system, out = _encode_from(
+            messages, start, names, cache, list(state[0]), resume_merged(state[1], "content")
+        )
+    cache.save(messages, seed, names, (tuple(system), tuple(out)))
+    return system, out
+
+
+def _encode_from(
+    messages: Sequence[Message],
+    start: int,
+    names: ToolNameMap,
+    cache: EncodeCache | None,
+    system: list[str],
+    out: list[dict[str, Any]],
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Encode ``messages[start:]`` onto ``system`` / ``out`` (the state after the rest)."""
+    for message in messages[start:] if start else messages:
         if message.role == "system":
             if message.text:
                 system.append(message.text)
@@ -243,6 +268,17 @@ def encode_messages(
     return system, out
 
 
+def _tool_defs(tools: Sequence[ToolSpec], names: ToolNameMap) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": names.to_wire(spec.name),
+            "description": spec.description,
+            "input_schema": dict(spec.parameters),
+        }
+        for spec in tools
+    ]
+
+
 def encode_request(
     model: str,
     request: ModelRequest,
@@ -250,7 +286,11 @@ def encode_request(
     cache: EncodeCache | None = None,
 ) -> tuple[dict[str, Any], ToolNameMap]:
     """Build the exact ``POST /v1/messages`` body (``stream: true``) for ``request``."""
-    names = ToolNameMap.build(spec.name for spec in request.tools)
+    tools = request.tools
+    if cache is None:
+        names = ToolNameMap.build(spec.name for spec in tools)
+    else:
+        names = cache.tool_names(tools)
     history_system, messages = encode_messages(request.messages, names, cache)
     settings = request.settings
     thinking = _thinking(settings, opts)
@@ -261,15 +301,10 @@ def encode_request(
     system = "\n\n".join(s for s in (request.system, *history_system) if s)
     if system:
         payload["system"] = system
-    if request.tools:
-        payload["tools"] = [
-            {
-                "name": names.to_wire(spec.name),
-                "description": spec.description,
-                "input_schema": dict(spec.parameters),
-            }
-            for spec in request.tools
-        ]
+    if tools:
+        payload["tools"] = (
+            _tool_defs(tools, names) if cache is None else cache.tool_defs(tools, _tool_defs)
+        )
         choice = _tool_choice(settings, names)
         if choice is not None:
             payload["tool_choice"] = choice
@@ -349,17 +384,20 @@ def _block_start(index: int, block: Mapping[str, Any], acc: StreamAccumulator) -
 def _block_delta(index: int, delta: Mapping[str, Any], acc: StreamAccumulator) -> ModelEvent | None:
     kind = delta.get("type")
     if kind == "text_delta":
-        return acc.text(str(delta.get("text") or ""))
+        text = delta.get("text")
+        return acc.text(text if type(text) is str else str(text or ""))
+    if kind == "input_json_delta":
+        fragment = delta.get("partial_json")
+        if type(fragment) is not str:
+            fragment = str(fragment or "")
+        if not fragment or not acc.has_call(index):
+            return None
+        return acc.arguments(index, fragment)
     if kind == "thinking_delta":
         return acc.reasoning(str(delta.get("thinking") or ""))
     if kind == "signature_delta":
         acc.reasoning_meta({PROVIDER: {"signature": str(delta.get("signature") or "")}})
         return None
-    if kind == "input_json_delta":
-        fragment = str(delta.get("partial_json") or "")
-        if not fragment or not acc.has_call(index):
-            return None
-        return acc.call(index, arguments=fragment)
     return None
 
 
@@ -368,8 +406,18 @@ def decode_event(event: Mapping[str, Any], acc: StreamAccumulator) -> Iterable[M
 
     Raises only :class:`ProviderError`: an event of an unexpected shape is a
     :class:`MalformedResponse` carrying the event as its raw snippet."""
-    acc.record(event)
+    if acc.raw_events is not None:
+        acc.raw_events.append(event)
     try:
+        if event.get("type") == "content_block_delta":  # the per-fragment hot path
+            index = event.get("index", 0)
+            if type(index) is not int:
+                index = int(index)
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":  # what _block_delta does, one call less
+                text = delta.get("text")
+                return (acc.text(text if type(text) is str else str(text or "")),)
+            return (_block_delta(index, delta, acc),)
         return _decode(event, acc)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         raise MalformedResponse(
@@ -381,8 +429,6 @@ def decode_event(event: Mapping[str, Any], acc: StreamAccumulator) -> Iterable[M
 
 def _decode(event: Mapping[str, Any], acc: StreamAccumulator) -> Iterable[ModelEvent | None]:
     kind = event.get("type")
-    if kind == "content_block_delta":
-        return (_block_delta(int(event.get("index", 0)), event.get("delta") or {}, acc),)
     if kind == "content_block_start":
         return (_block_start(int(event.get("index", 0)), event.get("content_block") or {}, acc),)
     if kind == "content_block_stop":

@@ -53,6 +53,7 @@ from loopwright.core.messages import (
     Usage,
 )
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
     EncodeCache,
     RetryPolicy,
@@ -69,6 +70,7 @@ from loopwright.providers._common import (
     own_meta,
     parse_retry_after,
     report_response,
+    resume_merged,
 )
 from loopwright.providers.registry import VENDORS, Vendor
 
@@ -196,11 +198,33 @@ def encode_messages(
 
     Tool messages become user messages and same-role neighbours are merged: Converse
     rejects two consecutive messages with one role. With a ``cache`` each message's
-    blocks are encoded once per conversation."""
-    system: list[str] = []
-    out: list[dict[str, Any]] = []
-    has_tool_blocks = False
-    for message in messages:
+    blocks are encoded once per conversation, and encoding resumes after the previous
+    request's messages when this one extends them."""
+    if cache is None:
+        return _encode_from(messages, 0, names, None, ([], [], False))
+    start, state, seed = cache.resume(messages, names)
+    if state is not None:
+        resumed = (list(state[0]), resume_merged(state[1], "content"), state[2])
+        if start == len(messages):
+            return resumed
+        result = _encode_from(messages, start, names, cache, resumed)
+    else:
+        result = _encode_from(messages, 0, names, cache, ([], [], False))
+    system, out, has_tool_blocks = result
+    cache.save(messages, seed, names, (tuple(system), tuple(out), has_tool_blocks))
+    return result
+
+
+def _encode_from(
+    messages: Sequence[Message],
+    start: int,
+    names: ToolNameMap,
+    cache: EncodeCache | None,
+    state: tuple[list[str], list[dict[str, Any]], bool],
+) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """Encode ``messages[start:]`` onto ``state`` (what encoding the others left)."""
+    system, out, has_tool_blocks = state
+    for message in messages[start:] if start else messages:
         if message.role == "system":
             if message.text:
                 system.append(message.text)
@@ -226,21 +250,29 @@ def encode_messages(
     return system, out, has_tool_blocks
 
 
-def _tool_config(
-    request: ModelRequest, names: ToolNameMap, has_tool_blocks: bool
-) -> dict[str, Any] | None:
-    choice = request.settings.tool_choice
-    if not request.tools or (choice == "none" and not has_tool_blocks):
-        return None
-    tools = []
-    for spec in request.tools:
+def _tool_specs(tools: Sequence[ToolSpec], names: ToolNameMap) -> list[dict[str, Any]]:
+    out = []
+    for spec in tools:
         tool_spec: dict[str, Any] = {
             "name": names.to_wire(spec.name),
             "inputSchema": {"json": dict(spec.parameters)},
         }
         if spec.description:
             tool_spec["description"] = spec.description  # must be non-empty when present
-        tools.append({"toolSpec": tool_spec})
+        out.append({"toolSpec": tool_spec})
+    return out
+
+
+def _tool_config(
+    request: ModelRequest, names: ToolNameMap, has_tool_blocks: bool, cache: EncodeCache | None
+) -> dict[str, Any] | None:
+    choice = request.settings.tool_choice
+    if not request.tools or (choice == "none" and not has_tool_blocks):
+        return None
+    if cache is None:
+        tools = _tool_specs(request.tools, names)
+    else:
+        tools = cache.tool_defs(request.tools, _tool_specs)
     config: dict[str, Any] = {"tools": tools}
     if isinstance(choice, NamedTool):
         config["toolChoice"] = {"tool": {"name": names.to_wire(choice.name)}}
@@ -256,7 +288,10 @@ def encode_request(
     cache: EncodeCache | None = None,
 ) -> tuple[dict[str, Any], ToolNameMap]:
     """Build the ``converse_stream`` keyword arguments (= the wire body + ``modelId``)."""
-    names = ToolNameMap.build(spec.name for spec in request.tools)
+    if cache is None:
+        names = ToolNameMap.build(spec.name for spec in request.tools)
+    else:
+        names = cache.tool_names(request.tools)
     history_system, messages, has_tool_blocks = encode_messages(request.messages, names, cache)
     settings = request.settings
     payload: dict[str, Any] = {"modelId": model, "messages": messages}
@@ -276,7 +311,7 @@ def encode_request(
         inference["stopSequences"] = list(settings.stop)
     if inference:
         payload["inferenceConfig"] = inference
-    tool_config = _tool_config(request, names, has_tool_blocks)
+    tool_config = _tool_config(request, names, has_tool_blocks, cache)
     if tool_config is not None:
         payload["toolConfig"] = tool_config
     if budget is not None:
@@ -374,16 +409,20 @@ def _reasoning_delta(
 
 
 def _delta(event: Mapping[str, Any], acc: StreamAccumulator, blocks: _Blocks) -> ModelEvent | None:
-    index = int(event.get("contentBlockIndex", 0))
-    blocks.enter(index, acc)
+    index = event.get("contentBlockIndex", 0)
+    if type(index) is not int:
+        index = int(index)
+    if index != blocks.index:
+        blocks.enter(index, acc)
     delta = event.get("delta") or {}
-    if isinstance(delta.get("text"), str):
-        return acc.text(delta["text"])
+    text = delta.get("text")
+    if isinstance(text, str):
+        return acc.text(text)
     tool = delta.get("toolUse")
     if isinstance(tool, dict):
         fragment = tool.get("input")
         if isinstance(fragment, str) and fragment:
-            return acc.call(index, arguments=fragment)
+            return acc.arguments(index, fragment)
         return None
     reasoning = delta.get("reasoningContent")
     if isinstance(reasoning, dict):
@@ -400,6 +439,8 @@ def decode_event(
     if acc.raw_events is not None:
         acc.record(_jsonable(event))
     try:
+        if "contentBlockDelta" in event:  # the per-fragment hot path
+            return (_delta(event["contentBlockDelta"], acc, blocks),)
         return _decode(event, acc, blocks)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         raise MalformedResponse(
@@ -412,8 +453,6 @@ def decode_event(
 def _decode(
     event: Mapping[str, Any], acc: StreamAccumulator, blocks: _Blocks
 ) -> Iterable[ModelEvent | None]:
-    if "contentBlockDelta" in event:
-        return (_delta(event["contentBlockDelta"], acc, blocks),)
     if "contentBlockStart" in event:
         start_event = event["contentBlockStart"]
         index = int(start_event.get("contentBlockIndex", 0))

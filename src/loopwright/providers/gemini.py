@@ -21,17 +21,19 @@ Wire facts this module relies on (ai.google.dev function-calling guide, REST ref
 * There is no tool-specific finish reason: ``STOP`` with function calls is tool use.
 * Streaming is SSE (``?alt=sse``) of whole ``GenerateContentResponse`` objects; an error may
   arrive as a ``{"error": {...}}`` chunk.
+
+This module builds the request and drives the SDK; decoding the chunks lives in
+:mod:`loopwright.providers.gemini_stream` (its names are re-exported here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +41,6 @@ from loopwright.core.errors import (
     AuthError,
     BadRequest,
     ContextOverflow,
-    MalformedResponse,
     ProviderError,
     RateLimited,
 )
@@ -47,11 +48,9 @@ from loopwright.core.events import ModelEvent, StreamError
 from loopwright.core.messages import (
     Message,
     ReasoningPart,
-    StopReason,
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    Usage,
 )
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
 from loopwright.core.tools import ToolSpec
@@ -64,49 +63,24 @@ from loopwright.providers._common import (
     apply_request_hook,
     drive,
     error_from_exception,
-    error_from_http,
     foreign_reasoning_text,
     own_meta,
     report_response,
+    resume_merged,
+)
+from loopwright.providers.gemini_stream import (
+    FINISH_REASONS,
+    MALFORMED_REASONS,
+    PROVIDER,
+    _Turn,
+    decode_chunk,
+    decode_sdk_chunk,
+    map_finish_reason,
+    synthesize_call_id,
+    wire_chunk,
 )
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import UnsupportedSchema, gemini_schema
-
-PROVIDER = "gemini"
-
-FINISH_REASONS: Mapping[str, StopReason] = {
-    "STOP": StopReason.FINAL_ANSWER,
-    "MAX_TOKENS": StopReason.MAX_TOKENS,
-    **{
-        reason: StopReason.REFUSAL
-        for reason in (
-            "SAFETY",
-            "RECITATION",
-            "LANGUAGE",
-            "BLOCKLIST",
-            "PROHIBITED_CONTENT",
-            "SPII",
-            "IMAGE_SAFETY",
-            "IMAGE_PROHIBITED_CONTENT",
-            "IMAGE_RECITATION",
-            "MODEL_ARMOR",
-        )
-    },
-}
-"""Gemini ``finishReason`` -> canonical. The model-output failures
-(:data:`MALFORMED_REASONS`) become a :class:`MalformedResponse`; any other value too."""
-
-MALFORMED_REASONS = frozenset(
-    {
-        "MALFORMED_FUNCTION_CALL",
-        "UNEXPECTED_TOOL_CALL",
-        "TOO_MANY_TOOL_CALLS",
-        "MISSING_THOUGHT_SIGNATURE",
-        "MALFORMED_RESPONSE",
-        "OTHER",
-        "FINISH_REASON_UNSPECIFIED",
-    }
-)
 
 EFFORT_LEVELS: Mapping[str, str] = {
     "minimal": "MINIMAL",
@@ -133,16 +107,8 @@ class GeminiOptions:
     timeout: float = 600.0
 
 
-# ----------------------------------------------------------------------------- ids
-
-
-def synthesize_call_id(turn: int, index: int, name: str) -> str:
-    """A stable id for an id-less Gemini call: same turn/position/name, same id."""
-    digest = hashlib.sha256(f"{turn}:{index}:{name}".encode()).hexdigest()[:16]
-    return f"gemini_{turn}_{index}_{digest}"
-
-
 def _assistant_turns(messages: Sequence[Message]) -> int:
+    """The id-synthesis turn number of the reply to ``messages``."""
     return sum(1 for m in messages if m.role == "assistant")
 
 
@@ -185,9 +151,9 @@ def _schema_for(spec: ToolSpec) -> dict[str, Any]:
     return schema
 
 
-def _declarations(request: ModelRequest, names: ToolNameMap) -> list[dict[str, Any]]:
+def _declarations(tools: Sequence[ToolSpec], names: ToolNameMap) -> list[dict[str, Any]]:
     out = []
-    for spec in request.tools:
+    for spec in tools:
         schema = _schema_for(spec)
         out.append(
             {
@@ -272,11 +238,10 @@ def _response_parts(
 ) -> list[dict[str, Any]]:
     """Tool results in the order of the calls they answer (Gemini pairs them by order);
     results whose call is not in the previous turn keep their own order at the end."""
-    order = {call.id: i for i, call in enumerate(calls)}
-    results = sorted(
-        (p for p in message.parts if isinstance(p, ToolResultPart)),
-        key=lambda p: order.get(p.call_id, len(order)),
-    )
+    results = [p for p in message.parts if isinstance(p, ToolResultPart)]
+    if len(results) > 1:  # (a stable sort: a single result needs no order map)
+        order = {call.id: i for i, call in enumerate(calls)}
+        results.sort(key=lambda p: order.get(p.call_id, len(order)))
     by_id = {call.id: call for call in calls}
     parts = []
     for result in results:
@@ -307,11 +272,34 @@ def encode_contents(
     """Canonical history -> (system texts found in it, Gemini ``contents``).
 
     With a ``cache`` each message is encoded once per conversation (a tool result only
-    reused after the same assistant message, since its order follows those calls)."""
-    system: list[str] = []
-    contents: list[dict[str, Any]] = []
-    last_assistant: Message | None = None
-    for message in messages:
+    reused after the same assistant message, since its order follows those calls), and
+    encoding resumes after the previous request's messages when this one extends them."""
+    if cache is None:
+        system, contents, _ = _encode_from(messages, 0, names, None, ([], [], None))
+        return system, contents
+    start, state, seed = cache.resume(messages, names)
+    if state is not None:
+        resumed = (list(state[0]), resume_merged(state[1], "parts"), state[2])
+        if start == len(messages):
+            return resumed[0], resumed[1]
+        system, contents, last = _encode_from(messages, start, names, cache, resumed)
+    else:
+        system, contents, last = _encode_from(messages, 0, names, cache, ([], [], None))
+    cache.save(messages, seed, names, (tuple(system), tuple(contents), last))
+    return system, contents
+
+
+def _encode_from(
+    messages: Sequence[Message],
+    start: int,
+    names: ToolNameMap,
+    cache: EncodeCache | None,
+    state: tuple[list[str], list[dict[str, Any]], Message | None],
+) -> tuple[list[str], list[dict[str, Any]], Message | None]:
+    """Encode ``messages[start:]`` onto ``state`` (system texts, contents, last assistant
+    message: what encoding the others left)."""
+    system, contents, last_assistant = state
+    for message in messages[start:] if start else messages:
         if message.role == "system":
             if message.text:
                 system.append(message.text)
@@ -334,14 +322,17 @@ def encode_contents(
             contents[-1]["parts"].extend(parts)
         else:
             contents.append({"role": role, "parts": list(parts)})
-    return system, contents
+    return system, contents, last_assistant
 
 
 def encode_request(
     model: str, request: ModelRequest, cache: EncodeCache | None = None
 ) -> tuple[dict[str, Any], ToolNameMap]:
     """Build the SDK call ``{"model", "contents", "config"}`` for ``request``."""
-    names = ToolNameMap.build(spec.name for spec in request.tools)
+    if cache is None:
+        names = ToolNameMap.build(spec.name for spec in request.tools)
+    else:
+        names = cache.tool_names(request.tools)
     history_system, contents = encode_contents(request.messages, names, cache)
     settings = request.settings
     config: dict[str, Any] = {}
@@ -349,7 +340,12 @@ def encode_request(
     if system:
         config["systemInstruction"] = {"parts": [{"text": system}]}
     if request.tools:
-        config["tools"] = [{"functionDeclarations": _declarations(request, names)}]
+        declarations = (
+            _declarations(request.tools, names)
+            if cache is None
+            else cache.tool_defs(request.tools, _declarations)
+        )
+        config["tools"] = [{"functionDeclarations": declarations}]
         tool_config = _tool_config(settings, names)
         if tool_config is not None:
             config["toolConfig"] = tool_config
@@ -399,142 +395,6 @@ def _signature_bytes(signature: str) -> bytes:
             raw=signature[:200],
             provider=PROVIDER,
         ) from exc
-
-
-def _standard_b64(signature: str) -> str:
-    return signature.replace("-", "+").replace("_", "/")
-
-
-# ----------------------------------------------------------------------------- response
-
-
-def _usage(raw: Mapping[str, Any]) -> Usage:
-    """``promptTokenCount`` includes cached tokens; thoughts are billed as output, so the
-    canonical ``output_tokens`` is candidates + thoughts."""
-
-    def n(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) else 0
-
-    thoughts = n("thoughtsTokenCount")
-    return Usage(
-        n("promptTokenCount") + n("toolUsePromptTokenCount"),
-        n("candidatesTokenCount") + thoughts,
-        n("cachedContentTokenCount"),
-        thoughts,
-        0.0,
-    )
-
-
-def map_finish_reason(raw: object, chunk: Mapping[str, Any]) -> StopReason:
-    """Canonical stop reason; model-output failures and unknown values raise."""
-    if isinstance(raw, str) and raw in FINISH_REASONS:
-        return FINISH_REASONS[raw]
-    snippet = json.dumps(chunk, default=str)[:500]
-    if raw in MALFORMED_REASONS:
-        raise MalformedResponse(
-            f"gemini: the model produced an unusable answer (finishReason {raw})",
-            raw=snippet,
-            provider=PROVIDER,
-        )
-    raise MalformedResponse(f"gemini: unknown finishReason {raw!r}", raw=snippet, provider=PROVIDER)
-
-
-@dataclass(slots=True)
-class _Turn:
-    """Per-call decoding state: the id-synthesis turn number and call count."""
-
-    turn: int
-    calls: int = 0
-
-
-def _decode_part(part: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn) -> ModelEvent | None:
-    signature = part.get("thoughtSignature")
-    if isinstance(signature, str):
-        signature = _standard_b64(signature)
-    call = part.get("functionCall")
-    if isinstance(call, dict):
-        index = turn.calls
-        turn.calls += 1
-        name = str(call.get("name") or "")
-        meta: dict[str, Any] = {}
-        if isinstance(signature, str) and signature:
-            meta["thought_signature"] = signature
-        if isinstance(call.get("id"), str) and call["id"]:
-            meta["id"] = call["id"]
-        args = call.get("args")
-        call_id = meta.get("id") or synthesize_call_id(turn.turn, index, name)
-        acc.break_block()
-        return acc.call(
-            index,
-            id=call_id,
-            name=name,
-            arguments=json.dumps(args if isinstance(args, dict) else {}),
-            meta={PROVIDER: meta} if meta else None,
-        )
-    text = part.get("text")
-    signed = isinstance(signature, str) and bool(signature)
-    if part.get("thought") is True and isinstance(text, str):
-        meta = {"thought": True, **({"signature": signature} if signed else {})}
-        return acc.reasoning(text, {PROVIDER: meta})
-    if signed:
-        acc.meta["thought_signature"] = signature
-    return acc.text(text) if isinstance(text, str) else None
-
-
-def decode_chunk(
-    chunk: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn
-) -> Iterable[ModelEvent | None]:
-    """One streamed ``GenerateContentResponse`` (wire JSON) -> canonical events.
-
-    Raises only :class:`ProviderError` (an unexpected shape is a :class:`MalformedResponse`
-    with the chunk as raw snippet)."""
-    acc.record(chunk)
-    try:
-        return _decode(chunk, acc, turn)
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
-        raise MalformedResponse(
-            f"gemini: unexpected response chunk shape ({exc})",
-            raw=json.dumps(chunk, default=str)[:500],
-            provider=PROVIDER,
-        ) from exc
-
-
-def _decode(
-    chunk: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn
-) -> list[ModelEvent | None]:
-    if isinstance(chunk.get("error"), dict):
-        raise chunk_error(chunk)
-    if isinstance(chunk.get("usageMetadata"), dict):
-        acc.usage = _usage(chunk["usageMetadata"])
-    if chunk.get("modelVersion"):
-        acc.model = str(chunk["modelVersion"])
-    if chunk.get("responseId"):
-        acc.meta["response_id"] = chunk["responseId"]
-    candidates = chunk.get("candidates")
-    if not candidates:
-        block = (chunk.get("promptFeedback") or {}).get("blockReason")
-        if block:
-            acc.finish_reason(str(block), StopReason.REFUSAL)
-        return []
-    candidate = candidates[0]
-    events = [
-        _decode_part(part, acc, turn)
-        for part in (candidate.get("content") or {}).get("parts") or ()
-        if isinstance(part, dict)
-    ]
-    raw_finish = candidate.get("finishReason")
-    if raw_finish is not None:
-        acc.finish_reason(str(raw_finish), map_finish_reason(raw_finish, chunk))
-    return events
-
-
-def chunk_error(chunk: Mapping[str, Any]) -> ProviderError:
-    error = chunk.get("error") or {}
-    code = error.get("code") if isinstance(error, dict) else None
-    return error_from_http(
-        PROVIDER, code if isinstance(code, int) else None, json.dumps(chunk, default=str)
-    )
 
 
 def classify(exc: BaseException) -> ProviderError:
@@ -608,7 +468,7 @@ class GeminiModel:
             self._client = (loop, client)
         return self._client[1]
 
-    async def _open(self, payload: Mapping[str, Any]) -> AsyncIterable[Mapping[str, Any]]:
+    async def _open(self, payload: Mapping[str, Any]) -> AsyncIterable[Any]:
         config = {**payload.get("config", {}), "automaticFunctionCalling": {"disable": True}}
         try:
             stream = await self._sdk().aio.models.generate_content_stream(
@@ -639,10 +499,13 @@ class GeminiModel:
             turns.append(_Turn(turn_number))
             return acc
 
-        plan: StreamPlan[Mapping[str, Any]] = StreamPlan(
+        # With a hook the chunks are full wire JSON (the hook sees them); without, the
+        # SDK's typed chunks are decoded directly.
+        decode = decode_chunk if hook is not None else decode_sdk_chunk
+        plan: StreamPlan[Any] = StreamPlan(
             provider=PROVIDER,
             open=lambda: self._open(payload),
-            decode=lambda chunk, acc: decode_chunk(chunk, acc, turns[-1]),
+            decode=lambda chunk, acc: decode(chunk, acc, turns[-1]),
             new_accumulator=accumulator,
             retry=self.retry,
             on_response=(lambda acc: report_response(hook, {"chunks": acc.raw_events}))
@@ -653,10 +516,10 @@ class GeminiModel:
             yield event
 
 
-async def _chunks(stream: Any, full: bool) -> AsyncIterator[Mapping[str, Any]]:
-    """SDK response objects -> wire JSON (camelCase, signatures base64). ``full`` dumps
-    everything (for ``on_payload``); otherwise only the fields the decoder reads are
-    copied, which is several times cheaper than pydantic's ``model_dump``."""
+async def _chunks(stream: Any, full: bool) -> AsyncIterator[Any]:
+    """The SDK's chunks, errors mapped: as full wire JSON (camelCase, signatures base64)
+    when ``full`` (for ``on_payload``), else the typed objects themselves (decoded by
+    :func:`decode_sdk_chunk`; pydantic's ``model_dump`` costs more than the decoding)."""
     try:
         async for chunk in stream:
             if full:
@@ -664,71 +527,9 @@ async def _chunks(stream: Any, full: bool) -> AsyncIterator[Mapping[str, Any]]:
                     mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"}
                 )
             else:
-                yield wire_chunk(chunk)
+                yield chunk
     except Exception as exc:
         raise classify(exc) from exc
-
-
-def _enum_value(value: Any) -> Any:
-    return getattr(value, "value", value)
-
-
-def _wire_part(part: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if part.text is not None:
-        out["text"] = part.text
-    if part.thought is not None:
-        out["thought"] = part.thought
-    signature = part.thought_signature
-    if signature:
-        out["thoughtSignature"] = base64.b64encode(signature).decode()
-    call = part.function_call
-    if call is not None:
-        body: dict[str, Any] = {"name": call.name, "args": call.args}
-        if call.id:
-            body["id"] = call.id
-        out["functionCall"] = body
-    return out
-
-
-_USAGE_FIELDS = (
-    ("prompt_token_count", "promptTokenCount"),
-    ("candidates_token_count", "candidatesTokenCount"),
-    ("cached_content_token_count", "cachedContentTokenCount"),
-    ("thoughts_token_count", "thoughtsTokenCount"),
-    ("tool_use_prompt_token_count", "toolUsePromptTokenCount"),
-)
-
-
-def wire_chunk(chunk: Any) -> dict[str, Any]:
-    """The decoder-relevant fields of a typed ``GenerateContentResponse`` as wire JSON."""
-    out: dict[str, Any] = {}
-    candidates = []
-    for candidate in chunk.candidates or ():
-        entry: dict[str, Any] = {}
-        content = candidate.content
-        if content is not None:
-            entry["content"] = {"parts": [_wire_part(p) for p in content.parts or ()]}
-        if candidate.finish_reason is not None:
-            entry["finishReason"] = _enum_value(candidate.finish_reason)
-        candidates.append(entry)
-    if candidates:
-        out["candidates"] = candidates
-    usage = chunk.usage_metadata
-    if usage is not None:
-        out["usageMetadata"] = {
-            wire: getattr(usage, field)
-            for field, wire in _USAGE_FIELDS
-            if getattr(usage, field) is not None
-        }
-    feedback = chunk.prompt_feedback
-    if feedback is not None and feedback.block_reason is not None:
-        out["promptFeedback"] = {"blockReason": _enum_value(feedback.block_reason)}
-    if chunk.model_version:
-        out["modelVersion"] = chunk.model_version
-    if chunk.response_id:
-        out["responseId"] = chunk.response_id
-    return out
 
 
 __all__ = [
@@ -736,10 +537,13 @@ __all__ = [
     "FINISH_REASONS",
     "GeminiModel",
     "GeminiOptions",
+    "MALFORMED_REASONS",
     "classify",
     "decode_chunk",
+    "decode_sdk_chunk",
     "encode_contents",
     "encode_request",
     "map_finish_reason",
     "synthesize_call_id",
+    "wire_chunk",
 ]

@@ -26,7 +26,7 @@ has no place for reasoning without its item id.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from loopwright.core.errors import BadRequest, MalformedResponse, ProviderError
@@ -52,13 +52,14 @@ from loopwright.providers._common import (
     ToolNameMap,
     apply_request_hook,
     drive,
+    encode_items,
     error_from_http,
     name_map_for,
     normalize_call_id,
     own_meta,
     report_response,
 )
-from loopwright.providers._partial_json import ArgumentsError, parse_final
+from loopwright.providers._partial_json import is_arguments_json
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import UnsupportedSchema, openai_strict_schema
 
@@ -78,12 +79,8 @@ STATUSES: dict[str, StopReason] = {
 
 
 def _arguments(call: ToolCallPart) -> str:
-    if call.raw_arguments:
-        try:
-            parse_final(call.raw_arguments)
-            return call.raw_arguments
-        except ArgumentsError:
-            pass
+    if call.raw_arguments and is_arguments_json(call.raw_arguments):
+        return call.raw_arguments  # echo exactly what the model produced
     return json.dumps(dict(call.arguments), ensure_ascii=False)
 
 
@@ -165,16 +162,21 @@ class ResponsesEncoder:
         return [{"role": role, "content": message.text}]
 
     def items(self, request: ModelRequest, names: ToolNameMap) -> list[dict[str, Any]]:
+        if self.cache is not None:
+            return encode_items(request.messages, names, self.cache, self.message)
         out: list[dict[str, Any]] = []
-        cache = self.cache
         for message in request.messages:
-            items = cache.get(message, names) if cache is not None else None
-            if items is None:
-                items = self.message(message, names)
-                if cache is not None:
-                    cache.put(message, names, items)
-            out.extend(items)
+            out.extend(self.message(message, names))
         return out
+
+    def _tools(
+        self, tools: Sequence[ToolSpec], strict: bool, names: ToolNameMap
+    ) -> list[dict[str, Any]]:
+        if self.cache is None:
+            return [self.tool(t, names, strict) for t in tools]
+        return self.cache.tool_defs(
+            tools, lambda specs, seeded: [self.tool(t, seeded, strict) for t in specs], strict
+        )
 
     def tool(self, spec: ToolSpec, names: ToolNameMap, strict: bool) -> dict[str, Any]:
         params = dict(spec.parameters)
@@ -220,14 +222,17 @@ class ResponsesEncoder:
         return out
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
-        names = name_map_for(request.tools, request.messages)
+        cache = self.cache
+        if cache is None:
+            names = name_map_for(request.tools, request.messages)
+        else:  # history names are registered as the messages are encoded
+            names = cache.tool_names(request.tools)
         payload: dict[str, Any] = {"model": self.model}
         if request.system:
             payload["instructions"] = request.system
         payload["input"] = self.items(request, names)
         if request.tools:
-            strict = request.settings.strict_tools
-            payload["tools"] = [self.tool(t, names, strict) for t in request.tools]
+            payload["tools"] = self._tools(request.tools, request.settings.strict_tools, names)
         payload.update(self.settings(request.settings, bool(request.tools), names))
         if self.stream:
             payload["stream"] = True

@@ -1,0 +1,370 @@
+"""Gemini response decoding (the ``gemini`` adapter's stream half).
+
+Two entry points decode one streamed ``GenerateContentResponse`` into canonical events
+through a :class:`StreamAccumulator`:
+
+* :func:`decode_chunk` reads its wire JSON (camelCase, signatures base64): what the
+  adapter decodes when an ``on_payload`` hook wants to see the raw chunks;
+* :func:`decode_sdk_chunk` reads the google-genai SDK's typed object directly (no hook:
+  building the JSON first would cost more than the decoding). Both share the part
+  handlers and are tested to yield the same events and final message.
+
+Calls arrive whole (``functionCall{name, args}``, never fragmented) and usually without
+an id: ids are synthesised, stable per (turn, position, name). Thought signatures are
+kept on the part they came with (see :mod:`loopwright.providers.gemini`).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from loopwright.core.errors import MalformedResponse, ProviderError
+from loopwright.core.events import ModelEvent
+from loopwright.core.messages import StopReason, Usage
+from loopwright.providers._common import StreamAccumulator, error_from_http
+
+PROVIDER = "gemini"
+
+FINISH_REASONS: Mapping[str, StopReason] = {
+    "STOP": StopReason.FINAL_ANSWER,
+    "MAX_TOKENS": StopReason.MAX_TOKENS,
+    **{
+        reason: StopReason.REFUSAL
+        for reason in (
+            "SAFETY",
+            "RECITATION",
+            "LANGUAGE",
+            "BLOCKLIST",
+            "PROHIBITED_CONTENT",
+            "SPII",
+            "IMAGE_SAFETY",
+            "IMAGE_PROHIBITED_CONTENT",
+            "IMAGE_RECITATION",
+            "MODEL_ARMOR",
+        )
+    },
+}
+"""Gemini ``finishReason`` -> canonical. The model-output failures
+(:data:`MALFORMED_REASONS`) become a :class:`MalformedResponse`; any other value too."""
+
+MALFORMED_REASONS = frozenset(
+    {
+        "MALFORMED_FUNCTION_CALL",
+        "UNEXPECTED_TOOL_CALL",
+        "TOO_MANY_TOOL_CALLS",
+        "MISSING_THOUGHT_SIGNATURE",
+        "MALFORMED_RESPONSE",
+        "OTHER",
+        "FINISH_REASON_UNSPECIFIED",
+    }
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def synthesize_call_id(turn: int, index: int, name: str) -> str:
+    """A stable id for an id-less Gemini call: same turn/position/name, same id."""
+    digest = hashlib.sha256(f"{turn}:{index}:{name}".encode()).hexdigest()[:16]
+    return f"gemini_{turn}_{index}_{digest}"
+
+
+def _standard_b64(signature: str) -> str:
+    """Signatures are base64 on the wire (standard alphabet; pydantic dumps URL-safe)."""
+    return signature.replace("-", "+").replace("_", "/")
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    """``promptTokenCount`` includes cached tokens; thoughts are billed as output, so the
+    canonical ``output_tokens`` is candidates + thoughts."""
+
+    def n(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) else 0
+
+    thoughts = n("thoughtsTokenCount")
+    return Usage(
+        n("promptTokenCount") + n("toolUsePromptTokenCount"),
+        n("candidatesTokenCount") + thoughts,
+        n("cachedContentTokenCount"),
+        thoughts,
+        0.0,
+    )
+
+
+def map_finish_reason(raw: object, chunk: Mapping[str, Any]) -> StopReason:
+    """Canonical stop reason; model-output failures and unknown values raise."""
+    if isinstance(raw, str) and raw in FINISH_REASONS:
+        return FINISH_REASONS[raw]
+    snippet = json.dumps(chunk, default=str)[:500]
+    if raw in MALFORMED_REASONS:
+        raise MalformedResponse(
+            f"gemini: the model produced an unusable answer (finishReason {raw})",
+            raw=snippet,
+            provider=PROVIDER,
+        )
+    raise MalformedResponse(f"gemini: unknown finishReason {raw!r}", raw=snippet, provider=PROVIDER)
+
+
+@dataclass(slots=True)
+class _Turn:
+    """Per-call decoding state: the id-synthesis turn number and call count."""
+
+    turn: int
+    calls: int = 0
+
+
+def _decode_part(part: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn) -> ModelEvent | None:
+    signature = part.get("thoughtSignature")
+    if isinstance(signature, str):
+        signature = _standard_b64(signature)
+    call = part.get("functionCall")
+    if isinstance(call, dict):
+        return _call_event(call.get("name"), call.get("id"), call.get("args"), signature, acc, turn)
+    return _text_event(part.get("text"), part.get("thought") is True, signature, acc)
+
+
+def _call_event(
+    name: object,
+    call_id: object,
+    args: object,
+    signature: object,
+    acc: StreamAccumulator,
+    turn: _Turn,
+) -> ModelEvent:
+    """A ``functionCall`` part (whole: Gemini never fragments arguments)."""
+    index = turn.calls
+    turn.calls += 1
+    wire = str(name or "")
+    meta: dict[str, Any] = {}
+    if isinstance(signature, str) and signature:
+        meta["thought_signature"] = signature
+    if isinstance(call_id, str) and call_id:
+        meta["id"] = call_id
+    acc.break_block()
+    return acc.call(
+        index,
+        id=meta.get("id") or synthesize_call_id(turn.turn, index, wire),
+        name=wire,
+        arguments=json.dumps(args if isinstance(args, dict) else {}),
+        meta={PROVIDER: meta} if meta else None,
+    )
+
+
+def _text_event(
+    text: object, thought: bool, signature: object, acc: StreamAccumulator
+) -> ModelEvent | None:
+    """A text or thought part (its signature, if any, kept for the echo)."""
+    signed = isinstance(signature, str) and bool(signature)
+    if thought and isinstance(text, str):
+        meta = {"thought": True, **({"signature": signature} if signed else {})}
+        return acc.reasoning(text, {PROVIDER: meta})
+    if signed:
+        acc.meta["thought_signature"] = signature
+    return acc.text(text) if isinstance(text, str) else None
+
+
+def decode_chunk(
+    chunk: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn
+) -> Iterable[ModelEvent | None]:
+    """One streamed ``GenerateContentResponse`` (wire JSON) -> canonical events.
+
+    Raises only :class:`ProviderError` (an unexpected shape is a :class:`MalformedResponse`
+    with the chunk as raw snippet)."""
+    acc.record(chunk)
+    try:
+        return _decode(chunk, acc, turn)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        raise MalformedResponse(
+            f"gemini: unexpected response chunk shape ({exc})",
+            raw=json.dumps(chunk, default=str)[:500],
+            provider=PROVIDER,
+        ) from exc
+
+
+def _decode(
+    chunk: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn
+) -> list[ModelEvent | None]:
+    if isinstance(chunk.get("error"), dict):
+        raise chunk_error(chunk)
+    usage = chunk.get("usageMetadata")
+    if isinstance(usage, dict):
+        acc.usage = _usage(usage)
+    if chunk.get("modelVersion"):
+        acc.model = str(chunk["modelVersion"])
+    if chunk.get("responseId"):
+        acc.meta["response_id"] = chunk["responseId"]
+    candidates = chunk.get("candidates")
+    if not candidates:
+        block = (chunk.get("promptFeedback") or {}).get("blockReason")
+        if block:
+            acc.finish_reason(str(block), StopReason.REFUSAL)
+        return []
+    candidate = candidates[0]
+    events = [
+        _decode_part(part, acc, turn)
+        for part in (candidate.get("content") or {}).get("parts") or ()
+        if isinstance(part, dict)
+    ]
+    raw_finish = candidate.get("finishReason")
+    if raw_finish is not None:
+        acc.finish_reason(str(raw_finish), map_finish_reason(raw_finish, chunk))
+    return events
+
+
+def decode_sdk_chunk(chunk: Any, acc: StreamAccumulator, turn: _Turn) -> list[ModelEvent | None]:
+    """:func:`decode_chunk` for the SDK's typed ``GenerateContentResponse`` (what the
+    adapter decodes when no ``on_payload`` hook wants the wire JSON): reads the same
+    fields straight off the object instead of building their JSON per chunk first
+    (signatures re-encoded to base64, enums to their wire names), and decodes them
+    through the same part handlers, so both paths yield the same events."""
+    if acc.raw_events is not None:
+        acc.record(wire_chunk(chunk))
+    try:
+        usage = chunk.usage_metadata
+        if usage is not None:
+            acc.usage = _sdk_usage(usage)
+        if chunk.model_version:
+            acc.model = str(chunk.model_version)
+        if chunk.response_id:
+            acc.meta["response_id"] = chunk.response_id
+        candidates = chunk.candidates
+        if not candidates:
+            feedback = chunk.prompt_feedback
+            block = _enum_value(feedback.block_reason) if feedback is not None else None
+            if block:
+                acc.finish_reason(str(block), StopReason.REFUSAL)
+            return []
+        candidate = candidates[0]
+        content = candidate.content
+        events: list[ModelEvent | None] = []
+        for part in (content.parts if content else None) or ():
+            if part.function_call is None and not part.thought_signature and not part.thought:
+                text = part.text  # a plain text part (the common case), as _text_event does
+                events.append(acc.text(text) if isinstance(text, str) else None)
+            else:
+                events.append(_sdk_part(part, acc, turn))
+        if candidate.finish_reason is not None:
+            raw = _enum_value(candidate.finish_reason)
+            stop = FINISH_REASONS.get(raw) if isinstance(raw, str) else None
+            if stop is None:  # raises, with the chunk's wire JSON as the snippet
+                stop = map_finish_reason(raw, wire_chunk(chunk))
+            acc.finish_reason(str(raw), stop)
+        return events
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        raise MalformedResponse(
+            f"gemini: unexpected response chunk shape ({exc})",
+            raw=repr(chunk)[:500],
+            provider=PROVIDER,
+        ) from exc
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _sdk_usage(usage: Any) -> Usage:
+    """:func:`_usage` of a typed ``UsageMetadata`` (same fields, same arithmetic)."""
+    thoughts = _count(usage.thoughts_token_count)
+    return Usage(
+        _count(usage.prompt_token_count) + _count(usage.tool_use_prompt_token_count),
+        _count(usage.candidates_token_count) + thoughts,
+        _count(usage.cached_content_token_count),
+        thoughts,
+        0.0,
+    )
+
+
+def _sdk_part(part: Any, acc: StreamAccumulator, turn: _Turn) -> ModelEvent | None:
+    raw_signature = part.thought_signature
+    signature = base64.b64encode(raw_signature).decode() if raw_signature else None
+    call = part.function_call
+    if call is not None:
+        return _call_event(call.name, call.id, call.args, signature, acc, turn)
+    return _text_event(part.text, part.thought is True, signature, acc)
+
+
+def chunk_error(chunk: Mapping[str, Any]) -> ProviderError:
+    error = chunk.get("error") or {}
+    code = error.get("code") if isinstance(error, dict) else None
+    return error_from_http(
+        PROVIDER, code if isinstance(code, int) else None, json.dumps(chunk, default=str)
+    )
+
+
+def _enum_value(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def _wire_part(part: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if part.text is not None:
+        out["text"] = part.text
+    if part.thought is not None:
+        out["thought"] = part.thought
+    signature = part.thought_signature
+    if signature:
+        out["thoughtSignature"] = base64.b64encode(signature).decode()
+    call = part.function_call
+    if call is not None:
+        body: dict[str, Any] = {"name": call.name, "args": call.args}
+        if call.id:
+            body["id"] = call.id
+        out["functionCall"] = body
+    return out
+
+
+_USAGE_FIELDS = (
+    ("prompt_token_count", "promptTokenCount"),
+    ("candidates_token_count", "candidatesTokenCount"),
+    ("cached_content_token_count", "cachedContentTokenCount"),
+    ("thoughts_token_count", "thoughtsTokenCount"),
+    ("tool_use_prompt_token_count", "toolUsePromptTokenCount"),
+)
+
+
+def wire_chunk(chunk: Any) -> dict[str, Any]:
+    """The decoder-relevant fields of a typed ``GenerateContentResponse`` as wire JSON."""
+    out: dict[str, Any] = {}
+    candidates = []
+    for candidate in chunk.candidates or ():
+        entry: dict[str, Any] = {}
+        content = candidate.content
+        if content is not None:
+            entry["content"] = {"parts": [_wire_part(p) for p in content.parts or ()]}
+        if candidate.finish_reason is not None:
+            entry["finishReason"] = _enum_value(candidate.finish_reason)
+        candidates.append(entry)
+    if candidates:
+        out["candidates"] = candidates
+    usage = chunk.usage_metadata
+    if usage is not None:
+        out["usageMetadata"] = {
+            wire: getattr(usage, field)
+            for field, wire in _USAGE_FIELDS
+            if getattr(usage, field) is not None
+        }
+    feedback = chunk.prompt_feedback
+    if feedback is not None and feedback.block_reason is not None:
+        out["promptFeedback"] = {"blockReason": _enum_value(feedback.block_reason)}
+    if chunk.model_version:
+        out["modelVersion"] = chunk.model_version
+    if chunk.response_id:
+        out["responseId"] = chunk.response_id
+    return out
+
+
+__all__ = [
+    "FINISH_REASONS",
+    "MALFORMED_REASONS",
+    "chunk_error",
+    "decode_chunk",
+    "decode_sdk_chunk",
+    "map_finish_reason",
+    "synthesize_call_id",
+    "wire_chunk",
+]
