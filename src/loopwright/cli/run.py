@@ -171,7 +171,7 @@ def result_json(result: RunResult) -> dict[str, Any]:
         {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in result.pending_calls
     ]
     if result.stop is RunStop.AWAITING_CONFIRMATION:
-        data["hint"] = APPROVE_HINT
+        data["hint"] = approve_hint(result)
     return data
 
 
@@ -179,6 +179,18 @@ APPROVE_HINT = (
     "a tool needs confirmation and there is no terminal to ask: re-run with --yes to "
     "approve or --no to deny"
 )
+
+
+def approve_hint(result: RunResult) -> str:
+    """How to continue a paused run: resume the stored session, or re-run with a flag."""
+    if result.session_id:
+        return (
+            f"a tool needs confirmation and there is no terminal to ask: approve with "
+            f"`loopwright resume {result.session_id} --approve` or deny with "
+            f"`loopwright resume {result.session_id} --deny REASON` "
+            "(or re-run with --yes / --no)"
+        )
+    return APPROVE_HINT
 
 
 def print_result(result: RunResult, opts: RunOptions) -> None:
@@ -191,7 +203,8 @@ def print_result(result: RunResult, opts: RunOptions) -> None:
         for call in result.pending_calls:
             args = json.dumps(dict(call.arguments), ensure_ascii=False)
             click.echo(f"pending: {call.name}({args})", err=True)
-        click.echo(APPROVE_HINT, err=True)
+        if not result.session_id:  # a stored session already printed how to resume it
+            click.echo(approve_hint(result), err=True)
     elif result.stop is not RunStop.FINAL_ANSWER:
         click.echo(f"stopped: {result.stop.value} {result.detail}".rstrip(), err=True)
 
