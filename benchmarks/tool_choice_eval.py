@@ -2,11 +2,16 @@
 
 All four tools (calculator, get_weather, read_file, sql_query) are offered; the model's
 first turn must call the expected tool. Prints misses, then ONE JSON line.
-Run: python benchmarks/tool_choice_eval.py
+
+``QUESTIONS`` is the test set (reported figure); ``DEV`` is a separate set of questions,
+written apart from it, on which prompt/tool-description variants are compared (the test
+set is run once per variant kept, never tuned on).
+Run: python benchmarks/tool_choice_eval.py [--set test|dev|all]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import time
@@ -53,6 +58,31 @@ QUESTIONS: list[tuple[str, str]] = [
     ("Which customers in the database live in Berlin?", "sql_query"),
 ]
 
+# Development set: prompt variants are tuned on these only (no overlap with QUESTIONS).
+DEV: list[tuple[str, str]] = [
+    ("What is 12 * 34?", "calculator"),
+    ("Work out 81 / 9", "calculator"),
+    ("How much is 7 + 8 + 9?", "calculator"),
+    ("What's 100 - 37?", "calculator"),
+    ("Compute (4 + 6) / 2", "calculator"),
+    ("What's the weather in Oslo?", "get_weather"),
+    ("Is it raining in Dublin?", "get_weather"),
+    ("How hot is it in Cairo today?", "get_weather"),
+    ("Forecast for Rome please", "get_weather"),
+    ("Do I need a jacket in Boston?", "get_weather"),
+    ("Read the file setup.py", "read_file"),
+    ("Show me the contents of data/input.json", "read_file"),
+    ("What is written in notes.md?", "read_file"),
+    ("Open the file logs/app.log", "read_file"),
+    ("Cat README.rst for me", "read_file"),
+    ("How many customers are in the customers table?", "sql_query"),
+    ("List all orders placed in 2023 from the database", "sql_query"),
+    ("Find the employee with the highest salary", "sql_query"),
+    ("Show the ten most expensive products in the database", "sql_query"),
+    ("What is the total revenue from the orders table?", "sql_query"),
+    ("Which employees work in the marketing department?", "sql_query"),
+]
+
 
 async def choose(model: LocalModel, specs, question: str) -> tuple[str | None, dict]:
     async for event in model.stream(ModelRequest([Message.user(question)], tools=specs)):
@@ -63,12 +93,16 @@ async def choose(model: LocalModel, specs, question: str) -> tuple[str | None, d
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--set", choices=["test", "dev", "all"], default="test")
+    which = parser.parse_args().set
+    questions = {"test": QUESTIONS, "dev": DEV, "all": QUESTIONS + DEV}[which]
     model = LocalModel()
     model.load()
     specs = [t.spec for t in make_tools(TOOLS)]
     per_tool: dict[str, list[int]] = {t: [0, 0] for t in TOOLS}
     correct, times = 0, []
-    for question, want in QUESTIONS:
+    for question, want in questions:
         start = time.perf_counter()
         got, args = asyncio.run(choose(model, specs, question))
         times.append(time.perf_counter() - start)
@@ -80,9 +114,10 @@ def main() -> None:
             print(f"MISS {question!r}: expected {want}, got {got} {json.dumps(args)}")
     times.sort()
     out = {
-        "questions": len(QUESTIONS),
+        "set": which,
+        "questions": len(questions),
         "correct": correct,
-        "accuracy": round(correct / len(QUESTIONS), 3),
+        "accuracy": round(correct / len(questions), 3),
         "per_tool": {k: f"{v[0]}/{v[1]}" for k, v in per_tool.items()},
         "median_turn_s": round(times[len(times) // 2], 3),
     }

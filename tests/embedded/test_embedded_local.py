@@ -110,3 +110,38 @@ def test_count_tokens_uses_the_models_tokenizer() -> None:
     assert counter.exact
     assert counter.count_text(text) == expected
     assert counter.label == "tokenizer:local:gemma-3-270m"
+
+
+def test_continuation_logprobs_match_a_fresh_evaluation() -> None:
+    import numpy as np
+
+    from loopwright.providers import local_sampler as ls
+
+    model = LocalModel()
+    model.load()
+    llm = model._loaded.llm  # type: ignore[union-attr]
+    prefix = llm.tokenize(b"Tools: get_weather, sql_query. Call:", add_bos=True)
+    options = [llm.tokenize(t.encode(), add_bos=False) for t in (" get_weather", " sql_query")]
+    scores = ls.continuation_logprobs(llm, prefix, options)
+    for option, score in zip(options, scores, strict=True):
+        expected = 0.0
+        for j, token in enumerate(option):
+            llm.reset()
+            llm.eval([*prefix, *option[:j]])
+            logits = np.array(llm._ctx.get_logits()[: llm.n_vocab()], dtype=np.float64)
+            top = logits.max()
+            expected += logits[token] - (top + np.log(np.exp(logits - top).sum()))
+        # Reused-cache vs fresh evaluation differ by float noise of batch sizes (~0.02
+        # seen); a wrong position or stale cache moves a log-prob by whole units.
+        assert score == pytest.approx(expected, abs=0.1)
+    assert all(s < 0 for s in scores)
+
+
+async def test_tool_is_chosen_by_the_whole_names_probability() -> None:
+    # Greedy decoding by first token picked get_weather here ("get" also starts the
+    # names the model imagines, e.g. get_customers); scoring whole names picks SQL.
+    question = "How many invoices are in the invoices table?"
+    request = ModelRequest([Message.user(question)], tools=SPECS)
+    scored, _ = await final(LocalModel(), request)
+    assert [c.name for c in scored.message.tool_calls] == ["sql_query"]
+    assert "invoices" in scored.message.tool_calls[0].arguments["query"]

@@ -11,7 +11,9 @@ How a turn works (see :mod:`loopwright.providers.local_prompt` for the prompt/gr
    (an assistant tool call and its results go together); if the newest turn alone is
    still too long, its text is cut in the middle with a visible marker.
 3. Decoding is constrained by a JSON-schema grammar to one tool call (valid arguments
-   for that tool's schema) or ``{"answer": ...}``; the output always parses.
+   for that tool's schema) or ``{"answer": ...}``; the output always parses. With
+   greedy decoding and several tools, the tool is first chosen by the log-probability
+   of its whole name, and the grammar is narrowed to it (``LocalModel._narrow``).
 4. Answer text is streamed as :class:`TextDelta` while it decodes; a tool call is
    emitted as one :class:`ToolCallDelta`; the stream ends with one ``ResponseDone``.
 
@@ -34,10 +36,11 @@ import asyncio
 import atexit
 import json
 import os
+import re
 import threading
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +73,10 @@ class LocalConfig:
     ``plan``: the first turn after a user message writes a plan line whose steps run
     one by one (see ``local_plan``); ``False``: one call per turn; ``None`` (default):
     plan when the tools can chain (:func:`local_plan.can_chain`), since on single-tool
-    questions the plain format chose tools more accurately (see benchmarks/notes)."""
+    questions the plain format chose tools more accurately (see benchmarks/notes).
+    ``score_tools``: with greedy decoding and several tools, pick the tool by the
+    log-probability of its whole name, then decode that tool's call (see
+    ``LocalModel._narrow``); ``False``: plain greedy grammar decoding."""
 
     n_ctx: int = 4096
     n_threads: int = 1
@@ -80,6 +86,7 @@ class LocalConfig:
     tool_first: bool = True
     no_repeat_calls: bool = True
     fast_grammar: bool = True
+    score_tools: bool = True
     plan: bool | None = None
     bounds: lp.GrammarBounds = field(default_factory=lp.GrammarBounds)
     cache_dir: Path | None = None
@@ -230,6 +237,8 @@ class _Plan:
     tool_names: tuple[str, ...]
     plan_grammar: str | None = None  # GBNF of a plan line (replaces ``schema``)
     tools: tuple[ToolSpec, ...] = ()
+    mode: lp.Mode = "both"
+    choices: tuple[ToolSpec, ...] = ()  # the tools ``schema`` offers
 
 
 class LocalModel:
@@ -368,7 +377,8 @@ class LocalModel:
                 with loaded.lock:
                     cached = _common_prefix(loaded.llm, plan.tokens)
                     put("cached", cached)
-                    for chunk in self._completion(loaded.llm, plan):
+                    chosen = self._narrow(loaded.llm, plan)
+                    for chunk in self._completion(loaded.llm, chosen):
                         put("text", chunk["choices"][0]["text"])
                         if stop.is_set():
                             break
@@ -402,6 +412,39 @@ class LocalModel:
         usage = Usage(input_tokens=len(plan.tokens), output_tokens=count, cached_tokens=cached)
         for event in _finish(text, plan, usage, self.name):
             yield event
+
+    def _narrow(self, llm: Any, plan: _Plan) -> _Plan:
+        """Decide the turn's kind and tool by sequence log-probability, then constrain
+        decoding to that choice (see :class:`LocalConfig` ``score_tools``).
+
+        Tool call vs answer: the likelier of the two keys after ``{"`` (what greedy
+        decoding picks too). Which tool: the highest total log-probability of the whole
+        name (``sql_query",`` is three tokens), not of its first token: greedy decoding
+        commits to a first token such as ``get`` because it also starts names the model
+        imagines (``get_customers``), then must finish it as ``get_weather``. The
+        caller holds the model's lock."""
+        offered = plan.choices
+        if (
+            not self._config.score_tools
+            or plan.plan_grammar is not None
+            or plan.mode == "answer"
+            or len(offered) < 2
+            or self._config.temperature != 0.0
+            or not ls.supported(llm)
+        ):
+            return plan
+        bounds = self._config.bounds
+        if plan.mode == "both":
+            head = plan.tokens + _tokenize(llm, lp.OUTPUT_HEAD, bos=False)
+            kinds = [_tokenize(llm, text, bos=False) for text in lp.kind_options()]
+            call, answer = ls.continuation_logprobs(llm, head, kinds)
+            if answer > call:
+                return replace(plan, schema=lp.output_schema(offered, "answer", bounds))
+        head = plan.tokens + _tokenize(llm, lp.CALL_HEAD, bos=False)
+        names = [_tokenize(llm, lp.name_option(spec.name), bos=False) for spec in offered]
+        scores = ls.continuation_logprobs(llm, head, names)
+        best = offered[max(range(len(offered)), key=scores.__getitem__)]
+        return replace(plan, schema=lp.output_schema([best], "tools", bounds))
 
     def _completion(self, llm: Any, plan: _Plan) -> Any:
         from llama_cpp import LlamaGrammar
@@ -448,7 +491,7 @@ class LocalModel:
         if planning and mode == "tools" and _awaits_first_call(request.messages):
             grammar = lpl.plan_grammar(tools, self._config.bounds.max_string_chars)
             return _Plan(tokens, schema, max_tokens, trimmed, names, grammar, tuple(tools))
-        return _Plan(tokens, schema, max_tokens, trimmed, names)
+        return _Plan(tokens, schema, max_tokens, trimmed, names, mode=mode, choices=tuple(tools))
 
     def _plans(self, tools: Sequence[ToolSpec]) -> bool:
         """Whether this request uses plan lines (see :class:`LocalConfig`)."""
@@ -484,7 +527,10 @@ def _grammar(grammar_cls: Any, schema: dict[str, Any]) -> Any:
     key = json.dumps(schema, sort_keys=True)
     cached = _GRAMMARS.get(key)
     if cached is None:
-        cached = grammar_cls.from_json_schema(json.dumps(schema), verbose=False)
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+        text = spaced_root(json_schema_to_gbnf(json.dumps(schema)))
+        cached = grammar_cls.from_string(text, verbose=False)
         if len(_GRAMMARS) > 64:
             _GRAMMARS.clear()
         _GRAMMARS[key] = cached
@@ -492,6 +538,20 @@ def _grammar(grammar_cls: Any, schema: dict[str, Any]) -> Any:
 
 
 _GRAMMARS: dict[str, Any] = {}
+_ROOT_RULE = re.compile(r"^root ::= ", re.MULTILINE)
+
+
+def spaced_root(gbnf: str) -> str:
+    """``gbnf`` with its output starting with one space.
+
+    Why: the prompt ends with ``Assistant:`` and every worked example continues
+    ``Assistant: {"tool": ...``, which Gemma tokenizes as `` {"`` (space included). A
+    grammar that starts at ``{`` forces the unspaced token ``{"`` the model never saw
+    there, and its tool choice after that token no longer follows the examples (it fell
+    back to the weather tool; see benchmarks/notes/embedded.md)."""
+    if not _ROOT_RULE.search(gbnf):
+        raise ValueError("grammar has no root rule")
+    return 'root ::= " " json-root\n' + _ROOT_RULE.sub("json-root ::= ", gbnf, count=1)
 
 
 def _gbnf(grammar_cls: Any, text: str) -> Any:

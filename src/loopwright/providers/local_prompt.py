@@ -246,6 +246,23 @@ def _unspaced(value: Any) -> Any:
     return value
 
 
+# How a turn's output begins, as the worked examples write it (``Assistant: {"tool": "``):
+# the provider scores the allowed tool names as continuations of this text.
+OUTPUT_HEAD = ' {"'
+CALL_HEAD = OUTPUT_HEAD + 'tool": "'
+
+
+def kind_options() -> tuple[str, str]:
+    """The continuations of :data:`OUTPUT_HEAD` that start a tool call / an answer."""
+    return 'tool":', 'answer":'
+
+
+def name_option(name: str) -> str:
+    """The continuation of :data:`CALL_HEAD` that names tool ``name`` (through the
+    comma that follows it in the examples)."""
+    return json.dumps(name, ensure_ascii=False)[1:] + ","
+
+
 def _answer_json(text: str) -> str:
     return json.dumps({"answer": text}, ensure_ascii=False)
 

@@ -17,7 +17,7 @@ llama-cpp-python, :func:`supported` returns ``False`` and the caller uses the st
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 SHORTLIST = 48
@@ -34,6 +34,8 @@ def supported(llm: Any) -> bool:
             and hasattr(llm._model, "vocab")
             and hasattr(llama_cpp, "llama_sampler_init_grammar")
             and hasattr(llama_cpp, "llama_get_logits_ith")
+            and hasattr(llm, "_ctx")
+            and hasattr(llm, "input_ids")
         )
     except ImportError:
         return False
@@ -126,3 +128,54 @@ def greedy_grammar_stream(
         del llm._init_sampler
         llm._sampler = None
         sampler.close()
+
+
+def continuation_logprobs(
+    llm: Any, prefix: Sequence[int], options: Sequence[Sequence[int]]
+) -> list[float]:
+    """Teacher-forced log-probability of each option's tokens following ``prefix``:
+    ``sum_j log p(option[j] | prefix + option[:j])``.
+
+    Used to choose among a few fixed continuations (tool names) by their whole-sequence
+    probability instead of greedily by their first token. The KV cache is reused: the
+    prefix is evaluated once and each option costs one single-token step per token
+    (options sharing a head share those steps). Leaves the cache holding ``prefix``
+    plus the last option evaluated; the next ``create_completion`` matches its prompt
+    against it as usual. The caller must hold the model's lock. An empty option scores
+    ``0.0``."""
+    memo: dict[tuple[int, ...], Any] = {}
+    scores = []
+    for option in options:
+        total = 0.0
+        for j, token in enumerate(option):
+            head = tuple(option[:j])
+            if head not in memo:
+                memo[head] = _log_softmax_after(llm, [*prefix, *head])
+            total += float(memo[head][int(token)])
+        scores.append(total)
+    return scores
+
+
+def _log_softmax_after(llm: Any, tokens: Sequence[int]) -> Any:
+    """Log-probabilities of the next token after ``tokens`` (evaluating only what the
+    KV cache does not already hold)."""
+    import llama_cpp
+    import numpy as np
+
+    if not tokens:
+        raise ValueError("tokens is empty; pass at least the prompt's BOS token")
+    previous = list(llm.input_ids[: llm.n_tokens])
+    keep = 0
+    for a, b in zip(previous, tokens, strict=False):
+        if a != b:
+            break
+        keep += 1
+    # Always decode at least the last token so the logits belong to this sequence.
+    keep = min(keep, len(tokens) - 1)
+    llm.n_tokens = keep
+    llm.eval(list(tokens[keep:]))
+    n_vocab = int(llm.n_vocab())
+    ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+    logits = np.array(np.ctypeslib.as_array(ptr, shape=(n_vocab,)), dtype=np.float64)
+    top = float(logits.max())
+    return logits - (top + float(np.log(np.exp(logits - top).sum())))

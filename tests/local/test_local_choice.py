@@ -1,0 +1,71 @@
+"""Tool choice by name log-probability: the text the scorer assumes, and the grammar's
+leading space (no model needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loopwright.providers import local_prompt as lp
+from loopwright.providers.local import LocalConfig, LocalModel, _Plan, spaced_root
+from loopwright.tools.builtin import BUILTIN_TOOLS, make_tools
+
+SPECS = [t.spec for t in make_tools(BUILTIN_TOOLS)]
+BOUNDS = lp.GrammarBounds()
+
+
+def test_scored_text_is_what_the_worked_examples_write() -> None:
+    prefix = lp.render_prefix(SPECS, None)
+    for spec in SPECS:
+        assert "Assistant:" + lp.CALL_HEAD + lp.name_option(spec.name) in prefix
+    call_key, answer_key = lp.kind_options()
+    assert "Assistant:" + lp.OUTPUT_HEAD + answer_key in prefix
+    assert lp.OUTPUT_HEAD + call_key + ' "' == lp.CALL_HEAD
+
+
+@given(st.text(min_size=1, max_size=30))
+def test_name_option_continues_the_call_json(name: str) -> None:
+    rendered = lp.render("assistant", json=lp._call_json(name, {}))
+    assert (lp.CALL_HEAD + lp.name_option(name)) in rendered
+
+
+def test_spaced_root_prefixes_one_space_and_keeps_the_rest() -> None:
+    gbnf = 'root ::= "{" space x "}"\nx ::= "a"\nsub-root ::= x\nspace ::= " "?\n'
+    out = spaced_root(gbnf)
+    lines = out.splitlines()
+    assert lines[0] == 'root ::= " " json-root'
+    assert 'json-root ::= "{" space x "}"' in lines
+    assert "sub-root ::= x" in lines  # only the root rule is renamed
+    assert sum(line.startswith("root ::=") for line in lines) == 1
+
+
+def test_spaced_root_without_a_root_rule_is_an_error() -> None:
+    with pytest.raises(ValueError, match="root"):
+        spaced_root('x ::= "a"\n')
+
+
+@pytest.mark.parametrize("mode", ["tools", "answer", "both"])
+def test_spaced_grammar_compiles_and_accepts_a_spaced_output(mode: lp.Mode) -> None:
+    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    schema = lp.output_schema(SPECS, mode, BOUNDS)
+    text = spaced_root(llama_grammar.json_schema_to_gbnf(json.dumps(schema)))
+    grammar = llama_grammar.LlamaGrammar.from_string(text, verbose=False)
+    assert grammar._root == "root"
+    assert text.startswith('root ::= " " json-root')
+
+
+def test_narrow_leaves_the_plan_alone_when_there_is_nothing_to_choose() -> None:
+    one = _Plan([1, 2], {}, 16, 0, ("calculator",), mode="tools", choices=(SPECS[0],))
+    many = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="tools", choices=tuple(SPECS[:2]))
+    model = LocalModel()
+    off = LocalModel(config=LocalConfig(score_tools=False))
+    sampling = LocalModel(config=LocalConfig(temperature=0.7))
+    answer = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="answer", choices=tuple(SPECS[:2]))
+    fake_llm = object()  # never touched on these paths
+    assert model._narrow(fake_llm, one) is one
+    assert model._narrow(fake_llm, answer) is answer
+    assert off._narrow(fake_llm, many) is many
+    assert sampling._narrow(fake_llm, many) is many
