@@ -3,20 +3,33 @@
 Re-exports the error mapping (:mod:`._errors`), retries (:mod:`._retry`), partial JSON
 (:mod:`._partial_json`), tool-name mapping (:mod:`._names`) and the stream driver
 (:mod:`._stream`), and adds the request-side pieces: the ``on_payload`` hook, id
-normalisation for cross-provider histories, and the foreign-reasoning policy.
+normalisation for cross-provider histories, the foreign-reasoning policy, the one
+``stream()`` every adapter runs (:func:`stream_call`) and per-event-loop SDK clients
+(:class:`PerLoop`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import operator
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Hashable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from loopwright.core.errors import BadRequest
+from loopwright.core.errors import BadRequest, ProviderError
+from loopwright.core.events import ModelEvent, StreamError
 from loopwright.core.messages import JSONValue, Message, ReasoningPart, ToolCallPart
 from loopwright.core.protocols import PayloadHook
 from loopwright.core.tools import ToolSpec
@@ -30,9 +43,15 @@ from loopwright.providers._names import ToolNameMap, wire_name
 from loopwright.providers._partial_json import parse_final, parse_partial
 from loopwright.providers._retry import NO_RETRY, RetryPolicy, with_retries
 from loopwright.providers._stream import StreamAccumulator, StreamPlan, drive
+from loopwright.providers.schema import UnsupportedSchema
+
+C = TypeVar("C")
+T = TypeVar("T")
 
 __all__ = [
     "NO_RETRY",
+    "AdapterCall",
+    "PerLoop",
     "RetryPolicy",
     "StreamAccumulator",
     "StreamPlan",
@@ -53,6 +72,9 @@ __all__ = [
     "parse_retry_after",
     "report_response",
     "resume_merged",
+    "stream_call",
+    "tool_definitions",
+    "tool_name_map",
     "wire_name",
     "with_retries",
 ]
@@ -287,6 +309,29 @@ class EncodeCache:
         return list(defs)
 
 
+def tool_name_map(tools: Sequence[ToolSpec], cache: EncodeCache | None) -> ToolNameMap:
+    """A fresh map seeded with ``tools``' names only (history names are added as the
+    messages are encoded), built once per tool list when there is a ``cache``."""
+    if cache is None:
+        return ToolNameMap.build(spec.name for spec in tools)
+    return cache.tool_names(tools)
+
+
+def tool_definitions(
+    tools: Sequence[ToolSpec],
+    names: ToolNameMap,
+    cache: EncodeCache | None,
+    build: Callable[[Sequence[ToolSpec], ToolNameMap], list[Any]],
+    variant: Hashable = None,
+) -> list[Any]:
+    """The wire tool definitions ``build(tools, names)``; with a ``cache``, the memoised
+    ones (see :meth:`EncodeCache.tool_defs`, which builds them from a map seeded with the
+    tools only: their wire names are the same in ``names``)."""
+    if cache is None:
+        return build(tools, names)
+    return cache.tool_defs(tools, build, variant)
+
+
 def encode_items(
     messages: Sequence[Message],
     names: ToolNameMap,
@@ -327,3 +372,94 @@ def resume_merged(state: Sequence[dict[str, Any]], key: str) -> list[dict[str, A
         last = out[-1]
         out[-1] = {**last, key: list(last[key])}
     return out
+
+
+def _events_payload(events: list[JSONValue]) -> dict[str, Any]:
+    return {"events": events}
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterCall(Generic[C]):
+    """One ``Model.stream(request)`` call of an adapter, for :func:`stream_call`.
+
+    ``encode()`` builds the request payload and its tool-name map (it may raise a
+    ``ProviderError`` or :class:`UnsupportedSchema`); ``open(payload)`` performs the
+    request and returns the wire chunks; ``decode`` is the adapter's chunk decoder (see
+    :class:`StreamPlan`). ``hook`` is the ``on_payload`` hook; with one, every accumulator
+    keeps the raw wire events and ``response(events)`` is the payload shown to it as
+    ``"response"``. ``model`` presets the accumulator's model name (for wires that may
+    not send it); ``prepare(acc)`` runs on every fresh accumulator (one per attempt), for
+    the adapter's per-attempt decoding state.
+    """
+
+    provider: str
+    encode: Callable[[], tuple[dict[str, Any], ToolNameMap]]
+    open: Callable[[dict[str, Any]], Awaitable[AsyncIterable[C]]]
+    decode: Callable[[C, StreamAccumulator], Iterable[ModelEvent | None]]
+    retry: RetryPolicy
+    hook: PayloadHook | None = None
+    model: str = ""
+    prepare: Callable[[StreamAccumulator], None] | None = None
+    response: Callable[[list[JSONValue]], dict[str, Any]] = _events_payload
+
+
+async def stream_call(call: AdapterCall[C]) -> AsyncIterator[ModelEvent]:
+    """The adapter contract around one call: encode, let the ``on_payload`` hook see (or
+    replace) the request, then :func:`drive` the stream. An encoding or hook failure is
+    the single final ``StreamError`` (an unsupported tool schema as :class:`BadRequest`);
+    nothing raises once iteration has started."""
+    provider = call.provider
+    try:
+        payload, names = call.encode()
+        payload = apply_request_hook(call.hook, provider, payload)
+    except ProviderError as err:
+        yield StreamError(err)
+        return
+    except UnsupportedSchema as err:
+        yield StreamError(BadRequest(str(err), provider=provider))
+        return
+    hook, model, prepare = call.hook, call.model, call.prepare
+
+    def accumulator() -> StreamAccumulator:
+        acc = StreamAccumulator(provider, names.from_wire)
+        acc.model = model
+        if hook is not None:
+            acc.raw_events = []
+        if prepare is not None:
+            prepare(acc)
+        return acc
+
+    def report(acc: StreamAccumulator) -> None:
+        events = acc.raw_events
+        report_response(hook, call.response(events if events is not None else []))
+
+    plan: StreamPlan[C] = StreamPlan(
+        provider=provider,
+        open=lambda: call.open(payload),
+        decode=call.decode,
+        new_accumulator=accumulator,
+        retry=call.retry,
+        on_response=report if hook is not None else None,
+    )
+    async for event in drive(plan):
+        yield event
+
+
+class PerLoop(Generic[T]):
+    """One lazily built value per running event loop: an SDK client (its connection
+    pool) must not be shared across loops, so ``make()`` runs again when the loop
+    changes. ``get`` must be called from inside a running loop. The factory is passed
+    per call (not stored), so a model's bound method does not make a reference cycle."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._value: T | None = None
+
+    def get(self, make: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        value = self._value
+        if value is None or self._loop is not loop:
+            value = make()
+            self._value = value
+            self._loop = loop
+        return value

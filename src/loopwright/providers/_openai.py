@@ -7,7 +7,6 @@ protocol follows one policy.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -27,23 +26,8 @@ class ClientConfig:
     headers: Mapping[str, str]
 
 
-class ClientCache:
-    """One ``AsyncOpenAI`` per event loop: an httpx pool must not cross loops."""
-
-    def __init__(self, config: ClientConfig) -> None:
-        self._config = config
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: Any = None
-
-    def get(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client = make_client(self._config)
-            self._loop = loop
-        return self._client
-
-
 def make_client(config: ClientConfig) -> Any:
+    """An ``AsyncOpenAI`` client for ``config``, with the SDK's own retries off."""
     try:
         import openai
     except ImportError as exc:  # pragma: no cover - depends on the environment

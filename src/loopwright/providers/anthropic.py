@@ -30,7 +30,6 @@ this module's whole decoding (see ``benchmarks/notes/adapters.md``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from loopwright.core.errors import (
     RateLimited,
     TransientProviderError,
 )
-from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.events import ModelEvent
 from loopwright.core.messages import (
     Message,
     ReasoningPart,
@@ -58,20 +57,21 @@ from loopwright.core.messages import (
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
+    AdapterCall,
     EncodeCache,
+    PerLoop,
     RetryPolicy,
     StreamAccumulator,
-    StreamPlan,
     ToolNameMap,
-    apply_request_hook,
-    drive,
     error_from_exception,
     foreign_reasoning_text,
     is_context_overflow,
     normalize_call_id,
     own_meta,
-    report_response,
     resume_merged,
+    stream_call,
+    tool_definitions,
+    tool_name_map,
 )
 from loopwright.providers.registry import VENDORS, Vendor
 
@@ -287,10 +287,7 @@ def encode_request(
 ) -> tuple[dict[str, Any], ToolNameMap]:
     """Build the exact ``POST /v1/messages`` body (``stream: true``) for ``request``."""
     tools = request.tools
-    if cache is None:
-        names = ToolNameMap.build(spec.name for spec in tools)
-    else:
-        names = cache.tool_names(tools)
+    names = tool_name_map(tools, cache)
     history_system, messages = encode_messages(request.messages, names, cache)
     settings = request.settings
     thinking = _thinking(settings, opts)
@@ -302,9 +299,7 @@ def encode_request(
     if system:
         payload["system"] = system
     if tools:
-        payload["tools"] = (
-            _tool_defs(tools, names) if cache is None else cache.tool_defs(tools, _tool_defs)
-        )
+        payload["tools"] = tool_definitions(tools, names, cache, _tool_defs)
         choice = _tool_choice(settings, names)
         if choice is not None:
             payload["tool_choice"] = choice
@@ -504,26 +499,25 @@ class AnthropicModel:
         self.options = options or AnthropicOptions()
         # Cached wire blocks are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
-        self._client: tuple[asyncio.AbstractEventLoop, Any] | None = None
+        self._client: PerLoop[Any] = PerLoop()
 
     @property
     def name(self) -> str:
         return f"{self.vendor.name}:{self.model}"
 
     def _sdk(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client[0] is not loop:
-            from anthropic import AsyncAnthropic
+        return self._client.get(self._new_client)
 
-            client = AsyncAnthropic(
-                api_key=self._api_key or "not-needed",
-                base_url=self.base_url,
-                max_retries=0,
-                timeout=self.options.timeout,
-                default_headers=dict(self.vendor.extra_headers) or None,
-            )
-            self._client = (loop, client)
-        return self._client[1]
+    def _new_client(self) -> Any:
+        from anthropic import AsyncAnthropic
+
+        return AsyncAnthropic(
+            api_key=self._api_key or "not-needed",
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=self.options.timeout,
+            default_headers=dict(self.vendor.extra_headers) or None,
+        )
 
     async def _open(self, payload: dict[str, Any]) -> AsyncIterable[Mapping[str, Any]]:
         from anthropic import AsyncStream
@@ -551,34 +545,18 @@ class AnthropicModel:
             )
         return _events(stream)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        try:
-            payload, names = encode_request(self.model, request, self.options, self._cache)
-            payload = apply_request_hook(self.on_payload, PROVIDER, payload)
-        except ProviderError as exc:
-            yield StreamError(exc)
-            return
-        hook = self.on_payload
-
-        def accumulator() -> StreamAccumulator:
-            acc = StreamAccumulator(PROVIDER, names.from_wire)
-            acc.model = self.model
-            if hook is not None:
-                acc.raw_events = []
-            return acc
-
-        plan: StreamPlan[Mapping[str, Any]] = StreamPlan(
-            provider=PROVIDER,
-            open=lambda: self._open(payload),
-            decode=decode_event,
-            new_accumulator=accumulator,
-            retry=self.retry,
-            on_response=(lambda acc: report_response(hook, {"events": acc.raw_events}))
-            if hook is not None
-            else None,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_call(
+            AdapterCall(
+                provider=PROVIDER,
+                encode=lambda: encode_request(self.model, request, self.options, self._cache),
+                open=self._open,
+                decode=decode_event,
+                retry=self.retry,
+                hook=self.on_payload,
+                model=self.model,
+            )
         )
-        async for event in drive(plan):
-            yield event
 
 
 async def _events(stream: Any) -> AsyncIterator[Mapping[str, Any]]:

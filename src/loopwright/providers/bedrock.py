@@ -42,7 +42,7 @@ from loopwright.core.errors import (
     RateLimited,
     TransientProviderError,
 )
-from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.events import ModelEvent
 from loopwright.core.messages import (
     Message,
     ReasoningPart,
@@ -55,13 +55,11 @@ from loopwright.core.messages import (
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
+    AdapterCall,
     EncodeCache,
     RetryPolicy,
     StreamAccumulator,
-    StreamPlan,
     ToolNameMap,
-    apply_request_hook,
-    drive,
     error_from_exception,
     error_from_http,
     foreign_reasoning_text,
@@ -69,8 +67,10 @@ from loopwright.providers._common import (
     normalize_call_id,
     own_meta,
     parse_retry_after,
-    report_response,
     resume_merged,
+    stream_call,
+    tool_definitions,
+    tool_name_map,
 )
 from loopwright.providers.registry import VENDORS, Vendor
 
@@ -269,11 +269,7 @@ def _tool_config(
     choice = request.settings.tool_choice
     if not request.tools or (choice == "none" and not has_tool_blocks):
         return None
-    if cache is None:
-        tools = _tool_specs(request.tools, names)
-    else:
-        tools = cache.tool_defs(request.tools, _tool_specs)
-    config: dict[str, Any] = {"tools": tools}
+    config: dict[str, Any] = {"tools": tool_definitions(request.tools, names, cache, _tool_specs)}
     if isinstance(choice, NamedTool):
         config["toolChoice"] = {"tool": {"name": names.to_wire(choice.name)}}
     elif choice == "required":
@@ -288,10 +284,7 @@ def encode_request(
     cache: EncodeCache | None = None,
 ) -> tuple[dict[str, Any], ToolNameMap]:
     """Build the ``converse_stream`` keyword arguments (= the wire body + ``modelId``)."""
-    if cache is None:
-        names = ToolNameMap.build(spec.name for spec in request.tools)
-    else:
-        names = cache.tool_names(request.tools)
+    names = tool_name_map(request.tools, cache)
     history_system, messages, has_tool_blocks = encode_messages(request.messages, names, cache)
     settings = request.settings
     payload: dict[str, Any] = {"modelId": model, "messages": messages}
@@ -646,36 +639,20 @@ class BedrockModel:
         stream = await asyncio.to_thread(self._call, _sdk_kwargs(payload))
         return _events(stream)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        try:
-            payload, names = encode_request(self.model, request, self.options, self._cache)
-            payload = apply_request_hook(self.on_payload, PROVIDER, payload)
-        except ProviderError as exc:
-            yield StreamError(exc)
-            return
-        hook = self.on_payload
-        states: list[_Blocks] = []
-
-        def accumulator() -> StreamAccumulator:
-            acc = StreamAccumulator(PROVIDER, names.from_wire)
-            acc.model = self.model
-            if hook is not None:
-                acc.raw_events = []
-            states.append(_Blocks())
-            return acc
-
-        plan: StreamPlan[Mapping[str, Any]] = StreamPlan(
-            provider=PROVIDER,
-            open=lambda: self._open(payload),
-            decode=lambda event, acc: decode_event(event, acc, states[-1]),
-            new_accumulator=accumulator,
-            retry=self.retry,
-            on_response=(lambda acc: report_response(hook, {"events": acc.raw_events}))
-            if hook is not None
-            else None,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        states: list[_Blocks] = []  # one per attempt: the decoding state of the current one
+        return stream_call(
+            AdapterCall(
+                provider=PROVIDER,
+                encode=lambda: encode_request(self.model, request, self.options, self._cache),
+                open=self._open,
+                decode=lambda event, acc: decode_event(event, acc, states[-1]),
+                retry=self.retry,
+                hook=self.on_payload,
+                model=self.model,
+                prepare=lambda acc: states.append(_Blocks()),
+            )
         )
-        async for event in drive(plan):
-            yield event
 
 
 def _frames(stream: Any) -> Iterator[Mapping[str, Any]]:

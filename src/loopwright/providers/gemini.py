@@ -28,7 +28,6 @@ This module builds the request and drives the SDK; decoding the chunks lives in
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
@@ -44,8 +43,9 @@ from loopwright.core.errors import (
     ProviderError,
     RateLimited,
 )
-from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.events import ModelEvent
 from loopwright.core.messages import (
+    JSONValue,
     Message,
     ReasoningPart,
     TextPart,
@@ -55,18 +55,18 @@ from loopwright.core.messages import (
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
+    AdapterCall,
     EncodeCache,
+    PerLoop,
     RetryPolicy,
-    StreamAccumulator,
-    StreamPlan,
     ToolNameMap,
-    apply_request_hook,
-    drive,
     error_from_exception,
     foreign_reasoning_text,
     own_meta,
-    report_response,
     resume_merged,
+    stream_call,
+    tool_definitions,
+    tool_name_map,
 )
 from loopwright.providers.gemini_stream import (
     FINISH_REASONS,
@@ -329,10 +329,7 @@ def encode_request(
     model: str, request: ModelRequest, cache: EncodeCache | None = None
 ) -> tuple[dict[str, Any], ToolNameMap]:
     """Build the SDK call ``{"model", "contents", "config"}`` for ``request``."""
-    if cache is None:
-        names = ToolNameMap.build(spec.name for spec in request.tools)
-    else:
-        names = cache.tool_names(request.tools)
+    names = tool_name_map(request.tools, cache)
     history_system, contents = encode_contents(request.messages, names, cache)
     settings = request.settings
     config: dict[str, Any] = {}
@@ -340,11 +337,7 @@ def encode_request(
     if system:
         config["systemInstruction"] = {"parts": [{"text": system}]}
     if request.tools:
-        declarations = (
-            _declarations(request.tools, names)
-            if cache is None
-            else cache.tool_defs(request.tools, _declarations)
-        )
+        declarations = tool_definitions(request.tools, names, cache, _declarations)
         config["tools"] = [{"functionDeclarations": declarations}]
         tool_config = _tool_config(settings, names)
         if tool_config is not None:
@@ -446,27 +439,26 @@ class GeminiModel:
         self.options = options or GeminiOptions()
         # Cached wire parts are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
-        self._client: tuple[asyncio.AbstractEventLoop, Any] | None = None
+        self._client: PerLoop[Any] = PerLoop()
 
     @property
     def name(self) -> str:
         return f"{self.vendor.name}:{self.model}"
 
     def _sdk(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client[0] is not loop:
-            from google import genai
-            from google.genai import types
+        return self._client.get(self._new_client)
 
-            http = types.HttpOptions(
-                base_url=self.base_url,
-                api_version=self.options.api_version,
-                timeout=int(self.options.timeout * 1000),
-                headers=dict(self.vendor.extra_headers) or None,
-            )
-            client = genai.Client(api_key=self._api_key or "not-needed", http_options=http)
-            self._client = (loop, client)
-        return self._client[1]
+    def _new_client(self) -> Any:
+        from google import genai
+        from google.genai import types
+
+        http = types.HttpOptions(
+            base_url=self.base_url,
+            api_version=self.options.api_version,
+            timeout=int(self.options.timeout * 1000),
+            headers=dict(self.vendor.extra_headers) or None,
+        )
+        return genai.Client(api_key=self._api_key or "not-needed", http_options=http)
 
     async def _open(self, payload: Mapping[str, Any]) -> AsyncIterable[Any]:
         config = {**payload.get("config", {}), "automaticFunctionCalling": {"disable": True}}
@@ -480,40 +472,29 @@ class GeminiModel:
             raise classify(exc) from exc
         return _chunks(stream, full=self.on_payload is not None)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        try:
-            payload, names = encode_request(self.model, request, self._cache)
-            payload = apply_request_hook(self.on_payload, PROVIDER, payload)
-        except ProviderError as exc:
-            yield StreamError(exc)
-            return
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         hook = self.on_payload
-        turn_number = _assistant_turns(request.messages)
-        turns: list[_Turn] = []
-
-        def accumulator() -> StreamAccumulator:
-            acc = StreamAccumulator(PROVIDER, names.from_wire)
-            acc.model = self.model
-            if hook is not None:
-                acc.raw_events = []
-            turns.append(_Turn(turn_number))
-            return acc
-
+        turns: list[_Turn] = []  # one per attempt: the decoding state of the current one
         # With a hook the chunks are full wire JSON (the hook sees them); without, the
         # SDK's typed chunks are decoded directly.
         decode = decode_chunk if hook is not None else decode_sdk_chunk
-        plan: StreamPlan[Any] = StreamPlan(
-            provider=PROVIDER,
-            open=lambda: self._open(payload),
-            decode=lambda chunk, acc: decode(chunk, acc, turns[-1]),
-            new_accumulator=accumulator,
-            retry=self.retry,
-            on_response=(lambda acc: report_response(hook, {"chunks": acc.raw_events}))
-            if hook is not None
-            else None,
+        return stream_call(
+            AdapterCall(
+                provider=PROVIDER,
+                encode=lambda: encode_request(self.model, request, self._cache),
+                open=self._open,
+                decode=lambda chunk, acc: decode(chunk, acc, turns[-1]),
+                retry=self.retry,
+                hook=hook,
+                model=self.model,
+                prepare=lambda acc: turns.append(_Turn(_assistant_turns(request.messages))),
+                response=_response_payload,
+            )
         )
-        async for event in drive(plan):
-            yield event
+
+
+def _response_payload(chunks: list[JSONValue]) -> dict[str, Any]:
+    return {"chunks": chunks}
 
 
 async def _chunks(stream: Any, full: bool) -> AsyncIterator[Any]:

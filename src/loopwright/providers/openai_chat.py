@@ -20,13 +20,15 @@ Vendor quirks come from :class:`~loopwright.providers.registry.Vendor` flags, ne
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from loopwright.core.errors import BadRequest, MalformedResponse, ProviderError
-from loopwright.core.events import ModelEvent, StreamError
+from loopwright.core.errors import BadRequest, MalformedResponse
+from loopwright.core.events import ModelEvent
 from loopwright.core.messages import (
+    JSONValue,
     Message,
     ReasoningPart,
     StopReason,
@@ -39,23 +41,23 @@ from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, Pa
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import _openai
 from loopwright.providers._common import (
+    AdapterCall,
     EncodeCache,
+    PerLoop,
     RetryPolicy,
     StreamAccumulator,
-    StreamPlan,
     ToolNameMap,
-    apply_request_hook,
-    drive,
     encode_items,
     foreign_reasoning_text,
     name_map_for,
     normalize_call_id,
     own_meta,
-    report_response,
+    stream_call,
+    tool_definitions,
 )
 from loopwright.providers._partial_json import is_arguments_json
 from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, VENDORS, Vendor
-from loopwright.providers.schema import UnsupportedSchema, openai_strict_schema
+from loopwright.providers.schema import openai_strict_schema
 
 PROTOCOL = "openai-chat"
 MAX_ID = 40  # OpenAI rejects tool_call ids longer than 40 characters
@@ -189,10 +191,12 @@ class ChatEncoder:
     def _tools(
         self, tools: Sequence[ToolSpec], strict: bool, names: ToolNameMap
     ) -> list[dict[str, Any]]:
-        if self.cache is None:
-            return [self.tool(t, names, strict) for t in tools]
-        return self.cache.tool_defs(
-            tools, lambda specs, seeded: [self.tool(t, seeded, strict) for t in specs], strict
+        return tool_definitions(
+            tools,
+            names,
+            self.cache,
+            lambda specs, seeded: [self.tool(t, seeded, strict) for t in specs],
+            strict,
         )
 
     def tool(self, spec: ToolSpec, names: ToolNameMap, strict: bool) -> dict[str, Any]:
@@ -391,10 +395,12 @@ class OpenAIChatModel:
         self.encoder = ChatEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
         self._retry = retry or RetryPolicy()
-        self._clients = _openai.ClientCache(
+        self._clients: PerLoop[Any] = PerLoop()
+        self._new_client = functools.partial(
+            _openai.make_client,
             _openai.ClientConfig(
                 base_url or vendor.base_url, api_key, timeout, vendor.extra_headers
-            )
+            ),
         )
 
     @property
@@ -405,7 +411,7 @@ class OpenAIChatModel:
         return self.encoder.encode(request)
 
     async def _open(self, payload: dict[str, Any]) -> Any:
-        client = self._clients.get()
+        client = self._clients.get(self._new_client)
         create = client.chat.completions.create
         kwargs = _openai.split_payload(
             payload, _openai.known_params(type(client.chat.completions).create)
@@ -413,32 +419,19 @@ class OpenAIChatModel:
         result = await create(**kwargs)
         return result if payload.get("stream") else _openai.single(result)
 
-    def _accumulator(self, names: ToolNameMap) -> StreamAccumulator:
-        acc = StreamAccumulator(PROTOCOL, names.from_wire)
-        if self._on_payload is not None:
-            acc.raw_events = []
-        return acc
-
-    def _report(self, acc: StreamAccumulator) -> None:
-        report_response(self._on_payload, {"protocol": PROTOCOL, "events": acc.raw_events or []})
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        try:
-            payload, names = self.encode(request)
-            payload = apply_request_hook(self._on_payload, PROTOCOL, payload)
-        except ProviderError as err:
-            yield StreamError(err)
-            return
-        except UnsupportedSchema as err:
-            yield StreamError(BadRequest(str(err), provider=PROTOCOL))
-            return
-        plan: StreamPlan[Any] = StreamPlan(
-            provider=PROTOCOL,
-            open=lambda: self._open(payload),
-            decode=decode_chunk,
-            new_accumulator=lambda: self._accumulator(names),
-            retry=self._retry,
-            on_response=self._report if self._on_payload is not None else None,
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return stream_call(
+            AdapterCall(
+                provider=PROTOCOL,
+                encode=lambda: self.encode(request),
+                open=self._open,
+                decode=decode_chunk,
+                retry=self._retry,
+                hook=self._on_payload,
+                response=_response_payload,
+            )
         )
-        async for event in drive(plan):
-            yield event
+
+
+def _response_payload(events: list[JSONValue]) -> dict[str, Any]:
+    return {"protocol": PROTOCOL, "events": events}
