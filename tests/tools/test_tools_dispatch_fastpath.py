@@ -19,6 +19,7 @@ from loopwright.core.messages import ToolCallPart
 from loopwright.core.tools import Permission
 from loopwright.tools import DispatchConfig, Dispatcher, Tool, ToolRegistry, tool
 from loopwright.tools.deadline import watchdog
+from loopwright.tools.ledger import MemoryLedger
 from loopwright.tools.truncate import render_result, truncate_result
 from loopwright.tools.validation import SchemaValidator
 
@@ -94,6 +95,57 @@ async def test_plans_follow_registry_changes_and_a_replaced_config() -> None:
     assert (await d.run_one(call("wipe"))).result.error_kind == "permission_denied"
     registry.unregister("add")
     assert (await d.run_one(call("add", {"a": 1, "b": 1}))).result.error_kind == "not_found"
+
+
+async def test_dispatchers_over_one_registry_share_plans_only_for_the_same_rules() -> None:
+    @tool(permission="admin")
+    async def wipe() -> str:
+        """Wipe."""
+        return "wiped"
+
+    registry = ToolRegistry([add, wipe])
+    admin_a, admin_b = Dispatcher(registry), Dispatcher(registry)
+    reader = Dispatcher(registry, DispatchConfig(permission=Permission.READ))
+    blocked: list[str] = []
+
+    def block(c: ToolCallPart, _spec: Any) -> str:
+        blocked.append(c.name)
+        return "blocked by policy"
+
+    hooked = Dispatcher(registry, DispatchConfig(before_tool_call=block))
+    assert (await admin_a.run_one(call("wipe"))).result.content == "wiped"
+    assert (await admin_b.run_one(call("wipe"))).result.content == "wiped"
+    assert admin_a._plans is admin_b._plans  # one table for the same (permission, hook)
+    assert (await reader.run_one(call("wipe"))).result.error_kind == "permission_denied"
+    assert (await hooked.run_one(call("wipe"))).result.error_kind == "permission_denied"
+    assert blocked == ["wipe"]
+    assert reader._plans is not admin_a._plans and hooked._plans is not admin_a._plans
+    # a change to the registry gives every dispatcher fresh plans
+    registry.unregister("wipe")
+    assert (await admin_b.run_one(call("wipe"))).result.error_kind == "not_found"
+    assert (await admin_a.run_one(call("wipe"))).result.error_kind == "not_found"
+    assert (await admin_a.run_one(call("add", {"a": 2, "b": 2}))).result.content == "4"
+
+
+async def test_the_default_ledger_is_per_dispatcher_and_made_on_first_use() -> None:
+    calls: list[int] = []
+
+    @tool(idempotency_key=lambda args: f"k{args['n']}")
+    async def charge(n: int) -> str:
+        """Charge once per n."""
+        calls.append(n)
+        return f"charged {n}"
+
+    registry = ToolRegistry([charge])
+    a, b = Dispatcher(registry), Dispatcher(registry)
+    assert a._ledger is None  # nothing built until a call needs it
+    assert (await a.run_one(call("charge", {"n": 1}))).result.content == "charged 1"
+    assert (await a.run_one(call("charge", {"n": 1}))).from_ledger
+    assert (await b.run_one(call("charge", {"n": 1}))).result.content == "charged 1"
+    assert calls == [1, 1] and a.ledger is not b.ledger and len(a.ledger) == 1  # type: ignore[arg-type]
+    mine = MemoryLedger()
+    a.ledger = mine
+    assert a.ledger is mine and Dispatcher(registry, ledger=mine).ledger is mine
 
 
 async def test_arguments_dict_is_passed_unchanged_and_not_mutated() -> None:

@@ -67,6 +67,7 @@ AfterToolCall = Callable[
 ERROR_KINDS = frozenset(k.value for k in ToolErrorKind)
 _ERROR_CHARS = 4_000
 _T = TypeVar("_T")
+_DEFAULT_RETRY = RetryPolicy()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,7 @@ class DispatchConfig:
     permission: Permission = Permission.ADMIN
     confirm: ConfirmHandler | None = None
     max_concurrency: int = 8
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryPolicy = _DEFAULT_RETRY  # frozen, immutable fields: one shared default
     before_tool_call: BeforeToolCall | None = None
     after_tool_call: AfterToolCall | None = None
     session_id: str | None = None
@@ -147,24 +148,25 @@ class _Plan:
     """No converters and no context parameter: the arguments are the keyword arguments."""
 
     @classmethod
-    def of(cls, t: Tool, config: DispatchConfig) -> _Plan:
+    def of(cls, t: Tool, permission: Permission, hooked: bool) -> _Plan:
+        """The plan of ``t`` for a caller at ``permission``, with a before-hook when
+        ``hooked``: the only two facts of a :class:`DispatchConfig` a plan depends on."""
         return cls(
             tool=t,
-            allowed=t.spec.permission <= config.permission,
+            allowed=t.spec.permission <= permission,
             accepts=None if t.validators else t.schema_validator.fast_check,
-            guarded=(
-                config.before_tool_call is not None
-                or t.spec.requires_confirmation
-                or t.idempotency_key is not None
-            ),
+            guarded=hooked or t.spec.requires_confirmation or t.idempotency_key is not None,
             direct=not t.converters and t.context_param is None,
         )
+
+
+_NO_PLANS: dict[str, _Plan] = {}  # placeholder until the first call (never written to)
 
 
 class Dispatcher:
     """Runs tool calls against a registry. One dispatcher may serve many runs."""
 
-    __slots__ = ("_plans", "_plans_config", "_plans_version", "config", "ledger", "registry")
+    __slots__ = ("_ledger", "_plans", "_plans_config", "_plans_version", "config", "registry")
 
     def __init__(
         self,
@@ -174,10 +176,25 @@ class Dispatcher:
     ) -> None:
         self.registry = registry
         self.config = config if config is not None else DispatchConfig()
-        self.ledger: IdempotencyLedger = ledger if ledger is not None else MemoryLedger()
-        self._plans: dict[str, _Plan] = {}
+        self._ledger = ledger  # None: a MemoryLedger, made on first use (see ``ledger``)
+        # the registry's plan table for this config's (permission, before-hook): shared by
+        # every dispatcher over the same registry (see :meth:`_plan`)
+        self._plans: dict[str, _Plan] = _NO_PLANS
         self._plans_version = -1
         self._plans_config: DispatchConfig | None = None
+
+    @property
+    def ledger(self) -> IdempotencyLedger:
+        """The idempotency ledger: the one given, else this dispatcher's own
+        :class:`MemoryLedger` (created on first use: most dispatchers never need one)."""
+        ledger = self._ledger
+        if ledger is None:
+            ledger = self._ledger = MemoryLedger()
+        return ledger
+
+    @ledger.setter
+    def ledger(self, ledger: IdempotencyLedger) -> None:
+        self._ledger = ledger
 
     # -- batches ------------------------------------------------------------------------
     async def run_batch(
@@ -294,17 +311,21 @@ class Dispatcher:
     def _plan(self, name: str) -> _Plan | None:
         """The cached :class:`_Plan` of tool ``name`` (``None``: no such tool). Plans are
         rebuilt when the registry changes or ``config`` is replaced."""
+        registry, config = self.registry, self.config
+        if self._plans_version != registry.version or self._plans_config is not config:
+            # plans depend on the tools and on two facts of the config only, so dispatchers
+            # of many agents over one registry share one table (no plans built per agent)
+            hooked = config.before_tool_call is not None
+            self._plans = registry.derived_table(("dispatch-plans", config.permission, hooked))
+            self._plans_version = registry.version
+            self._plans_config = config
         plans = self._plans
-        if self._plans_version != self.registry.version or self._plans_config is not self.config:
-            plans.clear()
-            self._plans_version = self.registry.version
-            self._plans_config = self.config
         plan = plans.get(name)
         if plan is None:
-            t = self.registry.get(name)
+            t = registry.get(name)
             if t is None:
                 return None
-            plan = plans[name] = _Plan.of(t, self.config)
+            plan = plans[name] = _Plan.of(t, config.permission, config.before_tool_call is not None)
         return plan
 
     async def _dispatch(self, call: ToolCallPart, confirmation: Confirmation | None) -> _Step:

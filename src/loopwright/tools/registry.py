@@ -7,7 +7,7 @@ protection (the seed's registry enforced permissions only when listing tools).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 from loopwright.core.tools import Permission, ToolSpec
@@ -17,11 +17,12 @@ from loopwright.tools.decorator import Tool, as_tool
 class ToolRegistry:
     """Tools by name, in registration order. Not thread-safe (one per agent/loop)."""
 
-    __slots__ = ("_context", "_spec_cache", "_tools", "version")
+    __slots__ = ("_context", "_derived", "_spec_cache", "_tools", "version")
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._spec_cache: dict[tuple[tuple[str, ...] | None, Permission], list[ToolSpec]] = {}
+        self._derived: dict[Hashable, dict[str, Any]] = {}
         self.version = 0
         """Grows on every register/unregister (lets callers cache derived views)."""
         self._context = False
@@ -95,6 +96,16 @@ class ToolRegistry:
         """Whether any tool takes a ``ToolContext`` parameter (kept up to date on change)."""
         return self._context
 
+    def derived_table(self, key: Hashable) -> dict[str, Any]:
+        """A cache table for facts derived from the current tools, one per ``key``: the
+        same dict for every caller asking with an equal key until the registry changes
+        (then a fresh, empty one). Used by dispatchers to share per-tool plans; callers
+        must store only values that depend on the tools and on ``key`` alone."""
+        table = self._derived.get(key)
+        if table is None:
+            table = self._derived[key] = {}
+        return table
+
     def summaries(self) -> list[str]:
         """One line per tool ("name: first sentence"), for two-stage tool selection."""
         return [t.spec.summary for t in self._tools.values()]
@@ -102,4 +113,5 @@ class ToolRegistry:
     def _changed(self) -> None:
         self.version += 1
         self._spec_cache.clear()
+        self._derived = {}  # tables handed out stay with their holders' old version
         self._context = any(t.context_param is not None for t in self._tools.values())
