@@ -154,7 +154,7 @@ def build_agent(opts: RunOptions, interactive: bool) -> Agent:
 async def _drive(agent: Agent, prompt: str, stream: bool, as_json: bool) -> RunResult:
     if not stream:
         return await agent.arun(prompt)
-    render = StreamRenderer(click.get_text_stream("stderr" if as_json else "stdout"))
+    render = StreamRenderer(sys.stderr if as_json else sys.stdout)
     result: RunResult | None = None
     async for event in agent.stream(prompt):
         render(event)

@@ -264,7 +264,7 @@ def run_for_cli(agent: Agent, prompt: str, opts: Any) -> RunResult:
 
         from loopwright.cli.render import StreamRenderer
 
-        render = StreamRenderer(click.get_text_stream("stderr" if opts.as_json else "stdout"))
+        render = StreamRenderer(sys.stderr if opts.as_json else sys.stdout)
         config = agent.config
         agent = Agent.from_config(replace(config, hooks=replace(config.hooks, on_event=render)))
     store = open_store()
