@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 
 from loopwright.agent import Agent, as_model
 from loopwright.core import (
-    EXIT_CODES,
     LoopState,
     Message,
     Model,
@@ -90,7 +89,6 @@ async def stream(
 
 
 __all__ = [
-    "EXIT_CODES",
     "Agent",
     "Confirmation",
     "DispatchConfig",

@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from loopwright.cli import run as run_mod
+from loopwright.cli.exit_codes import STOP_CODES as EXIT_CODES
 from loopwright.cli.main import main
-from loopwright.core.run import EXIT_CODES, RunStop
+from loopwright.core.run import RunStop
 from loopwright.providers.scripted import ScriptedModel, tool_call
 from loopwright.tools import Tool
 from loopwright.tools.builtin import BUILTIN_TOOLS

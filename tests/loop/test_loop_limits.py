@@ -41,7 +41,7 @@ def _counting_calls(n_text: str = "working") -> FunctionModel:
 
 async def test_final_answer_stop() -> None:
     result = await Agent(ScriptedModel(["hi"])).arun("hello")
-    assert result.stop is RunStop.FINAL_ANSWER and result.exit_code == 0
+    assert result.stop is RunStop.FINAL_ANSWER
 
 
 async def test_max_turns_gives_best_answer_so_far() -> None:
@@ -208,7 +208,6 @@ async def test_model_error_non_retryable_keeps_best_answer() -> None:
     result = await Agent(model, [add]).arun("go")
     assert result.stop is RunStop.MODEL_ERROR and "auth" in result.detail
     assert result.answer == ""
-    assert result.exit_code == 18
     assert len(result.messages) == 3
     assert result.messages[-1].role == "tool"
 

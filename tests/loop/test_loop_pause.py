@@ -43,7 +43,7 @@ async def test_pause_then_approve_and_deny() -> None:
     agent = _agent(model)
     run = agent.start("clean up", events=False)
     paused = await run.result()
-    assert paused.stop is RunStop.AWAITING_CONFIRMATION and paused.exit_code == 17
+    assert paused.stop is RunStop.AWAITING_CONFIRMATION
     assert [c.id for c in paused.pending_calls] == ["d1", "d2"]
     state = run.state
     assert state.status is LoopState.PAUSED

@@ -3,7 +3,7 @@
 Contracts: bad input (flag, tool, model, prompt) prints ONE line naming the fix and exits
 2, never a traceback; with ``--json`` stdout always holds exactly one JSON object (an
 ``error`` object for bad input). A finished run exits with the code of its stop reason
-(:data:`loopwright.core.run.EXIT_CODES`).
+(:mod:`loopwright.cli.exit_codes`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from typing import Any
 
 import click
 
+from loopwright.cli.exit_codes import exit_code, table
 from loopwright.cli.render import StreamRenderer
 from loopwright.core.errors import LoopwrightError, UserError
 from loopwright.core.events import RunFinished
 from loopwright.core.protocols import Model, PayloadHook
-from loopwright.core.run import EXIT_CODES, RunResult, RunStop
+from loopwright.core.run import RunResult, RunStop
 from loopwright.loop import Agent, Limits
 from loopwright.tools import Confirmation, DispatchConfig
 from loopwright.tools.builtin import DEFAULT_TOOLS, BuiltinConfig, make_tools
@@ -30,8 +31,6 @@ from loopwright.tools.builtin import DEFAULT_TOOLS, BuiltinConfig, make_tools
 DEFAULT_MODEL = "local:gemma-3-270m"
 MAX_PROMPT_BYTES = 4_000_000
 USAGE_EXIT = 2
-
-_EXIT_TABLE = "\n".join(f"  {code:>3}  {stop.value}" for stop, code in EXIT_CODES.items())
 
 RUN_HELP = f"""Run an agent on PROMPT and print its answer ("-" reads the prompt from stdin).
 
@@ -50,10 +49,7 @@ not executed and the run stops with awaiting_confirmation (exit 17).
 
 \b
 Exit codes:
-    0  final_answer
-    1  internal error (a bug: please report it)
-    2  usage error (bad flag, unknown tool or model, bad prompt)
-{_EXIT_TABLE.split(chr(10), 1)[1]}
+{table()}
 """
 
 
@@ -166,7 +162,7 @@ async def _drive(agent: Agent, prompt: str, stream: bool, as_json: bool) -> RunR
 
 def result_json(result: RunResult) -> dict[str, Any]:
     data = result.to_dict()
-    data["exit_code"] = EXIT_CODES[result.stop]
+    data["exit_code"] = exit_code(result.stop)
     data["pending_calls"] = [
         {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in result.pending_calls
     ]
@@ -250,10 +246,10 @@ def execute(prompt: str, opts: RunOptions) -> None:
         fail(str(exc), opts.as_json)
         return
     except KeyboardInterrupt:
-        fail("interrupted", opts.as_json, EXIT_CODES[RunStop.CANCELLED])
+        fail("interrupted", opts.as_json, exit_code(RunStop.CANCELLED))
         return
     print_result(result, opts)
-    sys.exit(EXIT_CODES[result.stop])
+    sys.exit(exit_code(result.stop))
 
 
 # ------------------------------------------------------------------ the command

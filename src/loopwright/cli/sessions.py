@@ -24,8 +24,9 @@ from typing import Any
 
 import click
 
+from loopwright.cli.exit_codes import exit_code
 from loopwright.core.errors import LoopwrightError, UserError
-from loopwright.core.run import EXIT_CODES, RunResult, RunStop
+from loopwright.core.run import RunResult, RunStop
 from loopwright.durable import Durable
 from loopwright.loop import Agent
 from loopwright.store import CheckpointStore, SessionInfo, fork, open_store
@@ -519,7 +520,7 @@ def resume(
     finally:
         store.close()
     _result_out(result, as_json)
-    sys.exit(EXIT_CODES[result.stop])
+    sys.exit(exit_code(result.stop))
 
 
 @click.command("chat")
@@ -560,7 +561,7 @@ def chat(
         for text in turns:
             result = durable.run(text, session_id=sid, metadata={"agent": spec})
             _result_out(result, as_json)
-            code = EXIT_CODES[result.stop]
+            code = exit_code(result.stop)
             if result.stop is RunStop.AWAITING_CONFIRMATION:
                 break
     except LoopwrightError as exc:

@@ -39,11 +39,10 @@ from loopwright.core.protocols import (
     ToolChoice,
     complete,
 )
-from loopwright.core.run import EXIT_CODES, LoopState, RunResult, RunStop
+from loopwright.core.run import LoopState, RunResult, RunStop
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 
 __all__ = [
-    "EXIT_CODES",
     "AuthError",
     "BadRequest",
     "ConfigError",

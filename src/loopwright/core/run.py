@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,8 @@ class LoopState(enum.StrEnum):
 
 
 class RunStop(enum.StrEnum):
-    """Why a whole run stopped. Each has its own CLI exit code (see :data:`EXIT_CODES`)."""
+    """Why a whole run stopped. (The command line maps each to an exit code in
+    :mod:`loopwright.cli.exit_codes`.)"""
 
     FINAL_ANSWER = "final_answer"
     MAX_TURNS = "max_turns"
@@ -37,23 +38,6 @@ class RunStop(enum.StrEnum):
     MODEL_ERROR = "model_error"
     MAX_TOKENS = "max_tokens"
     REFUSAL = "refusal"
-
-
-EXIT_CODES: Mapping[RunStop, int] = {
-    RunStop.FINAL_ANSWER: 0,
-    # 1: unexpected internal error; 2: usage error (bad flag / input)
-    RunStop.MAX_TURNS: 10,
-    RunStop.TOKEN_BUDGET: 11,
-    RunStop.COST_BUDGET: 12,
-    RunStop.TOO_MANY_ERRORS: 13,
-    RunStop.LOOP_DETECTED: 14,
-    RunStop.TIMEOUT: 15,
-    RunStop.CANCELLED: 16,
-    RunStop.AWAITING_CONFIRMATION: 17,
-    RunStop.MODEL_ERROR: 18,
-    RunStop.MAX_TOKENS: 19,
-    RunStop.REFUSAL: 20,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +57,6 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.stop is RunStop.FINAL_ANSWER
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.stop]
 
     def to_dict(self) -> dict[str, Any]:
         return {
