@@ -29,7 +29,10 @@ BusinessValidator = Callable[[Mapping[str, Any]], "str | Iterable[Violation] | N
 IdempotencyKeyFn = Callable[[Mapping[str, Any]], "str | None"]
 OutcomeCheck = Callable[[str], Any]
 
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Dots are common in real tool sets (``math.factorial``, ``files.read``); providers whose
+# wire format refuses them map the name reversibly at their boundary
+# (``providers._names``), so the canonical name may keep them.
+_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -54,7 +57,9 @@ class Tool:
     def __post_init__(self) -> None:
         name = self.spec.name
         if not _NAME.match(name):
-            raise ValueError(f"tool name {name!r} is invalid; use 1-64 letters, digits, '_' or '-'")
+            raise ValueError(
+                f"tool name {name!r} is invalid; use 1-64 letters, digits, '_', '-' or '.'"
+            )
         if not callable(self.fn):
             raise ValueError(f"tool {name!r}: fn must be callable, got {type(self.fn).__name__}")
         if self.check_parameters:
