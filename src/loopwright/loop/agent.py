@@ -34,6 +34,7 @@ from loopwright.tools import (
     Tool,
     ToolRegistry,
 )
+from loopwright.tools.selection import ToolSelection
 
 ToolLike: TypeAlias = Tool | Callable[..., Any]
 # shared defaults (frozen, no mutable containers inside): an agent built without them
@@ -202,6 +203,9 @@ class Agent:
     concurrency, tool retries); tool hooks may be set there or in ``hooks``, not both.
     ``context_policy(messages, budget)`` shapes what is sent before each model call (see
     :attr:`Limits.context_budget`). ``sleep`` is the backoff sleep (tests inject a fake).
+    ``tool_selection(messages, specs, model)`` narrows the tools shown each turn
+    (:mod:`loopwright.tools.selection`); the registry may also change between turns (an
+    MCP server's ``list_changed``): the next request shows the current tools.
     """
 
     def __init__(
@@ -217,6 +221,7 @@ class Agent:
         context_policy: ContextPolicy | None = None,
         ledger: IdempotencyLedger | None = None,
         sleep: Sleep | None = None,
+        tool_selection: ToolSelection | None = None,
     ) -> None:
         if not hasattr(model, "stream"):
             raise UserError(
@@ -241,6 +246,7 @@ class Agent:
             context_policy=context_policy,
             ledger=ledger,
             sleep=sleep or asyncio.sleep,
+            tool_selection=tool_selection,
         )
         self._dispatcher = Dispatcher(self.config.registry, dispatch, ledger)
 

@@ -10,6 +10,7 @@ from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.tools import DispatchConfig, IdempotencyLedger, ToolRegistry
+from loopwright.tools.selection import ToolSelection
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -20,7 +21,8 @@ class AgentConfig:
 
     ``sleep`` is awaited for model-retry backoff (inject a fake one in tests).
     ``ledger`` is the idempotency ledger shared by the agent's dispatchers (``None``: the
-    dispatcher's default).
+    dispatcher's default). ``tool_selection`` picks the tools shown to the model each
+    turn (``None``: all of them; see ``docs/tool-selection.md``).
     """
 
     model: Model
@@ -33,6 +35,7 @@ class AgentConfig:
     context_policy: ContextPolicy | None = None
     ledger: IdempotencyLedger | None = None
     sleep: Sleep = asyncio.sleep
+    tool_selection: ToolSelection | None = None
 
     def context_budget(self) -> int | None:
         """Token budget handed to ``context_policy``: ``limits.context_budget``, else the

@@ -49,6 +49,7 @@ from loopwright.core.messages import (
 )
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.run import LoopState, RunResult, RunStop
+from loopwright.core.tools import ToolSpec
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.detect import RepetitionDetector
 from loopwright.loop.state import ErrorRecord, RunState
@@ -133,6 +134,7 @@ class RunEngine:
         "resume",
         "running",
         "specs",
+        "specs_version",
         "started",
         "state",
         "turn_failed",
@@ -167,6 +169,7 @@ class RunEngine:
             if state.messages:
                 self.detector.prime(state.messages)
         self.specs = config.registry.specs(max_permission=config.dispatch.permission)
+        self.specs_version = config.registry.version
         self.budget = config.context_budget()
         # prompt fingerprints seen so far (system prompt + template-built messages); scanned
         # incrementally so recording them never rescans the whole history
@@ -301,7 +304,10 @@ class RunEngine:
         self.turns += 1
         self.turn_failed = False
         self.new_calls = False
-        return self.request
+        request = self.request
+        if request is not None and self.config.registry.version != self.specs_version:
+            self.request = request = None  # tools changed (an MCP server's list_changed)
+        return request
 
     def take_reply(self, done: ResponseDone | Stop) -> Step:
         """What the model's reply means: tool calls to act on, an answer, or a stop."""
@@ -405,10 +411,21 @@ class RunEngine:
             out = transform(messages)
             messages = await out if inspect.isawaitable(out) else out
             reshaped = True
+        registry = config.registry
+        if registry.version != self.specs_version:
+            self.specs = registry.specs(max_permission=config.dispatch.permission)
+            self.specs_version = registry.version
+        specs: Sequence[ToolSpec] = self.specs
+        if config.tool_selection is not None:
+            # per-turn tool selection (docs/tool-selection.md): it only narrows what the
+            # model is shown; the dispatcher still checks every call's permission
+            chosen = config.tool_selection(messages, specs, config.model)
+            specs = await chosen if inspect.isawaitable(chosen) else chosen
+            reshaped = True
         request = ModelRequest(
             messages,
             config.system,
-            self.specs,
+            specs,
             config.settings,
             {"session_id": self.state.session_id},
         )
