@@ -35,11 +35,17 @@ from loopwright.core.messages import (
     part_to_dict,
 )
 from loopwright.core.run import LoopState, RunStop
+from loopwright.core.text import to_json
 from loopwright.store.errors import CorruptCheckpoint, SchemaVersionError
 from loopwright.store.state import SCHEMA_VERSION, ExecutionState, IntentRecord, IntentStatus
 
 _P = TypeVar("_P", ToolCallPart, ToolResultPart)
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _dumps(value: object) -> str:
+    # Through the runtime's one JSON writer: a lone surrogate in model or tool text
+    # becomes U+FFFD instead of failing the row's UTF-8 encoding and the checkpoint.
+    return to_json(value, strict=False)
 
 
 # --------------------------------------------------------------------------- encode
