@@ -95,3 +95,40 @@ def test_property_always_within_budget(value: object, budget: int) -> None:
     full = render_result(value)
     if len(full) <= budget:
         assert out == full
+
+
+# -- any value renders (huge integers, objects whose str/repr raise) ----------------------
+def test_huge_integers_render_exactly_or_summarised() -> None:
+    big = 10**5000 + 7
+    assert truncate_result(big, 100_000) == "1" + "0" * 4999 + "7"
+    nested = truncate_result({"n": big, "ok": 1}, 100_000)
+    assert json.loads(nested) == {"n": "1" + "0" * 4999 + "7", "ok": 1}
+    cut = truncate_result({"rows": [big] * 3}, 500)
+    assert len(cut) <= 500 and json.loads(cut)["rows"]["total"] == 3
+    huge = -(3**200_000)  # ~95,000 digits: summarised, never converted whole
+    out = truncate_result(huge, 2_000)
+    assert out.startswith("-") and "an integer of 95425 digits" in out
+    assert out.endswith(f"{3**200_000 % 10**15:015d} (an integer of 95425 digits)")
+
+
+class _Hostile:
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+class _Labelled:
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+    def __repr__(self) -> str:
+        return "Labelled(7)"
+
+
+def test_values_whose_conversions_raise_still_render() -> None:
+    out = truncate_result({"a": _Hostile()}, 500)
+    assert "_Hostile object at 0x" in out
+    assert truncate_result(_Labelled(), 100) == "Labelled(7)"
+    assert "<unprintable" not in truncate_result({"x": _Labelled(), 10**4400: 1}, 100_000)

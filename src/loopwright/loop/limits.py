@@ -24,6 +24,9 @@ class Limits:
       stream) before the run stops with ``model_error``. Backoff is exponential from
       ``retry_base_delay`` (capped at ``retry_max_delay``, with jitter); a provider's
       ``retry_after`` is honoured instead when it sent one.
+    * ``max_tool_calls_per_turn`` -- tool calls run from one model reply; calls past the
+      cap are not executed and get a ``skipped`` result saying so (a reply of 1,000 calls
+      to a side-effecting tool must not run them all before loop detection can act).
     * ``context_budget`` -- tokens handed to the agent's context policy; when ``None`` the
       model's ``context_window`` attribute (if any) minus ``settings.max_tokens`` is used.
 
@@ -43,9 +46,16 @@ class Limits:
     retry_base_delay: float = 0.5
     retry_max_delay: float = 30.0
     context_budget: int | None = None
+    max_tool_calls_per_turn: int | None = 32
 
     def __post_init__(self) -> None:
-        for name in ("max_turns", "token_budget", "max_consecutive_errors", "context_budget"):
+        for name in (
+            "max_turns",
+            "token_budget",
+            "max_consecutive_errors",
+            "context_budget",
+            "max_tool_calls_per_turn",
+        ):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"Limits.{name} must be a positive int or None, got {value!r}")

@@ -337,14 +337,23 @@ class RunEngine:
         self.inflight = calls
         self.started.clear()
         decisions, self.decisions = self.decisions, None
+        cap = self.config.limits.max_tool_calls_per_turn
         if self.emit is None:  # nobody listens: results only, no per-call outcome records
             results = await self.dispatcher.run_results(
-                calls, interrupted=self.steered, on_start=self.on_start, decisions=decisions
+                calls,
+                interrupted=self.steered,
+                on_start=self.on_start,
+                decisions=decisions,
+                max_calls=cap,
             )
             awaiting = self.collect(calls, results, None)
         else:
             outcomes = await self.dispatcher.run_batch(
-                calls, interrupted=self.steered, on_start=self.on_start, decisions=decisions
+                calls,
+                interrupted=self.steered,
+                on_start=self.on_start,
+                decisions=decisions,
+                max_calls=cap,
             )
             results = [outcome.result for outcome in outcomes]
             awaiting = self.collect(calls, results, outcomes)

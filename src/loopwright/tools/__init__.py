@@ -15,6 +15,7 @@ from loopwright.tools.dispatcher import (
     Dispatcher,
     DispatchOutcome,
     error_result,
+    over_cap_result,
     skipped_result,
 )
 from loopwright.tools.invocation import ToolContext
@@ -64,6 +65,7 @@ __all__ = [
     "check_schema",
     "error_result",
     "function_schema",
+    "over_cap_result",
     "render_result",
     "repair_arguments",
     "skipped_result",

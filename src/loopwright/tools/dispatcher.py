@@ -128,6 +128,16 @@ def skipped_result(call: ToolCallPart, reason: str = "") -> ToolResultPart:
     return error_result(call, ToolErrorKind.SKIPPED, f"not run: {why}")
 
 
+def over_cap_result(call: ToolCallPart, cap: int, asked: int) -> ToolResultPart:
+    """Result for a call past the per-turn cap on tool calls: it was not run."""
+    return error_result(
+        call,
+        ToolErrorKind.SKIPPED,
+        f"not run: the reply asked for {asked} tool calls and at most {cap} run per turn; "
+        "call the tools that are still needed again, fewer at a time",
+    )
+
+
 _Step = tuple[ToolResultPart, int, tuple[str, ...], bool]
 
 
@@ -204,22 +214,32 @@ class Dispatcher:
         interrupted: Callable[[], bool] | None = None,
         on_start: Callable[[ToolCallPart], None] | None = None,
         decisions: Mapping[str, Confirmation] | None = None,
+        max_calls: int | None = None,
     ) -> list[DispatchOutcome]:
         """Run ``calls`` concurrently (at most ``max_concurrency`` at once); outcomes in
         call order. A call not yet started when ``interrupted()`` is true gets a
         ``skipped`` result. ``decisions`` maps call ids to confirmations already given
-        (resuming a paused run); they replace the confirm handler for those calls."""
+        (resuming a paused run); they replace the confirm handler for those calls.
+        Calls past the first ``max_calls`` are not run: each gets a ``skipped`` result
+        naming the cap (see :func:`over_cap_result`)."""
         if not calls:
             return []
+        over: list[DispatchOutcome] = []
+        if max_calls is not None and len(calls) > max_calls:
+            over = [
+                DispatchOutcome(c, over_cap_result(c, max_calls, len(calls)), 0, 0.0)
+                for c in calls[max_calls:]
+            ]
+            calls = calls[:max_calls]
         if len(calls) == 1:
-            return [await self._slot(calls[0], interrupted, on_start, decisions)]
+            return [await self._slot(calls[0], interrupted, on_start, decisions), *over]
         sem = asyncio.Semaphore(self.config.max_concurrency)
 
         async def limited(call: ToolCallPart) -> DispatchOutcome:
             async with sem:
                 return await self._slot(call, interrupted, on_start, decisions)
 
-        return list(await asyncio.gather(*(limited(c) for c in calls)))
+        return [*await asyncio.gather(*(limited(c) for c in calls)), *over]
 
     def _slot(
         self,
@@ -247,12 +267,17 @@ class Dispatcher:
         interrupted: Callable[[], bool] | None = None,
         on_start: Callable[[ToolCallPart], None] | None = None,
         decisions: Mapping[str, Confirmation] | None = None,
+        max_calls: int | None = None,
     ) -> list[ToolResultPart]:
         """:meth:`run_batch`, returning only each call's result (in call order): for a
         caller that reports no durations or attempts, a little cheaper per call."""
-        if len(calls) != 1:
+        if len(calls) != 1 or (max_calls is not None and max_calls < 1):
             outcomes = await self.run_batch(
-                calls, interrupted=interrupted, on_start=on_start, decisions=decisions
+                calls,
+                interrupted=interrupted,
+                on_start=on_start,
+                decisions=decisions,
+                max_calls=max_calls,
             )
             return [o.result for o in outcomes]
         call = calls[0]

@@ -16,8 +16,10 @@ structured form does not fit, the rendered JSON text is cut head/tail like plain
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import enum
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -181,9 +183,19 @@ def _longest_string(value: Any, depth: int) -> int:
 
 def to_jsonable(value: object, depth: int = 0) -> Any:
     """A JSON-encodable copy of ``value``: dataclasses, pydantic models, enums, sets,
-    tuples and mappings are converted; anything else becomes ``str(value)``."""
-    if value is None or isinstance(value, (bool, int, str)):
+    tuples and mappings are converted; integers too long for ``str()`` become text (see
+    :func:`int_text`); anything else becomes ``str(value)`` (never raises)."""
+    if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, int):
+        return value if value.bit_length() <= _SAFE_INT_BITS else int_text(value)
+    try:
+        return _convert(value, depth)
+    except Exception:  # a container whose iteration or accessors raise
+        return _safe_str(value)
+
+
+def _convert(value: object, depth: int) -> Any:
     if isinstance(value, float):
         return (
             value if value == value and value not in (float("inf"), float("-inf")) else str(value)
@@ -193,7 +205,7 @@ def to_jsonable(value: object, depth: int = 0) -> Any:
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value, depth + 1)
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v, depth + 1) for k, v in value.items()}
+        return {_key(k): to_jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(v, depth + 1) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -210,8 +222,45 @@ def to_jsonable(value: object, depth: int = 0) -> Any:
     return _safe_str(value)
 
 
+# Integers up to this many bits (about 4,200 digits) always convert with ``str()``:
+# CPython refuses more than ``sys.get_int_max_str_digits()`` (4,300) digits by default,
+# and its conversion is quadratic, so longer ones are summarised, never converted whole.
+_SAFE_INT_BITS = 14_000
+_EXACT_INT_BITS = 60_000  # ~18,000 digits, ~5 ms: beyond that a result is cut anyway
+
+
+def int_text(value: int) -> str:
+    """Decimal text of ``value`` whatever its size: exact up to about 18,000 digits
+    (through :mod:`decimal`, which the digit limit does not apply to), else a summary
+    naming the digit count with the leading and trailing digits."""
+    if value.bit_length() <= _EXACT_INT_BITS:
+        return format(decimal.Decimal(value), "f")
+    sign = "-" if value < 0 else ""
+    magnitude = -value if value < 0 else value
+    exponent = math.log10(magnitude)
+    digits = int(exponent) + 1
+    lead = f"{10 ** (exponent - int(exponent)):.15f}".replace(".", "")[:15]
+    tail = f"{magnitude % 10**15:015d}"
+    return f"{sign}{lead}…[{digits - 30} digits]…{tail} (an integer of {digits} digits)"
+
+
+def _key(key: object) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, int) and not isinstance(key, bool):
+        return str(to_jsonable(key))
+    return _safe_str(key)
+
+
 def _safe_str(value: object) -> str:
-    try:
-        return str(value)
-    except Exception:
-        return f"<unprintable {type(value).__name__}>"
+    """``str(value)``, else ``repr(value)``, else the default ``object`` repr: the text
+    of a value whose own conversions raise (or recurse without end) still says what it
+    is."""
+    for convert in (str, repr):
+        try:
+            text = convert(value)
+        except Exception:
+            continue
+        if isinstance(text, str):
+            return text
+    return object.__repr__(value)
