@@ -335,6 +335,7 @@ def _info_row(i: SessionInfo) -> dict[str, Any]:
         "checkpoints": i.checkpoints,
         "updated_at": i.updated_at,
         "parent": i.parent,
+        "problem": i.problem or None,
     }
 
 
@@ -373,6 +374,8 @@ def sessions(
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["updated_at"]))
         parent = f"  (fork of {r['parent']})" if r["parent"] else ""
+        if r["problem"]:
+            parent = f"  {r['problem']}"
         click.echo(
             f"{r['session_id']:<24} {r['status']:<24} {r['turn']:>4} {r['messages']:>5}  {when}{parent}"
         )

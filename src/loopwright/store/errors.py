@@ -69,10 +69,15 @@ class StoreUnavailable(StoreError):
     def __init__(self, store: str, target: str, detail: str) -> None:
         self.store = store
         self.target = target
+        fix = (
+            "check that the path is a loopwright SQLite file in a writable folder, or point "
+            "--store-url / LOOPWRIGHT_STORE_URL at another one (sqlite:///path/to/file.db)"
+            if store == "sqlite"
+            else "check that the server is running and that --store-url / "
+            "LOOPWRIGHT_STORE_URL points to it"
+        )
         super().__init__(
-            f"{store} store at {target} is unavailable: {detail}; check that the server is "
-            "running and that --store-url / LOOPWRIGHT_STORE_URL points to it "
-            "(nothing was written)"
+            f"{store} store at {target} is unavailable: {detail}; {fix} (nothing was written)"
         )
 
 

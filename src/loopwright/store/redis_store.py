@@ -365,5 +365,7 @@ def _info(sid: str, meta: Mapping[bytes, bytes]) -> SessionInfo:
             float(m["updated_at"]),
             m.get("parent") or None,
         )
-    except (KeyError, ValueError) as exc:
-        raise CorruptCheckpoint(sid, "session meta", f"{type(exc).__name__}: {exc}") from None
+    except (KeyError, ValueError) as exc:  # listed as unreadable: the others still show
+        return SessionInfo.unreadable(
+            sid, str(CorruptCheckpoint(sid, "session meta", f"{type(exc).__name__}: {exc}"))
+        )

@@ -277,20 +277,7 @@ class SqlStore:
         with self._read() as cur:
             cur.execute(self._q(sql), params)
             rows = cur.fetchall()
-        return [
-            SessionInfo(
-                str(r[0]),
-                _status(r[0], r[1]),
-                _stop(r[0], r[2]),
-                int(r[3]),
-                int(r[4]),
-                int(r[5]),
-                float(r[6]),
-                float(r[7]),
-                r[8],
-            )
-            for r in rows
-        ]
+        return [_info(r) for r in rows]
 
     def delete(self, session_id: str) -> bool:
         with self._tx() as cur:
@@ -388,6 +375,23 @@ class SqlStore:
                 ),
                 (key, encode_result(result), time.time()),
             )
+
+
+def _info(r: Sequence[Any]) -> SessionInfo:
+    try:
+        return SessionInfo(
+            str(r[0]),
+            _status(r[0], r[1]),
+            _stop(r[0], r[2]),
+            int(r[3]),
+            int(r[4]),
+            int(r[5]),
+            float(r[6]),
+            float(r[7]),
+            r[8],
+        )
+    except (CorruptCheckpoint, TypeError, ValueError) as exc:
+        return SessionInfo.unreadable(str(r[0]), str(exc))
 
 
 def _status(session_id: object, raw: object) -> LoopState:

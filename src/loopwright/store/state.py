@@ -91,10 +91,20 @@ class SessionInfo:
     created_at: float
     updated_at: float
     parent: str | None = None
+    problem: str = ""  # why the row could not be read (it is listed, not fatal)
+
+    @classmethod
+    def unreadable(cls, session_id: str, problem: str) -> SessionInfo:
+        """A row that does not decode: listed with its problem so one bad row never
+        hides the other sessions."""
+        return cls(session_id, LoopState.ERROR, None, 0, 0, 0, 0.0, 0.0, problem=problem)
 
     @property
     def display_status(self) -> str:
-        """``awaiting_confirmation`` for paused sessions waiting for a human, else the state."""
+        """``awaiting_confirmation`` for paused sessions waiting for a human, else the state
+        (``unreadable`` for a row that does not decode)."""
+        if self.problem:
+            return "unreadable"
         if self.stop is RunStop.AWAITING_CONFIRMATION:
             return "awaiting_confirmation"
         if self.status is LoopState.DONE and self.stop is not None:
