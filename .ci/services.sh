@@ -6,11 +6,13 @@
 #   $LOOPWRIGHT_SERVICES_DIR (default /tmp/loopwright-services), as an unprivileged user.
 # * Waits until both accept connections, creates the database `loopwright_test`.
 # * Exports LOOPWRIGHT_TEST_REDIS_URL and LOOPWRIGHT_TEST_POSTGRES_URL.
+# * Installs the npm tools the MCP tests drive (install-node-tools.sh; skips what is present).
 # * Idempotent: sourcing it again reuses servers that are still alive.
 #
 # Stop them with: lw_services_stop
 
 LW_SVC_DIR="${LOOPWRIGHT_SERVICES_DIR:-/tmp/loopwright-services}"
+LW_CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 _lw_log() { echo "[services] $*" >&2; }
 
@@ -145,6 +147,7 @@ lw_services_start() {
   fi
   _lw_start_redis || return 1
   _lw_start_postgres || return 1
+  bash "$LW_CI_DIR/install-node-tools.sh" >&2 || return 1
   _lw_log "LOOPWRIGHT_TEST_REDIS_URL=$LOOPWRIGHT_TEST_REDIS_URL"
   _lw_log "LOOPWRIGHT_TEST_POSTGRES_URL=$LOOPWRIGHT_TEST_POSTGRES_URL"
 }

@@ -31,3 +31,36 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     # the command runs as one line, optionally followed by `|| exit 1` (set -e skips     assert test_cmd.strip() in [line.strip() for line in ci.splitlines()]    assert test_cmd.strip() in [line.strip() for line in ci.splitlines()] lists)
     lines = [line.strip().removesuffix("|| exit 1").strip() for line in ci.splitlines()]
     assert test_cmd.strip() in lines
+
+
+def _requirement_names(reqs: list[str]) -> set[str]:
+    names = set()
+    for req in reqs:
+        name = re.split(r"[\s\[<>=!~;]", req.strip(), maxsplit=1)[0]
+        if name.lower() != "loopwright":
+            names.add(re.sub(r"[-_.]+", "-", name).lower())
+    return names
+
+
+def test_constraints_pin_every_declared_dependency() -> None:
+    """Installs are reproducible only if constraints.txt pins every package pyproject.toml
+    names; adding a dependency without re-running .ci/lock fails here."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = _requirement_names(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        declared |= _requirement_names(extra)
+    pinned = {
+        re.sub(r"[-_.]+", "-", line.split("==")[0]).lower()
+        for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    assert declared - pinned == set(), "run `bash .ci/lock` and commit constraints.txt"
+
+
+def test_readme_commands_install_with_the_constraints() -> None:
+    commands = re.findall(r"```bash\n(.*?)\n```", README, re.S)
+    installs = [c for c in commands if "pip install" in c]
+    assert len(installs) >= 2
+    assert all("-c constraints.txt" in c for c in installs)
