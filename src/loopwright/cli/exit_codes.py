@@ -31,6 +31,7 @@ STOP_CODES: Final[Mapping[RunStop, int]] = {
     RunStop.MODEL_ERROR: 18,
     RunStop.MAX_TOKENS: 19,
     RunStop.REFUSAL: 20,
+    RunStop.CONTEXT_ERROR: 21,
 }
 
 FAILURE_KINDS: Final[Mapping[int, str]] = {

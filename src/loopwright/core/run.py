@@ -38,6 +38,7 @@ class RunStop(enum.StrEnum):
     MODEL_ERROR = "model_error"
     MAX_TOKENS = "max_tokens"
     REFUSAL = "refusal"
+    CONTEXT_ERROR = "context_error"
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,7 +248,10 @@ class RunEngine:
             if step is THINK:
                 # think(), unrolled: no per-turn coroutine object lives across the model call
                 request = start_turn() or await self.build_request()
-                step = take_reply(await call_model(request))
+                if type(request) is not Stop:
+                    step = take_reply(await call_model(request))  # type: ignore[arg-type]
+                else:
+                    step = request  # type: ignore[assignment]
             elif step is ACT:
                 step = await act()
                 if emit is None and step is REFLECT:
@@ -296,6 +299,8 @@ class RunEngine:
         """Call the model (retrying transient errors) and decide what the reply means.
         (:meth:`loop` runs the same three steps inline.)"""
         request = self.start_turn() or await self.build_request()
+        if isinstance(request, Stop):
+            return request
         return self.take_reply(await self.call_model(request))
 
     def start_turn(self) -> ModelRequest | None:
@@ -315,6 +320,9 @@ class RunEngine:
             return done
         message = done.message
         parts = message.parts
+        if message.role != "assistant" or any(type(p) is ToolResultPart for p in parts):
+            message = _as_reply(message)
+            parts = message.parts
         if len(parts) == 1 and type(parts[0]) is ToolCallPart and parts[0].id:
             calls: tuple[ToolCallPart, ...] = parts  # type: ignore[assignment]
         else:
@@ -408,29 +416,37 @@ class RunEngine:
         return LoopState.OBSERVE
 
     # ------------------------------------------------------------------ think helpers
-    async def build_request(self) -> ModelRequest:
+    async def build_request(self) -> ModelRequest | Stop:
+        """The request for this turn, or a ``context_error`` stop when the context policy
+        or ``transform_context`` raised (the run ends; the history stays as it was)."""
         config = self.config
         messages: Sequence[Message] = self.state.messages
         reshaped = False
-        if config.context_policy is not None:
-            messages = config.context_policy(messages, self.budget)
-            reshaped = True
-        transform = config.hooks.transform_context
-        if transform is not None:
-            out = transform(messages)
-            messages = await out if inspect.isawaitable(out) else out
-            reshaped = True
-        registry = config.registry
-        if registry.version != self.specs_version:
-            self.specs = registry.specs(max_permission=config.dispatch.permission)
-            self.specs_version = registry.version
-        specs: Sequence[ToolSpec] = self.specs
-        if config.tool_selection is not None:
-            # per-turn tool selection (docs/tool-selection.md): it only narrows what the
-            # model is shown; the dispatcher still checks every call's permission
-            chosen = config.tool_selection(messages, specs, config.model)
-            specs = await chosen if inspect.isawaitable(chosen) else chosen
-            reshaped = True
+        where = "context_policy"
+        try:
+            if config.context_policy is not None:
+                messages = config.context_policy(messages, self.budget)
+                reshaped = True
+            transform = config.hooks.transform_context
+            if transform is not None:
+                where = "transform_context"
+                out = transform(messages)
+                messages = await out if inspect.isawaitable(out) else out
+                reshaped = True
+            registry = config.registry
+            if registry.version != self.specs_version:
+                self.specs = registry.specs(max_permission=config.dispatch.permission)
+                self.specs_version = registry.version
+            specs: Sequence[ToolSpec] = self.specs
+            if config.tool_selection is not None:
+                # per-turn tool selection (docs/tool-selection.md): it only narrows what the
+                # model is shown; the dispatcher still checks every call's permission
+                where = "tool_selection"
+                chosen = config.tool_selection(messages, specs, config.model)
+                specs = await chosen if inspect.isawaitable(chosen) else chosen
+                reshaped = True
+        except Exception as exc:
+            return Stop(RunStop.CONTEXT_ERROR, f"{where} raised {_describe(exc)}")
         request = ModelRequest(
             messages,
             config.system,
@@ -478,7 +494,20 @@ class RunEngine:
                 )
                 started = time.perf_counter()
             final: ResponseDone | StreamError | None = None
-            async for event in model.stream(request):
+            events = model.stream(request).__aiter__()
+            while True:
+                # the Model contract says a stream never raises; a custom model that does
+                # gets a non-retryable model error (a subscriber's exception, raised by
+                # emit() below, is not the model's and still propagates)
+                try:
+                    event = await events.__anext__()
+                except StopAsyncIteration:
+                    break
+                except (Exception, GeneratorExit) as exc:
+                    final = StreamError(
+                        ProviderError(f"the model's stream raised {_describe(exc)}")
+                    )
+                    break
                 kind = type(event)
                 if kind is ResponseDone or kind is StreamError:
                     final = event  # type: ignore[assignment]
@@ -707,6 +736,21 @@ def _unique_ids(
         parts.append(part)
     message = replace(message, parts=tuple(parts))
     return message, message.tool_calls
+
+
+def _as_reply(message: Message) -> Message:
+    """A model's reply as the history must hold it: role ``assistant`` and no tool results
+    (a model must not be able to speak as the user, or answer its own tool calls)."""
+    parts = tuple(p for p in message.parts if type(p) is not ToolResultPart)
+    return replace(message, role="assistant", parts=parts)
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not hide the original failure
+        text = ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _in_call_order(

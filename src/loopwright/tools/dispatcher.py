@@ -648,7 +648,9 @@ async def _attempt(t: Tool, kwargs: dict[str, Any]) -> _Attempt:
         if _being_cancelled():
             raise
         return None, ToolErrorKind.PERMANENT.value, "the tool raised CancelledError"
-    except (Exception, SystemExit) as exc:  # a tool calling sys.exit() is a tool fault
+    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        # a tool raising sys.exit(), KeyboardInterrupt or GeneratorExit is a tool fault: a
+        # real Ctrl-C under asyncio.run reaches the run as a cancellation (docs/loop.md)
         return None, ToolErrorKind.PERMANENT.value, _describe(exc)
 
 

@@ -51,6 +51,10 @@ class _Pool:
             loop, fut, ctx, fn, kwargs = self._jobs.get()
             try:
                 result = ctx.run(fn, **kwargs)
+            except GeneratorExit:
+                # thrown into the awaiting coroutine, GeneratorExit would close the whole
+                # run instead of failing this call: deliver it as an ordinary exception
+                _deliver(loop, fut, None, RuntimeError("the tool raised GeneratorExit"))
             except BaseException as exc:
                 _deliver(loop, fut, None, exc)
             else:
