@@ -17,6 +17,7 @@ from loopwright.store import (
     CheckpointStore,
     CorruptCheckpoint,
     ExecutionState,
+    HistoryConflict,
     HistoryRewritten,
     IntentRecord,
     IntentStatus,
@@ -242,3 +243,47 @@ def test_concurrent_writers(store: CheckpointStore) -> None:
     for i in ids:
         assert len(store.load(i).messages) == 11
         assert len(store.history(i)) == 11
+
+
+def test_concurrent_writers_of_one_session_lose_nothing(store: CheckpointStore) -> None:
+    """Writers outside the session lock: each loads, appends one message and saves. A save
+    that did not see another writer's save is refused (HistoryConflict) instead of
+    reporting success while its message is dropped; every reported success is stored."""
+    session_id = sid()
+    store.save(ExecutionState(session_id, messages=(Message.user("base"),)))
+    saved: list[str] = []
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(6):
+                while True:
+                    state = store.load(session_id)
+                    text = f"w{worker}-{i}"
+                    try:
+                        store.save(grow(state, text))
+                    except (HistoryConflict, HistoryRewritten):
+                        continue  # someone else saved first: reload and try again
+                    saved.append(text)
+                    break
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    stored = [m.text for m in store.load(session_id).messages[1:]]
+    assert sorted(stored) == sorted(saved) and len(stored) == 36
+
+
+def test_a_stale_state_is_refused_and_nothing_is_written(store: CheckpointStore) -> None:
+    base = ExecutionState(sid(), messages=(Message.user("a"),))
+    store.save(base)
+    store.save(grow(base, "from writer 1"))
+    with pytest.raises(HistoryConflict, match="another writer"):
+        store.save(grow(base, "from writer 2"))
+    assert [m.text for m in store.load(base.session_id).messages] == ["a", "from writer 1"]
+    assert len(store.history(base.session_id)) == 2

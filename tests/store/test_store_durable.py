@@ -353,3 +353,46 @@ def test_reused_call_id_does_not_borrow_an_old_result(tmp_path: Path) -> None:
     box = Outbox()
     result = Durable(Agent(email_model(["bob"]), [box.tool()]), store).resume(s)
     assert box.sent == ["bob"] and "long ago" not in result.answer
+
+
+class _FailingDoneRecords:
+    """A store whose intent writes fail once the tool has run (``status=done``)."""
+
+    def __init__(self, inner: CheckpointStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def put_intent(self, intent: IntentRecord) -> None:
+        if intent.status.value == "done":
+            raise StoreUnavailable("test", "nowhere", "connection reset")
+        self._inner.put_intent(intent)
+
+
+def test_a_failed_result_record_keeps_the_real_result_and_runs_once(
+    store: CheckpointStore,
+) -> None:
+    charges: list[int] = []
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge a card (not idempotent)."""
+        charges.append(amount)
+        return f"charged {amount}"
+
+    def reply(messages, request):
+        last = messages[-1]
+        if last.role == "tool":
+            result = last.tool_results_parts[0]
+            if result.is_error:  # what a model does with an error: try again
+                return [ToolCallPart(f"c{len(messages)}", "charge", {"amount": 5})]
+            return f"done: {result.content}"
+        return [ToolCallPart("c1", "charge", {"amount": 5})]
+
+    durable = Durable(Agent(FunctionModel(reply), [charge]), _FailingDoneRecords(store))  # type: ignore[arg-type]
+    result = durable.run("pay", session_id=sid())
+    assert result.ok and result.answer == "done: charged 5"
+    assert charges == [5]
+    (intent,) = store.intents(result.session_id or "")
+    assert intent.status.value == "started"  # a crash now reports "outcome unknown"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -35,6 +36,8 @@ from loopwright.loop.state import ErrorRecord, RunState
 from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
 from loopwright.store.state import CheckpointRef, ExecutionState, IntentRecord, IntentStatus
 from loopwright.tools import ToolRegistry
+
+log = logging.getLogger("loopwright.durable")
 
 
 class CheckpointPolicy(enum.StrEnum):
@@ -247,12 +250,21 @@ class IntentRecorder:
         if intent is not None:
             deferred = result.error_kind == ToolErrorKind.AWAITING_CONFIRMATION.value
             status = IntentStatus.DEFERRED if deferred else IntentStatus.DONE
-            self.store.put_intent(
-                replace(
-                    intent,
-                    status=status,
-                    result=None if deferred else result,
-                    updated_at=time.time(),
-                )
+            done = replace(
+                intent, status=status, result=None if deferred else result, updated_at=time.time()
             )
+            try:
+                self.store.put_intent(done)
+            except Exception as exc:
+                # The tool ran: its real result must reach the model (an error here would
+                # make the model retry the side effect). The record stays ``started``, so
+                # a crash before the next checkpoint reports the outcome as unknown
+                # instead of running the call again.
+                log.warning(
+                    "session %s: recording the result of call %s (%s) failed: %s",
+                    self.session_id,
+                    call.id,
+                    call.name,
+                    exc,
+                )
         return replaced

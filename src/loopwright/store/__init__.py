@@ -10,6 +10,7 @@ from loopwright.store.codec import decode_state, encode_header, encode_state, mi
 from loopwright.store.errors import (
     CheckpointNotFound,
     CorruptCheckpoint,
+    HistoryConflict,
     HistoryRewritten,
     SchemaVersionError,
     SessionLocked,
@@ -53,6 +54,7 @@ __all__ = [
     "CheckpointStore",
     "CorruptCheckpoint",
     "ExecutionState",
+    "HistoryConflict",
     "HistoryRewritten",
     "IntentRecord",
     "IntentStatus",

@@ -36,7 +36,7 @@ from loopwright.core.messages import (
 )
 from loopwright.core.run import LoopState, RunStop
 from loopwright.core.text import to_json
-from loopwright.store.errors import CorruptCheckpoint, SchemaVersionError
+from loopwright.store.errors import CorruptCheckpoint, HistoryConflict, SchemaVersionError
 from loopwright.store.state import SCHEMA_VERSION, ExecutionState, IntentRecord, IntentStatus
 
 _P = TypeVar("_P", ToolCallPart, ToolResultPart)
@@ -107,6 +107,18 @@ def encode_intent(intent: IntentRecord) -> str:
             "updated_at": intent.updated_at,
         }
     )
+
+
+def check_continues(sid: str, index: int, row: Sequence[Any] | None, state: ExecutionState) -> None:
+    """Raise :class:`HistoryConflict` unless stored message ``index`` (the one the save
+    appends after) is ``state.messages[index]``: a writer that did not see another
+    writer's save must not append after it (its own messages would be dropped as
+    "already stored"). One indexed row read per save, whatever the history length."""
+    stored = row[0] if row is not None else None
+    if isinstance(stored, bytes):
+        stored = stored.decode("utf-8", "replace")
+    if stored != encode_message(state.messages[index]):
+        raise HistoryConflict(sid, index)
 
 
 # --------------------------------------------------------------------------- decode

@@ -83,3 +83,18 @@ class StoreUnavailable(StoreError):
 
 class HistoryRewritten(StoreError):
     """A save whose history is shorter than what is stored, without ``rewrite_from``."""
+
+
+class HistoryConflict(StoreError):
+    """A save whose history does not continue the stored one: another writer saved the
+    session since this state was loaded. Nothing was written."""
+
+    def __init__(self, session_id: str, index: int) -> None:
+        self.session_id = session_id
+        self.index = index
+        super().__init__(
+            f"session {session_id!r}: message {index} of this state differs from the stored "
+            "one (another writer saved the session since this state was loaded); nothing was "
+            "written: load the latest checkpoint and apply the change to it, or hold the "
+            "session lock (store.acquire_lock) while writing"
+        )

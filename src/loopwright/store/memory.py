@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from loopwright.core.messages import ToolResultPart
 from loopwright.store.base import DEFAULT_LOCK_TTL
 from loopwright.store.codec import (
+    check_continues,
     decode_intent,
     decode_result,
     decode_state,
@@ -70,6 +71,8 @@ class MemoryStore:
                     f"session {sid!r}: the state has {n} messages but {stored} are stored; "
                     "pass rewrite_from=<first changed index> or fork the session"
                 )
+            if start > 0 and sess is not None:
+                check_continues(sid, start - 1, (sess.messages[start - 1],), state)
             new_rows = [encode_message(state.messages[i]) for i in range(start, n)]
             if sess is None:
                 sess = _Session(_info(state, 0, now))

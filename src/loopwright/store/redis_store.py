@@ -29,6 +29,7 @@ from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunStop
 from loopwright.store.base import DEFAULT_LOCK_TTL
 from loopwright.store.codec import (
+    check_continues,
     decode_intent,
     decode_result,
     decode_state,
@@ -114,6 +115,8 @@ class RedisStore:
                     stored, last = int(stored_raw or 0), int(last_raw or 0)
                     count = int(count_raw or last)
                     start = self._start(sid, stored, n, rewrite_from)
+                    if start > 0:
+                        check_continues(sid, start - 1, (pipe.lindex(msgs, start - 1),), state)
                     drop = self._stale_checkpoints(pipe, ckpt, start) if start < stored else []
                     now = time.time()
                     ref = CheckpointRef(sid, last + 1, state.turn, state.status, state.stop, n, now)

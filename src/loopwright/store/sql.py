@@ -23,6 +23,7 @@ from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunStop
 from loopwright.store.base import DEFAULT_LOCK_TTL
 from loopwright.store.codec import (
+    check_continues,
     decode_intent,
     decode_result,
     decode_state,
@@ -133,6 +134,12 @@ class SqlStore:
             row = cur.fetchone()
             stored, last = (int(row[0]), int(row[1])) if row else (0, 0)
             start = self._append_start(sid, stored, n, rewrite_from)
+            if start > 0:
+                cur.execute(
+                    self._q("SELECT data FROM lw_messages WHERE session_id = ? AND seq = ?"),
+                    (sid, start - 1),
+                )
+                check_continues(sid, start - 1, cur.fetchone(), state)
             if start < stored:
                 cur.execute(
                     self._q("DELETE FROM lw_messages WHERE session_id = ? AND seq >= ?"),
