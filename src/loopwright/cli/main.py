@@ -19,7 +19,7 @@ from loopwright import __version__
 from loopwright.cli.run import run_command
 from loopwright.cli.tools_cmd import tools_command
 
-_PLUGIN_MODULES = ("loopwright.cli.prompt", "loopwright.cli.sessions")
+_PLUGIN_MODULES = ("loopwright.cli.prompt", "loopwright.cli.sessions", "loopwright.cli.trace_cmd")
 
 
 class OneLineGroup(click.Group):

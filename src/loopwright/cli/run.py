@@ -20,6 +20,7 @@ import click
 
 from loopwright.cli.exit_codes import exit_code, table
 from loopwright.cli.render import StreamRenderer
+from loopwright.cli.trace_cmd import instrument
 from loopwright.core.errors import LoopwrightError, UserError
 from loopwright.core.events import RunFinished
 from loopwright.core.protocols import Model, PayloadHook
@@ -70,6 +71,8 @@ class RunOptions:
     builtin: BuiltinConfig
     base_url: str | None = None
     show_payload: bool = False
+    trace_dir: Path | None = None
+    otel: bool = False
 
 
 # ------------------------------------------------------------------ inputs
@@ -234,6 +237,7 @@ def execute(prompt: str, opts: RunOptions) -> None:
         text = read_prompt(prompt)
         interactive = prompt != "-" and sys.stdin.isatty() and sys.stderr.isatty()
         agent = build_agent(opts, interactive)
+        agent = instrument(agent, opts.trace_dir, opts.otel)
         # [store seam, added by helper S] a run that may pause on a confirmation nobody
         # can answer is checkpointed, so `loopwright resume SESSION` can continue it.
         from loopwright.cli.sessions import pauses_to_store, run_for_cli
@@ -262,7 +266,7 @@ def _positive(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 @click.command("run", help=RUN_HELP, no_args_is_help=True)
-@click.argument("prompt")
+@click.argument("prompt", required=False)
 @click.option(
     "--model",
     "-m",
@@ -334,7 +338,36 @@ def _positive(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 @click.option(
     "--show-payload", is_flag=True, help="Print raw provider requests/responses to stderr."
 )
-def run_command(prompt: str, **kw: Any) -> None:
+# Tracing and batches (docs/tracing.md): options that hand off to cli/trace_cmd and cli/batch.
+@click.option(
+    "--trace",
+    "trace_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    envvar="LOOPWRIGHT_TRACE_DIR",
+    help="Write a JSONL trace of each run into this directory (see `loopwright trace`).",
+)
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="LOOPWRIGHT_OTEL",
+    help="Export OpenTelemetry spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_* settings).",
+)
+@click.option(
+    "--batch",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Run every prompt of a JSONL file; one JSON result line each (instead of PROMPT).",
+)
+@click.option(
+    "--concurrency",
+    type=int,
+    default=4,
+    show_default=True,
+    callback=_positive,
+    help="With --batch: how many runs at a time.",
+)
+def run_command(prompt: str | None, **kw: Any) -> None:
     limits = Limits(
         max_turns=kw["max_turns"], token_budget=kw["token_budget"], timeout=kw["timeout"]
     )
@@ -353,5 +386,14 @@ def run_command(prompt: str, **kw: Any) -> None:
         builtin=builtin,
         base_url=kw["base_url"],
         show_payload=kw["show_payload"],
+        trace_dir=kw["trace_dir"],
+        otel=kw["otel"],
     )
+    if kw["batch"] is not None:
+        from loopwright.cli.batch import batch_main
+
+        batch_main(prompt, kw["batch"], kw["concurrency"], opts)
+        return
+    if prompt is None:
+        raise click.UsageError('give a PROMPT (e.g. "What is 2 + 2?") or --batch FILE')
     execute(prompt, opts)

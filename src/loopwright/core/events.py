@@ -126,6 +126,9 @@ class ModelCallFinished:
     usage: Usage
     duration_s: float
     prompt_fingerprints: tuple[str, ...] = ()
+    response_model: str = ""
+    """The model that answered, as the provider reported it (``ResponseDone.model``);
+    may differ from the requested one (an alias resolved to a dated snapshot)."""
     type: Literal["model_call_finished"] = "model_call_finished"
 
 

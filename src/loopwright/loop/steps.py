@@ -526,6 +526,7 @@ class RunEngine:
                             final.usage,
                             time.perf_counter() - started,
                             prompt_fingerprints=fingerprints,
+                            response_model=final.model,
                         )
                     )
                 return final
