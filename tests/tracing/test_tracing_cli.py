@@ -128,7 +128,7 @@ def test_batch_writes_one_line_per_prompt_and_progress(tmp_path: Path, script) -
             str(tmp_path / "t"),
         ],
     )
-    assert out.exit_code == 1  # one run did not end with an answer
+    assert out.exit_code == 18  # the code of the first run without an answer (model_error)
     lines = [json.loads(x) for x in out.stdout.splitlines()]
     assert sorted(x["index"] for x in lines) == [0, 1, 2, 3]
     by_index = {x["index"]: x for x in lines}

@@ -11,7 +11,8 @@ A run that fails with an exception gets ``"stop_reason": "internal_error"`` and 
 ``"error"``; the batch goes on. stderr shows progress: done/total, rate, errors (runs that
 did not end with a final answer) and cost so far; on a terminal one line redrawn in
 place, otherwise a line at most every ``interval`` seconds and a last one at the end.
-The command exits 0 when every run ended with a final answer, 1 otherwise.
+The command exits 0 when every run ended with a final answer, else with the exit code of
+the first (in input order) run that did not (see ``loopwright run --help``).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from loopwright.cli.exit_codes import INTERNAL_ERROR, exit_code
 from loopwright.cli.run import RunOptions, build_agent, fail
 from loopwright.cli.trace_cmd import instrument
 from loopwright.core.errors import LoopwrightError, UserError
-from loopwright.core.run import EXIT_CODES, RunResult, RunStop
+from loopwright.core.run import RunResult, RunStop
 from loopwright.loop import Agent
 
 MAX_LINE_BYTES = 4_000_000
@@ -131,7 +133,7 @@ def result_line(item: BatchItem, result: RunResult) -> dict[str, Any]:
         "id": item.id,
         "answer": result.answer,
         "stop_reason": result.stop.value,
-        "exit_code": EXIT_CODES[result.stop],
+        "exit_code": exit_code(result.stop),
         "turns": result.turns,
         "usage": result.usage.to_dict(),
         "session_id": result.session_id,
@@ -145,7 +147,7 @@ def error_line(item: BatchItem, exc: BaseException) -> dict[str, Any]:
         "id": item.id,
         "answer": "",
         "stop_reason": "internal_error",
-        "exit_code": 1,
+        "exit_code": INTERNAL_ERROR,
         "error": f"{type(exc).__name__}: {exc}",
     }
 
@@ -156,10 +158,11 @@ async def run_batch(
     concurrency: int,
     out: IO[str],
     progress: Progress,
-) -> int:
-    """Run every item; write result lines to ``out``. Returns how many runs did not end
-    with a final answer."""
+) -> list[int]:
+    """Run every item; write result lines to ``out``. Returns each run's exit code, in
+    input order."""
     gate = asyncio.Semaphore(max(1, concurrency))
+    codes = [0] * len(items)
 
     async def one(item: BatchItem) -> None:
         async with gate:
@@ -170,17 +173,18 @@ async def run_batch(
             else:
                 line = result_line(item, result)
                 ok, cost = result.stop is RunStop.FINAL_ANSWER, result.usage.cost
+        codes[item.index] = int(line["exit_code"])
         out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
         out.flush()
         progress.add(ok, cost)
 
     await asyncio.gather(*(one(item) for item in items))
-    return progress.errors
+    return codes
 
 
 def batch_main(prompt: str | None, path: Path, concurrency: int, opts: RunOptions) -> None:
-    """``loopwright run --batch``: build the agent as ``run`` does, run, exit 0 when every
-    run ended with a final answer, else 1; bad input is a one-line usage error (exit 2)."""
+    """``loopwright run --batch``: build the agent as ``run`` does, run every prompt, exit
+    (see the module docstring); bad input is a one-line usage error (exit 2)."""
     if prompt is not None:
         fail("give either PROMPT or --batch FILE, not both", opts.as_json)
     try:
@@ -192,8 +196,8 @@ def batch_main(prompt: str | None, path: Path, concurrency: int, opts: RunOption
         return
     progress = Progress(len(items), sys.stderr)
     try:
-        errors = asyncio.run(run_batch(agent, items, concurrency, sys.stdout, progress))
+        codes = asyncio.run(run_batch(agent, items, concurrency, sys.stdout, progress))
     finally:
         for close in closers:
             close()
-    sys.exit(0 if errors == 0 else 1)
+    sys.exit(next((code for code in codes if code != 0), 0))
