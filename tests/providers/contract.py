@@ -7,7 +7,7 @@ discovered automatically (see :func:`load_kits`). A kit is a small object satisf
 :class:`WireKit`:
 
 * ``name``: the snapshot folder (``tests/providers/snapshots/<name>/``).
-* ``model(base_url, retry, on_payload)``: the adapter under test, pointed at the fake
+* ``model(base_url, on_payload)``: the adapter under test, pointed at the fake
   server (``base_url`` is ``http://127.0.0.1:PORT``; add ``/v1`` etc. as the SDK needs).
 * ``reply(answer, cut_after=None, noise=False)``: a :class:`~fakeserver.Reply` that speaks
   your protocol's wire format for the neutral :class:`Answer` (streamed, the default mode).
@@ -50,7 +50,6 @@ from loopwright.core.events import ModelEvent, ResponseDone, StreamError, ToolCa
 from loopwright.core.messages import Message, ReasoningPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, PayloadHook
 from loopwright.core.tools import ToolSpec
-from loopwright.providers._retry import RetryPolicy
 
 HERE = Path(__file__).parent
 SNAPSHOTS = HERE / "snapshots"
@@ -93,9 +92,7 @@ class WireKit(Protocol):
     native_ids: bool
     reasoning: bool
 
-    def model(
-        self, base_url: str, retry: RetryPolicy, on_payload: PayloadHook | None = None
-    ) -> Model: ...
+    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model: ...
 
     def reply(self, answer: Answer, cut_after: int | None = None, noise: bool = False) -> Reply: ...
 
@@ -152,19 +149,6 @@ def request(messages: Sequence[Message], **settings: Any) -> ModelRequest:
 
 def _settings_dict(s: ModelSettings) -> dict[str, Any]:
     return {k: getattr(s, k) for k in s.__slots__}  # type: ignore[attr-defined]
-
-
-def fast_retry(delays: list[float] | None = None, attempts: int = 3) -> RetryPolicy:
-    """A retry policy that records delays instead of sleeping."""
-    record = delays if delays is not None else []
-
-    async def sleep(seconds: float) -> None:
-        record.append(seconds)
-
-    return RetryPolicy(max_attempts=attempts, initial_delay=0.01, sleep=sleep)
-
-
-NO_SLEEP_SINGLE = RetryPolicy(max_attempts=1)
 
 
 async def collect(model: Model, req: ModelRequest) -> list[ModelEvent]:
@@ -232,18 +216,17 @@ def assert_calls(kit: WireKit, message: Message, calls: Sequence[Call]) -> None:
 
 @dataclass
 class Run:
-    """A scenario's context: the server, the kit, the model, and recorded retries."""
+    """A scenario's context: the server, the kit, the model, and recorded payloads."""
 
     kit: WireKit
     server: FakeServer
-    delays: list[float] = field(default_factory=list)
     payloads: list[tuple[str, Any]] = field(default_factory=list)
 
-    def model(self, attempts: int = 3) -> Model:
+    def model(self) -> Model:
         def hook(direction: str, payload: Any) -> None:
             self.payloads.append((direction, payload))
 
-        return self.kit.model(self.server.url, fast_retry(self.delays, attempts), hook)
+        return self.kit.model(self.server.url, hook)
 
     def script(self, *replies: Reply) -> None:
         self.server.push(*replies)
@@ -383,14 +366,14 @@ async def noisy_stream(run: Run) -> None:
 
 async def garbage_stream(run: Run) -> None:
     run.script(run.kit.garbage())
-    err = failed(await collect(run.model(attempts=1), request([USER])))
+    err = failed(await collect(run.model(), request([USER])))
     assert err.error.kind == "malformed_response", err.error
     assert err.error.raw, "the raw snippet must be attached"
 
 
 async def unknown_stop_reason(run: Run) -> None:
     run.script(run.kit.reply(Answer(text="Hmm.", stop="brand_new_reason")))
-    events = await collect(run.model(attempts=1), request([USER]))
+    events = await collect(run.model(), request([USER]))
     last = final(events)
     assert isinstance(last, StreamError), "an unknown stop reason is reported, not guessed"
     assert "brand_new_reason" in (last.error.raw or "") + str(last.error)
@@ -400,7 +383,7 @@ async def unknown_stop_reason(run: Run) -> None:
 async def arguments_never_close(run: Run) -> None:
     bad = Call("call_x", "get_weather", {}, raw='{"city": "Par')
     run.script(run.kit.reply(Answer(calls=(bad,), stop="tool_use")))
-    err = failed(await collect(run.model(attempts=1), request([USER])))
+    err = failed(await collect(run.model(), request([USER])))
     assert err.error.kind == "malformed_response"
     assert err.error.raw and '{"city": "Par' in err.error.raw
     if getattr(run.kit, "streams_arguments", True):  # Gemini: the whole chunk is unparseable
@@ -425,30 +408,25 @@ EXPECTED_ERRORS = {
 
 
 async def error_kind(run: Run, kind: str) -> None:
-    """Each error kind maps to its class; only retryable kinds are retried."""
-    run.script(run.kit.error(kind))
-    err = failed(await collect(run.model(attempts=1), request([USER])))
+    """Each error kind maps to its class, and one ``stream()`` is one request whatever the
+    kind: adapters (and the SDK clients they build) never retry; the loop owns retries."""
+    run.script(run.kit.error(kind), run.kit.reply(PLAIN))
+    err = failed(await collect(run.model(), request([USER])))
     assert err.error.kind == EXPECTED_ERRORS[kind], err.error
     assert err.error.raw, "the raw body must be attached"
     if kind == "html":
         assert "<html" in (err.error.raw or "").lower()
-    # With retries enabled: retryable kinds retry then succeed; others are sent once.
-    run.server.requests.clear()
-    run.script(run.kit.error(kind), run.kit.reply(PLAIN))
-    events = await collect(run.model(attempts=3), request([USER]))
-    if err.error.retryable:
-        assert done(events).message.text == PLAIN.text
-        assert len(run.server.requests) == 2
-    else:
-        assert failed(events).error.kind == EXPECTED_ERRORS[kind]
-        assert len(run.server.requests) == 1, "non-retryable errors are never retried"
+    assert len(run.server.requests) == 1, "an adapter must not retry (nor let its SDK retry)"
+    assert run.server.pending == 1, "the scripted success must still be unused"
 
 
-async def retry_after_honoured(run: Run) -> None:
-    run.script(run.kit.error("rate_limited"), run.kit.reply(PLAIN))
-    result = done(await collect(run.model(), request([USER])))
-    assert result.message.text == PLAIN.text
-    assert run.delays == [2.0], run.delays
+async def retry_after_reported(run: Run) -> None:
+    """A 429's Retry-After travels on the error for the retry owner (the loop)."""
+    run.script(run.kit.error("rate_limited"))
+    err = failed(await collect(run.model(), request([USER])))
+    assert err.error.kind == "rate_limited" and err.error.retryable
+    assert err.error.retry_after == 2.0, err.error.retry_after
+    assert len(run.server.requests) == 1
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -464,7 +442,7 @@ SCENARIOS: dict[str, Scenario] = {
     "unknown_stop_reason": unknown_stop_reason,
     "arguments_never_close": arguments_never_close,
     "max_tokens_stop": max_tokens_stop,
-    "retry_after_honoured": retry_after_honoured,
+    "retry_after_reported": retry_after_reported,
 }
 """Scenario name -> coroutine function. Error kinds run through :func:`error_kind`
 (every kit's ``error(kind)`` must use ``Retry-After: 2`` for ``rate_limited``)."""

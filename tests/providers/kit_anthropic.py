@@ -17,7 +17,6 @@ from fakeserver import Recorded, Reply
 
 from loopwright.core.protocols import Model, PayloadHook
 from loopwright.providers._names import wire_name
-from loopwright.providers._retry import RetryPolicy
 from loopwright.providers.anthropic import AnthropicModel
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -65,15 +64,12 @@ class AnthropicKit:
     reasoning = True
     opaque_markers = (SIGNATURE,)  # must never reach another protocol
 
-    def model(
-        self, base_url: str, retry: RetryPolicy, on_payload: PayloadHook | None = None
-    ) -> Model:
+    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
         return AnthropicModel(
             "claude-sonnet-5",
             base_url=base_url,
             api_key="sk-ant-test",
             on_payload=on_payload,
-            retry=retry,
         )
 
     def events(self, answer: Answer) -> list[Any]:

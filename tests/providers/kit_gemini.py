@@ -19,7 +19,6 @@ from fakeserver import Recorded, Reply
 
 from loopwright.core.protocols import Model, PayloadHook
 from loopwright.providers._names import wire_name
-from loopwright.providers._retry import RetryPolicy
 from loopwright.providers.gemini import GeminiModel
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -87,15 +86,12 @@ class GeminiKit:
     opaque_markers = (SIGNATURE, SIGNATURE.replace("+", "-").replace("/", "_"))
     streams_arguments = False
 
-    def model(
-        self, base_url: str, retry: RetryPolicy, on_payload: PayloadHook | None = None
-    ) -> Model:
+    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
         return GeminiModel(
             "gemini-2.5-flash",
             base_url=base_url,
             api_key="test-key",
             on_payload=on_payload,
-            retry=retry,
         )
 
     @staticmethod

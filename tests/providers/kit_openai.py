@@ -14,7 +14,6 @@ from contract import Answer, Call
 from fakeserver import Recorded, Reply
 
 from loopwright.core.protocols import Model, PayloadHook
-from loopwright.providers._retry import RetryPolicy
 from loopwright.providers.openai_chat import OpenAIChatModel
 from loopwright.providers.openai_responses import OpenAIResponsesModel
 from loopwright.providers.registry import VENDORS
@@ -107,16 +106,13 @@ class ChatKit:
         # DeepSeek's dialect exercises reasoning_content and max_tokens.
         self.vendor = VENDORS[vendor]
 
-    def model(
-        self, base_url: str, retry: RetryPolicy, on_payload: PayloadHook | None = None
-    ) -> Model:
+    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
         return OpenAIChatModel(
             "deepseek-chat",
             base_url=base_url + "/v1",
             api_key="sk-test",
             on_payload=on_payload,
             vendor=self.vendor,
-            retry=retry,
         )
 
     @staticmethod
@@ -222,15 +218,12 @@ class ResponsesKit:
     native_ids = True
     reasoning = True
 
-    def model(
-        self, base_url: str, retry: RetryPolicy, on_payload: PayloadHook | None = None
-    ) -> Model:
+    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
         return OpenAIResponsesModel(
             "gpt-5-mini",
             base_url=base_url + "/v1",
             api_key="sk-test",
             on_payload=on_payload,
-            retry=retry,
         )
 
     def events(self, answer: Answer) -> list[Any]:

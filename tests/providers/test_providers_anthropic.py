@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from contract import USER, collect, done, failed, fast_retry
+from contract import USER, collect, done, failed
 from fakeserver import FakeServer, Reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,9 +48,7 @@ def server():
 
 
 def model(server: FakeServer, **kw: object) -> AnthropicModel:
-    return AnthropicModel(
-        "claude-sonnet-5", base_url=server.url, api_key="k", retry=fast_retry(), **kw
-    )
+    return AnthropicModel("claude-sonnet-5", base_url=server.url, api_key="k", **kw)
 
 
 def sse(events: list[tuple[str, dict]]) -> Reply:
@@ -280,14 +278,16 @@ async def test_in_stream_overloaded_error_keeps_partial_text(server):
     assert len(server.requests) == 1
 
 
-async def test_in_stream_error_before_any_output_is_retried(server):
+async def test_in_stream_error_before_any_output_is_retryable_for_the_loop(server):
     overloaded = (
         "error",
         {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
     )
     ok = [start(), *block(0, {"type": "text", "text": "fine"}, []), *stop("end_turn")]
     server.push(sse([start(), overloaded]), sse(ok))
-    result = done(await collect(model(server), request([USER])))
+    err = failed(await collect(model(server), request([USER])))
+    assert err.error.retryable and err.partial is None and len(server.requests) == 1
+    result = done(await collect(model(server), request([USER])))  # the loop's retry
     assert result.message.text == "fine" and len(server.requests) == 2
 
 
@@ -485,8 +485,6 @@ def test_kit_check_request_rejects_unpaired_results():
 
 async def test_html_page_with_status_200_is_malformed_with_the_page(server):
     server.push(Reply.html(200))
-    m = AnthropicModel(
-        "claude-sonnet-5", base_url=server.url, api_key="k", retry=fast_retry(attempts=1)
-    )
+    m = AnthropicModel("claude-sonnet-5", base_url=server.url, api_key="k")
     err = failed(await collect(m, request([USER])))
     assert err.error.kind == "malformed_response" and "<html" in (err.error.raw or "").lower()

@@ -10,7 +10,7 @@ import json
 import eventstream as es
 import pytest
 from botocore.eventstream import EventStreamBuffer
-from contract import USER, collect, done, failed, fast_retry
+from contract import USER, collect, done, failed
 from fakeserver import FakeServer, Reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -44,8 +44,8 @@ def server():
         yield fake
 
 
-def model(server: FakeServer, delays: list[float] | None = None) -> BedrockModel:
-    return BedrockModel(MODEL_ID, base_url=server.url, retry=fast_retry(delays), options=OPTIONS)
+def model(server: FakeServer) -> BedrockModel:
+    return BedrockModel(MODEL_ID, base_url=server.url, options=OPTIONS)
 
 
 def reply(*events: tuple[str, dict] | bytes) -> Reply:
@@ -163,12 +163,14 @@ async def test_exception_frame_mid_stream_keeps_partial(server):
     assert len(server.requests) == 1
 
 
-async def test_exception_frame_before_output_is_retried(server):
+async def test_exception_frame_before_output_is_retryable_for_the_loop(server):
     server.push(
         reply(START, es.exception("throttlingException", "Too many tokens")),
         reply(START, *text(0, "ok"), *stop("end_turn")),
     )
-    result = done(await collect(model(server), request([USER])))
+    err = failed(await collect(model(server), request([USER])))
+    assert err.error.kind == "rate_limited" and len(server.requests) == 1
+    result = done(await collect(model(server), request([USER])))  # the loop's retry
     assert result.message.text == "ok" and len(server.requests) == 2
 
 
@@ -187,7 +189,7 @@ async def test_broken_frame_is_malformed_with_raw_bytes(server):
     )
     broken[-1] ^= 0xFF  # corrupt the message CRC
     server.push(Reply(200, {"content-type": es.CONTENT_TYPE}, (good, bytes(broken))))
-    m = BedrockModel(MODEL_ID, base_url=server.url, retry=fast_retry(attempts=1), options=OPTIONS)
+    m = BedrockModel(MODEL_ID, base_url=server.url, options=OPTIONS)
     err = failed(await collect(m, request([USER])))
     assert err.error.kind == "malformed_response" and err.error.raw
 
@@ -319,7 +321,6 @@ async def test_hook_sees_request_and_jsonable_events(server):
     m = BedrockModel(
         MODEL_ID,
         base_url=server.url,
-        retry=fast_retry(),
         options=OPTIONS,
         on_payload=lambda d, p: seen.append((d, p)),
     )
@@ -421,7 +422,7 @@ def bare_aws_env(monkeypatch, tmp_path):
 
 
 async def test_missing_region_is_one_line_naming_the_variable(server, bare_aws_env):
-    m = BedrockModel(MODEL_ID, base_url=server.url, retry=fast_retry())
+    m = BedrockModel(MODEL_ID, base_url=server.url)
     err = failed(await collect(m, request([USER])))
     assert err.error.kind == "bad_request" and "AWS_REGION" in str(err.error)
     assert server.requests == []
@@ -431,7 +432,6 @@ async def test_missing_credentials_is_an_auth_error(server, bare_aws_env):
     m = BedrockModel(
         MODEL_ID,
         base_url=server.url,
-        retry=fast_retry(),
         options=BedrockOptions(region="eu-west-1"),
     )
     err = failed(await collect(m, request([USER])))
@@ -440,6 +440,6 @@ async def test_missing_credentials_is_an_auth_error(server, bare_aws_env):
 
 async def test_html_page_with_status_200_is_malformed_with_the_bytes(server):
     server.push(Reply.html(200))
-    m = BedrockModel(MODEL_ID, base_url=server.url, retry=fast_retry(attempts=1), options=OPTIONS)
+    m = BedrockModel(MODEL_ID, base_url=server.url, options=OPTIONS)
     err = failed(await collect(m, request([USER])))
     assert err.error.kind == "malformed_response" and "html" in (err.error.raw or "").lower()

@@ -1,8 +1,7 @@
-"""Error mapping, Retry-After parsing, context-overflow detection and the retry policy."""
+"""Error mapping, Retry-After parsing and context-overflow detection."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -23,7 +22,6 @@ from loopwright.providers._errors import (
     is_context_overflow,
     parse_retry_after,
 )
-from loopwright.providers._retry import RetryPolicy, with_retries
 
 OVERFLOW_BODIES = {
     "openai-chat": {
@@ -117,6 +115,28 @@ def test_retry_after_forms():
     assert parse_retry_after({}) is None
     future = parse_retry_after({"retry-after": "Wed, 21 Oct 2099 07:28:00 GMT"})
     assert future is not None and future > 1000
+    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2001 07:28:00 GMT"}) == 0.0
+
+
+@pytest.mark.parametrize(
+    "value", ["nan", "NaN", "-nan", "inf", "-inf", "Infinity", "-5", "-0.5", "1e400"]
+)
+@pytest.mark.parametrize("header", ["retry-after", "retry-after-ms", "x-ratelimit-reset-after"])
+def test_unusable_retry_after_is_no_hint_never_retry_now(header, value):
+    # "Retry-After: nan" used to parse as 0 (max(0, nan)): "retry now", in a tight loop.
+    assert parse_retry_after({header: value}) is None
+    err = error_from_http("openai-chat", 429, "{}", {header: value})
+    assert err.retryable and err.retry_after is None
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, "soon", True])
+def test_provider_error_keeps_only_a_finite_non_negative_wait(value):
+    err = RateLimited("x", retry_after=value)
+    assert err.retry_after is None
+    err.retry_after = value  # an adapter setting it later goes through the same check
+    assert err.retry_after is None
+    err.retry_after = 2
+    assert err.retry_after == 2.0
 
 
 class _StatusError(Exception):
@@ -144,44 +164,3 @@ def test_error_from_http_never_raises(status, body):
     err = error_from_http("openai-chat", status, body)
     assert err.status == status
     assert err.raw == body[:500]
-
-
-async def test_with_retries_backs_off_then_succeeds():
-    delays: list[float] = []
-
-    async def sleep(s: float) -> None:
-        delays.append(s)
-
-    calls = 0
-
-    async def flaky() -> str:
-        nonlocal calls
-        calls += 1
-        if calls < 3:
-            raise _StatusError(503, "busy", {})
-        return "ok"
-
-    policy = RetryPolicy(max_attempts=3, initial_delay=1.0, jitter=0.0, sleep=sleep)
-    assert await with_retries(flaky, lambda e: error_from_exception("p", e), policy) == "ok"
-    assert delays == [1.0, 2.0]
-
-
-async def test_with_retries_never_retries_auth():
-    calls = 0
-
-    async def denied() -> None:
-        nonlocal calls
-        calls += 1
-        raise _StatusError(401, "no", {})
-
-    policy = RetryPolicy(max_attempts=5, sleep=lambda s: asyncio.sleep(0))
-    with pytest.raises(AuthError):
-        await with_retries(denied, lambda e: error_from_exception("p", e), policy)
-    assert calls == 1
-
-
-def test_retry_after_beyond_cap_is_not_waited():
-    policy = RetryPolicy(max_attempts=3, max_retry_after=10)
-    assert policy.delay(1, RateLimited("x", retry_after=30)) is None
-    assert policy.delay(1, RateLimited("x", retry_after=4)) == 4
-    assert policy.delay(3, RateLimited("x", retry_after=4)) is None  # attempts exhausted

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from contract import NO_SLEEP_SINGLE, collect, done, failed
+from contract import collect, done, failed
 from fakeserver import FakeServer, Reply
 from kit_openai import ChatKit, ResponsesKit
 
@@ -42,15 +42,12 @@ def chat(server: FakeServer, vendor: str = "openai", **kw: Any) -> OpenAIChatMod
         base_url=server.url + "/v1",
         api_key="k",
         vendor=VENDORS[vendor],
-        retry=NO_SLEEP_SINGLE,
         **kw,
     )
 
 
 def responses(server: FakeServer, **kw: Any) -> OpenAIResponsesModel:
-    return OpenAIResponsesModel(
-        "m", base_url=server.url + "/v1", api_key="k", retry=NO_SLEEP_SINGLE, **kw
-    )
+    return OpenAIResponsesModel("m", base_url=server.url + "/v1", api_key="k", **kw)
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

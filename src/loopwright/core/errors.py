@@ -10,6 +10,7 @@ CLI prints it as one line.
 from __future__ import annotations
 
 import enum
+import math
 
 
 class LoopwrightError(Exception):
@@ -29,6 +30,9 @@ class ProviderError(LoopwrightError):
 
     ``raw`` keeps a snippet of what the server sent (for debugging proxies that answer
     with HTML, truncated bodies, ...). ``status`` is the HTTP status when there was one.
+    ``retry_after`` is the server's requested wait in seconds: only a finite, non-negative
+    number is kept (``NaN``, infinities and negatives become ``None``, "no hint"), so a
+    hostile ``Retry-After: nan`` can never mean "retry now".
     """
 
     retryable: bool = False
@@ -49,6 +53,24 @@ class ProviderError(LoopwrightError):
         self.retry_after = retry_after
         self.provider = provider
 
+    @property
+    def retry_after(self) -> float | None:
+        return self._retry_after
+
+    @retry_after.setter
+    def retry_after(self, value: float | None) -> None:
+        self._retry_after = _wait_hint(value)
+
+
+def _wait_hint(value: float | None) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0.0 else None
+
 
 class RateLimited(ProviderError):
     retryable = True
@@ -60,6 +82,26 @@ class TransientProviderError(ProviderError):
 
     retryable = True
     kind = "transient"
+
+
+class ModelTimeout(TransientProviderError):
+    """A model call exceeded one of its deadlines. ``phase`` names which one:
+    ``"connect"``, ``"first_byte"`` (no wire event since the request was sent),
+    ``"idle"`` (no wire event for too long mid-stream) or ``"total"`` (the whole call).
+    See ``docs/providers.md`` for the defaults and how to override them."""
+
+    kind = "timeout"
+
+    def __init__(self, message: str, *, phase: str, provider: str | None = None) -> None:
+        super().__init__(message, provider=provider)
+        self.phase = phase
+
+
+class ResponseTooLarge(ProviderError):
+    """The decoded response exceeded the configured size cap (compressed bodies are
+    counted after decompression). Not retryable: the same request would be as large."""
+
+    kind = "response_too_large"
 
 
 class ContextOverflow(ProviderError):

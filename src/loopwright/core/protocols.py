@@ -74,8 +74,10 @@ class Model(Protocol):
       (retryable or not) and the partial message; it is the last event.
     * A successful stream ends with exactly one :class:`ResponseDone` holding the whole
       assistant message, its normalised stop reason and usage.
-    * Retrying is the caller's decision (the loop backs off on retryable errors);
-      adapters may retry internally only before the first event was yielded.
+    * One ``stream()`` call is one attempt (one HTTP request for a network adapter):
+      adapters never retry, and build vendor SDK clients with their own retries off.
+      Retrying a retryable error is the caller's decision; the loop is the one owner
+      (``Limits.model_retries``, see ``docs/providers.md``).
     """
 
     @property

@@ -20,10 +20,12 @@ class Limits:
     * ``repeat_limit`` -- the same tool with equal arguments this many times in a row
       stops the run with ``loop_detected``. With ``cycle_detection`` a repeating cycle of
       2 to ``max_cycle_period`` calls seen ``repeat_limit`` times in a row does too.
-    * ``model_retries`` -- retries of a retryable model error (rate limit, 5xx, cut
-      stream) before the run stops with ``model_error``. Backoff is exponential from
-      ``retry_base_delay`` (capped at ``retry_max_delay``, with jitter); a provider's
-      ``retry_after`` is honoured instead when it sent one.
+    * ``model_retries`` -- retries of a retryable model error (rate limit, 5xx, timeout,
+      cut stream) before the run stops with ``model_error``; the run makes at most
+      ``model_retries + 1`` requests per turn (adapters never retry on their own).
+      Backoff is exponential from ``retry_base_delay`` (capped at ``retry_max_delay``,
+      with jitter); a provider's ``retry_after`` is honoured instead when it sent one, and
+      one longer than ``retry_max_delay`` stops the run instead of waiting.
     * ``max_tool_calls_per_turn`` -- tool calls run from one model reply; calls past the
       cap are not executed and get a ``skipped`` result saying so (a reply of 1,000 calls
       to a side-effecting tool must not run them all before loop detection can act).

@@ -546,12 +546,18 @@ class RunEngine:
         state.log_error(ErrorRecord(state.turn, "model", error.kind, str(error)))
         delay: float | None = None
         why = ""
+        # The loop is the one retry owner: an adapter makes exactly one request per
+        # stream(), so ``attempt`` counts the requests really sent (docs/providers.md).
         if error.retryable and attempt <= limits.model_retries:
             delay = self.backoff(attempt, error)
             if delay is None:
-                why = f"; the provider asked to wait {error.retry_after}s, over retry_max_delay={limits.retry_max_delay}s"
+                why = (
+                    f"; the provider asked to wait {error.retry_after:g}s, over"
+                    f" retry_max_delay={limits.retry_max_delay:g}s (gave up after"
+                    f" {_attempts(attempt)})"
+                )
         elif error.retryable:
-            why = f" (gave up after {attempt} attempts)"
+            why = f" (gave up after {_attempts(attempt)})"
         if self.emit is not None:
             self.emit(ModelCallFailed(state.turn, error, attempt, delay is not None))
         if delay is None:
@@ -563,8 +569,8 @@ class RunEngine:
         """Seconds before retry ``attempt``: the provider's ``retry_after`` when it sent one
         (``None`` if that exceeds ``retry_max_delay``), else exponential with equal jitter."""
         limits = self.config.limits
-        if error.retry_after is not None:
-            wait = max(0.0, float(error.retry_after))
+        if error.retry_after is not None:  # finite and >= 0: ProviderError checks it
+            wait = error.retry_after
             return wait if wait <= limits.retry_max_delay else None
         capped = min(limits.retry_max_delay, limits.retry_base_delay * 2.0 ** (attempt - 1))
         return capped / 2 + random.random() * capped / 2
@@ -762,3 +768,7 @@ def _in_call_order(
     by_id = {r.call_id: r for r in held}
     by_id.update((r.call_id, r) for r in fresh)
     return [by_id[c.id] for c in calls if c.id in by_id]
+
+
+def _attempts(count: int) -> str:
+    return f"{count} attempt" if count == 1 else f"{count} attempts"

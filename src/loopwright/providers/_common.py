@@ -1,6 +1,6 @@
 """Small helpers every adapter shares (the stable import surface for adapter modules).
 
-Re-exports the error mapping (:mod:`._errors`), retries (:mod:`._retry`), partial JSON
+Re-exports the error mapping (:mod:`._errors`), partial JSON
 (:mod:`._partial_json`), tool-name mapping (:mod:`._names`) and the stream driver
 (:mod:`._stream`), and adds the request-side pieces: the ``on_payload`` hook, id
 normalisation for cross-provider histories, the foreign-reasoning policy, the one
@@ -41,7 +41,6 @@ from loopwright.providers._errors import (
 )
 from loopwright.providers._names import ToolNameMap, wire_name
 from loopwright.providers._partial_json import parse_final, parse_partial
-from loopwright.providers._retry import NO_RETRY, RetryPolicy, with_retries
 from loopwright.providers._stream import StreamAccumulator, StreamPlan, drive
 from loopwright.providers.schema import UnsupportedSchema
 
@@ -49,10 +48,8 @@ C = TypeVar("C")
 T = TypeVar("T")
 
 __all__ = [
-    "NO_RETRY",
     "AdapterCall",
     "PerLoop",
-    "RetryPolicy",
     "StreamAccumulator",
     "StreamPlan",
     "EncodeCache",
@@ -76,7 +73,6 @@ __all__ = [
     "tool_definitions",
     "tool_name_map",
     "wire_name",
-    "with_retries",
 ]
 
 _ID_OK = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -388,15 +384,14 @@ class AdapterCall(Generic[C]):
     :class:`StreamPlan`). ``hook`` is the ``on_payload`` hook; with one, every accumulator
     keeps the raw wire events and ``response(events)`` is the payload shown to it as
     ``"response"``. ``model`` presets the accumulator's model name (for wires that may
-    not send it); ``prepare(acc)`` runs on every fresh accumulator (one per attempt), for
-    the adapter's per-attempt decoding state.
+    not send it); ``prepare(acc)`` runs on the call's fresh accumulator, for the adapter's
+    decoding state.
     """
 
     provider: str
     encode: Callable[[], tuple[dict[str, Any], ToolNameMap]]
     open: Callable[[dict[str, Any]], Awaitable[AsyncIterable[C]]]
     decode: Callable[[C, StreamAccumulator], Iterable[ModelEvent | None]]
-    retry: RetryPolicy
     hook: PayloadHook | None = None
     model: str = ""
     prepare: Callable[[StreamAccumulator], None] | None = None
@@ -438,7 +433,6 @@ async def stream_call(call: AdapterCall[C]) -> AsyncIterator[ModelEvent]:
         open=lambda: call.open(payload),
         decode=call.decode,
         new_accumulator=accumulator,
-        retry=call.retry,
         on_response=report if hook is not None else None,
     )
     async for event in drive(plan):

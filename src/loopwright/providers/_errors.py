@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -143,25 +144,39 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` (OpenAI), ``retry-after`` (seconds or an
-    HTTP date), or ``x-ratelimit-reset-after``; ``None`` when absent or unparseable."""
+    HTTP date), or ``x-ratelimit-reset-after``; ``None`` when absent or unusable.
+
+    ``NaN``, infinities and negative numbers are no hint at all (``None``: the loop's own
+    backoff applies), never "retry now"; a date in the past means 0. How long a wait is
+    acceptable is the retry owner's decision (``Limits.retry_max_delay``).
+    """
     ms = _header(headers, "retry-after-ms")
     if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
+        seconds = _finite(ms)
+        if seconds is not None:
+            return seconds / 1000.0
     value = _header(headers, "retry-after") or _header(headers, "x-ratelimit-reset-after")
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        float(value)
     except ValueError:
         pass
+    else:
+        return _finite(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _finite(text: str) -> float | None:
+    try:
+        seconds = float(text)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0.0 else None
 
 
 def _describe(provider: str, status: int | None, body: str) -> str:

@@ -1,11 +1,13 @@
-"""The shared half of every adapter's ``stream()``: accumulate, retry, never raise.
+"""The shared half of every adapter's ``stream()``: accumulate, never raise.
 
 * :class:`StreamAccumulator` collects text / reasoning / tool-call fragments in arrival
   order, emits the matching delta events (tool-call deltas carry ``partial_arguments``),
   and builds the final canonical :class:`Message`, or the partial one when the stream fails.
 * :func:`drive` runs one model call: it opens the wire stream, decodes chunks through the
-  adapter's ``decode(chunk, acc)``, retries (fresh accumulator) while nothing has been
-  yielded yet, and turns every failure into a final ``StreamError`` with the partial message.
+  adapter's ``decode(chunk, acc)`` and turns every failure into a final ``StreamError``
+  with the partial message. It makes exactly one attempt: retrying belongs to the loop
+  (the one retry owner, see ``docs/providers.md``), which alone can also retry a stream
+  cut after output started, and counts every request it sends.
 
 A finished response is checked before it is reported: a stream that ends without a stop
 signal, a tool call whose arguments never close, and an empty answer are errors with the
@@ -41,7 +43,6 @@ from loopwright.core.messages import (
 )
 from loopwright.providers._errors import error_from_exception
 from loopwright.providers._partial_json import ArgumentsError, parse_final, parse_partial
-from loopwright.providers._retry import RetryPolicy
 
 C = TypeVar("C")
 
@@ -369,14 +370,13 @@ class StreamPlan(Generic[C]):
     ``open`` performs the request and returns an async iterable of wire chunks (or a
     one-element iterable for a non-streamed response); ``decode`` turns one chunk into
     events through the accumulator (it may raise a ``ProviderError`` for an in-stream
-    error event); ``new_accumulator`` builds a fresh accumulator per attempt.
+    error event); ``new_accumulator`` builds the call's accumulator.
     """
 
     provider: str
     open: Callable[[], Awaitable[AsyncIterable[C]]]
     decode: Callable[[C, StreamAccumulator], Iterable[ModelEvent | None]]
     new_accumulator: Callable[[], StreamAccumulator]
-    retry: RetryPolicy
     on_response: Callable[[StreamAccumulator], None] | None = None
 
 
@@ -392,42 +392,34 @@ async def _close(source: object) -> None:
 
 
 async def drive(plan: StreamPlan[C]) -> AsyncIterator[ModelEvent]:
-    """Run one call under the adapter contract (see module docstring)."""
-    attempt = 1
-    while True:
-        acc = plan.new_accumulator()
-        yielded = False
-        source: AsyncIterable[C] | None = None
-        try:
-            source = await plan.open()
-            async for chunk in source:
-                for event in plan.decode(chunk, acc):
-                    if event is not None:
-                        yielded = True
-                        yield event
-        except Exception as exc:
-            error = error_from_exception(plan.provider, exc)
-            if yielded and type(error) is TransientProviderError:
-                error = TransientProviderError(
-                    f"{plan.provider}: the stream was cut after output had started ({error})",
-                    status=error.status,
-                    raw=error.raw,
-                    provider=plan.provider,
-                )
-            wait = None if yielded else plan.retry.delay(attempt, error)
-            if wait is None:
-                _report(plan, acc)
-                yield StreamError(error, acc.partial(), acc.usage)
-                return
-            await plan.retry.sleep(wait)
-            attempt += 1
-            continue
-        finally:
-            if source is not None:
-                await _close(source)
+    """Run one call (one attempt) under the adapter contract (see module docstring)."""
+    acc = plan.new_accumulator()
+    yielded = False
+    source: AsyncIterable[C] | None = None
+    try:
+        source = await plan.open()
+        async for chunk in source:
+            for event in plan.decode(chunk, acc):
+                if event is not None:
+                    yielded = True
+                    yield event
+    except Exception as exc:
+        error = error_from_exception(plan.provider, exc)
+        if yielded and type(error) is TransientProviderError:
+            error = TransientProviderError(
+                f"{plan.provider}: the stream was cut after output had started ({error})",
+                status=error.status,
+                raw=error.raw,
+                provider=plan.provider,
+            )
         _report(plan, acc)
-        yield acc.finish()
+        yield StreamError(error, acc.partial(), acc.usage)
         return
+    finally:
+        if source is not None:
+            await _close(source)
+    _report(plan, acc)
+    yield acc.finish()
 
 
 def _report(plan: StreamPlan[Any], acc: StreamAccumulator) -> None:

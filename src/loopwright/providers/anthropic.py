@@ -60,7 +60,6 @@ from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
     PerLoop,
-    RetryPolicy,
     StreamAccumulator,
     ToolNameMap,
     error_from_exception,
@@ -475,8 +474,8 @@ class AnthropicModel:
 
     Constructor follows the registry convention (see :mod:`loopwright.providers.registry`);
     ``options`` holds the Anthropic-specific knobs. The SDK client is built lazily, once
-    per event loop, with ``max_retries=0``: retries follow ``retry`` (before the first
-    event only).
+    per event loop, with ``max_retries=0``: one ``stream()`` is one request (the loop owns
+    retries).
     """
 
     def __init__(
@@ -487,7 +486,6 @@ class AnthropicModel:
         api_key: str | None = None,
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
-        retry: RetryPolicy | None = None,
         options: AnthropicOptions | None = None,
     ) -> None:
         self.model = model
@@ -495,7 +493,6 @@ class AnthropicModel:
         self.base_url = base_url
         self._api_key = api_key
         self.on_payload = on_payload
-        self.retry = retry if retry is not None else RetryPolicy()
         self.options = options or AnthropicOptions()
         # Cached wire blocks are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
@@ -552,7 +549,6 @@ class AnthropicModel:
                 encode=lambda: encode_request(self.model, request, self.options, self._cache),
                 open=self._open,
                 decode=decode_event,
-                retry=self.retry,
                 hook=self.on_payload,
                 model=self.model,
             )

@@ -57,7 +57,6 @@ from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
-    RetryPolicy,
     StreamAccumulator,
     ToolNameMap,
     error_from_exception,
@@ -593,7 +592,8 @@ class BedrockModel:
 
     Constructor follows the registry convention (``api_key`` is unused: boto3 resolves
     AWS credentials or ``AWS_BEARER_TOKEN_BEDROCK`` itself); ``options`` holds the AWS
-    settings. botocore's own retries are off; ``retry`` applies before the first event.
+    settings. botocore's own retries are off: one ``stream()`` is one request (the loop owns
+    retries).
     """
 
     def __init__(
@@ -604,14 +604,12 @@ class BedrockModel:
         api_key: str | None = None,
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
-        retry: RetryPolicy | None = None,
         options: BedrockOptions | None = None,
     ) -> None:
         self.model = model
         self.vendor = vendor or VENDORS["bedrock"]
         self.base_url = base_url
         self.on_payload = on_payload
-        self.retry = retry if retry is not None else RetryPolicy()
         self.options = options or BedrockOptions()
         # Cached wire blocks are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
@@ -647,7 +645,6 @@ class BedrockModel:
                 encode=lambda: encode_request(self.model, request, self.options, self._cache),
                 open=self._open,
                 decode=lambda event, acc: decode_event(event, acc, states[-1]),
-                retry=self.retry,
                 hook=self.on_payload,
                 model=self.model,
                 prepare=lambda acc: states.append(_Blocks()),

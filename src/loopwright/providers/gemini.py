@@ -58,7 +58,6 @@ from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
     PerLoop,
-    RetryPolicy,
     ToolNameMap,
     error_from_exception,
     foreign_reasoning_text,
@@ -415,8 +414,8 @@ class GeminiModel:
     """:class:`~loopwright.core.protocols.Model` over Gemini ``streamGenerateContent``.
 
     Constructor follows the registry convention; ``options`` holds the Gemini knobs. The
-    SDK's own retries are off (no ``retry_options``); ``retry`` applies before the first
-    event. Automatic function calling is disabled: loopwright runs the tools.
+    SDK's own retries are off (one attempt); one ``stream()`` is one request (the loop owns
+    retries). Automatic function calling is disabled: loopwright runs the tools.
     """
 
     def __init__(
@@ -427,7 +426,6 @@ class GeminiModel:
         api_key: str | None = None,
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
-        retry: RetryPolicy | None = None,
         options: GeminiOptions | None = None,
     ) -> None:
         self.model = model
@@ -435,7 +433,6 @@ class GeminiModel:
         self.base_url = base_url
         self._api_key = api_key
         self.on_payload = on_payload
-        self.retry = retry if retry is not None else RetryPolicy()
         self.options = options or GeminiOptions()
         # Cached wire parts are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
@@ -457,6 +454,8 @@ class GeminiModel:
             api_version=self.options.api_version,
             timeout=int(self.options.timeout * 1000),
             headers=dict(self.vendor.extra_headers) or None,
+            # Explicit "one attempt": the SDK's default may change, the loop owns retries.
+            retry_options=types.HttpRetryOptions(attempts=1),
         )
         return genai.Client(api_key=self._api_key or "not-needed", http_options=http)
 
@@ -484,7 +483,6 @@ class GeminiModel:
                 encode=lambda: encode_request(self.model, request, self._cache),
                 open=self._open,
                 decode=lambda chunk, acc: decode(chunk, acc, turns[-1]),
-                retry=self.retry,
                 hook=hook,
                 model=self.model,
                 prepare=lambda acc: turns.append(_Turn(_assistant_turns(request.messages))),

@@ -44,7 +44,6 @@ from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
     PerLoop,
-    RetryPolicy,
     StreamAccumulator,
     ToolNameMap,
     encode_items,
@@ -382,7 +381,6 @@ class OpenAIChatModel:
         api_key: str | None = None,
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
-        retry: RetryPolicy | None = None,
         stream: bool = True,
         timeout: float = _openai.DEFAULT_TIMEOUT,
     ) -> None:
@@ -394,7 +392,6 @@ class OpenAIChatModel:
         cache = EncodeCache() if on_payload is None else None
         self.encoder = ChatEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
-        self._retry = retry or RetryPolicy()
         self._clients: PerLoop[Any] = PerLoop()
         self._new_client = functools.partial(
             _openai.make_client,
@@ -426,7 +423,6 @@ class OpenAIChatModel:
                 encode=lambda: self.encode(request),
                 open=self._open,
                 decode=decode_chunk,
-                retry=self._retry,
                 hook=self._on_payload,
                 response=_response_payload,
             )

@@ -49,7 +49,6 @@ from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
     PerLoop,
-    RetryPolicy,
     StreamAccumulator,
     ToolNameMap,
     encode_items,
@@ -419,7 +418,6 @@ class OpenAIResponsesModel:
         api_key: str | None = None,
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
-        retry: RetryPolicy | None = None,
         stream: bool = True,
         timeout: float = _openai.DEFAULT_TIMEOUT,
     ) -> None:
@@ -429,7 +427,6 @@ class OpenAIResponsesModel:
         cache = EncodeCache() if on_payload is None else None  # a hook could mutate cached items
         self.encoder = ResponsesEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
-        self._retry = retry or RetryPolicy()
         self._clients: PerLoop[Any] = PerLoop()
         self._new_client = functools.partial(
             _openai.make_client,
@@ -458,7 +455,6 @@ class OpenAIResponsesModel:
                 encode=lambda: self.encode(request),
                 open=self._open,
                 decode=decode_event,
-                retry=self._retry,
                 hook=self._on_payload,
                 prepare=_prepare,
                 response=_response_payload,

@@ -8,7 +8,9 @@ OpenAI-compatible vendor is one :class:`Vendor` entry (see ``docs/providers.md``
 Adapter constructor convention (every protocol module follows it)::
 
     Adapter(model: str, *, base_url: str | None, api_key: str | None,
-            on_payload: PayloadHook | None, vendor: Vendor, retry: RetryPolicy | None = None)
+            on_payload: PayloadHook | None, vendor: Vendor)
+
+Adapters make one request per ``stream()`` (SDK retries off); the loop owns retries.
 
 Adapters are imported lazily so ``import loopwright`` never pulls a vendor SDK.
 """
