@@ -1,0 +1,58 @@
+"""State graphs: LangGraph's programming model on loopwright's runtime.
+
+``from loopwright.graph import StateGraph, START, END, Send, Command, interrupt,
+add_messages`` -- the same names and semantics as LangGraph, so a LangGraph program
+ports by changing its imports. Checkpoints go to loopwright's stores. See
+``docs/graph.md``.
+"""
+
+from loopwright.graph.builder import StateGraph
+from loopwright.graph.engine import CompiledStateGraph
+from loopwright.graph.messages import RemoveMessage, add_messages
+from loopwright.graph.pregel import interrupt
+from loopwright.graph.types import (
+    END,
+    START,
+    Command,
+    EmptyInputError,
+    GraphBuildError,
+    GraphError,
+    GraphEvent,
+    GraphRecursionError,
+    GraphTask,
+    Interrupt,
+    InvalidUpdateError,
+    NodeRunEvent,
+    Overwrite,
+    Send,
+    StateSnapshot,
+    StepFinished,
+    TaskFinished,
+    TaskStarted,
+)
+
+__all__ = [
+    "END",
+    "START",
+    "Command",
+    "CompiledStateGraph",
+    "EmptyInputError",
+    "GraphBuildError",
+    "GraphError",
+    "GraphEvent",
+    "GraphRecursionError",
+    "GraphTask",
+    "Interrupt",
+    "InvalidUpdateError",
+    "NodeRunEvent",
+    "Overwrite",
+    "RemoveMessage",
+    "Send",
+    "StateGraph",
+    "StateSnapshot",
+    "StepFinished",
+    "TaskFinished",
+    "TaskStarted",
+    "add_messages",
+    "interrupt",
+]

@@ -1,0 +1,486 @@
+"""``CompiledStateGraph``: run a compiled graph, stream it, and read or edit its threads.
+
+Built by :meth:`StateGraph.compile`. Runs happen in :mod:`loopwright.graph.pregel`;
+checkpoints go through :mod:`loopwright.graph.checkpoint`; the diagram is drawn by
+:mod:`loopwright.graph.draw`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from loopwright.graph.checkpoint import GraphSaver, Saved
+from loopwright.graph.messages import add_messages
+from loopwright.graph.pregel import _Run, _Task, merge_writes
+from loopwright.graph.schema import schema_kind
+from loopwright.graph.types import (
+    END,
+    INTERRUPT_KEY,
+    START,
+    Command,
+    GraphError,
+    GraphTask,
+    InvalidUpdateError,
+    ParentCommand,
+    Send,
+    StateSnapshot,
+)
+
+if TYPE_CHECKING:
+    from loopwright.graph.builder import BranchSpec, StateGraph
+
+DEFAULT_RECURSION_LIMIT = 10007
+"""LangGraph 1.2's default ``recursion_limit``."""
+Config = Mapping[str, Any]
+StreamMode = str | Sequence[str]
+_MODES = ("values", "updates", "events")
+
+
+class CompiledStateGraph:
+    """A validated graph, ready to run. See ``docs/graph.md``."""
+
+    def __init__(self, builder: StateGraph, checkpointer: Any, name: str) -> None:
+        self.builder = builder
+        self.name = name
+        self.schema = builder.schema
+        keys = list(self.schema.keys)
+        reducers = dict(self.schema.reducers)
+        initial = dict(self.schema.initial)
+        for extra in builder.extra_keys.values():
+            for key in extra.keys:
+                if key not in keys:
+                    keys.append(key)
+                    if key in extra.reducers:
+                        reducers[key] = extra.reducers[key]
+                    if key in extra.initial:
+                        initial[key] = extra.initial[key]
+        self.keys = frozenset(keys)
+        self.output_keys = self.schema.keys
+        self.reducers = reducers
+        self.initial = initial
+        self.message_keys = frozenset(k for k, r in reducers.items() if r is add_messages)
+        self.nodes = dict(builder.nodes)
+        self.edges: dict[str, tuple[str, ...]] = {}
+        for start, end in builder.edges:
+            if end != END and end not in self.edges.get(start, ()):
+                self.edges[start] = (*self.edges.get(start, ()), end)
+        self.joins: dict[str, tuple[frozenset[str], str]] = {}
+        self.joins_from: dict[str, tuple[str, ...]] = {}
+        for starts, end in builder.waiting_edges:
+            if end == END:
+                continue
+            key = f"join:{'+'.join(starts)}:{end}"
+            self.joins[key] = (frozenset(starts), end)
+            for start in starts:
+                self.joins_from[start] = (*self.joins_from.get(start, ()), key)
+        self.branches: dict[str, tuple[BranchSpec, ...]] = {
+            k: tuple(v) for k, v in builder.branches.items()
+        }
+        self.checkpointer = checkpointer
+        self.saver = GraphSaver(checkpointer, reducers) if checkpointer is not None else None
+        self.recursion_limit = DEFAULT_RECURSION_LIMIT
+
+    # ------------------------------------------------------------------ running
+    async def ainvoke(self, input: Any, config: Config | None = None, **_: Any) -> dict[str, Any]:
+        """Run until the graph ends or is interrupted; return the state (with
+        ``"__interrupt__": [Interrupt, ...]`` when a node is waiting for an answer)."""
+        run = _Run(self, config or {})
+        values = await run.run(input)
+        out = self.output(values)
+        if run.interrupts:
+            out[INTERRUPT_KEY] = list(run.interrupts)
+        return out
+
+    def invoke(self, input: Any, config: Config | None = None, **kwargs: Any) -> dict[str, Any]:
+        """Synchronous :meth:`ainvoke`."""
+        return _run_sync(self.ainvoke(input, config, **kwargs))
+
+    async def astream(
+        self,
+        input: Any,
+        config: Config | None = None,
+        *,
+        stream_mode: StreamMode = "updates",
+        **_: Any,
+    ) -> AsyncIterator[Any]:
+        """Yield chunks as the graph runs.
+
+        ``stream_mode``: ``"updates"`` (``{node: update}`` per finished task, in the
+        order tasks finish), ``"values"`` (the whole state after each superstep),
+        ``"events"`` (:data:`~loopwright.graph.types.GraphEvent` values, including the
+        run events of agent nodes), or a list of them (chunks become ``(mode, chunk)``).
+        """
+        modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
+        for mode in modes:
+            if mode not in _MODES:
+                raise GraphError(f"unknown stream_mode {mode!r}; use one of {', '.join(_MODES)}")
+        feed = _Feed()
+        run = _Run(self, config or {}, feed.put, frozenset(modes))
+        task = asyncio.ensure_future(run.run(input))
+        task.add_done_callback(feed.finished)
+        multi = not isinstance(stream_mode, str)
+        try:
+            while True:
+                item = await feed.get()
+                if item is None:
+                    break
+                mode, chunk = item
+                if mode == "values":
+                    chunk = self._values_chunk(chunk)
+                yield (mode, chunk) if multi else chunk
+            await task
+        finally:
+            if not task.done():
+                task.cancel()
+
+    def stream(
+        self,
+        input: Any,
+        config: Config | None = None,
+        *,
+        stream_mode: StreamMode = "updates",
+        **kw: Any,
+    ) -> Iterator[Any]:
+        """Synchronous :meth:`astream`."""
+        _no_running_loop("stream", "astream")
+        loop = asyncio.new_event_loop()
+        agen = cast(
+            AsyncGenerator[Any, None], self.astream(input, config, stream_mode=stream_mode, **kw)
+        )
+        try:
+            while True:
+                try:
+                    item = loop.run_until_complete(agen.__anext__())
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            loop.run_until_complete(agen.aclose())
+            loop.close()
+
+    async def run_nested(
+        self, input: Mapping[str, Any], config: Config, task: _Task
+    ) -> dict[str, Any]:
+        """Run as a subgraph node inside ``task`` of a parent graph: no checkpoints of its
+        own; interrupts and ``Command.PARENT`` propagate to the parent."""
+        run = _Run(self, config, parent=task)
+        state = {k: v for k, v in input.items() if k in self.keys}
+        return self.output(await run.run(state))
+
+    # ------------------------------------------------------------------ node outputs
+    def input_writes(self, input: Any) -> list[tuple[str, Any]]:
+        if isinstance(input, Mapping):
+            return [(k, v) for k, v in input.items() if k in self.keys]
+        if schema_kind(type(input)) is not None:
+            return [(k, v) for k, v in self.schema.object_updates(input) if k in self.keys]
+        raise InvalidUpdateError(f"Expected dict, got {input!r} as the graph's input")
+
+    def output_writes(self, node: str, out: Any) -> tuple[list[tuple[str, Any]], list[str | Send]]:
+        """A node's return value as state writes and Command gotos."""
+        if out is None:
+            return [], []
+        if isinstance(out, dict):
+            keys = self.keys
+            return [(k, v) for k, v in out.items() if k in keys], []
+        if isinstance(out, Command):
+            return self._command(out)
+        if isinstance(out, (list, tuple)) and any(isinstance(o, Command) for o in out):
+            writes: list[tuple[str, Any]] = []
+            gotos: list[str | Send] = []
+            for item in out:
+                w, g = self.output_writes(node, item)
+                writes += w
+                gotos += g
+            return writes, gotos
+        if schema_kind(type(out)) is not None:
+            return [(k, v) for k, v in self.schema.object_updates(out) if k in self.keys], []
+        raise InvalidUpdateError(
+            f"Expected dict, got {out!r} (node {node!r} must return a dict of state updates, "
+            "a Command, a state object or None)"
+        )
+
+    def filter_writes(self, items: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        return [(k, v) for k, v in items if k in self.keys]
+
+    def _command(self, command: Command[Any]) -> tuple[list[tuple[str, Any]], list[str | Send]]:
+        if command.graph == Command.PARENT:
+            raise ParentCommand(command)
+        update = command.update
+        if update is not None and schema_kind(type(update)) is not None:
+            writes = self.schema.object_updates(update)
+        else:
+            writes = command.update_items()
+        gotos = command.goto_targets()
+        for goto in gotos:
+            if isinstance(goto, Send) and goto.node == END:
+                raise InvalidUpdateError("Cannot send a packet to the END node")
+        return self.filter_writes(writes), gotos
+
+    def check_node(self, name: str) -> None:
+        if name not in self.nodes:
+            raise InvalidUpdateError(
+                f"unknown node {name!r} as a destination; nodes: {', '.join(self.nodes)}"
+            )
+
+    async def follow_branch(
+        self,
+        branch: BranchSpec,
+        source: str,
+        values: Mapping[str, Any],
+        config: Config,
+        pulls: dict[str, None],
+        pushes: list[Send],
+    ) -> None:
+        """Call a conditional edge on ``values`` and schedule what it returns."""
+        spec = self.nodes.get(source)
+        view = (spec.input if spec is not None and spec.input else self.schema).coerce(values)
+        result = branch.path(view, config=config) if branch.takes_config else branch.path(view)
+        if branch.is_async:
+            result = await result
+        items = result if isinstance(result, (list, tuple)) else [result]
+        for item in items:
+            if isinstance(item, Send):
+                if item.node == END:
+                    raise InvalidUpdateError("Cannot send a packet to the END node")
+                self.check_node(item.node)
+                pushes.append(item)
+                continue
+            dest = item
+            if branch.path_map is not None:
+                if item not in branch.path_map:
+                    raise InvalidUpdateError(
+                        f"conditional edge {branch.name!r} from {source!r} returned {item!r}, "
+                        f"which its path map does not have (keys: {list(branch.path_map)})"
+                    )
+                dest = branch.path_map[item]
+            if dest is None or dest == START:
+                raise InvalidUpdateError("Branch did not return a valid destination")
+            if dest != END:
+                self.check_node(dest)
+                pulls[dest] = None
+
+    def output(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: values[k] for k in self.output_keys if k in values}
+
+    def _values_chunk(self, chunk: Mapping[str, Any]) -> dict[str, Any]:
+        out = self.output(chunk)
+        if INTERRUPT_KEY in chunk:
+            out[INTERRUPT_KEY] = chunk[INTERRUPT_KEY]
+        return out
+
+    # ------------------------------------------------------------------ threads
+    def get_state(self, config: Config) -> StateSnapshot:
+        """The thread's current state (or the checkpoint ``checkpoint_id`` names): values,
+        the nodes that run next, and the tasks of an unfinished superstep (their errors,
+        interrupts, and the updates of tasks that finished)."""
+        saver, thread, checkpoint_id = self._thread(config)
+        saved = saver.at(thread, int(checkpoint_id)) if checkpoint_id else saver.latest(thread)
+        if saved is None:
+            return StateSnapshot({}, (), dict(config), None, None, None)
+        return self._snapshot(thread, saved, apply_pending=checkpoint_id is None)
+
+    async def aget_state(self, config: Config) -> StateSnapshot:
+        return self.get_state(config)
+
+    def get_state_history(
+        self, config: Config, *, limit: int | None = None, **_: Any
+    ) -> Iterator[StateSnapshot]:
+        """Every checkpoint of the thread, newest first."""
+        saver, thread, _checkpoint = self._thread(config)
+        for n, saved in enumerate(saver.history(thread)):
+            if limit is not None and n >= limit:
+                return
+            yield self._snapshot(thread, saved, apply_pending=False)
+
+    def update_state(
+        self, config: Config, values: Any, as_node: str | None = None
+    ) -> dict[str, Any]:
+        """Write ``values`` into the thread as a new checkpoint (a fork when ``config``
+        names an earlier ``checkpoint_id``), through the reducers. With ``as_node`` the
+        update counts as that node's output: its edges choose the next nodes; otherwise
+        the pending nodes stay pending. Returns the new checkpoint's config."""
+        saver, thread, checkpoint_id = self._thread(config)
+        saved = saver.at(thread, int(checkpoint_id)) if checkpoint_id else saver.latest(thread)
+        if as_node is not None and as_node not in self.nodes and as_node not in (START, END):
+            raise GraphError(f"update_state(as_node={as_node!r}): no such node")
+        run = _Run(self, {"configurable": {"thread_id": thread}})
+        base = dict(saved.values) if saved is not None else dict(self.initial)
+        writes, gotos = self.output_writes(as_node or "update_state", values)
+        new = dict(base)
+        changes = merge_writes(self, new, [writes], True)
+        pending: list[str | Send] = list(saved.next) if saved is not None else []
+        barriers = dict(saved.barriers) if saved is not None else {}
+        if as_node is not None:
+            pending = _run_sync(self._next_after(run, as_node, writes, gotos, new))
+        record = Saved(
+            number=0,
+            step=(saved.step + 1) if saved is not None else -1,
+            source="update",
+            values=new,
+            next=pending,
+            barriers=barriers,
+            parent=None,
+            created_at=_now(),
+        )
+        stored = saver.put(thread, saved, record, changes if saved is not None else None)
+        return self._config(thread, stored.number)
+
+    async def _next_after(
+        self,
+        run: _Run,
+        node: str,
+        writes: list[tuple[str, Any]],
+        gotos: list[str | Send],
+        values: dict[str, Any],
+    ) -> list[str | Send]:
+        task = _Task(run, "update", node, None)
+        task.writes, task.gotos = writes, gotos
+        run.values = values
+        pulls: dict[str, None] = {}
+        pushes: list[Send] = []
+        await run._route(task, values, True, {}, pulls, pushes)
+        return [*sorted(pulls), *pushes]
+
+    def _thread(self, config: Config) -> tuple[GraphSaver, str, str | None]:
+        if self.saver is None:
+            raise GraphError("this graph has no checkpointer: compile(checkpointer=MemoryStore())")
+        configurable = config.get("configurable") or {}
+        thread = configurable.get("thread_id")
+        if not thread:
+            raise GraphError('pass the thread: {"configurable": {"thread_id": "..."}}')
+        return self.saver, str(thread), configurable.get("checkpoint_id")
+
+    def _snapshot(self, thread: str, saved: Saved, *, apply_pending: bool) -> StateSnapshot:
+        values = dict(saved.values)
+        tasks: list[GraphTask] = []
+        waiting: list[str] = []
+        finished: list[list[tuple[str, Any]]] = []
+        for i, pending in enumerate(saved.next):
+            name = pending.node if isinstance(pending, Send) else pending
+            task_id = f"{saved.step + 1}:{i}"
+            result = saved.results.get(task_id)
+            done = result is not None and result.writes is not None
+            if done and result is not None and result.writes is not None:
+                finished.append(result.writes)
+            if not (apply_pending and done):
+                waiting.append(name)
+            tasks.append(
+                GraphTask(
+                    id=task_id,
+                    name=name,
+                    path=("__pregel_push", i)
+                    if isinstance(pending, Send)
+                    else ("__pregel_pull", name),
+                    error=result.error if result else None,
+                    interrupts=tuple(result.interrupts) if result else (),
+                    result=dict(result.writes)
+                    if done and result and result.writes is not None
+                    else None,
+                )
+            )
+        if apply_pending and finished:
+            merge_writes(self, values, finished, False)
+        interrupts = tuple(i for t in tasks for i in t.interrupts)
+        return StateSnapshot(
+            values=self.output(values),
+            next=tuple(waiting),
+            config=self._config(thread, saved.number),
+            metadata={"source": saved.source, "step": saved.step, "parents": {}},
+            created_at=datetime.fromtimestamp(saved.created_at, UTC).isoformat(),
+            parent_config=None if saved.parent is None else self._config(thread, saved.parent),
+            tasks=tuple(tasks),
+            interrupts=interrupts,
+        )
+
+    @staticmethod
+    def _config(thread: str, number: int) -> dict[str, Any]:
+        return {
+            "configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": str(number)}
+        }
+
+    # ------------------------------------------------------------------ drawing
+    def get_graph(self, **_: Any) -> Any:
+        """A drawable view: ``graph.get_graph().draw_mermaid()``."""
+        from loopwright.graph.draw import DrawableGraph
+
+        return DrawableGraph.of(self.builder)
+
+    def draw_mermaid(self) -> str:
+        return str(self.get_graph().draw_mermaid())
+
+
+class _Feed:
+    """Chunks from a running graph to one consumer (thread-safe put via the run)."""
+
+    __slots__ = ("_done", "_error", "_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[str, Any]] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._done = False
+        self._error: BaseException | None = None
+
+    def put(self, mode: str, chunk: Any) -> None:
+        self._items.append((mode, chunk))
+        self._wake()
+
+    def finished(self, task: asyncio.Future[Any]) -> None:
+        self._done = True
+        if not task.cancelled():
+            self._error = task.exception()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> tuple[str, Any] | None:
+        while not self._items:
+            if self._done:
+                if self._error is not None:
+                    raise self._error
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+            self._waiter = None
+        return self._items.popleft()
+
+
+_LOCAL = threading.local()
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run ``coro`` to completion from synchronous code: on this thread's own event loop
+    (kept between calls: creating one per call costs more than a short graph run), or,
+    when called from inside a running loop (a sync node invoking a graph), on a helper
+    thread so the caller's loop is not re-entered."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        loop = getattr(_LOCAL, "loop", None)
+        if loop is None or loop.is_closed():
+            loop = _LOCAL.loop = asyncio.new_event_loop()
+        return loop.run_until_complete(coro)
+    with ThreadPoolExecutor(1, thread_name_prefix="loopwright-graph-sync") as pool:
+        return pool.submit(_run_sync, coro).result()
+
+
+def _no_running_loop(name: str, alternative: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise GraphError(f"graph.{name}() was called inside a running event loop; use {alternative}()")
+
+
+def _now() -> float:
+    import time
+
+    return time.time()

@@ -1,0 +1,618 @@
+"""The superstep loop that runs a compiled graph.
+
+One superstep: every task scheduled for it runs concurrently (``async`` nodes as
+coroutines, plain nodes on worker threads; a lone task runs inline); their writes are
+merged through the reducers in a deterministic order -- tasks reached by edges sorted by
+node name, then :class:`Send` tasks in the order they were sent, as LangGraph does --
+and only then are the next tasks chosen (edges, joins, conditional edges, ``Command``
+gotos, Sends). A superstep whose task failed or was interrupted changes nothing: the
+state stays as the last completed superstep left it; with a checkpointer, what the other
+tasks produced is kept so a resume re-runs only the unfinished ones.
+
+Step numbers follow LangGraph: a fresh input is checkpoint ``-1``, applying it is
+superstep ``0`` (the ``START`` task), nodes run from superstep ``1``; a run may take
+``recursion_limit`` supersteps past the one it started at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from loopwright.graph.checkpoint import Change, GraphSaver, PendingResult, Saved, now
+from loopwright.graph.messages import normalize_messages
+from loopwright.graph.types import (
+    END,
+    MISSING,
+    START,
+    Command,
+    EmptyInputError,
+    GraphError,
+    GraphInterrupt,
+    GraphRecursionError,
+    Interrupt,
+    InvalidUpdateError,
+    Overwrite,
+    ParentCommand,
+    Send,
+    TaskFinished,
+    TaskStarted,
+)
+
+if TYPE_CHECKING:
+    from loopwright.graph.builder import NodeSpec
+    from loopwright.graph.engine import CompiledStateGraph
+
+Emit = Callable[[str, Any], None]
+_CURRENT: ContextVar[_Task | None] = ContextVar("loopwright_graph_task", default=None)
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+DEFAULT_WORKERS = 16
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(64, thread_name_prefix="loopwright-graph")
+        return _POOL
+
+
+class _Cursor:
+    """Resume answers of one task; a subgraph run inside the task shares it."""
+
+    __slots__ = ("key", "resume", "used")
+
+    def __init__(self, key: str, resume: list[Any]) -> None:
+        self.key = key
+        self.resume = resume
+        self.used = 0
+
+
+class _Task:
+    __slots__ = (
+        "cursor",
+        "done",
+        "error",
+        "gotos",
+        "id",
+        "input",
+        "interrupts",
+        "name",
+        "parent_command",
+        "run",
+        "send",
+        "spec",
+        "writes",
+    )
+
+    def __init__(self, run: _Run, task_id: str, name: str, send: Send | None) -> None:
+        self.run = run
+        self.id = task_id
+        self.name = name
+        self.send = send
+        self.spec: NodeSpec | None = run.graph.nodes.get(name)
+        self.input: Any = None
+        self.writes: list[tuple[str, Any]] = []
+        self.gotos: list[str | Send] = []
+        self.done = False
+        self.error: BaseException | None = None
+        self.interrupts: tuple[Interrupt, ...] = ()
+        self.parent_command: Command[Any] | None = None
+        self.cursor: _Cursor | None = None
+
+
+def interrupt(value: Any) -> Any:
+    """Pause the graph inside a node and show ``value`` to the caller.
+
+    The first call raises (the run returns ``{"__interrupt__": [Interrupt(value, id)]}``
+    and, with a checkpointer, the thread waits). ``invoke(Command(resume=answer), config)``
+    runs the node again *from its start*; this call then returns ``answer``. Several
+    calls in one node are matched to answers by their order.
+    """
+    task = _CURRENT.get()
+    if task is None:
+        raise GraphError("interrupt() can only be called while a graph node runs")
+    cursor = task.cursor
+    if cursor is None:
+        cursor = task.cursor = _Cursor(f"{task.run.thread}:{task.id}", [])
+    index = cursor.used
+    cursor.used += 1
+    if index < len(cursor.resume):
+        return cursor.resume[index]
+    digest = hashlib.blake2b(f"{cursor.key}:{index}".encode(), digest_size=16).hexdigest()
+    raise GraphInterrupt([Interrupt(value, digest)])
+
+
+def current_task_emit() -> Callable[[Any], None] | None:
+    """For nodes that produce their own events (the agent node): where to send them, or
+    ``None`` when nobody streams ``events``."""
+    task = _CURRENT.get()
+    if task is None or not task.run.wants("events"):
+        return None
+    run, step, name = task.run, task.run.step, task.name
+    from loopwright.graph.types import NodeRunEvent
+
+    return lambda event: run.emit("events", NodeRunEvent(step, name, event))
+
+
+class _Run:
+    """One invocation of a compiled graph (one call of invoke/stream)."""
+
+    def __init__(
+        self,
+        graph: CompiledStateGraph,
+        config: Mapping[str, Any],
+        emit: Emit | None = None,
+        modes: frozenset[str] = frozenset(),
+        parent: _Task | None = None,
+    ) -> None:
+        self.graph = graph
+        self.config = config
+        configurable = config.get("configurable") or {}
+        self.thread = str(configurable.get("thread_id", ""))
+        self.checkpoint_id = configurable.get("checkpoint_id")
+        self.saver: GraphSaver | None = graph.saver if parent is None else None
+        if self.saver is not None and not self.thread:
+            raise GraphError(
+                "this graph has a checkpointer: pass a thread id, e.g. "
+                'graph.invoke(input, {"configurable": {"thread_id": "1"}})'
+            )
+        self.limit = int(config.get("recursion_limit", graph.recursion_limit))
+        if self.limit < 1:
+            raise GraphError("recursion_limit must be at least 1")
+        self.workers = int(config.get("max_concurrency") or DEFAULT_WORKERS)
+        self._emit = emit
+        self.modes = modes
+        self.parent = parent
+        self.saved: Saved | None = None
+        self.values: dict[str, Any] = {}
+        self.barriers: dict[str, set[str]] = {}
+        self.step = -1
+        self.stop = 0
+        self.interrupts: list[Interrupt] = []
+        self._pending_changes: dict[str, Change] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+
+    def wants(self, mode: str) -> bool:
+        return self._emit is not None and mode in self.modes
+
+    def emit(self, mode: str, chunk: Any) -> None:
+        if self._emit is not None and mode in self.modes:
+            loop = self._loop
+            if loop is not None and threading.get_ident() != self._loop_thread:
+                loop.call_soon_threadsafe(self._emit, mode, chunk)
+            else:
+                self._emit(mode, chunk)
+
+    # ------------------------------------------------------------------ main loop
+    async def run(self, input: Any) -> dict[str, Any]:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        tasks = self._start(input)
+        while True:
+            if self.step > self.stop:
+                raise GraphRecursionError(
+                    f"Recursion limit of {self.limit} reached without hitting a stop "
+                    "condition. You can increase the limit by setting the "
+                    "`recursion_limit` config key."
+                )
+            if not tasks:
+                return self.values
+            await self._execute(tasks)
+            if self._unfinished(tasks):
+                return self.values
+            tasks = await self._commit(tasks)
+
+    def _unfinished(self, tasks: list[_Task]) -> bool:
+        """Handle a superstep with failed or interrupted tasks (True: stop here)."""
+        failed = [t for t in tasks if t.error is not None]
+        paused = [t for t in tasks if t.interrupts]
+        lifted = [t for t in tasks if t.parent_command is not None]
+        if not failed and not paused and not lifted:
+            return False
+        if self.saver is not None and self.saved is not None:
+            self.saver.put_results(self.thread, self.saved, self._results(tasks))
+        if failed:
+            raise failed[0].error  # type: ignore[misc]
+        if lifted and self.parent is not None:
+            raise ParentCommand(lifted[0].parent_command)  # type: ignore[arg-type]
+        if lifted:
+            raise InvalidUpdateError("Command(graph=Command.PARENT) used outside a subgraph")
+        self.interrupts = [i for t in paused for i in t.interrupts]
+        if self.parent is not None:
+            raise GraphInterrupt(self.interrupts)
+        self.emit("updates", {"__interrupt__": tuple(self.interrupts)})
+        if self.wants("values"):
+            self.emit("values", {**self.values, "__interrupt__": tuple(self.interrupts)})
+        return True
+
+    def _results(self, tasks: list[_Task]) -> dict[str, PendingResult]:
+        out: dict[str, PendingResult] = {}
+        for t in tasks:
+            if t.name == START:
+                continue
+            ok = t.error is None and not t.interrupts and t.parent_command is None
+            out[t.id] = PendingResult(
+                writes=list(t.writes) if ok else None,
+                gotos=list(t.gotos) if ok else [],
+                error=None if t.error is None else repr(t.error),
+                resume=list(t.cursor.resume) if t.cursor is not None else [],
+                interrupts=list(t.interrupts),
+            )
+        return out
+
+    # ------------------------------------------------------------------ starting
+    def _start(self, input: Any) -> list[_Task]:
+        saved = self._load()
+        if input is None or isinstance(input, Command):
+            return self._resume(saved, input)
+        if saved is not None:
+            self.values = dict(saved.values)
+            self.barriers = {k: set(v) for k, v in saved.barriers.items()}
+            self.step = saved.step + 1
+        else:
+            self.values = dict(self.graph.initial)
+            self.step = -1
+        self.stop = self.step + self.limit + 1
+        start = _Task(self, f"{self.step + 1}:0", START, None)
+        start.writes = self.graph.input_writes(input)
+        start.done = True
+        self._save("input", [START], {})
+        self.step += 1
+        return [start]
+
+    def _load(self) -> Saved | None:
+        if self.saver is None:
+            return None
+        if self.checkpoint_id is not None:
+            return self.saver.at(self.thread, int(self.checkpoint_id))
+        return self.saver.latest(self.thread)
+
+    def _resume(self, saved: Saved | None, command: Command[Any] | None) -> list[_Task]:
+        if command is not None and command.resume is not None and self.saver is None:
+            raise GraphError("Cannot use Command(resume=...) without a checkpointer")
+        if saved is None:
+            raise EmptyInputError(
+                "the graph got no input and the thread has no checkpoint to continue; "
+                "pass an input (or a thread id that has state)"
+            )
+        self.values = dict(saved.values)
+        self.barriers = {k: set(v) for k, v in saved.barriers.items()}
+        self.saved = saved
+        self.step = saved.step + 1
+        self.stop = self.step + self.limit + 1
+        results = saved.results
+        if self.checkpoint_id is not None and (command is None or command.resume is None):
+            results = {}  # time travel: the pending superstep runs again from scratch
+            self._save("fork", list(saved.next), {}, step=saved.step)
+            self.step = saved.step + 1
+        tasks = self._tasks(list(saved.next))
+        for task in tasks:
+            self._restore(task, results.get(task.id))
+        if command is not None:
+            self._apply_command(command, tasks)
+        self.emit("values", dict(self.values))
+        return tasks
+
+    def _restore(self, task: _Task, result: PendingResult | None) -> None:
+        if result is None:
+            return
+        if result.writes is not None:
+            task.writes, task.gotos, task.done = list(result.writes), list(result.gotos), True
+        else:
+            task.cursor = _Cursor(f"{self.thread}:{task.id}", list(result.resume))
+            task.interrupts = tuple(result.interrupts)
+
+    def _apply_command(self, command: Command[Any], tasks: list[_Task]) -> None:
+        if command.resume is not None:
+            self._give_answers(command.resume, tasks)
+        for task in tasks:
+            task.interrupts = ()
+        writes = self.graph.filter_writes(command.update_items())
+        if writes:
+            null = _Task(self, "update", "__input__", None)
+            null.writes = writes
+            values = dict(self.values)
+            self._pending_changes = self._merge(values, [null])
+            self.values = values
+        for goto in command.goto_targets():
+            if isinstance(goto, Send):
+                tasks.append(self._task(len(tasks), goto.node, goto))
+            elif goto != END and all(t.name != goto or t.send for t in tasks):
+                self.graph.check_node(goto)
+                tasks.append(self._task(len(tasks), goto, None))
+
+    def _give_answers(self, resume: Any, tasks: list[_Task]) -> None:
+        waiting = [t for t in tasks if t.interrupts]
+        by_id = {i.id: t for t in waiting for i in t.interrupts}
+        if isinstance(resume, Mapping) and resume and all(k in by_id for k in resume):
+            answers = [(by_id[k], v) for k, v in resume.items()]
+        elif len(waiting) > 1 or (waiting and len(waiting[0].interrupts) > 1):
+            raise GraphError(
+                "several interrupts are pending: resume with Command(resume={interrupt_id: "
+                f"answer, ...}}); pending ids: {', '.join(by_id)}"
+            )
+        elif not waiting:
+            raise GraphError("Command(resume=...) given, but no interrupt is pending")
+        else:
+            answers = [(waiting[0], resume)]
+        for task, answer in answers:
+            if task.cursor is None:
+                task.cursor = _Cursor(f"{self.thread}:{task.id}", [])
+            task.cursor.resume.append(answer)
+
+    # ------------------------------------------------------------------ tasks
+    def _tasks(self, pending: Sequence[str | Send]) -> list[_Task]:
+        return [
+            self._task(i, p.node if isinstance(p, Send) else p, p if isinstance(p, Send) else None)
+            for i, p in enumerate(pending)
+        ]
+
+    def _task(self, index: int, name: str, send: Send | None) -> _Task:
+        task = _Task(self, f"{self.step}:{index}", name, send)
+        if task.spec is None and name != START:
+            raise InvalidUpdateError(f"unknown node {name!r} scheduled")
+        parent = self.parent
+        if parent is not None:  # interrupts inside a subgraph answer to the parent's task
+            if parent.cursor is None:
+                parent.cursor = _Cursor(f"{parent.run.thread}:{parent.id}", [])
+            task.cursor = parent.cursor
+        return task
+
+    async def _execute(self, tasks: list[_Task]) -> None:
+        todo = [t for t in tasks if not t.done]
+        if not todo:
+            return
+        for task in todo:
+            task.input = self._input_of(task)
+            task.interrupts = ()
+        if len(todo) == 1:
+            task = todo[0]
+            if task.spec is not None and task.spec.is_async:
+                await self._run_async(task)
+            else:
+                self._run_sync(task)
+            return
+        sync = [t for t in todo if not (t.spec is not None and t.spec.is_async)]
+        jobs = [self._run_async(t) for t in todo if t.spec is not None and t.spec.is_async]
+        if sync:
+            jobs.append(self._run_threads(sync))
+        await asyncio.gather(*jobs)
+
+    def _input_of(self, task: _Task) -> Any:
+        if task.send is not None:
+            return task.send.arg
+        spec = task.spec
+        assert spec is not None
+        if spec.subgraph is not None:
+            return dict(self.values)
+        return (spec.input or self.graph.schema).coerce(self.values)
+
+    async def _run_threads(self, tasks: list[_Task]) -> None:
+        loop = asyncio.get_running_loop()
+        queue = iter(tasks)
+
+        def worker() -> None:
+            for task in queue:  # the shared iterator hands each task to one worker
+                self._run_sync(task)
+
+        pool = _pool()
+        await asyncio.gather(
+            *(loop.run_in_executor(pool, worker) for _ in range(min(len(tasks), self.workers)))
+        )
+
+    def _run_sync(self, task: _Task) -> None:
+        token = _CURRENT.set(task)
+        self._started(task)
+        try:
+            spec = task.spec
+            assert spec is not None
+            if spec.takes_config:
+                out = spec.fn(task.input, config=self.config)
+            else:
+                out = spec.fn(task.input)
+            self._absorb(task, out)
+        except BaseException as exc:
+            self._failed(task, exc)
+        finally:
+            _CURRENT.reset(token)
+
+    async def _run_async(self, task: _Task) -> None:
+        token = _CURRENT.set(task)
+        self._started(task)
+        try:
+            spec = task.spec
+            assert spec is not None
+            if spec.subgraph is not None:
+                out = await spec.subgraph.run_nested(task.input, self.config, task)
+            elif spec.takes_config:
+                out = await spec.fn(task.input, config=self.config)
+            else:
+                out = await spec.fn(task.input)
+            self._absorb(task, out)
+        except BaseException as exc:
+            self._failed(task, exc)
+        finally:
+            _CURRENT.reset(token)
+
+    def _started(self, task: _Task) -> None:
+        if self.wants("events"):
+            self.emit("events", TaskStarted(self.step, task.name, task.id))
+
+    def _failed(self, task: _Task, exc: BaseException) -> None:
+        if isinstance(exc, GraphInterrupt):
+            task.interrupts = exc.interrupts
+        elif isinstance(exc, ParentCommand):
+            if task.spec is not None and task.spec.subgraph is not None:
+                try:
+                    self._absorb(task, replace(exc.command, graph=None))
+                except Exception as inner:
+                    task.error = inner
+                return
+            task.parent_command = exc.command
+        elif isinstance(exc, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
+            raise exc
+        else:
+            task.error = exc
+        if self.wants("events"):
+            error = None if task.error is None else repr(task.error)
+            self.emit("events", TaskFinished(self.step, task.name, task.id, None, error))
+
+    def _absorb(self, task: _Task, out: Any) -> None:
+        writes, gotos = self.graph.output_writes(task.name, out)
+        task.writes, task.gotos, task.done = writes, gotos, True
+        if self._emit is not None:
+            update = _update_view(writes, out)
+            self.emit("updates", {task.name: update})
+            if "events" in self.modes:
+                self.emit("events", TaskFinished(self.step, task.name, task.id, update))
+
+    # ------------------------------------------------------------------ merging
+    async def _commit(self, tasks: list[_Task]) -> list[_Task]:
+        new = dict(self.values)
+        changes = self._merge(new, tasks)
+        pending = self._pending_changes
+        if pending:
+            changes = {**pending, **changes} if changes is not None else None
+            self._pending_changes = None
+        barriers = (
+            {k: set(v) for k, v in self.barriers.items()} if self.graph.joins else self.barriers
+        )
+        pulls: dict[str, None] = {}
+        pushes: list[Send] = []
+        single = len(tasks) == 1
+        for task in tasks:
+            await self._route(task, new, single, barriers, pulls, pushes)
+        for key, (sources, target) in self.graph.joins.items():
+            if barriers.get(key, set()) >= sources:
+                pulls[target] = None
+                barriers[key] = set()
+        self.values, self.barriers = new, barriers
+        pending_next: list[str | Send] = [*sorted(pulls), *pushes]
+        self._save("loop", pending_next, changes)
+        self.emit("values", dict(new))
+        self.step += 1
+        return self._tasks(pending_next)
+
+    def _merge(self, values: dict[str, Any], tasks: Sequence[_Task]) -> dict[str, Change] | None:
+        return merge_writes(self.graph, values, [t.writes for t in tasks], self.saver is not None)
+
+    async def _route(
+        self,
+        task: _Task,
+        new: dict[str, Any],
+        single: bool,
+        barriers: dict[str, set[str]],
+        pulls: dict[str, None],
+        pushes: list[Send],
+    ) -> None:
+        graph = self.graph
+        for goto in task.gotos:
+            if isinstance(goto, Send):
+                pushes.append(goto)
+            elif goto != END:
+                graph.check_node(goto)
+                pulls[goto] = None
+        for target in graph.edges.get(task.name, ()):
+            pulls[target] = None
+        for key in graph.joins_from.get(task.name, ()):
+            barriers.setdefault(key, set()).add(task.name)
+        branches = graph.branches.get(task.name)
+        if not branches:
+            return
+        if single:
+            view = new
+        else:
+            view = dict(self.values)
+            self._merge_view(view, task)
+        for branch in branches:
+            await graph.follow_branch(branch, task.name, view, self.config, pulls, pushes)
+
+    def _merge_view(self, view: dict[str, Any], task: _Task) -> None:
+        merge_writes(self.graph, view, [task.writes], False)
+
+    # ------------------------------------------------------------------ checkpoints
+    def _save(
+        self,
+        source: str,
+        pending: list[str | Send],
+        changes: dict[str, Change] | None,
+        step: int | None = None,
+    ) -> None:
+        if self.saver is None:
+            return
+        barriers = {k: sorted(v) for k, v in self.barriers.items() if v}
+        new = Saved(
+            number=0,
+            step=self.step if step is None else step,
+            source=source,
+            values=self.values,
+            next=pending,
+            barriers=barriers,
+            parent=None,
+            created_at=now(),
+        )
+        self.saved = self.saver.put(self.thread, self.saved, new, changes)
+
+
+def merge_writes(
+    graph: CompiledStateGraph,
+    values: dict[str, Any],
+    task_writes: Sequence[Sequence[tuple[str, Any]]],
+    record: bool,
+) -> dict[str, Change] | None:
+    """Apply the writes of one superstep's tasks (in task order) to ``values`` in place;
+    with ``record``, return how each written key changed (for a delta checkpoint)."""
+    grouped: dict[str, list[Any]] = {}
+    for writes in task_writes:
+        for key, value in writes:
+            grouped.setdefault(key, []).append(value)
+    changes: dict[str, Change] | None = {} if record else None
+    reducers = graph.reducers
+    for key, items in grouped.items():
+        reducer = reducers.get(key)
+        if reducer is None:
+            if len(items) > 1:
+                raise InvalidUpdateError(
+                    f"At key '{key}': Can receive only one value per step. Use an "
+                    "Annotated key to handle multiple values."
+                )
+            value = items[0]
+            value = value.value if isinstance(value, Overwrite) else value
+            values[key] = value
+            if changes is not None:
+                changes[key] = Change(value=value)
+            continue
+        if key in graph.message_keys:
+            items = [w if isinstance(w, Overwrite) else normalize_messages(w) for w in items]
+        value = _reduce(reducer, values.get(key, MISSING), items)
+        values[key] = value
+        if changes is not None:
+            changes[key] = Change(writes=tuple(items), value=value)
+    return changes
+
+
+def _reduce(reducer: Callable[[Any, Any], Any], current: Any, writes: Sequence[Any]) -> Any:
+    overwritten = False
+    for write in writes:
+        if isinstance(write, Overwrite):
+            if overwritten:
+                raise InvalidUpdateError("Can receive only one Overwrite value per super-step.")
+            current, overwritten = write.value, True
+        elif not overwritten:
+            current = write if current is MISSING else reducer(current, write)
+    return current
+
+
+def _update_view(writes: list[tuple[str, Any]], out: Any) -> Any:
+    if not writes:
+        return None
+    return dict(writes)

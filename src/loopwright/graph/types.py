@@ -1,0 +1,235 @@
+"""The values of the graph API: ``START``/``END``, :class:`Send`, :class:`Command`,
+:class:`Interrupt`, :class:`StateSnapshot`, the stream events and the errors.
+
+Names and semantics follow LangGraph's so a LangGraph program ports by changing its
+imports (see ``docs/graph.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from loopwright.core.errors import UserError
+from loopwright.core.events import RunEvent
+
+START: Literal["__start__"] = "__start__"
+"""The virtual first node: edges from it choose the first nodes to run."""
+END: Literal["__end__"] = "__end__"
+"""The virtual last node: a branch reaching it stops."""
+INTERRUPT_KEY = "__interrupt__"
+"""Key of the pending interrupts in a result (and of their ``updates`` stream chunk)."""
+
+_N = TypeVar("_N")
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""Marks a state key that has no value yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Run ``node`` in the next superstep with ``arg`` as its whole input.
+
+    Returned (in a list) by a conditional edge or in ``Command(goto=...)``; each Send is
+    its own task, so one node can run many times in one superstep with different inputs
+    (map-reduce). The workers' updates are merged through the state's reducers.
+    """
+
+    node: str
+    arg: Any
+
+    def __repr__(self) -> str:
+        return f"Send(node={self.node!r}, arg={self.arg!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Command(Generic[_N]):
+    """A node's combined state update and routing, or the input that resumes a graph.
+
+    * returned from a node: ``update`` is applied like a returned dict, ``goto`` (a node
+      name, a :class:`Send`, or a sequence of them) adds next tasks on top of the edges;
+      ``graph=Command.PARENT`` sends the command to the graph that runs this one as a
+      subgraph node.
+    * passed to ``invoke``: ``resume`` answers pending :func:`interrupt` calls (one
+      value, or ``{interrupt_id: value}`` when several are pending); ``update`` and
+      ``goto`` act as if a node had returned them.
+
+    Annotate a node ``-> Command[Literal["a", "b"]]`` to declare where it may go (used by
+    :meth:`StateGraph.compile` validation and the diagram).
+    """
+
+    graph: str | None = None
+    update: Any = None
+    resume: Any = None
+    goto: str | Send | Sequence[str | Send] = ()
+
+    PARENT: ClassVar[str] = "__parent__"
+
+    def update_items(self) -> list[tuple[str, Any]]:
+        """``update`` as ``(key, value)`` pairs."""
+        update = self.update
+        if update is None:
+            return []
+        if isinstance(update, Mapping):
+            return list(update.items())
+        if isinstance(update, (list, tuple)):
+            return [(k, v) for k, v in update]
+        raise InvalidUpdateError(
+            f"Command(update=...) must be a dict or a list of (key, value) pairs, "
+            f"got {type(update).__name__}"
+        )
+
+    def goto_targets(self) -> list[str | Send]:
+        goto = self.goto
+        if isinstance(goto, (str, Send)):
+            return [goto]
+        return list(goto)
+
+
+@dataclass(frozen=True, slots=True)
+class Overwrite:
+    """Write ``value`` to a reducer key *replacing* its value (the reducer is skipped)."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """A pause requested by :func:`~loopwright.graph.interrupt` inside a node.
+
+    ``value`` is what the node asked (shown to the caller); ``id`` identifies it when
+    several interrupts are pending (``Command(resume={id: answer, ...})``).
+    """
+
+    value: Any
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GraphTask:
+    """A task of a pending superstep, as :meth:`CompiledStateGraph.get_state` shows it.
+
+    ``error`` is the exception text when the task failed; ``result`` its update when it
+    finished while another task of the superstep failed or was interrupted.
+    """
+
+    id: str
+    name: str
+    path: tuple[Any, ...] = ()
+    error: str | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: Any = None
+    result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateSnapshot:
+    """One checkpoint of a thread: its values, the nodes that run next, and where it is.
+
+    ``config`` holds the thread and ``checkpoint_id``; pass it back to ``invoke`` to
+    replay from here, or to ``update_state`` to fork. ``metadata`` carries ``source``
+    (``input``, ``loop``, ``update``, ``fork``) and ``step``.
+    """
+
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    config: dict[str, Any]
+    metadata: dict[str, Any] | None
+    created_at: str | None
+    parent_config: dict[str, Any] | None
+    tasks: tuple[GraphTask, ...] = ()
+    interrupts: tuple[Interrupt, ...] = ()
+
+
+# ---------------------------------------------------------------- "events" stream mode
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStarted:
+    """A node task began (``stream_mode="events"``)."""
+
+    step: int
+    node: str
+    task_id: str
+    type: Literal["task_started"] = "task_started"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinished:
+    """A node task ended: its ``update``, or ``error`` (the exception text)."""
+
+    step: int
+    node: str
+    task_id: str
+    update: Any = None
+    error: str | None = None
+    type: Literal["task_finished"] = "task_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRunEvent:
+    """A loopwright run event emitted by an agent node (see :func:`agent_node`)."""
+
+    step: int
+    node: str
+    event: RunEvent
+    type: Literal["node_run_event"] = "node_run_event"
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinished:
+    """A superstep was merged; ``next`` are the nodes of the following one."""
+
+    step: int
+    next: tuple[str, ...] = field(default_factory=tuple)
+    type: Literal["step_finished"] = "step_finished"
+
+
+GraphEvent = TaskStarted | TaskFinished | NodeRunEvent | StepFinished
+
+# ---------------------------------------------------------------- errors
+
+
+class GraphError(UserError):
+    """Base of the graph's own errors."""
+
+
+class InvalidUpdateError(GraphError):
+    """A node's return value or a superstep's writes cannot be applied."""
+
+
+class GraphRecursionError(GraphError):
+    """The run took more supersteps than ``config["recursion_limit"]`` allows."""
+
+
+class GraphBuildError(GraphError, ValueError):
+    """The graph being built or compiled is invalid (unknown node, no entry point ...)."""
+
+
+class EmptyInputError(GraphError):
+    """``invoke`` got no input and the thread has nothing to continue."""
+
+
+class GraphInterrupt(Exception):
+    """Raised by :func:`interrupt` to pause the current task; the engine catches it."""
+
+    def __init__(self, interrupts: Sequence[Interrupt]) -> None:
+        super().__init__(interrupts)
+        self.interrupts = tuple(interrupts)
+
+
+class ParentCommand(Exception):
+    """Carries a ``Command(graph=Command.PARENT)`` out of a subgraph to its parent."""
+
+    def __init__(self, command: Command[Any]) -> None:
+        super().__init__(command)
+        self.command = command
