@@ -3,9 +3,12 @@
 A :class:`Tool` is callable like the function it wraps (handy in tests). The dispatcher
 runs it through :meth:`Tool.invoke`, which converts validated JSON arguments into the
 function's Python types (Enums, tuples, sets, dataclasses, pydantic models), injects a
-:class:`ToolContext` when the function asks for one, and awaits the result. Sync
-functions run in a worker thread unless declared ``inline=True`` (fast, CPU-light
-functions that may run on the event loop; such calls cannot be interrupted by a timeout).
+:class:`ToolContext` when the function asks for one, and awaits the result.
+
+Where a sync function runs is its ``inline`` flag: ``True`` always on the event loop
+(fast, CPU-light functions; a timeout cannot interrupt them), ``False`` always on a
+worker thread, ``None`` (the default) on workers until its own runs prove it short and
+non-blocking, then on the event loop (:class:`~loopwright.tools.threads.SyncProfile`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -20,7 +24,7 @@ from typing import Any, overload
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.schema import Converter, function_schema
-from loopwright.tools.threads import run_in_worker
+from loopwright.tools.threads import Execution, SyncProfile, run_in_worker
 from loopwright.tools.validation import SchemaValidator, Violation, check_schema
 
 BusinessValidator = Callable[[Mapping[str, Any]], "str | Iterable[Violation] | None"]
@@ -46,13 +50,17 @@ class Tool:
     validators: tuple[BusinessValidator, ...] = ()
     idempotency_key: IdempotencyKeyFn | None = None
     outcome_check: OutcomeCheck | None = None
-    inline: bool = False
+    inline: bool | None = None
     context_param: str | None = None
     converters: tuple[tuple[str, Converter], ...] = ()
     check_parameters: bool = field(default=True, repr=False)
     """Check ``spec.parameters`` against the metaschema (skipped for derived schemas)."""
+    untrusted_output: bool = False
+    """The result carries outside content (files, rows, web pages...): the dispatcher
+    delimits it as data (see docs/tools.md, "Untrusted output")."""
     schema_validator: SchemaValidator = field(init=False, repr=False, compare=False)
     is_async: bool = field(init=False, repr=False, compare=False)
+    profile: SyncProfile = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         name = self.spec.name
@@ -66,6 +74,7 @@ class Tool:
             check_schema(self.spec.parameters, owner=f"tool {name!r}")
         object.__setattr__(self, "schema_validator", SchemaValidator(self.spec.parameters))
         object.__setattr__(self, "is_async", _is_async_callable(self.fn))
+        object.__setattr__(self, "profile", SyncProfile())
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -90,6 +99,7 @@ class Tool:
             opts.outcome_check,
             opts.inline,
             context_param,
+            untrusted_output=opts.untrusted_output,
         )
 
     # -- use ------------------------------------------------------------------------------
@@ -127,14 +137,28 @@ class Tool:
         """Run the tool with validated ``arguments``; returns what the function returns."""
         return await self.call_bound(self.bind(arguments, ctx))
 
-    async def call_bound(self, kwargs: dict[str, Any]) -> object:
-        """Run ``fn(**kwargs)``: awaited if async, inline or in a worker thread if sync."""
+    async def call_bound(
+        self, kwargs: dict[str, Any], execution: Execution[Any] | None = None
+    ) -> object:
+        """Run ``fn(**kwargs)``: awaited if async, inline or in a worker thread if sync
+        (module doc). ``execution`` is resolved by the worker when a threaded run ends."""
         if self.is_async:
             return await self.fn(**kwargs)
-        if self.inline:
+        inline = self.inline
+        if inline is None:
+            profile = self.profile
+            if profile.inline:
+                started = time.perf_counter()
+                result = self.fn(**kwargs)
+                profile.ran_inline(time.perf_counter() - started, self.spec.name)
+            else:
+                result = await run_in_worker(
+                    self.fn, kwargs, owner=self, execution=execution, profile=profile
+                )
+        elif inline:
             result = self.fn(**kwargs)
         else:
-            result = await run_in_worker(self.fn, kwargs)
+            result = await run_in_worker(self.fn, kwargs, owner=self, execution=execution)
         if hasattr(result, "__await__"):  # cheaper than inspect.isawaitable on hot path
             return await result
         return result
@@ -163,7 +187,8 @@ class _ToolOptions:
     idempotency_key: IdempotencyKeyFn | None = None
     unknown_outcome: UnknownOutcomePolicy | str = UnknownOutcomePolicy.REPORT
     outcome_check: OutcomeCheck | None = None
-    inline: bool = False
+    inline: bool | None = None
+    untrusted_output: bool = False
 
     def spec(self, name: str, description: str, parameters: Mapping[str, Any]) -> ToolSpec:
         if self.timeout is not None and self.timeout <= 0:
@@ -212,7 +237,8 @@ def tool(
     (``"read"``/``"write"``/``"admin"`` or :class:`Permission`), ``idempotent``,
     ``timeout`` (seconds, ``None`` = no limit), ``max_result_chars``, ``validators``,
     ``idempotency_key`` (``args -> str | None``), ``unknown_outcome``, ``outcome_check``
-    (``key -> result | None``), ``inline``. The schema comes from type hints and the
+    (``key -> result | None``), ``inline`` (``True``/``False``/``None``: module doc),
+    ``untrusted_output`` (results are outside content, delimited as data). The schema comes from type hints and the
     docstring; the description is the docstring without its parameter section.
     """
 
@@ -234,6 +260,7 @@ def tool(
             derived.context_param,
             derived.converters,
             check_parameters=False,  # built by schema.py, valid by construction
+            untrusted_output=opts.untrusted_output,
         )
 
     if fn is not None:

@@ -37,22 +37,30 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import CoroutineType
 from typing import Any, TypeVar
 
-from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.core.errors import ToolErrorKind
 from loopwright.core.messages import ToolCallPart, ToolResultPart
 from loopwright.core.tools import Permission, ToolSpec
+from loopwright.tools import inflight
+from loopwright.tools.attempt import (
+    ERROR_KINDS,
+    Attempt,
+    attempt,
+    being_cancelled,
+    describe,
+    settled,
+)
 from loopwright.tools.confirm import Confirmation, ConfirmHandler
-from loopwright.tools.deadline import watchdog
 from loopwright.tools.decorator import Tool
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.ledger import IdempotencyLedger, MemoryLedger
 from loopwright.tools.registry import ToolRegistry
 from loopwright.tools.repair import repair_arguments
 from loopwright.tools.retry import RetryPolicy
+from loopwright.tools.threads import Execution
 from loopwright.tools.truncate import cut_text, truncate_result
 
 log = logging.getLogger("loopwright.tools")
@@ -64,7 +72,6 @@ AfterToolCall = Callable[
 ]
 """Return a ``ToolResultPart`` to replace the result, ``None`` to keep it."""
 
-ERROR_KINDS = frozenset(k.value for k in ToolErrorKind)
 _ERROR_CHARS = 4_000
 _T = TypeVar("_T")
 _DEFAULT_RETRY = RetryPolicy()
@@ -168,6 +175,27 @@ class _Plan:
             guarded=hooked or t.spec.requires_confirmation or t.idempotency_key is not None,
             direct=not t.converters and t.context_param is None,
         )
+
+
+class _Track:
+    """The execution of a keyed call's latest worker run (see :meth:`_run_keyed`)."""
+
+    __slots__ = ("execution",)
+
+    def __init__(self) -> None:
+        self.execution: Execution[Any] | None = None
+
+
+_TIMEOUT = ToolErrorKind.TIMEOUT.value
+_STILL_RUNNING = (
+    "an earlier call with the same idempotency key is still running; this call was not "
+    "started again. Call again later to get that call's result"
+)
+_LATE_NOTE = (
+    "it is still running and was not stopped; calling again with the same arguments "
+    "returns its result once it ends, it will not run twice"
+)
+_LATE: set[asyncio.Task[None]] = set()  # strong references to late-record tasks
 
 
 _NO_PLANS: dict[str, _Plan] = {}  # placeholder until the first call (never written to)
@@ -314,7 +342,7 @@ class Dispatcher:
         try:
             step = await self._dispatch(call, confirmation)
         except asyncio.CancelledError:
-            if _being_cancelled():
+            if being_cancelled():
                 raise
             step = (
                 error_result(call, ToolErrorKind.PERMANENT, "the call was cancelled"),
@@ -325,7 +353,7 @@ class Dispatcher:
         except Exception as exc:  # defensive: a fault in a callback we did not wrap
             log.exception("tool dispatch failed for %r", getattr(call, "name", call))
             result = error_result(
-                call, ToolErrorKind.PERMANENT, f"dispatch failed: {_describe(exc)}"
+                call, ToolErrorKind.PERMANENT, f"dispatch failed: {describe(exc)}"
             )
             step = (result, 0, (), False)
         if self.config.after_tool_call is not None:
@@ -391,25 +419,130 @@ class Dispatcher:
             try:
                 kwargs = t.bind(args, None)
             except Exception as exc:
-                msg = f"arguments do not convert to the tool's types: {_describe(exc)}"
+                msg = f"arguments do not convert to the tool's types: {describe(exc)}"
                 return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, msg), 0, repairs, False
+        if key is not None:
+            result, attempts, joined = await self._run_keyed(call, t, kwargs, key)
+            return result, attempts, repairs, joined
         if t.context_param is None:  # attempt 1 right here: most calls need no other
-            first = await _attempt(t, kwargs)
+            first = await attempt(t, kwargs)
             if first[1] is None:
-                text = truncate_result(first[0], t.spec.max_result_chars)
-                result, attempts = ToolResultPart(call.id, call.name, text), 1
+                result, attempts = self._success(call, t, first[0]), 1
             else:
-                result, attempts = await self._run_with_retry(call, t, kwargs, key, first)
+                result, attempts = await self._run_with_retry(call, t, kwargs, None, first)
         else:
-            result, attempts = await self._run_with_retry(call, t, kwargs, key, None)
-        if key is not None and (
-            not result.is_error or result.error_kind == ToolErrorKind.PERMANENT.value
-        ):
-            try:
-                await _maybe_await(self.ledger.put(key, result))
-            except Exception:
-                log.exception("idempotency ledger put failed for key %r", key)
+            result, attempts = await self._run_with_retry(call, t, kwargs, None, None)
         return result, attempts, repairs, False
+
+    def _success(self, call: ToolCallPart, t: Tool, value: object) -> ToolResultPart:
+        """The result of a successful run: rendered, cut to budget (and delimited as
+        data for ``untrusted_output`` tools)."""
+        return ToolResultPart(call.id, call.name, truncate_result(value, t.spec.max_result_chars))
+
+    # -- idempotency keys ------------------------------------------------------------------
+    async def _run_keyed(
+        self, call: ToolCallPart, t: Tool, kwargs: dict[str, Any], key: str
+    ) -> tuple[ToolResultPart, int, bool]:
+        """Run a keyed call at most once at a time per key (see inflight.py): join an
+        execution already in flight, else run, record in the ledger, then release.
+        Returns ``(result, attempts, answered_without_running)``."""
+        slot, mine = inflight.claim(t.name, key)
+        if not mine:
+            return await self._join(call, t, key, slot), 0, True
+        track = _Track()
+        result: ToolResultPart | None = None
+        try:
+            result, attempts = await self._run_with_retry(call, t, kwargs, key, None, track)
+        finally:
+            running = track.execution is not None and track.execution.running()
+            if running and not track.execution.done():  # type: ignore[union-attr]
+                # a timed-out (or cancelled) worker run goes on: its end settles the key
+                self._settle_late(call, t, key, slot, track.execution)  # type: ignore[arg-type]
+            else:
+                if result is not None:
+                    await self._record(key, result)
+                inflight.resolve(slot, result)
+                inflight.release(t.name, key, slot)
+        return result, attempts, False
+
+    async def _join(
+        self, call: ToolCallPart, t: Tool, key: str, slot: inflight.Slot[ToolResultPart | None]
+    ) -> ToolResultPart:
+        """The result of the execution holding ``key``, waited for up to the tool's
+        timeout; it is never started a second time."""
+        if not slot.done():
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[None] = loop.create_future()
+
+            def set_waiter() -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            def wake(_: object) -> None:
+                try:
+                    loop.call_soon_threadsafe(set_waiter)
+                except RuntimeError:  # this loop closed meanwhile
+                    pass
+
+            slot.add_done_callback(wake)
+            try:
+                await asyncio.wait_for(waiter, t.spec.timeout)
+            except TimeoutError:
+                return error_result(call, ToolErrorKind.TIMEOUT, _STILL_RUNNING)
+        found = slot.result()
+        if found is None:  # the claiming call was cancelled before its tool ran to an end
+            msg = "an earlier call with the same idempotency key was cancelled; call again"
+            return error_result(call, ToolErrorKind.TRANSIENT, msg)
+        await self._record(key, found)  # a late result whose own loop could not record it
+        inflight.release(t.name, key, slot)
+        return replace(found, call_id=call.id, name=call.name)
+
+    async def _record(self, key: str, result: ToolResultPart) -> None:
+        """Put a known outcome (success or permanent failure) in the ledger."""
+        if result.is_error and result.error_kind != ToolErrorKind.PERMANENT.value:
+            return
+        try:
+            await _maybe_await(self.ledger.put(key, result))
+        except Exception:
+            log.exception("idempotency ledger put failed for key %r", key)
+
+    def _settle_late(
+        self,
+        call: ToolCallPart,
+        t: Tool,
+        key: str,
+        slot: inflight.Slot[ToolResultPart | None],
+        execution: Execution[Any],
+    ) -> None:
+        """When the abandoned worker run of a keyed call ends: hand its result to calls
+        waiting on the key, record it in the ledger (on this loop, if it still runs),
+        then release the key. If the loop is gone the claim stays, resolved, for the next
+        call with the key to record (:meth:`_join`)."""
+        loop = asyncio.get_running_loop()
+
+        async def record(result: ToolResultPart) -> None:
+            await self._record(key, result)
+            inflight.release(t.name, key, slot)
+
+        def ended(_: object) -> None:
+            value, kind, message = settled(execution)
+            if kind is None:
+                result = self._success(call, t, value)
+            else:
+                result = error_result(call, kind, message)
+            inflight.resolve(slot, result)
+
+            def start() -> None:
+                task = loop.create_task(record(result))
+                _LATE.add(task)
+                task.add_done_callback(_LATE.discard)
+
+            try:
+                loop.call_soon_threadsafe(start)
+            except RuntimeError:  # the loop closed: the next call with the key records it
+                pass
+
+        execution.add_done_callback(ended)
 
     async def _guard(
         self,
@@ -434,7 +567,7 @@ class Dispatcher:
         try:
             key = t.idempotency_key(args)
         except Exception as exc:
-            msg = f"could not derive the idempotency key: {_describe(exc)}"
+            msg = f"could not derive the idempotency key: {describe(exc)}"
             return (error_result(call, ToolErrorKind.PERMANENT, msg), False), None
         if key is None:
             return None, None
@@ -442,7 +575,7 @@ class Dispatcher:
         try:
             stored = await _maybe_await(self.ledger.get(key))
         except Exception as exc:
-            msg = f"idempotency ledger failed ({_describe(exc)}); the call was not run"
+            msg = f"idempotency ledger failed ({describe(exc)}); the call was not run"
             return (error_result(call, ToolErrorKind.TRANSIENT, msg), False), key
         if stored is not None:
             return (replace(stored, call_id=call.id, name=call.name), True), key
@@ -454,42 +587,51 @@ class Dispatcher:
         t: Tool,
         kwargs: dict[str, Any],
         key: str | None,
-        first: _Attempt | None,
+        first: Attempt | None,
+        track: _Track | None = None,
     ) -> tuple[ToolResultPart, int]:
         """Attempts (with retries) until a result; ``first`` is attempt 1's outcome when
-        the caller already ran it."""
+        the caller already ran it. With ``track`` (keyed calls) each worker run gets an
+        execution: a timeout whose thread still runs ends the retries (running it again
+        would duplicate it), and one that finished after all reports its real outcome."""
         cfg = self.config
         context_param = t.context_param
         failures: list[str] = []
-        attempt = 1
+        n = 1
         while True:
             if first is not None:
                 (value, kind, message), first = first, None
             else:
                 if context_param is not None:
                     kwargs[context_param] = ToolContext(
-                        call.id, key, attempt, cfg.session_id, cfg.metadata
+                        call.id, key, n, cfg.session_id, cfg.metadata
                     )
-                value, kind, message = await _attempt(t, kwargs)
+                execution = None
+                if track is not None and not t.is_async:
+                    execution = track.execution = Execution()
+                value, kind, message = await attempt(t, kwargs, execution)
+                if execution is not None and kind == _TIMEOUT:
+                    if execution.done():
+                        value, kind, message = settled(execution)
+                    elif execution.running():
+                        return error_result(call, kind, f"{message}; {_LATE_NOTE}"), n
             if kind is None:
-                return ToolResultPart(
-                    call.id, call.name, truncate_result(value, t.spec.max_result_chars)
-                ), attempt
+                return self._success(call, t, value), n
             policy = cfg.retry
             repeatable = t.spec.idempotent or key is not None
-            if policy.should_retry(kind, attempt, repeatable=repeatable):
+            if policy.should_retry(kind, n, repeatable=repeatable):
                 failures.append(message)
-                await cfg.sleep(policy.delay(attempt, cfg.random()))
-                attempt += 1
+                await cfg.sleep(policy.delay(n, cfg.random()))
+                n += 1
                 continue
             if failures:
                 earlier = "; ".join(f"attempt {i}: {m}" for i, m in enumerate(failures, 1))
-                message = f"{message} (failed {attempt} attempts; {earlier})"
+                message = f"{message} (failed {n} attempts; {earlier})"
             elif kind in policy.retry_on and not repeatable and policy.max_attempts > 1:
                 message += " (not retried: the tool is not idempotent and the call has no key)"
             budget = min(t.spec.max_result_chars, _ERROR_CHARS)
             res = error_result(call, kind, message)
-            return replace(res, content=cut_text(res.content, budget)), attempt
+            return replace(res, content=cut_text(res.content, budget)), n
 
     # -- steps that end a call early --------------------------------------------------------
     def _not_found(self, call: ToolCallPart) -> ToolResultPart:
@@ -517,7 +659,7 @@ class Dispatcher:
         try:
             reason = await _maybe_await(hook(call, spec))
         except Exception as exc:
-            msg = f"before_tool_call hook raised {_describe(exc)}; the call was not run"
+            msg = f"before_tool_call hook raised {describe(exc)}; the call was not run"
             return error_result(call, ToolErrorKind.PERMANENT, msg)
         if reason is None or reason is False:
             return None
@@ -534,7 +676,7 @@ class Dispatcher:
             try:
                 decision = await _maybe_await(handler(call, spec))
             except Exception as exc:
-                msg = f"confirmation handler raised {_describe(exc)}; the call was not run"
+                msg = f"confirmation handler raised {describe(exc)}; the call was not run"
                 return error_result(call, ToolErrorKind.PERMANENT, msg)
         if not isinstance(decision, Confirmation):
             msg = (
@@ -558,7 +700,7 @@ class Dispatcher:
         try:
             new = await _maybe_await(hook(call, result))
         except Exception as exc:
-            msg = f"after_tool_call hook raised {_describe(exc)}; the result was withheld"
+            msg = f"after_tool_call hook raised {describe(exc)}; the result was withheld"
             return error_result(call, ToolErrorKind.PERMANENT, msg)
         if new is None:
             return result
@@ -602,130 +744,6 @@ def _refuse_permission(call: ToolCallPart, spec: ToolSpec, level: Permission) ->
         f"has {level.name.lower()}. Use another tool or ask the user."
     )
     return error_result(call, ToolErrorKind.PERMISSION_DENIED, msg)
-
-
-_Attempt = tuple[object, str | None, str]
-
-
-async def _attempt(t: Tool, kwargs: dict[str, Any]) -> _Attempt:
-    """One execution: ``(value, None, "")`` or ``(None, kind, message)``.
-
-    This is the dispatch hot path. Under a timeout the tool's coroutine takes its first
-    step right here: a tool that finishes without suspending (most pure-computation
-    tools) could not be interrupted anyway (a deadline only acts at a suspension point),
-    so it pays for no deadline at all. One that suspends continues in
-    :class:`_Deadlined`, its deadline still counted from before its first step."""
-    timeout = t.spec.timeout
-    try:
-        if timeout is None or (t.inline and not t.is_async):
-            return (await (t.fn(**kwargs) if t.is_async else t.call_bound(kwargs))), None, ""
-        started = time.monotonic()
-        coro = t.fn(**kwargs) if t.is_async else t.call_bound(kwargs)
-        if type(coro) is not CoroutineType:  # some other awaitable (a future...)
-            coro = _awaiting(coro)
-        try:
-            first = coro.send(None)
-        except StopIteration as done:
-            return done.value, None, ""
-        remaining = timeout - (time.monotonic() - started)
-        return (await _Deadlined(coro, first, remaining)), None, ""
-    except _Expired:
-        return (
-            None,
-            ToolErrorKind.TIMEOUT.value,
-            (f"tool {t.name!r} did not finish within {timeout:g} s"),
-        )
-    except TimeoutError as exc:
-        return None, ToolErrorKind.TRANSIENT.value, _describe(exc)
-    except ToolError as exc:
-        kind = exc.kind.value if isinstance(exc.kind, ToolErrorKind) else str(exc.kind)
-        if kind not in ERROR_KINDS:
-            kind = ToolErrorKind.PERMANENT.value
-        return None, kind, str(exc) or type(exc).__name__
-    except ConnectionError as exc:
-        return None, ToolErrorKind.TRANSIENT.value, _describe(exc)
-    except asyncio.CancelledError:
-        if _being_cancelled():
-            raise
-        return None, ToolErrorKind.PERMANENT.value, "the tool raised CancelledError"
-    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
-        # a tool raising sys.exit(), KeyboardInterrupt or GeneratorExit is a tool fault: a
-        # real Ctrl-C under asyncio.run reaches the run as a cancellation (docs/loop.md)
-        return None, ToolErrorKind.PERMANENT.value, _describe(exc)
-
-
-class _Expired(Exception):
-    """The dispatcher's own deadline for a call passed."""
-
-
-class _Deadlined:
-    """Awaits ``coro`` under the loop's watchdog, ``seconds`` from now: the
-    semantics of ``asyncio.timeout`` (cancel the task at the deadline, turn that
-    cancellation into :class:`_Expired`, leave outside cancellations alone) without a
-    timer handle per call (see deadline.py). ``coro`` already took its first step, which
-    yielded ``first``."""
-
-    __slots__ = ("coro", "first", "seconds")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any, seconds: float) -> None:
-        self.coro = coro
-        self.first = first
-        self.seconds = seconds
-
-    def __await__(self) -> Generator[Any, Any, object]:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task(loop)
-        assert task is not None
-        baseline = task.cancelling()
-        wd = watchdog(loop)
-        deadline = wd.add(self.seconds, task)
-        try:
-            value = yield from _resume(self.coro, self.first)
-        except asyncio.CancelledError:
-            if deadline.fired and task.uncancel() <= baseline:
-                raise _Expired from None
-            raise
-        finally:
-            if not deadline.fired:
-                wd.discard(deadline)
-        if deadline.fired:  # the deadline passed but the tool swallowed the cancellation
-            task.uncancel()
-        return value
-
-
-async def _awaiting(awaitable: Awaitable[_T]) -> _T:
-    return await awaitable
-
-
-def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, object]:
-    """``yield from coro`` for a coroutine whose first step already yielded ``first``."""
-    yielded = first
-    try:
-        while True:
-            try:
-                sent = yield yielded
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:
-                yielded = coro.throw(exc)
-            else:
-                yielded = coro.send(sent)
-    except StopIteration as done:
-        return done.value
-
-
-def _describe(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:
-        text = ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _being_cancelled() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 async def _ready(value: _T) -> _T:

@@ -1,67 +1,246 @@
-"""Run sync tool functions off the event loop, on daemon worker threads.
+"""Run sync tool functions off the event loop without letting a stuck one starve the rest.
 
-Why not ``asyncio.to_thread``: its default executor joins its threads at interpreter
-exit and at ``asyncio.run`` shutdown, so one hung sync tool (already reported as a
-timeout) would hang the whole process on exit. These workers are daemon threads, reused
-while idle, created on demand up to ``MAX_WORKERS`` (calls beyond that queue).
+Python cannot kill a thread, so a sync tool that never returns keeps its thread for
+good. The pool is built around that fact (see docs/tools.md, "Sync tools"):
+
+* Workers are daemon threads (``asyncio.to_thread``'s executor joins its threads at
+  interpreter exit, so one hung tool would hang the process on exit). At most
+  ``MAX_WORKERS`` of them serve calls; calls beyond that queue.
+* A call whose caller stops waiting (a timeout, a cancelled run) is **abandoned**: a
+  queued one never starts; a running one is written off the pool, which may start a
+  replacement at once. The abandoned thread finishes the function on its own, then
+  rejoins the pool if there is room or exits.
+* Abandoned calls are bounded per owner (one tool): after ``MAX_STUCK_PER_OWNER``
+  calls of a tool still running past their deadline, further calls of that tool are
+  refused at once with a ``timeout`` :class:`ToolError` instead of taking more threads,
+  and ``MAX_ABANDONED`` bounds them process-wide. Other tools keep their workers.
+* ``execution``: a ``concurrent.futures.Future`` resolved with ``(value, exception)``
+  when the function really ends, whether or not anyone still waits. The dispatcher
+  uses it so a keyed call that timed out but still runs is not started twice.
+
 Context variables are copied into the worker like ``to_thread`` does.
+
+:class:`SyncProfile` decides where a plain ``def`` tool runs (``inline=None``, the
+default): on a worker while it is unknown; on the event loop once it has proved short
+and non-blocking (see :meth:`SyncProfile.ran`); back on workers for good the first time
+an inline run is slow.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
+import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-MAX_WORKERS = 64
+from loopwright.core.errors import ToolError, ToolErrorKind
 
-_Job = tuple[
-    asyncio.AbstractEventLoop,
-    "asyncio.Future[Any]",
-    contextvars.Context,
-    Callable[..., Any],
-    dict[str, Any],
-]
+log = logging.getLogger("loopwright.tools")
+
+MAX_WORKERS = 64
+MAX_STUCK_PER_OWNER = 4
+MAX_ABANDONED = 256
+
+Execution = concurrent.futures.Future
+"""Resolved with ``(value, exception)`` when a worker finishes the function."""
+
+_QUEUED, _RUNNING, _ABANDONED, _CANCELLED, _DONE = range(5)
+
+
+class SyncProfile:
+    """Where a plain ``def`` tool runs, learned from its own runs.
+
+    A worker times every run (wall clock and the thread's CPU time). After
+    ``PROMOTE_AFTER`` runs in a row that each took under ``FAST_S`` and spent almost
+    all of it computing (``wall - cpu`` under ``BLOCKED_S``: no sleeping, no waiting on
+    I/O, locks or the event loop), the tool runs inline on the event loop, which saves
+    the thread hop (~50-150 us of a ~5 us dispatch, docs/tools.md). One inline run slower
+    than ``DEMOTE_S`` sends it back to workers for good. A tool that waits on anything
+    never shows a CPU-bound streak, so it is never inlined and never blocks the loop;
+    declare ``inline=False`` to opt out entirely.
+    """
+
+    __slots__ = ("demoted", "inline", "streak")
+
+    PROMOTE_AFTER = 8
+    FAST_S = 0.0005
+    BLOCKED_S = 0.0001
+    DEMOTE_S = 0.002
+
+    def __init__(self) -> None:
+        self.inline = False
+        self.demoted = False
+        self.streak = 0
+
+    def ran(self, wall: float, cpu: float) -> None:
+        """Record one worker run (called on the worker thread; races only delay a
+        promotion)."""
+        if wall < self.FAST_S and wall - cpu < self.BLOCKED_S:
+            self.streak += 1
+            if self.streak >= self.PROMOTE_AFTER and not self.demoted:
+                self.inline = True
+        else:
+            self.streak = 0
+
+    def ran_inline(self, wall: float, name: str) -> None:
+        if wall > self.DEMOTE_S:
+            self.inline = False
+            self.demoted = True
+            log.info(
+                "tool %r took %.1f ms inline; it runs on worker threads from now on",
+                name,
+                wall * 1e3,
+            )
+
+
+class _Job:
+    __slots__ = ("ctx", "execution", "fn", "fut", "kwargs", "loop", "owner", "profile", "state")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fut: asyncio.Future[Any],
+        fn: Callable[..., Any],
+        kwargs: dict[str, Any],
+        owner: object,
+        execution: Execution[Any] | None,
+        profile: SyncProfile | None,
+    ) -> None:
+        self.loop = loop
+        self.fut = fut
+        self.ctx = contextvars.copy_context()
+        self.fn = fn
+        self.kwargs = kwargs
+        self.owner = owner
+        self.execution = execution
+        self.profile = profile
+        self.state = _QUEUED
 
 
 class _Pool:
-    def __init__(self, max_workers: int) -> None:
+    def __init__(self, max_workers: int, max_stuck: int, max_abandoned: int) -> None:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
-        self._workers = 0
+        self._workers = 0  # live workers: abandoned ones are not counted
         self._max = max_workers
+        self._max_stuck = max_stuck
+        self._max_abandoned = max_abandoned
+        self._stuck: dict[object, int] = {}
+        self._abandoned = 0
+
+    def stuck(self, owner: object) -> int:
+        """Calls of ``owner`` abandoned by their callers and still running."""
+        return self._stuck.get(owner, 0)
+
+    @property
+    def workers(self) -> int:
+        return self._workers
 
     def submit(self, job: _Job) -> None:
         with self._lock:
+            stuck = self._stuck.get(job.owner, 0)
+            if stuck >= self._max_stuck or self._abandoned >= self._max_abandoned:
+                raise _busy(job, stuck, self._abandoned)
             spawn = self._idle == 0 and self._workers < self._max
             if spawn:
                 self._workers += 1
-            else:
-                self._idle -= 1 if self._idle > 0 else 0
+            elif self._idle > 0:
+                self._idle -= 1
         self._jobs.put(job)
         if spawn:
-            threading.Thread(target=self._work, name="loopwright-tool", daemon=True).start()
+            self._spawn()
+
+    def abandon(self, job: _Job) -> None:
+        """The caller stopped waiting for ``job``."""
+        with self._lock:
+            if job.state == _QUEUED:
+                job.state = _CANCELLED  # the worker that dequeues it skips it
+                return
+            if job.state != _RUNNING:
+                return
+            job.state = _ABANDONED
+            self._workers -= 1
+            self._abandoned += 1
+            self._stuck[job.owner] = self._stuck.get(job.owner, 0) + 1
+            spawn = self._idle == 0 and self._jobs.qsize() > 0
+            if spawn:
+                self._workers += 1
+        if spawn:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        threading.Thread(target=self._work, name="loopwright-tool", daemon=True).start()
 
     def _work(self) -> None:
         while True:
-            loop, fut, ctx, fn, kwargs = self._jobs.get()
-            try:
-                result = ctx.run(fn, **kwargs)
-            except GeneratorExit:
-                # thrown into the awaiting coroutine, GeneratorExit would close the whole
-                # run instead of failing this call: deliver it as an ordinary exception
-                _deliver(loop, fut, None, RuntimeError("the tool raised GeneratorExit"))
-            except BaseException as exc:
-                _deliver(loop, fut, None, exc)
-            else:
-                _deliver(loop, fut, result, None)
-            del fut, fn, kwargs, ctx, loop
+            job = self._jobs.get()
             with self._lock:
-                self._idle += 1
+                if job.state == _CANCELLED:
+                    self._idle += 1
+                    continue
+                job.state = _RUNNING
+                if job.execution is not None:
+                    job.execution.set_running_or_notify_cancel()
+            value, exc = _run(job)
+            if job.execution is not None:
+                job.execution.set_result((value, exc))
+            with self._lock:
+                abandoned = job.state == _ABANDONED
+                job.state = _DONE
+                if not abandoned:
+                    self._idle += 1
+                    rejoin = True
+                else:
+                    self._abandoned -= 1
+                    left = self._stuck[job.owner] - 1
+                    if left:
+                        self._stuck[job.owner] = left
+                    else:
+                        del self._stuck[job.owner]
+                    rejoin = self._workers < self._max
+                    if rejoin:
+                        self._workers += 1
+                        self._idle += 1
+            if not abandoned:
+                _deliver(job.loop, job.fut, value, exc)
+            del job, value, exc
+            if not rejoin:
+                return
+
+
+def _run(job: _Job) -> tuple[Any, BaseException | None]:
+    profile = job.profile
+    try:
+        if profile is None:
+            return job.ctx.run(job.fn, **job.kwargs), None
+        wall, cpu = time.perf_counter(), time.thread_time()
+        value = job.ctx.run(job.fn, **job.kwargs)
+        profile.ran(time.perf_counter() - wall, time.thread_time() - cpu)
+        return value, None
+    except GeneratorExit:
+        # thrown into the awaiting coroutine, GeneratorExit would close the whole run
+        # instead of failing this call: deliver it as an ordinary exception
+        return None, RuntimeError("the tool raised GeneratorExit")
+    except BaseException as exc:
+        return None, exc
+
+
+def _busy(job: _Job, stuck: int, abandoned: int) -> ToolError:
+    name = getattr(job.owner, "name", None) or getattr(job.fn, "__name__", "tool")
+    if stuck >= MAX_STUCK_PER_OWNER:
+        why = f"{stuck} earlier calls of {name!r} are still running after their timeout"
+    else:
+        why = f"{abandoned} timed-out sync tool calls are still running in this process"
+    return ToolError(
+        f"not started: {why}; try again later or use another tool",
+        kind=ToolErrorKind.TIMEOUT,
+    )
 
 
 def _deliver(
@@ -84,12 +263,28 @@ def _deliver(
         pass
 
 
-_POOL = _Pool(MAX_WORKERS)
+POOL = _Pool(MAX_WORKERS, MAX_STUCK_PER_OWNER, MAX_ABANDONED)
 
 
-async def run_in_worker(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    """``fn(**kwargs)`` on a worker thread; cancelling the await abandons (not kills) it."""
+async def run_in_worker(
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    *,
+    owner: object = None,
+    execution: Execution[Any] | None = None,
+    profile: SyncProfile | None = None,
+) -> Any:
+    """``fn(**kwargs)`` on a worker thread. Cancelling the await abandons the call (a
+    queued call never starts; a running one finishes on its own). ``owner`` is what
+    stuck calls are counted against (the tool); ``execution`` is resolved when ``fn``
+    ends; ``profile`` receives the run's timings. Raises a ``timeout``
+    :class:`ToolError` without starting ``fn`` when ``owner`` has too many stuck calls."""
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[Any] = loop.create_future()
-    _POOL.submit((loop, fut, contextvars.copy_context(), fn, kwargs))
-    return await fut
+    job = _Job(loop, fut, fn, kwargs, fn if owner is None else owner, execution, profile)
+    POOL.submit(job)
+    try:
+        return await fut
+    except asyncio.CancelledError:
+        POOL.abandon(job)
+        raise

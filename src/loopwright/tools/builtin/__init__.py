@@ -78,7 +78,8 @@ def make_read_file(config: BuiltinConfig | None = None) -> Tool:
     def read_file(path: str) -> str:
         return reader.read(path)
 
-    return _from_spec(files.SPEC, read_file)
+    # file I/O can block (a slow disk, a network mount): always on a worker thread
+    return _from_spec(files.SPEC, read_file, inline=False)
 
 
 def make_sql_query(config: BuiltinConfig | None = None) -> Tool:
@@ -88,7 +89,7 @@ def make_sql_query(config: BuiltinConfig | None = None) -> Tool:
     def sql_query(query: str, params: list[object] | None = None) -> dict[str, object]:
         return runner.query(query, params)
 
-    return _from_spec(sql.SPEC, sql_query)
+    return _from_spec(sql.SPEC, sql_query, inline=False)
 
 
 def make_send_email(config: BuiltinConfig | None = None) -> Tool:
@@ -104,6 +105,7 @@ def make_send_email(config: BuiltinConfig | None = None) -> Tool:
         send_email,
         idempotency_key=email.email_key,
         outcome_check=outbox.outcome,
+        inline=False,  # waits on a file lock
     )
 
 

@@ -1,0 +1,161 @@
+"""One execution of a tool under its deadline, and how its failures are classified.
+
+The dispatcher's hot path: see :func:`attempt` for why a call that never suspends pays
+for no deadline, and deadline.py for the one-timer-per-loop watchdog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Coroutine, Generator
+from types import CoroutineType
+from typing import Any, TypeVar
+
+from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.tools.deadline import watchdog
+from loopwright.tools.decorator import Tool
+from loopwright.tools.threads import Execution
+
+ERROR_KINDS = frozenset(k.value for k in ToolErrorKind)
+_T = TypeVar("_T")
+
+Attempt = tuple[object, str | None, str]
+"""``(value, None, "")`` for a success, ``(None, kind, message)`` for a failure."""
+
+
+async def attempt(
+    t: Tool, kwargs: dict[str, Any], execution: Execution[Any] | None = None
+) -> Attempt:
+    """One execution: ``(value, None, "")`` or ``(None, kind, message)``.
+
+    This is the dispatch hot path. Under a timeout the tool's coroutine takes its first
+    step right here: a tool that finishes without suspending (most pure-computation
+    tools) could not be interrupted anyway (a deadline only acts at a suspension point),
+    so it pays for no deadline at all. One that suspends continues in
+    :class:`_Deadlined`, its deadline still counted from before its first step.
+    ``execution`` goes to the worker thread of a sync tool (see threads.py)."""
+    timeout = t.spec.timeout
+    try:
+        if timeout is None or (t.inline and not t.is_async):
+            value = await (t.fn(**kwargs) if t.is_async else t.call_bound(kwargs, execution))
+            return value, None, ""
+        started = time.monotonic()
+        coro = t.fn(**kwargs) if t.is_async else t.call_bound(kwargs, execution)
+        if type(coro) is not CoroutineType:  # some other awaitable (a future...)
+            coro = _awaiting(coro)
+        try:
+            first = coro.send(None)
+        except StopIteration as done:
+            return done.value, None, ""
+        remaining = timeout - (time.monotonic() - started)
+        return (await _Deadlined(coro, first, remaining)), None, ""
+    except _Expired:
+        return (
+            None,
+            ToolErrorKind.TIMEOUT.value,
+            (f"tool {t.name!r} did not finish within {timeout:g} s"),
+        )
+    except asyncio.CancelledError:
+        if being_cancelled():
+            raise
+        return None, ToolErrorKind.PERMANENT.value, "the tool raised CancelledError"
+    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        # a tool raising sys.exit(), KeyboardInterrupt or GeneratorExit is a tool fault: a
+        # real Ctrl-C under asyncio.run reaches the run as a cancellation (docs/loop.md)
+        return (None, *classify(exc))
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """``(kind, message)`` of an exception a tool raised: ``ToolError`` carries its kind,
+    ``TimeoutError``/``ConnectionError`` are ``transient``, anything else ``permanent``."""
+    if isinstance(exc, ToolError):
+        kind = exc.kind.value if isinstance(exc.kind, ToolErrorKind) else str(exc.kind)
+        if kind not in ERROR_KINDS:
+            kind = ToolErrorKind.PERMANENT.value
+        return kind, str(exc) or type(exc).__name__
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return ToolErrorKind.TRANSIENT.value, describe(exc)
+    return ToolErrorKind.PERMANENT.value, describe(exc)
+
+
+def settled(execution: Execution[Any]) -> Attempt:
+    """The outcome of a finished worker run, classified like :func:`attempt`."""
+    value, exc = execution.result()
+    if exc is None:
+        return value, None, ""
+    return (None, *classify(exc))
+
+
+class _Expired(Exception):
+    """The dispatcher's own deadline for a call passed."""
+
+
+class _Deadlined:
+    """Awaits ``coro`` under the loop's watchdog, ``seconds`` from now: the
+    semantics of ``asyncio.timeout`` (cancel the task at the deadline, turn that
+    cancellation into :class:`_Expired`, leave outside cancellations alone) without a
+    timer handle per call (see deadline.py). ``coro`` already took its first step, which
+    yielded ``first``."""
+
+    __slots__ = ("coro", "first", "seconds")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any, seconds: float) -> None:
+        self.coro = coro
+        self.first = first
+        self.seconds = seconds
+
+    def __await__(self) -> Generator[Any, Any, object]:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)
+        assert task is not None
+        baseline = task.cancelling()
+        wd = watchdog(loop)
+        deadline = wd.add(self.seconds, task)
+        try:
+            value = yield from _resume(self.coro, self.first)
+        except asyncio.CancelledError:
+            if deadline.fired and task.uncancel() <= baseline:
+                raise _Expired from None
+            raise
+        finally:
+            if not deadline.fired:
+                wd.discard(deadline)
+        if deadline.fired:  # the deadline passed but the tool swallowed the cancellation
+            task.uncancel()
+        return value
+
+
+async def _awaiting(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
+
+
+def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, object]:
+    """``yield from coro`` for a coroutine whose first step already yielded ``first``."""
+    yielded = first
+    try:
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                yielded = coro.throw(exc)
+            else:
+                yielded = coro.send(sent)
+    except StopIteration as done:
+        return done.value
+
+
+def describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

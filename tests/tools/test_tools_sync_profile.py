@@ -1,0 +1,85 @@
+"""Where a plain ``def`` tool runs: worker threads until it proves short and CPU-bound,
+then the event loop; back to workers for good after one slow inline run."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from loopwright.core.messages import ToolCallPart
+from loopwright.tools import Dispatcher, ToolRegistry, tool
+from loopwright.tools.threads import SyncProfile
+
+
+async def _threads_used(d: Dispatcher, name: str, n: int) -> list[bool]:
+    main = threading.get_ident()
+    seen: list[bool] = []
+    for i in range(n):
+        out = await d.run_one(ToolCallPart(f"c{i}", name, {"x": i}))
+        assert not out.result.is_error, out.result.content
+        seen.append(int(out.result.content) != main)
+    return seen
+
+
+async def test_a_fast_def_tool_moves_to_the_event_loop() -> None:
+    @tool
+    def where(x: int) -> int:
+        """Report the thread."""
+        return threading.get_ident()
+
+    d = Dispatcher(ToolRegistry([where]))
+    seen = await _threads_used(d, "where", SyncProfile.PROMOTE_AFTER)
+    assert all(seen)  # proved on workers first
+    for _ in range(200):  # a run preempted on a busy machine restarts the streak
+        if where.profile.inline:
+            break
+        await _threads_used(d, "where", 1)
+    assert where.profile.inline
+    assert await _threads_used(d, "where", 3) == [False, False, False]  # on the loop now
+
+
+async def test_a_blocking_def_tool_stays_on_workers() -> None:
+    @tool
+    def napper(x: int) -> int:
+        """Sleep briefly (waits: never CPU-bound)."""
+        time.sleep(0.0002)
+        return threading.get_ident()
+
+    d = Dispatcher(ToolRegistry([napper]))
+    assert all(await _threads_used(d, "napper", 3 * SyncProfile.PROMOTE_AFTER))
+    assert not napper.profile.inline
+
+
+async def test_one_slow_inline_run_demotes_for_good() -> None:
+    slow = threading.Event()
+
+    @tool
+    def sometimes(x: int) -> int:
+        """Fast, until it is not."""
+        if slow.is_set():
+            end = time.perf_counter() + 2 * SyncProfile.DEMOTE_S
+            while time.perf_counter() < end:
+                pass
+        return threading.get_ident()
+
+    d = Dispatcher(ToolRegistry([sometimes]))
+    for _ in range(200):
+        if sometimes.profile.inline:
+            break
+        await _threads_used(d, "sometimes", 1)
+    assert sometimes.profile.inline
+    slow.set()
+    await _threads_used(d, "sometimes", 1)
+    slow.clear()
+    assert not sometimes.profile.inline and sometimes.profile.demoted
+    assert all(await _threads_used(d, "sometimes", 2 * SyncProfile.PROMOTE_AFTER))
+
+
+async def test_inline_false_always_uses_a_worker() -> None:
+    @tool(inline=False)
+    def pinned(x: int) -> int:
+        """Always threaded."""
+        return threading.get_ident()
+
+    d = Dispatcher(ToolRegistry([pinned]))
+    assert all(await _threads_used(d, "pinned", 2 * SyncProfile.PROMOTE_AFTER))
