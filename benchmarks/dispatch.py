@@ -2,8 +2,10 @@
 
 Measures, in one process: (a) the plain-Python floor: validate nothing, call the
 function, json.dumps the result, build a ToolResultPart; (b) ``Dispatcher.run_one`` on
-an async tool, (c) on an ``inline=True`` sync tool, (d) on a default (worker-thread)
-sync tool, (e) with arguments as a raw JSON string needing no repair, (f) a single
+an async tool, (c) on an ``inline=True`` sync tool, (d) on an ``inline=False`` sync
+tool (a worker-thread hop per call), (e) on a plain ``def`` tool with the default
+``inline=None`` (on workers until proved fast, then on the loop: docs/tools.md, "Sync
+tools"), (f) with arguments as a raw JSON string needing no repair, (g) a single
 ``jsonschema`` validation of the same arguments for scale. Each figure is the median of
 ``ROUNDS`` rounds of ``N`` calls, in microseconds per call, both wall-clock (``*_us``)
 and process CPU time (``*_cpu_us``, steadier when other processes share the cores).
@@ -43,8 +45,14 @@ def add_inline(a: Annotated[int, "first"], b: Annotated[int, "second"]) -> dict[
     return {"sum": a + b}
 
 
-@tool(name="add_thread")
+@tool(name="add_thread", inline=False)
 def add_thread(a: Annotated[int, "first"], b: Annotated[int, "second"]) -> dict[str, int]:
+    """Add two integers."""
+    return {"sum": a + b}
+
+
+@tool(name="add_def")
+def add_def(a: Annotated[int, "first"], b: Annotated[int, "second"]) -> dict[str, int]:
     """Add two integers."""
     return {"sum": a + b}
 
@@ -92,12 +100,13 @@ def _bench_jsonschema(n: int) -> Sample:
 
 
 async def main() -> dict[str, float]:
-    reg = ToolRegistry([add_async, add_inline, add_thread])
+    reg = ToolRegistry([add_async, add_inline, add_thread, add_def])
     d = Dispatcher(reg)
     calls = {
         "async": ToolCallPart("c1", "add_async", {"a": 1, "b": 2}),
         "inline": ToolCallPart("c2", "add_inline", {"a": 1, "b": 2}),
         "raw_json": ToolCallPart("c3", "add_async", {}, '{"a": 1, "b": 2}'),
+        "def": ToolCallPart("c5", "add_def", {"a": 1, "b": 2}),
     }
     res: dict[str, list[Sample]] = {k: [] for k in [*calls, "thread", "floor", "jsonschema"]}
     for _ in range(ROUNDS):
@@ -111,7 +120,7 @@ async def main() -> dict[str, float]:
     for k, v in res.items():
         out[f"{k}_us"] = _median_us([w for w, _ in v])
         out[f"{k}_cpu_us"] = _median_us([c for _, c in v])
-    for k in ("async", "inline", "raw_json", "thread", "jsonschema"):
+    for k in ("async", "inline", "raw_json", "def", "thread", "jsonschema"):
         out[f"{k}_ratio"] = round(out[f"{k}_us"] / out["floor_us"], 1)
         out[f"{k}_cpu_ratio"] = round(out[f"{k}_cpu_us"] / out["floor_cpu_us"], 1)
         out[f"{k}_overhead_us"] = round(out[f"{k}_us"] - out["floor_us"], 2)
