@@ -44,9 +44,7 @@ def open_store(kind: str, tmp_path: Path) -> Any:
     if kind == "redis":
         from loopwright.store import RedisStore
 
-        return RedisStore(
-            service_url("LOOPWRIGHT_TEST_REDIS_URL"), prefix=f"lwg-{uuid.uuid4().hex[:8]}"
-        )
+        return RedisStore(service_url("LOOPWRIGHT_TEST_REDIS_URL"))
     from loopwright.store import PostgresStore
 
     return PostgresStore(service_url("LOOPWRIGHT_TEST_POSTGRES_URL"))

@@ -119,7 +119,10 @@ class GraphSaver:
         return self._checkpoint(thread, number)
 
     def history(self, thread: str) -> list[Saved]:
-        """Every checkpoint of the thread, newest first (with its unfinished results)."""
+        """Every checkpoint of the thread, newest first (with its unfinished results).
+
+        Records are read once each and rebuilt oldest first, each delta on top of its
+        already rebuilt parent."""
         try:
             refs = self.store.history(thread)
         except SessionNotFound:
@@ -132,7 +135,15 @@ class GraphSaver:
                 if of in out:
                     out[of].results = _results(record)
                 continue
-            out[ref.checkpoint] = self._checkpoint(thread, ref.checkpoint, record)
+            parent = record.get("parent")
+            base = (
+                out.get(int(parent))
+                if record.get("base") is not None and parent is not None
+                else None
+            )
+            out[ref.checkpoint] = self._checkpoint(
+                thread, ref.checkpoint, record, None if base is None else base.values
+            )
         return sorted(out.values(), key=lambda s: s.number, reverse=True)
 
     def _record(self, thread: str, number: int) -> dict[str, Any]:
@@ -144,12 +155,20 @@ class GraphSaver:
             )
         return record
 
-    def _checkpoint(self, thread: str, number: int, record: dict[str, Any] | None = None) -> Saved:
+    def _checkpoint(
+        self,
+        thread: str,
+        number: int,
+        record: dict[str, Any] | None = None,
+        parent_values: Mapping[str, Any] | None = None,
+    ) -> Saved:
         record = record or self._record(thread, number)
         if record.get("base") is None:
             values = {k: decode(v) for k, v in record["values"].items()}
         else:
-            values = dict(self._values_at(thread, int(record["parent"])))
+            if parent_values is None:
+                parent_values = self._values_at(thread, int(record["parent"]))
+            values = dict(parent_values)
             for key, change in record["delta"].items():
                 values[key] = self._replay(key, values.get(key, MISSING), change)
         saved = Saved(

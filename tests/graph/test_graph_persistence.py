@@ -1,0 +1,289 @@
+"""Checkpoints on every loopwright store: continuation, interrupts, history, replay,
+forks and failed supersteps (each compared with LangGraph 1.2's behaviour)."""
+
+from __future__ import annotations
+
+import operator
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from graph_programs import CALLS, Point, approval_graph, counter_graph
+from typing_extensions import TypedDict
+
+from loopwright.core import Message
+from loopwright.graph import (
+    END,
+    START,
+    Command,
+    GraphRecursionError,
+    Interrupt,
+    StateGraph,
+    add_messages,
+    interrupt,
+)
+from loopwright.graph.codec import CheckpointEncodeError
+
+HERE = Path(__file__).parent
+
+
+def test_second_invoke_on_a_thread_continues_from_its_state(store: Any, thread: dict) -> None:
+    app = counter_graph(store, stop=2)
+    first = app.invoke({"n": 0, "log": []}, thread)
+    assert first["n"] == 2 and first["log"] == [Point(0, 0), Point(1, -1)]
+    second = app.invoke({"n": 0}, thread)  # n is overwritten, log keeps growing
+    assert second["n"] == 2 and len(second["log"]) == 4
+    state = app.get_state(thread)
+    assert state.values == second and state.next == ()
+    assert state.metadata["source"] == "loop"
+
+
+def test_history_is_newest_first_with_langgraph_step_numbers(store: Any, thread: dict) -> None:
+    app = counter_graph(store, stop=2)
+    app.invoke({"n": 0, "log": []}, thread)
+    history = list(app.get_state_history(thread))
+    assert [(h.metadata["step"], h.metadata["source"], h.next) for h in history] == [
+        (2, "loop", ()),
+        (1, "loop", ("inc",)),
+        (0, "loop", ("inc",)),
+        (-1, "input", ("__start__",)),
+    ]
+    assert [h.values.get("n") for h in history] == [2, 1, 0, None]
+    assert history[0].parent_config == history[1].config
+    assert list(app.get_state_history(thread, limit=1)) == history[:1]
+
+
+def test_recursion_limit_on_a_resumed_thread_counts_from_its_step(store: Any, thread: dict) -> None:
+    # LangGraph: the fresh run gets `limit` node supersteps (START takes superstep 0);
+    # a resumed run starts at the saved step and may go limit + 2 further.
+    app = counter_graph(store, stop=100)
+    config = {**thread, "recursion_limit": 3}
+    with pytest.raises(GraphRecursionError):
+        app.invoke({"n": 0, "log": []}, config)
+    assert app.get_state(config).values["n"] == 3
+    with pytest.raises(GraphRecursionError):
+        app.invoke(None, config)
+    assert app.get_state(config).values["n"] == 8
+
+
+def test_interrupt_pauses_and_resume_reruns_the_node_from_its_start(
+    store: Any, thread: dict
+) -> None:
+    CALLS.clear()
+    app = approval_graph(store)
+    out = app.invoke({"log": [], "n": 0}, thread)
+    assert out["log"] == ["draft"]
+    (pending,) = out["__interrupt__"]
+    assert isinstance(pending, Interrupt)
+    assert pending.value == {"question": "publish?", "draft": "draft"}
+    state = app.get_state(thread)
+    assert state.next == ("ask",)
+    assert state.interrupts == (pending,)
+    assert state.tasks[0].interrupts == (pending,)
+    done = app.invoke(Command(resume="yes"), thread)
+    assert done == {"log": ["draft", "answer:yes", "published"], "n": 101}
+    assert CALLS == ["draft", "ask", "ask", "answered:yes"]  # "ask" ran again from its start
+    assert app.get_state(thread).next == ()
+
+
+def test_interrupt_is_streamed_as_an_update(store: Any, thread: dict) -> None:
+    app = approval_graph(store)
+    chunks = list(app.stream({"log": [], "n": 0}, thread, stream_mode="updates"))
+    assert chunks[0] == {"draft": {"log": ["draft"], "n": 1}}
+    assert list(chunks[1]) == ["__interrupt__"]
+    assert isinstance(chunks[1]["__interrupt__"], tuple)
+
+
+def test_resume_in_another_process(store: Any, thread: dict, tmp_path: Path) -> None:
+    url = None if store.kind == "memory" else _url_of(store)
+    app = approval_graph(store)
+    app.invoke({"log": [], "n": 0}, thread)
+    if url is None:  # memory: a second compiled graph (no shared cache) resumes
+        again = approval_graph(store).invoke(Command(resume="ok"), thread)
+        assert again["log"][-1] == "published"
+        return
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(HERE / "graph_programs.py"),
+            store.kind,
+            url,
+            thread["configurable"]["thread_id"],
+            "ok",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+        cwd=HERE,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # the other process re-ran only the interrupted node, then the rest of the graph
+    assert proc.stdout.split() == ["published", "101", "ask,answered:ok"]
+    assert app.get_state(thread).values["log"] == ["draft", "answer:ok", "published"]
+
+
+def _url_of(store: Any) -> str:
+    if store.kind == "sqlite":
+        return str(store.path)
+    if store.kind == "redis":
+        return os.environ["LOOPWRIGHT_TEST_REDIS_URL"]
+    return os.environ["LOOPWRIGHT_TEST_POSTGRES_URL"]
+
+
+class Pair(TypedDict):
+    log: Annotated[list, operator.add]
+
+
+def _two_questions(store: Any) -> Any:
+    def left(state: Pair) -> dict:
+        return {"log": [f"left:{interrupt('left?')}"]}
+
+    def right(state: Pair) -> dict:
+        return {"log": [f"right:{interrupt('right?')}"]}
+
+    g = StateGraph(Pair)
+    g.add_node("left", left)
+    g.add_node("right", right)
+    g.add_edge(START, "left")
+    g.add_edge(START, "right")
+    return g.compile(checkpointer=store)
+
+
+def test_several_pending_interrupts_are_answered_by_id(store: Any, thread: dict) -> None:
+    app = _two_questions(store)
+    out = app.invoke({"log": []}, thread)
+    by_value = {i.value: i.id for i in out["__interrupt__"]}
+    assert set(by_value) == {"left?", "right?"}
+    with pytest.raises(Exception, match="several interrupts are pending"):
+        app.invoke(Command(resume="x"), thread)
+    partial = app.invoke(Command(resume={by_value["left?"]: "L"}), thread)
+    assert [i.value for i in partial["__interrupt__"]] == ["right?"]
+    done = app.invoke(Command(resume={partial["__interrupt__"][0].id: "R"}), thread)
+    assert done["log"] == ["left:L", "right:R"]
+
+
+class Fail(TypedDict):
+    log: Annotated[list, operator.add]
+
+
+def test_failed_parallel_superstep_keeps_finished_work_for_the_resume(
+    store: Any, thread: dict
+) -> None:
+    ran: list[str] = []
+    fail = {"on": True}
+
+    def good(state: Fail) -> dict:
+        ran.append("good")
+        return {"log": ["good"]}
+
+    def bad(state: Fail) -> dict:
+        ran.append("bad")
+        if fail["on"]:
+            raise ValueError("boom")
+        return {"log": ["bad"]}
+
+    g = StateGraph(Fail)
+    g.add_node("first", lambda s: {"log": ["first"]})
+    g.add_node("good", good)
+    g.add_node("bad", bad)
+    g.add_edge(START, "first")
+    g.add_edge("first", "good")
+    g.add_edge("first", "bad")
+    app = g.compile(checkpointer=store)
+    with pytest.raises(ValueError, match="boom"):
+        app.invoke({"log": []}, thread)
+    # as in LangGraph: get_state shows the finished task's writes, only "bad" is next
+    state = app.get_state(thread)
+    assert state.values == {"log": ["first", "good"]}
+    assert state.next == ("bad",)
+    tasks = {t.name: t for t in state.tasks}
+    assert tasks["bad"].error == "ValueError('boom')"
+    assert tasks["good"].result == {"log": ["good"]}
+    # the checkpoint itself is still the last completed superstep
+    exact = app.get_state(
+        {"configurable": {**thread["configurable"], **state.config["configurable"]}}
+    )
+    assert exact.values == {"log": ["first"]}
+    fail["on"] = False
+    assert app.invoke(None, thread) == {"log": ["first", "bad", "good"]}
+    assert ran == ["bad", "good", "bad"]  # "good" did not run twice
+
+
+def test_update_state_forks_and_replay_reruns_from_a_checkpoint(store: Any, thread: dict) -> None:
+    app = counter_graph(store, stop=3)
+    app.invoke({"n": 0, "log": []}, thread)
+    history = list(app.get_state_history(thread))
+    after_one = next(h for h in history if h.values.get("n") == 1)
+    # replay: run again from the checkpoint where n == 1
+    replayed = app.invoke(None, after_one.config)
+    assert replayed["n"] == 3 and len(replayed["log"]) == 3
+    # fork: edit n at that checkpoint; the pending node stays pending
+    forked = app.update_state(after_one.config, {"n": 2})
+    fork_state = app.get_state(forked)
+    assert fork_state.values["n"] == 2 and fork_state.next == ("inc",)
+    assert fork_state.metadata["source"] == "update"
+    assert fork_state.parent_config == after_one.config
+    assert app.invoke(None, forked)["n"] == 3
+    # as_node: the update counts as that node's output, its edges pick what is next
+    ended = app.update_state(thread, {"n": 50}, as_node="inc")
+    assert app.get_state(ended).next == ()
+    assert app.get_state(thread).values["n"] == 50
+
+
+def test_long_runs_store_deltas_and_load_back_identically(store: Any, thread: dict) -> None:
+    app = counter_graph(store, stop=300)
+    out = app.invoke({"n": 0, "log": []}, {**thread, "recursion_limit": 400})
+    fresh = counter_graph(store, stop=300)  # no cache: rebuilt from the store
+    assert fresh.get_state(thread).values == out
+    middle = [h for h in fresh.get_state_history(thread) if h.values.get("n") == 150]
+    assert middle and middle[0].values["log"] == [Point(i, -i) for i in range(150)]
+
+
+class Chat(TypedDict):
+    messages: Annotated[list, add_messages]
+
+
+def test_messages_keep_their_ids_across_checkpoints(store: Any, thread: dict) -> None:
+    def reply(state: Chat) -> dict:
+        return {"messages": [Message.assistant(f"echo {state['messages'][-1].text}")]}
+
+    g = StateGraph(Chat)
+    g.add_node("reply", reply)
+    g.add_edge(START, "reply")
+    app = g.compile(checkpointer=store)
+    out = app.invoke({"messages": ["hi"]}, thread)
+    assert [m.text for m in out["messages"]] == ["hi", "echo hi"]
+    reloaded = g.compile(checkpointer=store).get_state(thread).values["messages"]
+    assert reloaded == out["messages"]
+    app.invoke({"messages": [("user", "again")]}, thread)
+    assert [m.text for m in app.get_state(thread).values["messages"]] == [
+        "hi",
+        "echo hi",
+        "again",
+        "echo again",
+    ]
+
+
+class Opaque(TypedDict):
+    thing: object
+
+
+def test_a_value_that_cannot_be_checkpointed_fails_clearly(store: Any, thread: dict) -> None:
+    g = StateGraph(Opaque)
+    g.add_node("a", lambda s: {"thing": object()})
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    with pytest.raises(CheckpointEncodeError, match="state key 'thing'"):
+        g.compile(checkpointer=store).invoke({"thing": 1}, thread)
+
+
+def test_resume_without_checkpointer_and_without_thread_is_refused(store: Any) -> None:
+    app = counter_graph(None, stop=1)
+    with pytest.raises(Exception, match="without a checkpointer"):
+        app.invoke(Command(resume=1))
+    with pytest.raises(Exception, match="thread id"):
+        counter_graph(store, stop=1).invoke({"n": 0})
