@@ -1,0 +1,183 @@
+"""Which MCP servers to connect to: one :class:`MCPServerConfig` per server.
+
+A server is a command line (spoken to over stdio) or a URL (streamable HTTP, with
+optional headers for auth). Configs come from a ``--mcp`` string
+(:meth:`MCPServerConfig.parse`) or from a JSON/YAML file of named servers
+(:func:`load_config`); see ``docs/mcp.md`` for the file format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopwright.core.errors import ConfigError
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_FIELDS = {
+    "command",
+    "args",
+    "url",
+    "headers",
+    "env",
+    "cwd",
+    "prefix",
+    "timeout",
+    "trusted",
+    "tools",
+    "confirm_destructive",
+    "roots",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MCPServerConfig:
+    """One MCP server.
+
+    Exactly one of ``command`` (argv of a stdio server) and ``url`` (streamable HTTP) is
+    set. ``headers`` go with every HTTP request (``Authorization: Bearer ...``). ``prefix``
+    is put before each tool name (``time_`` + ``get_current_time``) to keep servers'
+    names apart. ``timeout`` bounds each call in seconds. ``trusted=False`` (the default)
+    wraps every result as untrusted data. ``tools`` keeps only the named tools.
+    ``confirm_destructive`` makes tools that may be destructive ask for confirmation.
+    ``roots`` are directories offered to the server as MCP roots (the places it may work
+    in); without them the client does not declare the roots capability.
+    """
+
+    name: str
+    command: tuple[str, ...] = ()
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+    prefix: str = ""
+    timeout: float | None = 60.0
+    trusted: bool = False
+    tools: tuple[str, ...] | None = None
+    confirm_destructive: bool = True
+    roots: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if bool(self.command) == bool(self.url):
+            raise ConfigError(
+                f"MCP server {self.name!r}: give either a command (stdio) or a url (HTTP)"
+            )
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ConfigError(f"MCP server {self.name!r}: url must start with http:// or https://")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError(f"MCP server {self.name!r}: timeout must be > 0 seconds")
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
+    @classmethod
+    def parse(cls, spec: str, name: str | None = None) -> MCPServerConfig:
+        """A server from a ``--mcp`` value: a URL, or a shell-quoted command line."""
+        spec = spec.strip()
+        if not spec:
+            raise ConfigError('--mcp needs a command or a URL, e.g. --mcp "mcp-server-time"')
+        if spec.startswith(("http://", "https://")):
+            return cls(name or _name_from_url(spec), url=spec)
+        try:
+            argv = tuple(shlex.split(spec))
+        except ValueError as exc:
+            raise ConfigError(f"--mcp {spec!r}: cannot split the command line ({exc})") from None
+        return cls(name or Path(argv[0]).name, command=argv)
+
+    @classmethod
+    def from_mapping(cls, name: str, data: Mapping[str, Any]) -> MCPServerConfig:
+        """A server from one entry of a config file (see :func:`load_config`)."""
+        unknown = set(data) - _FIELDS
+        if unknown:
+            raise ConfigError(
+                f"MCP server {name!r}: unknown field(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(_FIELDS))}"
+            )
+        command = data.get("command")
+        argv: tuple[str, ...] = ()
+        if isinstance(command, str):
+            argv = (command, *map(str, data.get("args", ())))
+        elif isinstance(command, list):
+            argv = tuple(map(str, command)) + tuple(map(str, data.get("args", ())))
+        tools = data.get("tools")
+        return cls(
+            name=name,
+            command=argv,
+            url=data.get("url"),
+            headers={str(k): expand_env(str(v)) for k, v in dict(data.get("headers", {})).items()},
+            env={str(k): expand_env(str(v)) for k, v in dict(data["env"]).items()}
+            if data.get("env") is not None
+            else None,
+            cwd=data.get("cwd"),
+            prefix=str(data.get("prefix", "")),
+            timeout=_timeout(name, data.get("timeout", 60.0)),
+            trusted=bool(data.get("trusted", False)),
+            tools=tuple(map(str, tools)) if tools is not None else None,
+            confirm_destructive=bool(data.get("confirm_destructive", True)),
+            roots=tuple(map(str, data.get("roots", ()))),
+        )
+
+
+def expand_env(value: str) -> str:
+    """``${NAME}`` replaced by the environment variable (so tokens stay out of files)."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise ConfigError(f"MCP config refers to ${{{name}}} but {name} is not set")
+        return os.environ[name]
+
+    return _ENV_REF.sub(one, value)
+
+
+def load_config(path: str | Path) -> dict[str, MCPServerConfig]:
+    """Named servers from a JSON or YAML file.
+
+    The file holds ``{"servers": {NAME: ENTRY, ...}}`` (``mcpServers`` is accepted too,
+    the key other MCP clients use). An entry has ``command`` (+ ``args``) or ``url`` (+
+    ``headers``), and optionally ``env``, ``cwd``, ``prefix``, ``timeout``, ``trusted``,
+    ``tools``, ``confirm_destructive`` and ``roots``. ``${VAR}`` in headers and env is expanded.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read MCP config {file}: {exc.strerror or exc}") from None
+    try:
+        if file.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as exc:
+        raise ConfigError(f"MCP config {file} does not parse: {exc}") from None
+    servers = data.get("servers", data.get("mcpServers")) if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or not servers:
+        raise ConfigError(f'MCP config {file} needs a "servers" object of named servers')
+    out: dict[str, MCPServerConfig] = {}
+    for name, entry in servers.items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"MCP config {file}: server {name!r} must be an object")
+        out[str(name)] = MCPServerConfig.from_mapping(str(name), entry)
+    return out
+
+
+def _timeout(name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"MCP server {name!r}: timeout must be a number of seconds or null")
+    return float(value)
+
+
+def _name_from_url(url: str) -> str:
+    host = url.split("//", 1)[1].split("/", 1)[0]
+    return re.sub(r"[^A-Za-z0-9_-]", "_", host)

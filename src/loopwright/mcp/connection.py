@@ -1,0 +1,360 @@
+"""One live session with one MCP server, reconnected on demand.
+
+Every session runs on a single background thread with its own event loop (the *MCP
+loop*). The SDK's sessions are anyio task groups that must be entered and left in one
+task of one loop; an agent, though, may be driven by ``asyncio.run`` once per run, from
+any thread, or synchronously. Keeping the sessions on their own loop makes an MCP tool
+callable from any loop: a call hops to the MCP loop and its result hops back, and
+cancelling the caller (a dispatcher timeout, ``run.cancel()``) cancels the call there.
+
+A session that ends (the server process exited, the HTTP server went away) is noticed
+by the call waiting on it, which fails with a ``transient`` tool error; the next call
+starts a new session. Server-side ``tools/list_changed`` notifications (and, on
+2026-07-28 sessions, ``subscriptions/listen`` events) trigger ``on_tools`` with the new
+listing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Coroutine
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.mcp.config import MCPServerConfig
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from mcp import Client
+
+log = logging.getLogger("loopwright.mcp")
+_T = TypeVar("_T")
+MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024
+"""Largest single streamed HTTP message accepted (the SDK's default, 1 MiB, would turn a
+large tool result into a transport error; the dispatcher truncates what the model sees)."""
+_LIST_PAGES = 100
+
+ToolsListener = Callable[[list["mcp_types.Tool"]], None]
+
+
+class _MCPLoop:
+    """The daemon thread that runs every MCP session's event loop."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def get(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="loopwright-mcp", daemon=True
+                )
+                thread.start()
+                cls._loop = loop
+            return cls._loop
+
+
+def run_sync(coro: Coroutine[Any, Any, _T], timeout: float | None = None) -> _T:
+    """Run ``coro`` on the MCP loop and wait for it from synchronous code."""
+    future = asyncio.run_coroutine_threadsafe(coro, _MCPLoop.get())
+    try:
+        return future.result(timeout)
+    except BaseException:
+        future.cancel()
+        raise
+
+
+async def run_async(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` on the MCP loop and await it from any other loop (cancellation
+    of the caller cancels it there)."""
+    mcp_loop = _MCPLoop.get()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is mcp_loop:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, mcp_loop))
+
+
+class MCPConnection:
+    """A session with the server ``config`` names. Use :meth:`call_tool`,
+    :meth:`list_tools` and :meth:`close` from any thread or loop."""
+
+    def __init__(self, config: MCPServerConfig, on_tools: ToolsListener | None = None) -> None:
+        self.config = config
+        self.on_tools = on_tools
+        self.sessions_started = 0
+        """How many sessions were opened (1 + the reconnects)."""
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._connecting: asyncio.Future[Client] | None = None
+        self._stop: asyncio.Event | None = None
+        self.root_uris = [Path(r).resolve().as_uri() for r in config.roots]
+
+    # ---------------------------------------------------------------- public, any loop
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        return await run_async(self._call(name, arguments))
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        return await run_async(self._list())
+
+    def list_tools_sync(self, timeout: float | None = None) -> list[mcp_types.Tool]:
+        return run_sync(self._list(), timeout)
+
+    def close(self) -> None:
+        """End the session (and a stdio server's process). Idempotent."""
+        with contextlib.suppress(RuntimeError):
+            run_sync(self._close(), timeout=10)
+
+    async def aclose(self) -> None:
+        await run_async(self._close())
+
+    # ---------------------------------------------------------------- on the MCP loop
+    async def _call(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        client = await self._ensure()
+        session = self._task
+        assert session is not None
+        call = asyncio.ensure_future(
+            client.call_tool(name, arguments, read_timeout_seconds=self.config.timeout)
+        )
+        try:
+            done, _ = await asyncio.wait({call, session}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not call.done():
+                call.cancel()
+        if call not in done:
+            raise ToolError(
+                f"MCP server {self.config.name!r} went away during the call "
+                f"({_ended(session)}); the next call reconnects",
+                kind=ToolErrorKind.TRANSIENT,
+            )
+        try:
+            return call.result()
+        except Exception as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: BaseException) -> ToolError:
+        """The tool error for ``exc``; a dead transport also ends the session, so the
+        next call starts a new one (the SDK keeps a session whose server exited, failing
+        every request with ``Connection closed``)."""
+        error = tool_error(self.config.name, exc)
+        if error.kind is ToolErrorKind.TRANSIENT and self._stop is not None:
+            self._stop.set()
+            self._client = None
+        return error
+
+    async def _list(self) -> list[mcp_types.Tool]:
+        client = await self._ensure()
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_LIST_PAGES):
+            try:
+                page = await client.list_tools(cursor=cursor)
+            except Exception as exc:
+                raise self._failed(exc) from exc
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    async def _ensure(self) -> Client:
+        if self._client is not None and self._task is not None and not self._task.done():
+            return self._client
+        if self._task is not None and not self._task.done():
+            # a session being dropped: let it close (and its process exit) first
+            await asyncio.wait({self._task}, timeout=5)
+        if self._connecting is not None and not self._connecting.done():
+            return await asyncio.shield(self._connecting)
+        ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._connecting = ready
+        self._stop = asyncio.Event()
+        self._task = asyncio.create_task(self._session(ready, self._stop))
+        try:
+            return await asyncio.shield(ready)
+        except Exception as exc:
+            raise ToolError(
+                f"cannot connect to MCP server {self.config.name!r}: {_describe(exc)}",
+                kind=ToolErrorKind.TRANSIENT,
+            ) from exc
+
+    async def _session(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        """Owns one SDK session from start to end (the task that entered it leaves it)."""
+        from mcp import Client
+
+        self.sessions_started += 1
+        try:
+            async with AsyncExitStack() as stack:
+                transport = await _transport(self.config, stack)
+                client = await stack.enter_async_context(
+                    Client(
+                        transport,
+                        message_handler=self._on_message,
+                        list_roots_callback=self._roots if self.config.roots else None,
+                        cache=None,  # tool listings must be fresh after list_changed
+                    )
+                )
+                self._client = client
+                if not ready.done():
+                    ready.set_result(client)
+                listener = asyncio.create_task(self._listen(client))
+                try:
+                    await stop.wait()
+                finally:
+                    listener.cancel()
+                    with contextlib.suppress(BaseException):
+                        await listener
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else ConnectionError(exc))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            log.info("MCP session with %s ended: %s", self.config.name, _describe(exc))
+        finally:
+            self._client = None
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28 sessions announce tool changes only to a ``subscriptions/listen``
+        stream; older sessions send ``list_changed`` notifications (see _on_message)."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    await self._refresh()
+        except ListenNotSupportedError:
+            return
+        except Exception as exc:  # the server may not offer listen; notifications still work
+            log.debug("MCP %s: no tools listen stream (%s)", self.config.name, _describe(exc))
+
+    async def _roots(self, _context: object) -> mcp_types.ListRootsResult:
+        import mcp_types
+
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=uri) for uri in self.root_uris])
+
+    async def _on_message(self, message: object) -> None:
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            # not awaited here: the handler runs on the session's receive path, and the
+            # listing it triggers needs that path to deliver its response
+            asyncio.get_running_loop().create_task(self._refresh())
+
+    async def _refresh(self) -> None:
+        if self.on_tools is None:
+            return
+        try:
+            tools = await self._list()
+        except ToolError as exc:
+            log.warning("MCP %s: cannot refresh tools: %s", self.config.name, exc)
+            return
+        self.on_tools(tools)
+
+    async def _close(self) -> None:
+        task, stop = self._task, self._stop
+        if task is None or stop is None:
+            return
+        stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 5)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+        except Exception:
+            pass
+        self._task = None
+
+
+async def _transport(config: MCPServerConfig, stack: AsyncExitStack) -> Any:
+    if config.url is not None:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                headers=dict(config.headers), timeout=httpx2.Timeout(30.0, read=300.0)
+            )
+        )
+        return streamable_http_client(
+            config.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
+        )
+    from mcp.client.stdio import stdio_client
+
+    from mcp import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=config.command[0],
+        args=list(config.command[1:]),
+        env=dict(config.env) if config.env is not None else None,
+        cwd=config.cwd,
+    )
+    return stdio_client(params, errlog=_errlog())
+
+
+def _errlog() -> Any:
+    """Where a stdio server's stderr goes: ours when it is a real file (the server's log
+    is the first thing to read when it misbehaves), else nowhere (the SDK hands the
+    stream to the child process, which needs a file descriptor)."""
+    try:
+        sys.stderr.fileno()
+        return sys.stderr
+    except (AttributeError, OSError, ValueError):
+        return _devnull()
+
+
+@functools.cache
+def _devnull() -> Any:
+    return open(os.devnull, "w")
+
+
+def tool_error(server: str, exc: BaseException) -> ToolError:
+    """The typed tool error for a failure talking to ``server``."""
+    from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+
+    from mcp import MCPError
+
+    if isinstance(exc, ToolError):
+        return exc
+    if isinstance(exc, MCPError):
+        kind = {
+            REQUEST_TIMEOUT: ToolErrorKind.TIMEOUT,
+            CONNECTION_CLOSED: ToolErrorKind.TRANSIENT,
+            INVALID_PARAMS: ToolErrorKind.INVALID_ARGUMENTS,
+            METHOD_NOT_FOUND: ToolErrorKind.NOT_FOUND,
+        }.get(exc.code, ToolErrorKind.PERMANENT)
+        message = exc.message
+        if exc.code == CONNECTION_CLOSED:
+            message += " (the server exited or dropped the connection; the next call reconnects)"
+        return ToolError(f"MCP server {server!r}: {message}", kind=kind)
+    if isinstance(exc, TimeoutError):
+        return ToolError(
+            f"MCP server {server!r} did not answer in time", kind=ToolErrorKind.TIMEOUT
+        )
+    if isinstance(exc, (ConnectionError, OSError, EOFError)):
+        return ToolError(f"MCP server {server!r}: {_describe(exc)}", kind=ToolErrorKind.TRANSIENT)
+    return ToolError(f"MCP server {server!r}: {_describe(exc)}", kind=ToolErrorKind.PERMANENT)
+
+
+def _ended(task: asyncio.Task[None]) -> str:
+    if task.cancelled():
+        return "session cancelled"
+    exc = task.exception()
+    return "session ended" if exc is None else _describe(exc)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _describe(exc.exceptions[0])
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

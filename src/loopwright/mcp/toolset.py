@@ -1,0 +1,237 @@
+"""MCP servers' tools as ordinary loopwright tools.
+
+>>> toolset = MCPToolset.connect(["mcp-server-time"])        # doctest: +SKIP
+>>> agent = Agent(model, toolset.attach(ToolRegistry()))     # doctest: +SKIP
+
+Each MCP tool becomes a :class:`~loopwright.tools.Tool` with the server's name,
+description and input schema as given; the dispatcher validates arguments against that
+schema before anything is sent (servers built on the 2.x low-level SDK do not validate
+their arguments themselves), enforces permissions, confirmation and the per-server
+timeout, and truncates results. Results are untrusted data unless the server is marked
+``trusted``. See ``docs/mcp.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind
+from loopwright.mcp import convert
+from loopwright.mcp.config import MCPServerConfig
+from loopwright.mcp.connection import MCPConnection
+from loopwright.prompts.untrusted import wrap_untrusted
+from loopwright.tools import Tool, ToolRegistry
+from loopwright.tools.truncate import truncate_result
+
+if TYPE_CHECKING:
+    import mcp_types
+
+log = logging.getLogger("loopwright.mcp")
+_WRAP_RESERVE = 400
+"""Characters kept free for the untrusted-data wrapper when a result is cut to budget."""
+
+
+class MCPToolset:
+    """The tools of one or more MCP servers, kept in step with the servers.
+
+    Build it with :meth:`connect` (sync) or :meth:`open` (async); both connect and list
+    every server's tools. :attr:`tools` is the current list. :meth:`attach` registers the
+    tools in a registry and keeps that registry current when a server announces
+    ``list_changed``. :meth:`close` ends every session (also a context manager).
+    """
+
+    def __init__(self, servers: Iterable[MCPServerConfig | str]) -> None:
+        configs = [
+            s if isinstance(s, MCPServerConfig) else MCPServerConfig.parse(s) for s in servers
+        ]
+        names = [c.name for c in configs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"two MCP servers are named {dupes[0]!r}; give each a unique name")
+        self._lock = threading.Lock()
+        self._tools: dict[str, dict[str, Tool]] = {c.name: {} for c in configs}
+        self.skipped: dict[str, str] = {}
+        """Tools that could not be imported (name -> why), e.g. an invalid schema."""
+        self._registries: list[tuple[ToolRegistry, asyncio.AbstractEventLoop | None]] = []
+        self.connections = {c.name: MCPConnection(c, on_tools=self._listener(c)) for c in configs}
+
+    # ---------------------------------------------------------------- building
+    @classmethod
+    def connect(cls, servers: Iterable[MCPServerConfig | str]) -> MCPToolset:
+        """Connect to every server and list its tools (blocking)."""
+        toolset = cls(servers)
+        try:
+            for connection in toolset.connections.values():
+                toolset._apply(connection.config, _listing(connection))
+        except BaseException:
+            toolset.close()
+            raise
+        return toolset
+
+    @classmethod
+    async def open(cls, servers: Iterable[MCPServerConfig | str]) -> MCPToolset:
+        """Connect to every server and list its tools (without blocking the loop)."""
+        toolset = cls(servers)
+        try:
+            for connection in toolset.connections.values():
+                tools = await _alisting(connection)
+                toolset._apply(connection.config, tools)
+        except BaseException:
+            await toolset.aclose()
+            raise
+        return toolset
+
+    @property
+    def tools(self) -> list[Tool]:
+        with self._lock:
+            return [t for per_server in self._tools.values() for t in per_server.values()]
+
+    def attach(self, registry: ToolRegistry) -> ToolRegistry:
+        """Register the tools in ``registry`` and keep it current; returns ``registry``.
+
+        A name already in the registry is a ``ConfigError`` naming the fix (a ``prefix``).
+        Changes announced by a server are applied on the event loop that was running
+        when ``attach`` was called (if any), between the agent's steps."""
+        for t in self.tools:
+            if t.name in registry:
+                raise ConfigError(
+                    f"MCP tool {t.name!r} clashes with a tool already registered; give the "
+                    "server a prefix (config 'prefix', e.g. \"time_\")"
+                )
+        for t in self.tools:
+            registry.register(t)
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._lock:
+            self._registries.append((registry, loop))
+        return registry
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            connection.close()
+
+    async def aclose(self) -> None:
+        for connection in self.connections.values():
+            await connection.aclose()
+
+    def __enter__(self) -> MCPToolset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> MCPToolset:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ---------------------------------------------------------------- keeping current
+    def _listener(self, config: MCPServerConfig) -> Any:
+        def on_tools(listing: list[mcp_types.Tool]) -> None:
+            self._apply(config, listing)
+
+        return on_tools
+
+    def _apply(self, config: MCPServerConfig, listing: list[mcp_types.Tool]) -> None:
+        connection = self.connections[config.name]
+        fresh: dict[str, Tool] = {}
+        for item in listing:
+            if config.tools is not None and item.name not in config.tools:
+                continue
+            name = convert.tool_name(config.prefix, item.name)
+            try:
+                fresh[name] = mcp_tool(item, connection)
+            except ValueError as exc:
+                self.skipped[name] = str(exc)
+                log.warning("MCP %s: tool %s skipped: %s", config.name, item.name, exc)
+        with self._lock:
+            old = self._tools[config.name]
+            self._tools[config.name] = fresh
+            registries = list(self._registries)
+        for registry, loop in registries:
+            _schedule(loop, lambda r=registry: _sync_registry(r, old, fresh))
+
+
+def mcp_tool(item: mcp_types.Tool, connection: MCPConnection) -> Tool:
+    """One MCP tool as a loopwright tool that calls it through ``connection``."""
+    config = connection.config
+    name = convert.tool_name(config.prefix, item.name)
+    remote_name = item.name
+    flags = convert.flags(item.annotations, config.confirm_destructive)
+    max_chars = 20_000
+
+    async def call_mcp_tool(**arguments: Any) -> str:
+        result = await connection.call_tool(remote_name, arguments)
+        text = convert.result_text(result)
+        if not config.trusted:
+            text = truncate_result(text, max_chars - _WRAP_RESERVE)
+            text = wrap_untrusted(text, "tool result", label=f"mcp:{config.name}/{remote_name}")
+        if result.is_error:
+            raise ToolError(text or f"{remote_name} failed", kind=ToolErrorKind.PERMANENT)
+        return text
+
+    call_mcp_tool.__name__ = name
+    return Tool.from_schema(
+        name,
+        convert.describe(item),
+        dict(item.input_schema),
+        call_mcp_tool,
+        timeout=config.timeout,
+        max_result_chars=max_chars,
+        **flags,
+    )
+
+
+def _sync_registry(
+    registry: ToolRegistry, old: Mapping[str, Tool], fresh: Mapping[str, Tool]
+) -> None:
+    """Swap a server's old tools for its fresh ones (a tool another source registered
+    under the same name is left alone)."""
+    for name, t in old.items():
+        if registry.get(name) is t and fresh.get(name) is not t:
+            registry.unregister(name)
+    for name, t in fresh.items():
+        if name not in registry:
+            registry.register(t)
+
+
+def _schedule(loop: asyncio.AbstractEventLoop | None, fn: Any) -> None:
+    """Run ``fn`` on the registry's loop (registries are not thread-safe); directly when
+    that loop is gone or was never known."""
+    if loop is not None and loop.is_running():
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(fn)
+            return
+    fn()
+
+
+def _listing(connection: MCPConnection) -> list[mcp_types.Tool]:
+    try:
+        return connection.list_tools_sync(timeout=_connect_timeout(connection))
+    except (ToolError, TimeoutError) as exc:
+        raise ConfigError(_no_listing(connection, exc)) from None
+
+
+async def _alisting(connection: MCPConnection) -> list[mcp_types.Tool]:
+    try:
+        return await asyncio.wait_for(connection.list_tools(), timeout=_connect_timeout(connection))
+    except (ToolError, TimeoutError) as exc:
+        raise ConfigError(_no_listing(connection, exc)) from None
+
+
+def _no_listing(connection: MCPConnection, exc: BaseException) -> str:
+    if isinstance(exc, ToolError):
+        return str(exc)
+    return f"MCP server {connection.config.name!r} did not list its tools in time"
+
+
+def _connect_timeout(connection: MCPConnection) -> float:
+    return max(30.0, connection.config.timeout or 0.0)
