@@ -202,7 +202,7 @@ class MCPConnection:
                     Client(
                         transport,
                         message_handler=self._on_message,
-                        list_roots_callback=self._roots if self.config.roots else None,
+                        list_roots_callback=self._roots if self.config.roots else None,  # type: ignore[arg-type]
                         cache=None,  # tool listings must be fresh after list_changed
                     )
                 )
@@ -242,7 +242,9 @@ class MCPConnection:
     async def _roots(self, _context: object) -> mcp_types.ListRootsResult:
         import mcp_types
 
-        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=uri) for uri in self.root_uris])
+        return mcp_types.ListRootsResult(
+            roots=[mcp_types.Root.model_validate({"uri": uri}) for uri in self.root_uris]
+        )
 
     async def _on_message(self, message: object) -> None:
         import mcp_types
