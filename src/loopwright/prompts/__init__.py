@@ -2,6 +2,14 @@
 assembly, the agent prompt patterns with output parsers, consistency checks, untrusted
 content wrapping, and prompt regression testing. See ``docs/prompts.md``."""
 
+from loopwright.core.untrusted import (
+    UNTRUSTED_NOTICE,
+    neutralise,
+    wrap_retrieved,
+    wrap_tool_result,
+    wrap_untrusted,
+    wrap_user_input,
+)
 from loopwright.prompts.compose import (
     AssembledPrompt,
     Layer,
@@ -39,14 +47,6 @@ from loopwright.prompts.template import (
     fingerprints_of,
     prompt_message,
     request_fingerprints,
-)
-from loopwright.prompts.untrusted import (
-    UNTRUSTED_NOTICE,
-    neutralise,
-    wrap_retrieved,
-    wrap_tool_result,
-    wrap_untrusted,
-    wrap_user_input,
 )
 
 __all__ = [

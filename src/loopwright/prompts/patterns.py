@@ -35,9 +35,9 @@ from jsonschema import Draft202012Validator
 
 from loopwright.core.errors import LoopwrightError
 from loopwright.core.messages import JSONValue
+from loopwright.core.untrusted import wrap_untrusted
 from loopwright.prompts.registry import PromptRegistry
 from loopwright.prompts.template import PromptTemplate, PromptText
-from loopwright.prompts.untrusted import wrap_untrusted
 
 _FENCE: Final = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _TAG: Final = re.compile(r"<(action|scratchpad)>(.*?)</\1>", re.DOTALL | re.IGNORECASE)

@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 from loopwright.core.errors import ToolErrorKind
 from loopwright.core.messages import ToolCallPart, ToolResultPart
 from loopwright.core.tools import Permission, ToolSpec
+from loopwright.core.untrusted import wrap_tool_result
 from loopwright.tools import inflight
 from loopwright.tools.attempt import (
     ERROR_KINDS,
@@ -85,6 +86,8 @@ class DispatchConfig:
     ``confirm`` answers for ``requires_confirmation`` tools (``None`` approves all).
     ``sleep``, ``random`` and ``clock`` are injectable for tests (backoff without
     waiting, deterministic jitter). ``metadata`` is handed to tools in ``ToolContext``.
+    ``delimit_untrusted`` wraps results of ``untrusted_output`` tools as data (the
+    default; turn it off only when something else delimits them).
     """
 
     permission: Permission = Permission.ADMIN
@@ -99,6 +102,7 @@ class DispatchConfig:
     random: Callable[[], float] = random.random
     clock: Callable[[], float] = time.perf_counter
     max_violations: int = 20
+    delimit_untrusted: bool = True
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -435,9 +439,15 @@ class Dispatcher:
         return result, attempts, repairs, False
 
     def _success(self, call: ToolCallPart, t: Tool, value: object) -> ToolResultPart:
-        """The result of a successful run: rendered, cut to budget (and delimited as
-        data for ``untrusted_output`` tools)."""
-        return ToolResultPart(call.id, call.name, truncate_result(value, t.spec.max_result_chars))
+        """The result of a successful run: rendered and cut to budget. A tool marked
+        ``untrusted_output`` returns outside content, so its result is delimited as data
+        (this is the one place that does it; the wrapper counts against the budget)."""
+        budget = t.spec.max_result_chars
+        if not t.untrusted_output or not self.config.delimit_untrusted:
+            return ToolResultPart(call.id, call.name, truncate_result(value, budget))
+        room = budget - len(wrap_tool_result("", call.name))
+        text = truncate_result(value, max(room, 1))
+        return ToolResultPart(call.id, call.name, wrap_tool_result(text, call.name))
 
     # -- idempotency keys ------------------------------------------------------------------
     async def _run_keyed(

@@ -79,7 +79,7 @@ def make_read_file(config: BuiltinConfig | None = None) -> Tool:
         return reader.read(path)
 
     # file I/O can block (a slow disk, a network mount): always on a worker thread
-    return _from_spec(files.SPEC, read_file, inline=False)
+    return _from_spec(files.SPEC, read_file, inline=False, untrusted_output=True)
 
 
 def make_sql_query(config: BuiltinConfig | None = None) -> Tool:
@@ -89,7 +89,7 @@ def make_sql_query(config: BuiltinConfig | None = None) -> Tool:
     def sql_query(query: str, params: list[object] | None = None) -> dict[str, object]:
         return runner.query(query, params)
 
-    return _from_spec(sql.SPEC, sql_query, inline=False)
+    return _from_spec(sql.SPEC, sql_query, inline=False, untrusted_output=True)
 
 
 def make_send_email(config: BuiltinConfig | None = None) -> Tool:

@@ -1,9 +1,12 @@
 """Wrap untrusted content (user input, tool results, retrieved text) as clearly marked data.
 
-Prompt injection in an agent can trigger real tool calls (seed 003 §8.4), so text from
-outside the system is never spliced into a prompt bare. :func:`wrap_untrusted` puts it
-between delimiters carrying a nonce derived from the content (SHA-256), preceded by an
-instruction that everything inside is data. Delimiter look-alikes inside the content
+Prompt injection in an agent can trigger real tool calls, so text from outside the
+system is never spliced into a prompt bare. The prompt layer wraps untrusted template
+variables with it (docs/prompts.md); the tool dispatcher wraps the results of tools
+marked ``untrusted_output`` (docs/tools.md); it lives in ``core`` because both use it.
+
+:func:`wrap_untrusted` puts content between delimiters carrying a nonce derived from the
+content (SHA-256), preceded by an instruction that everything inside is data. Delimiter look-alikes inside the content
 (any ``<untrusted...>`` / ``</untrusted...>`` tag, in any case, with zero-width or
 full-width tricks) are neutralised first, so content cannot close the block early and
 smuggle instructions after it. The nonce makes wrapping deterministic (identical input,
