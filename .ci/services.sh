@@ -6,7 +6,8 @@
 #   $LOOPWRIGHT_SERVICES_DIR (default /tmp/loopwright-services), as an unprivileged user.
 # * Waits until both accept connections, creates the database `loopwright_test`.
 # * Exports LOOPWRIGHT_TEST_REDIS_URL and LOOPWRIGHT_TEST_POSTGRES_URL.
-# * Installs the npm tools the MCP tests drive (install-node-tools.sh; skips what is present).
+# * Installs the npm tools the MCP tests drive (install-node-tools.sh) and Debian's chromium for
+#   the trace viewer's browser test (install-chromium.sh); both skip what is present.
 # * Idempotent: sourcing it again reuses servers that are still alive.
 #
 # Stop them with: lw_services_stop
@@ -148,6 +149,7 @@ lw_services_start() {
   _lw_start_redis || return 1
   _lw_start_postgres || return 1
   bash "$LW_CI_DIR/install-node-tools.sh" >&2 || return 1
+  bash "$LW_CI_DIR/install-chromium.sh" >&2 || return 1
   _lw_log "LOOPWRIGHT_TEST_REDIS_URL=$LOOPWRIGHT_TEST_REDIS_URL"
   _lw_log "LOOPWRIGHT_TEST_POSTGRES_URL=$LOOPWRIGHT_TEST_POSTGRES_URL"
 }
