@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loopwright.cli import run as run_mod
+from loopwright.cli import agents as agents_mod
 from loopwright.cli.exit_codes import STOP_CODES as EXIT_CODES
 from loopwright.cli.main import main
 from loopwright.core.run import RunStop
@@ -21,7 +21,7 @@ from loopwright.tools.builtin import BUILTIN_TOOLS
 def script(monkeypatch: pytest.MonkeyPatch):
     def install(*replies: object) -> None:
         model = ScriptedModel(list(replies))
-        monkeypatch.setattr(run_mod, "resolve", lambda spec, base_url, on_payload: model)
+        monkeypatch.setattr(agents_mod, "resolve", lambda spec, base_url, on_payload: model)
 
     return install
 
@@ -106,7 +106,7 @@ def test_yes_approves_and_no_denies(script, tmp_path: Path) -> None:
         (["run", "--bogus", "x"], "No such option"),
         (["run", "--tools", "nope", "x"], "unknown tool 'nope'"),
         (["run", "--model", "foo:bar", "x"], "unknown model prefix"),
-        (["run", "--max-turns", "0", "x"], "must be > 0"),
+        (["run", "--max-turns", "0", "x"], "must be a finite number > 0"),
         (["run", "   "], "prompt is empty"),
         (["run", "--yes", "--no", "x"], "exclude each other"),
     ],

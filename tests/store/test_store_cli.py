@@ -12,7 +12,7 @@ import pytest
 from store_testlib import POSTGRES_ENV, REDIS_ENV, service_url, sid
 
 HERE = Path(__file__).parent
-CLI = "from loopwright.cli.sessions import {name}; {name}(prog_name='loopwright {name}')"
+CLI = "import sys; from loopwright.cli.main import main; main(['{name}', *sys.argv[1:]])"
 
 
 def cli(name: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -38,6 +38,7 @@ def store_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["LW_TEST_OUTBOX"] = str(tmp_path / "outbox.txt")
     env.pop("LOOPWRIGHT_STORE", None)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # the session key of this test
     if request.param == "sqlite":
         env["LOOPWRIGHT_STORE_URL"] = f"sqlite://{tmp_path / 'cli.db'}"
     elif request.param == "redis":
@@ -51,9 +52,9 @@ def local(name: str, args: list[str], env: dict[str, str]):
     """The same command in THIS process (click's runner; stdin is not a terminal)."""
     from click.testing import CliRunner
 
-    from loopwright.cli import sessions as mod
+    from loopwright.cli.main import main
 
-    return CliRunner().invoke(getattr(mod, name), args, env=env, catch_exceptions=False)
+    return CliRunner().invoke(main, [name, *args], env=env, catch_exceptions=False)
 
 
 def outbox(env: dict[str, str]) -> list[str]:
@@ -126,26 +127,25 @@ def test_store_down_cli(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
     env = dict(os.environ, LOOPWRIGHT_STORE_URL=f"redis://127.0.0.1:{port}/0")
     down = local("sessions", [], env)
-    assert down.exit_code == 1
+    assert down.exit_code == 3  # store error
     assert f"redis store at redis://127.0.0.1:{port}/0 is unavailable" in down.stderr
 
 
-def test_loopwright_run_pause_is_saved_and_resumable(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_loopwright_run_pause_is_saved_and_resumable(tmp_path: Path, monkeypatch) -> None:
     """The seam in `loopwright run`: no terminal and no --yes/--no -> the run goes through
-    a durable session; the pause prints the session id; a later resume sends once."""
-    from loopwright.cli.run import RunOptions
-    from loopwright.cli.sessions import pauses_to_store, run_for_cli
+    a durable session holding its sealed recipe; a later resume sends once."""
+    from loopwright.cli.recipe import AgentRecipe, unseal
+    from loopwright.cli.stored import may_pause, run_durably
     from loopwright.core.messages import Message, ToolCallPart
     from loopwright.core.run import RunStop
     from loopwright.durable import Durable
-    from loopwright.loop import Agent, Limits
+    from loopwright.loop import Agent
     from loopwright.providers.scripted import FunctionModel
     from loopwright.store import SQLiteStore
     from loopwright.tools import Confirmation, DispatchConfig
     from loopwright.tools.builtin import BuiltinConfig, make_tools
 
-    db = tmp_path / "sessions.db"
-    monkeypatch.setenv("LOOPWRIGHT_STORE_URL", f"sqlite://{db}")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     outbox = tmp_path / "outbox.jsonl"
     builtin = BuiltinConfig(root=tmp_path, outbox=outbox)
 
@@ -162,27 +162,14 @@ def test_loopwright_run_pause_is_saved_and_resumable(tmp_path: Path, monkeypatch
             dispatch=DispatchConfig(confirm=lambda c, s: Confirmation.later()),
         )
 
-    opts = RunOptions(
-        model="openai:gpt-4o-mini",
-        tools="send_email",
-        system=None,
-        limits=Limits(),
-        stream=False,
-        as_json=False,
-        yes=False,
-        no=False,
-        builtin=builtin,
-    )
-    assert pauses_to_store(agent(), opts, interactive=False)
-    assert not pauses_to_store(agent(), opts, interactive=True)
-    result = run_for_cli(agent(), "email ann", opts)
-    assert result.stop is RunStop.AWAITING_CONFIRMATION
-    out = capsys.readouterr()
-    assert f"session_id: {result.session_id}" in out.out
-    assert f"loopwright resume {result.session_id} --approve" in out.err
-    store = SQLiteStore(db)
-    recipe = store.load(result.session_id).metadata["agent"]["run"]
-    assert recipe["outbox"] == str(outbox.resolve()) and recipe["tools"] == "send_email"
+    assert may_pause(agent(), yes=False, no=False, interactive=False)
+    assert not may_pause(agent(), yes=False, no=False, interactive=True)
+    recipe = AgentRecipe(model="openai:gpt-4o-mini", tools=("send_email",), outbox=str(outbox))
+    store = SQLiteStore(tmp_path / "sessions.db")
+    result = run_durably(agent(), "email ann", store, recipe)
+    assert result.stop is RunStop.AWAITING_CONFIRMATION and result.session_id
+    stored = store.load(result.session_id).metadata["agent"]
+    assert unseal(stored, result.session_id) == recipe
     assert not outbox.exists()
     done = Durable(agent(), store).resume(result.session_id, approve=True)
     assert done.ok

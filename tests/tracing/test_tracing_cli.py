@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loopwright.cli import run as run_mod
+from loopwright.cli import agents as run_mod
 from loopwright.cli.main import main
 from loopwright.core.errors import RateLimited
 from loopwright.core.messages import Usage

@@ -26,11 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from loopwright.cli.agents import ConfirmHandler, build_agent
 from loopwright.cli.exit_codes import INTERNAL_ERROR, exit_code
-from loopwright.cli.run import RunOptions, build_agent, fail
-from loopwright.cli.trace_cmd import instrument
-from loopwright.core.errors import LoopwrightError, UserError
+from loopwright.cli.observe import instrument
+from loopwright.cli.output import CliError
+from loopwright.cli.recipe import AgentRecipe
+from loopwright.core.errors import UserError
 from loopwright.core.run import RunResult, RunStop
+from loopwright.core.text import to_json
 from loopwright.loop import Agent
 
 MAX_LINE_BYTES = 4_000_000
@@ -174,7 +177,7 @@ async def run_batch(
                 line = result_line(item, result)
                 ok, cost = result.stop is RunStop.FINAL_ANSWER, result.usage.cost
         codes[item.index] = int(line["exit_code"])
-        out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        out.write(to_json(line, default=str) + "\n")
         out.flush()
         progress.add(ok, cost)
 
@@ -182,22 +185,31 @@ async def run_batch(
     return codes
 
 
-def batch_main(prompt: str | None, path: Path, concurrency: int, opts: RunOptions) -> None:
-    """``loopwright run --batch``: build the agent as ``run`` does, run every prompt, exit
-    (see the module docstring); bad input is a one-line usage error (exit 2)."""
+@dataclass(frozen=True, slots=True)
+class BatchOptions:
+    """``--batch FILE --concurrency N`` with the run's tracing flags."""
+
+    path: Path
+    concurrency: int
+    trace_dir: Path | None = None
+    otel: bool = False
+
+
+def batch_main(
+    prompt: str | None, recipe: AgentRecipe, confirm: ConfirmHandler, options: BatchOptions
+) -> int:
+    """``loopwright run --batch``: build the agent as ``run`` does, run every prompt and
+    return the exit code (see the module docstring). Bad input raises a CliError (exit 2)."""
     if prompt is not None:
-        fail("give either PROMPT or --batch FILE, not both", opts.as_json)
-    try:
-        items = read_batch(path)
-        closers: list[Callable[[], object]] = []
-        agent = instrument(build_agent(opts, False), opts.trace_dir, opts.otel, closers=closers)
-    except (LoopwrightError, ValueError) as exc:
-        fail(str(exc), opts.as_json)
-        return
+        raise CliError("give either PROMPT or --batch FILE, not both")
+    items = read_batch(options.path)
+    closers: list[Callable[[], object]] = []
+    agent = build_agent(recipe, confirm)
+    agent = instrument(agent, options.trace_dir, options.otel, closers=closers)
     progress = Progress(len(items), sys.stderr)
     try:
-        codes = asyncio.run(run_batch(agent, items, concurrency, sys.stdout, progress))
+        codes = asyncio.run(run_batch(agent, items, options.concurrency, sys.stdout, progress))
     finally:
         for close in closers:
             close()
-    sys.exit(next((code for code in codes if code != 0), 0))
+    return next((code for code in codes if code != 0), 0)

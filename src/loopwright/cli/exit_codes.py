@@ -17,6 +17,8 @@ INTERNAL_ERROR: Final = 1
 """A bug in loopwright (an exception nobody anticipated): please report it."""
 USAGE_ERROR: Final = 2
 """Bad command-line input: flag, tool, model, prompt, session id, agent setup."""
+STORE_ERROR: Final = 3
+"""The checkpoint store is unreachable, or holds a session that cannot be read."""
 
 STOP_CODES: Final[Mapping[RunStop, int]] = {
     RunStop.FINAL_ANSWER: 0,
@@ -37,6 +39,7 @@ STOP_CODES: Final[Mapping[RunStop, int]] = {
 FAILURE_KINDS: Final[Mapping[int, str]] = {
     INTERNAL_ERROR: "internal_error",
     USAGE_ERROR: "usage_error",
+    STORE_ERROR: "store_error",
 }
 """The ``stop_reason`` a ``--json`` error object carries for each failure code."""
 
@@ -52,6 +55,7 @@ def table() -> str:
     lines += [
         f"  {INTERNAL_ERROR:>3}  internal error (a bug: please report it)",
         f"  {USAGE_ERROR:>3}  usage error (bad flag, unknown tool or model, bad prompt)",
+        f"  {STORE_ERROR:>3}  store error (store unreachable, session unreadable)",
     ]
     lines += [f"  {code:>3}  {stop.value}" for stop, code in STOP_CODES.items() if code != 0]
     return "\n".join(lines)

@@ -1,96 +1,161 @@
 """The ``loopwright`` command (entry point ``loopwright.cli.main:main``).
 
-Usage errors (bad flag, missing argument) print ONE line naming the fix and exit 2;
-with ``--json`` stdout also gets one JSON ``error`` object. Other helpers' command
-modules (``loopwright.cli.prompt``, ``loopwright.cli.sessions``) expose
-``COMMANDS: list[click.Command]`` and are registered here when installed.
+This module is the only one that knows every command, and the one place where a failure
+becomes output: whatever a command raises ends as ONE ``error: ...`` line naming the fix
+(plus one JSON error object on stdout with ``--json``) and the documented exit code
+(:mod:`loopwright.cli.exit_codes`), never a traceback (``LOOPWRIGHT_DEBUG=1`` adds the
+traceback of an internal error). Command modules never import each other: what they
+share lives in ``agents``, ``options``, ``output``, ``recipe``, ``results`` and
+``stored``.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
+import os
 import sys
-from typing import Any
+import traceback
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import click
 
 from loopwright import __version__
-from loopwright.cli.run import run_command
-from loopwright.cli.tools_cmd import tools_command
+from loopwright.cli import chat, prompt, resume, run, sessions, tools_cmd, trace_cmd
+from loopwright.cli.exit_codes import INTERNAL_ERROR, STORE_ERROR, USAGE_ERROR, exit_code
+from loopwright.cli.output import CliError, report_failure, say, tolerant_streams
+from loopwright.core.errors import LoopwrightError, UserError
+from loopwright.core.run import RunStop
+from loopwright.core.text import for_terminal, scrub
+from loopwright.store.errors import StoreError
 
-_PLUGIN_MODULES = ("loopwright.cli.prompt", "loopwright.cli.sessions", "loopwright.cli.trace_cmd")
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """``--json`` among the options (before a ``--`` separator). Used when a failure
+    happens before or outside the command's own parsing."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
 
 
-class OneLineGroup(click.Group):
-    """A group whose usage errors are one line, never a usage dump or a traceback."""
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        kwargs["standalone_mode"] = False
-        argv = list(args[0]) if args and args[0] is not None else sys.argv[1:]
+def _check_utf8(argv: Sequence[str]) -> None:
+    """A command-line argument that is not UTF-8 is a usage error naming it (Python hands
+    such bytes over as lone surrogates, which no model, terminal or store accepts)."""
+    for index, arg in enumerate(argv):
         try:
-            code = super().main(*args, **kwargs)
-        except click.UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx is not None else "loopwright"
-            message = f"{exc.format_message()} (see: {where} --help)"
-            if "--json" in argv:
-                click.echo(
-                    json.dumps(
-                        {
-                            "answer": "",
-                            "stop_reason": "usage_error",
-                            "error": message,
-                            "exit_code": 2,
-                            "turns": 0,
-                            "usage": {},
-                            "messages": [],
-                            "session_id": None,
-                        }
-                    )
-                )
-            click.echo(f"error: {message}", err=True)
-            sys.exit(2)
-        except click.Abort:
-            click.echo("error: aborted", err=True)
-            sys.exit(130)
-        except click.ClickException as exc:
-            click.echo(f"error: {exc.format_message()}", err=True)
-            sys.exit(exc.exit_code)
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            before = argv[index - 1] if index else ""
+            which = f"the value of {before}" if before.startswith("-") else f"argument {index + 1}"
+            try:
+                byte = f"byte 0x{os.fsencode(arg[exc.start])[0]:02x}"
+            except UnicodeError:
+                byte = "an unpaired surrogate"
+            raise click.UsageError(
+                f"{which} ({scrub(arg)[:40]!r}) is not UTF-8 text ({byte} at offset "
+                f"{exc.start}); pass UTF-8, e.g. convert it with iconv -t UTF-8"
+            ) from None
+
+
+def _code_for(exc: BaseException) -> int:
+    if isinstance(exc, UserError):
+        return USAGE_ERROR
+    if isinstance(exc, StoreError):
+        return STORE_ERROR
+    return INTERNAL_ERROR
+
+
+def _finish(exc: BaseException, argv: Sequence[str]) -> NoReturn:
+    as_json = _wants_json(argv)
+    if isinstance(exc, CliError):
+        exc.as_json = exc.as_json or as_json
+        exc.show()
+        sys.exit(exc.exit_code)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # Click >= 8.2
+        exc.show()  # type: ignore[attr-defined]  # a bare command prints its help
+        sys.exit(USAGE_ERROR)
+    if isinstance(exc, click.UsageError):
+        where = exc.ctx.command_path if exc.ctx is not None else "loopwright"
+        report_failure(
+            f"{exc.format_message()} (see: {where} --help)", USAGE_ERROR, as_json=as_json
+        )
+        sys.exit(USAGE_ERROR)
+    if isinstance(exc, click.ClickException):
+        report_failure(exc.format_message(), exc.exit_code, as_json=as_json)
+        sys.exit(exc.exit_code)
+    if isinstance(exc, KeyboardInterrupt | click.Abort):
+        code = exit_code(RunStop.CANCELLED)
+        report_failure("interrupted", code, as_json=as_json)
+        sys.exit(code)
+    if isinstance(exc, LoopwrightError):
+        code = _code_for(exc)
+        report_failure(str(exc), code, as_json=as_json, session_id=getattr(exc, "session_id", None))
+        sys.exit(code)
+    message = (
+        f"internal error: {type(exc).__name__}: {exc} (a bug in loopwright: please report "
+        "it; LOOPWRIGHT_DEBUG=1 shows the traceback)"
+    )
+    if os.environ.get("LOOPWRIGHT_DEBUG"):
+        say(for_terminal("".join(traceback.format_exception(exc))), err=True)
+    report_failure(message, INTERNAL_ERROR, as_json=as_json)
+    sys.exit(INTERNAL_ERROR)
+
+
+class LoopwrightGroup(click.Group):
+    """Runs a command and turns whatever it raises into one line and an exit code."""
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> NoReturn:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        argv = list(args) if args is not None else sys.argv[1:]
+        tolerant_streams()
+        try:
+            _check_utf8(argv)
+            code = super().main(argv, *rest, **kwargs)
+        except SystemExit:
+            raise
+        except BaseException as exc:  # the one place where failures become output
+            _finish(exc, argv)
         sys.exit(code if isinstance(code, int) else 0)
 
 
-@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
-    """loopwright: run LLM agents with tools, offline by default (embedded model).
+MAIN_HELP = """loopwright: run LLM agents with tools, offline by default (embedded model).
 
-    \b
-    Examples:
-      loopwright run "What is (3 + 5) * 8?"
-      loopwright run --stream --tools get_weather "What's the weather in Beijing?"
-      loopwright tools
-      loopwright version
-    """
+\b
+Examples:
+  loopwright run "What is (3 + 5) * 8?"
+  loopwright run --stream --tools get_weather "What's the weather in Beijing?"
+  loopwright run --json --tools send_email "Email ann@example.org hello"
+  loopwright resume s-1a2b3c --approve
+  loopwright chat --session s-1a2b3c "and now?"
+  loopwright sessions
+  loopwright tools
+  loopwright prompt list
+  loopwright trace list
+
+Run `loopwright COMMAND --help` for a command's options, examples and exit codes.
+"""
+
+
+@click.group(
+    cls=LoopwrightGroup, help=MAIN_HELP, context_settings={"help_option_names": ["-h", "--help"]}
+)
+def main() -> None:
+    pass
 
 
 @main.command("version")
 def version_command() -> None:
-    """Print the loopwright version."""
+    """Print the loopwright version.
+
+    \b
+    Examples:
+      loopwright version
+    """
     click.echo(f"loopwright {__version__}")
 
 
-main.add_command(run_command)
-main.add_command(tools_command)
-
-
-def _register_plugins() -> None:
-    for name in _PLUGIN_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue  # that command group is not part of this installation
-        for command in getattr(module, "COMMANDS", ()):
-            if command.name not in main.commands:
-                main.add_command(command)
-
-
-_register_plugins()
+for _module in (run, tools_cmd, sessions, resume, chat, prompt, trace_cmd):
+    for _command in _module.COMMANDS:
+        main.add_command(_command)

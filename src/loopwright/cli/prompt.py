@@ -13,32 +13,42 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import click
 
+from loopwright.cli.output import CliError, say
 from loopwright.core.errors import LoopwrightError
-
-
-class _InputError(click.ClickException):
-    exit_code = 2
+from loopwright.core.text import to_json
 
 
 @click.group("prompt")
 def prompt_group() -> None:
-    """Prompt templates: list, show, regression-test."""
+    """Prompt templates: list, show, regression-test.
+
+    \b
+    Examples:
+      loopwright prompt list
+      loopwright prompt show planner
+      loopwright prompt show router --version 1.0
+      loopwright prompt test suite.yaml --model local:gemma-3-270m --runs 3
+    """
 
 
 @prompt_group.command("list")
 def list_command() -> None:
-    """List the built-in prompts and their versions."""
+    """List the built-in prompts, their versions and fingerprints.
+
+    \b
+    Examples:
+      loopwright prompt list
+    """
     from loopwright.prompts import builtin_registry
 
     reg = builtin_registry()
     for name in reg.names():
         latest = reg.get(name)
-        click.echo(f"{name:<12} {', '.join(reg.versions(name)):<20} {latest.fingerprint}")
+        say(f"{name:<12} {', '.join(reg.versions(name)):<20} {latest.fingerprint}")
 
 
 @prompt_group.command("show")
@@ -46,19 +56,26 @@ def list_command() -> None:
 @click.option("--version", "version", default="latest", show_default=True)
 @click.option("--dir", "directory", type=click.Path(file_okay=False), help="A registry folder.")
 def show_command(name: str, version: str, directory: str | None) -> None:
-    """Print a prompt's text, variables, fingerprint and changelog."""
+    """Print a prompt's text, variables, fingerprint and changelog.
+
+    \b
+    Examples:
+      loopwright prompt show planner
+      loopwright prompt show router --version 1.0
+      loopwright prompt show router --dir ./prompts     your own registry folder
+    """
     from loopwright.prompts import PromptRegistry, builtin_registry
 
     try:
         reg = PromptRegistry(directory) if directory else builtin_registry()
         template = reg.get(name, version)
     except LoopwrightError as exc:
-        raise _InputError(str(exc)) from exc
-    click.echo(f"# {template.fingerprint}  variables: {', '.join(template.variables)}")
-    click.echo(template.text)
+        raise CliError(str(exc)) from exc
+    say(f"# {template.fingerprint}  variables: {', '.join(template.variables)}")
+    say(template.text)
     log = reg.changelog(name)
     if log:
-        click.echo("\n" + log)
+        say("\n" + log)
 
 
 @prompt_group.command("test")
@@ -95,7 +112,14 @@ def test_command(
     base_url: str | None,
     concurrency: int,
 ) -> None:
-    """Run a YAML prompt suite against a model; print a table; fail under the threshold."""
+    """Run a YAML prompt suite against a model; print a table; exit 1 under the threshold.
+
+    \b
+    Examples:
+      loopwright prompt test suite.yaml --model local:gemma-3-270m
+      loopwright prompt test suite.yaml --model openai:gpt-4o-mini --runs 5 \\
+          --threshold 0.8 --report report.json
+    """
     from loopwright.prompts.testing import load_suite, run_suite
     from loopwright.providers.registry import resolve_model
 
@@ -103,19 +127,19 @@ def test_command(
         suite = load_suite(suite_file)
         model = resolve_model(model_spec, base_url=base_url)
     except LoopwrightError as exc:
-        raise _InputError(str(exc)) from exc
+        raise CliError(str(exc)) from exc
     try:
         report = asyncio.run(
             run_suite(suite, model, runs=runs, threshold=threshold, concurrency=concurrency)
         )
     except LoopwrightError as exc:
-        raise _InputError(str(exc)) from exc
-    click.echo(report.table())
+        raise CliError(str(exc)) from exc
+    say(report.table())
     if report_path:
-        Path(report_path).write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-        click.echo(f"report written to {report_path}")
+        Path(report_path).write_text(to_json(report.to_dict(), indent=2), "utf-8")
+        say(f"report written to {report_path}")
     if not report.passed:
         raise SystemExit(1)
 
 
-COMMANDS: list[click.Command] = [prompt_group]
+COMMANDS: tuple[click.Command, ...] = (prompt_group,)

@@ -1,8 +1,10 @@
-"""Terminal rendering of run events for ``loopwright run --stream``.
+"""Terminal rendering of run events for ``--stream``.
 
 One line per step: model text as it streams, each tool call with its arguments, each
-result (errors marked), limits reached, and the final answer. Colours come from
-``click.style`` and are dropped automatically when the output is not a terminal.
+result (errors marked), limits reached, and the final answer. Everything goes through
+:func:`loopwright.cli.output.say`, the one output path, so model text and tool results
+reach the terminal with their control sequences neutralised; colours are dropped
+automatically when the output is not a terminal.
 """
 
 from __future__ import annotations
@@ -10,8 +12,7 @@ from __future__ import annotations
 import json
 from typing import IO
 
-import click
-
+from loopwright.cli.output import Painted, Piece, say
 from loopwright.core.events import (
     LimitReached,
     ModelCallFailed,
@@ -40,44 +41,45 @@ class StreamRenderer:
         self._in_text = False
         self._in_reasoning = False
 
+    def _write(self, *pieces: Piece, nl: bool = True) -> None:
+        say(*pieces, nl=nl, file=self._out)
+
     def _end_open_line(self) -> None:
         if self._in_text or self._in_reasoning:
-            click.echo("", file=self._out)
+            self._write("")
             self._in_text = self._in_reasoning = False
 
-    def _line(self, text: str) -> None:
+    def _line(self, *pieces: Piece) -> None:
         self._end_open_line()
-        click.echo(text, file=self._out)
+        self._write(*pieces)
 
     def __call__(self, event: RunEvent) -> None:
         match event:
             case ModelStreamed(event=TextDelta(text=text)):
                 if not self._in_text:
                     self._end_open_line()
-                    click.echo(click.style("model: ", fg="cyan"), nl=False, file=self._out)
+                    self._write(Painted("model: ", fg="cyan"), nl=False)
                     self._in_text = True
-                click.echo(text, nl=False, file=self._out)
+                self._write(text, nl=False)
             case ModelStreamed(event=ReasoningDelta(text=text)):
                 if not self._in_reasoning:
                     self._end_open_line()
                     self._in_reasoning = True
-                click.echo(click.style(text, dim=True), nl=False, file=self._out)
+                self._write(Painted(text, dim=True), nl=False)
             case ToolCallStarted(call=call):
-                args = json.dumps(dict(call.arguments), ensure_ascii=False)
-                self._line(click.style(f"→ {call.name}", fg="yellow") + f" {_short(args)}")
+                args = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)
+                self._line(Painted(f"→ {call.name}", fg="yellow"), f" {_short(args)}")
             case ToolCallFinished(result=result, duration_s=duration):
-                mark = (
-                    click.style("✗", fg="red") if result.is_error else click.style("←", fg="green")
-                )
+                mark = Painted("✗", fg="red") if result.is_error else Painted("←", fg="green")
                 kind = f" [{result.error_kind}]" if result.is_error else ""
-                self._line(f"{mark} {result.name}{kind} {_short(result.content)} ({duration:.2f}s)")
+                self._line(mark, f" {result.name}{kind} {_short(result.content)} ({duration:.2f}s)")
             case ModelCallFailed(error=error, will_retry=retry):
                 note = "retrying" if retry else "giving up"
-                self._line(click.style(f"! model error: {error} ({note})", fg="red"))
+                self._line(Painted(f"! model error: {error} ({note})", fg="red"))
             case LimitReached(stop=stop, detail=detail):
-                self._line(click.style(f"! stopped: {stop.value} {detail}".rstrip(), fg="red"))
+                self._line(Painted(f"! stopped: {stop.value} {detail}".rstrip(), fg="red"))
             case RunFinished(result=result):
                 if result.answer:
-                    self._line(click.style("answer: ", fg="green", bold=True) + result.answer)
+                    self._line(Painted("answer: ", fg="green", bold=True), result.answer)
             case _:
                 pass

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from loopwright.cli.output import Painted, say
+from loopwright.core.text import to_json
 from loopwright.tools.builtin import BUILTIN_TOOLS, DEFAULT_TOOLS
 
 
@@ -18,6 +20,7 @@ def tools_command(as_json: bool) -> None:
     Examples:
       loopwright tools
       loopwright tools --json | jq '.[].name'
+      loopwright run --tools read_file,sql_query --root docs --db shop.db "..."
     """
     tools = [factory(None) for factory in BUILTIN_TOOLS.values()]
     if as_json:
@@ -28,7 +31,7 @@ def tools_command(as_json: bool) -> None:
             item["permission"] = t.spec.permission.name.lower()
             item["default"] = t.name in DEFAULT_TOOLS
             out.append(item)
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        click.echo(to_json(out, indent=2))
         return
     for t in tools:
         flags = []
@@ -39,6 +42,9 @@ def tools_command(as_json: bool) -> None:
         if t.spec.permission.name != "READ":
             flags.append(f"permission {t.spec.permission.name.lower()}")
         suffix = f"  ({', '.join(flags)})" if flags else ""
-        click.echo(click.style(t.name, bold=True) + suffix)
-        click.echo(f"  {t.spec.description}")
-        click.echo("  parameters: " + json.dumps(dict(t.spec.parameters), ensure_ascii=False))
+        say(Painted(t.name, bold=True), suffix)
+        say(f"  {t.spec.description}")
+        say("  parameters: " + json.dumps(dict(t.spec.parameters), ensure_ascii=False))
+
+
+COMMANDS: tuple[click.Command, ...] = (tools_command,)

@@ -1,4 +1,5 @@
-"""``loopwright trace``: list, show and view recorded runs; tracing for ``loopwright run``.
+"""``loopwright trace``: list, show and view recorded runs (recording them is
+:mod:`loopwright.cli.observe`).
 
 ``loopwright run --trace DIR`` writes one JSONL trace per run into DIR
 (``$LOOPWRIGHT_TRACE_DIR``); ``--otel`` (``LOOPWRIGHT_OTEL=1``) exports OpenTelemetry spans
@@ -8,20 +9,14 @@ See docs/tracing.md.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from loopwright.core.errors import UserError
-from loopwright.core.events import RunEvent, RunFinished
-from loopwright.loop import Agent
-from loopwright.tracing import JsonlRecorder, fanout
+from loopwright.cli.output import emit_json, say
 from loopwright.tracing.spans import (
     SpanRecord,
     Trace,
@@ -38,78 +33,6 @@ DEFAULT_TRACE_DIR = "traces"
 
 def default_trace_dir() -> Path:
     return Path(os.environ.get(TRACE_DIR_ENV) or DEFAULT_TRACE_DIR)
-
-
-# ------------------------------------------------------------------ run --trace / --otel
-
-
-def instrument(
-    agent: Agent,
-    trace_dir: Path | None,
-    otel: bool,
-    *,
-    closers: list[Callable[[], object]] | None = None,
-) -> Agent:
-    """``agent`` with the recorders asked for on the command line added to its
-    ``on_event`` (the agent's own subscriber, if any, still runs first).
-
-    Without ``closers`` (one run): when the run finishes, the trace file is flushed, its
-    path printed on stderr, and pending spans exported. With ``closers`` (a batch): the
-    functions that flush and close the recorders are appended for the caller to call.
-    """
-    subscribers: list[Callable[[RunEvent], object]] = []
-    recorder = JsonlRecorder(trace_dir) if trace_dir is not None else None
-    provider = _otel_provider() if otel else None
-    if recorder is not None:
-        subscribers.append(recorder)
-    if provider is not None:
-        from loopwright.tracing.otel import OtelSubscriber
-
-        subscribers.append(OtelSubscriber(provider))
-        atexit.register(provider.shutdown)  # the last spans, whatever happens
-    if not subscribers:
-        return agent
-    if closers is None:
-        subscribers.append(_finisher(recorder, provider))
-    else:
-        if recorder is not None:
-            closers.append(recorder.close)
-        if provider is not None:
-            closers.append(provider.force_flush)
-    config = agent.config
-    hooks = replace(config.hooks, on_event=fanout(config.hooks.on_event, *subscribers))
-    return Agent.from_config(replace(config, hooks=hooks))
-
-
-def _finisher(recorder: JsonlRecorder | None, provider: Any) -> Callable[[RunEvent], None]:
-    """At the end of a CLI run (the process exits next): flush, and say where the trace is."""
-
-    def finish(event: RunEvent) -> None:
-        if type(event) is not RunFinished:
-            return
-        if recorder is not None and recorder.paths:
-            recorder.flush()
-            path = recorder.paths[-1]
-            click.echo(
-                f"trace: {path} (view: loopwright trace view {path.stem} -o run.html)", err=True
-            )
-        if provider is not None:
-            provider.force_flush()
-
-    return finish
-
-
-def _otel_provider() -> Any:
-    try:
-        from loopwright.tracing.otel import configure_otlp
-    except ImportError as exc:
-        raise UserError(
-            f"--otel needs OpenTelemetry ({exc.name} is missing): pip install 'loopwright[otel]'"
-        ) from None
-    try:
-        return configure_otlp()
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
 
 
 # ------------------------------------------------------------------ rendering
@@ -234,44 +157,57 @@ def trace_group() -> None:
 @click.option("--limit", "-n", type=int, default=20, show_default=True, help="Newest N runs.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
 def list_command(directory: Path | None, limit: int, as_json: bool) -> None:
-    """Recent runs (newest first) with their cost, then cost per session."""
+    """Recent runs (newest first) with their cost, then cost per session.
+
+    \b
+    Examples:
+      loopwright trace list
+      loopwright trace list --limit 5 --json
+      loopwright trace list --dir traces
+    """
     root = directory or default_trace_dir()
     rows = []
     for path in trace_files(root)[: max(0, limit)]:
         try:
             rows.append(_summary_row(path))
         except (TraceError, OSError, ValueError) as exc:
-            click.echo(f"skipped {path.name}: {exc}", err=True)
+            say(f"skipped {path.name}: {exc}", err=True)
     if as_json:
         for row in rows:
-            click.echo(json.dumps(row, ensure_ascii=False))
+            emit_json(row)
         return
     if not rows:
-        click.echo(f"no traces in {root} (record with: loopwright run --trace {root} ...)")
+        say(f"no traces in {root} (record with: loopwright run --trace {root} ...)")
         return
-    click.echo(f"{'run':<26} {'stop':<16} {'turns':>5} {'tokens':>13} {'cost':>10} {'time':>8}")
+    say(f"{'run':<26} {'stop':<16} {'turns':>5} {'tokens':>13} {'cost':>10} {'time':>8}")
     sessions: dict[str, list[float]] = {}
     for row in rows:
         tokens = f"{row['input_tokens']}→{row['output_tokens']}"
-        click.echo(
+        say(
             f"{row['run_id']:<26} {row['stop_reason']:<16} {row['turns'] or 0:>5} "
             f"{tokens:>13} {_money(row['cost']):>10} {_secs(row['duration_s']):>8}"
         )
         agg = sessions.setdefault(str(row["session_id"]), [0, 0.0])
         agg[0] += 1
         agg[1] += row["cost"]
-    click.echo("\ncost per session:")
+    say("\ncost per session:")
     for session, (runs, cost) in sessions.items():
-        click.echo(f"  {session:<32} {int(runs):>3} run(s)  {_money(cost)}")
+        say(f"  {session:<32} {int(runs):>3} run(s)  {_money(cost)}")
 
 
 @trace_group.command("show")
 @click.argument("run")
 @_dir_option
 def show_command(run: str, directory: Path | None) -> None:
-    """A run as a tree: model calls and tool calls with timings, tokens, cost, errors."""
+    """A run as a tree: model calls and tool calls with timings, tokens, cost, errors.
+
+    \b
+    Examples:
+      loopwright trace show 20261123T2126          a run id, or its first characters
+      loopwright trace show 20261123T2126 --dir traces
+    """
     for line in render_tree(_load(run, directory)):
-        click.echo(line)
+        say(line)
 
 
 @trace_group.command("view")
@@ -286,12 +222,17 @@ def show_command(run: str, directory: Path | None) -> None:
     help="The HTML file to write (self-contained; opens offline).",
 )
 def view_command(run: str, directory: Path | None, output: Path) -> None:
-    """Write one self-contained HTML file: waterfall, messages, tool calls, totals."""
+    """Write one self-contained HTML file: waterfall, messages, tool calls, totals.
+
+    \b
+    Examples:
+      loopwright trace view 20261123T2126 -o run.html
+    """
     from loopwright.tracing.viewer import render_html
 
     trace = _load(run, directory)
     output.write_text(render_html(trace), encoding="utf-8")
-    click.echo(f"wrote {output} ({len(trace.events)} events, {len(trace.spans)} spans)", err=True)
+    say(f"wrote {output} ({len(trace.events)} events, {len(trace.spans)} spans)", err=True)
 
 
 COMMANDS = [trace_group]

@@ -1,0 +1,152 @@
+"""Building the agent a command runs, from an :class:`~loopwright.cli.recipe.AgentRecipe`.
+
+One function for every command (``run``, ``chat``, ``resume``): built-in tools by name,
+your own tools and agents by ``MODULE:ATTR``, the model from its string. Every failure
+-- an unknown tool, a module that does not import, a factory that raises -- is a
+:class:`~loopwright.core.errors.UserError` naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from loopwright.cli.output import render
+from loopwright.cli.recipe import AgentRecipe
+from loopwright.core.errors import UserError
+from loopwright.core.messages import ToolCallPart
+from loopwright.core.protocols import Model, PayloadHook
+from loopwright.core.tools import ToolSpec
+from loopwright.loop import Agent, Limits
+from loopwright.tools import Confirmation, DispatchConfig
+from loopwright.tools.builtin import BuiltinConfig, make_tools
+
+DEFAULT_MODEL = "local:gemma-3-270m"
+
+ConfirmHandler = Callable[[ToolCallPart, ToolSpec], Confirmation]
+
+
+def confirm_handler(yes: bool, no: bool, interactive: bool) -> ConfirmHandler:
+    """``--yes`` approves, ``--no`` denies, a terminal asks, otherwise the call waits
+    (the run pauses with ``awaiting_confirmation``)."""
+
+    def handler(call: ToolCallPart, spec: ToolSpec) -> Confirmation:
+        if yes:
+            return Confirmation.approve("approved with --yes")
+        if no:
+            return Confirmation.deny("denied with --no")
+        if interactive:
+            args = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)
+            question = render(f"Run {call.name}({args})?")
+            ok = click.confirm(question, err=True, default=False)
+            return Confirmation.approve() if ok else Confirmation.deny("denied at the prompt")
+        return Confirmation.later("no terminal to ask; re-run with --yes or --no")
+
+    return handler
+
+
+def import_ref(ref: str, what: str) -> object:
+    """The object named ``package.module:attribute`` (modules next to the user import,
+    as with ``python -m``). Any failure is a one-line UserError."""
+    module, _, attr = ref.partition(":")
+    if not module or not attr:
+        raise UserError(f"{what} {ref!r} must look like package.module:attribute")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: object = importlib.import_module(module)
+    except Exception as exc:  # an ImportError, or whatever the module raises on import
+        raise UserError(
+            f"{what} {ref!r}: importing {module} failed ({type(exc).__name__}: {exc}); "
+            "fix the module or the reference"
+        ) from None
+    for name in attr.split("."):
+        try:
+            obj = getattr(obj, name)
+        except AttributeError:
+            raise UserError(f"{what} {ref!r}: {module} has no attribute {attr!r}") from None
+    return obj
+
+
+def _user_agent(ref: str) -> Agent:
+    obj = import_ref(ref, "--agent")
+    if not isinstance(obj, Agent):
+        if not callable(obj):
+            raise UserError(f"--agent {ref!r} is neither an Agent nor a factory returning one")
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise UserError(
+                f"--agent {ref!r}: the factory raised {type(exc).__name__}: {exc}; fix it "
+                "(it must take no arguments and return an Agent)"
+            ) from None
+    if not isinstance(obj, Agent):
+        raise UserError(f"--agent {ref!r} gave a {type(obj).__name__}, not an Agent")
+    return obj
+
+
+def _tools(recipe: AgentRecipe) -> list[object]:
+    config = BuiltinConfig(
+        root=Path(recipe.root) if recipe.root else Path.cwd(),
+        database=Path(recipe.database or "loopwright.db"),
+        outbox=Path(recipe.outbox or "outbox.jsonl"),
+    )
+    out: list[object] = []
+    for entry in recipe.tools:
+        if ":" not in entry:
+            out.extend(make_tools([entry], config))
+            continue
+        obj = import_ref(entry, "--tools")
+        if isinstance(obj, Mapping):
+            raise UserError(f"--tools {entry!r} is a mapping; pass a Tool, a list or a registry")
+        out.extend(obj if isinstance(obj, list | tuple) else [obj])
+    return out
+
+
+def resolve(spec: str, base_url: str | None, on_payload: PayloadHook | None) -> Model:
+    """Build and (for embedded models) load the model; errors are one-line UserErrors."""
+    from loopwright.providers.registry import resolve_model
+
+    model = resolve_model(spec, base_url=base_url, on_payload=on_payload)
+    load = getattr(model, "load", None)
+    if callable(load):
+        load()  # a missing/corrupt GGUF fails here, as a ConfigError, before the run
+    return model
+
+
+def with_confirm(agent: Agent, confirm: ConfirmHandler | None) -> Agent:
+    if confirm is None:
+        return agent
+    config = agent.config
+    return Agent.from_config(replace(config, dispatch=replace(config.dispatch, confirm=confirm)))
+
+
+def build_agent(
+    recipe: AgentRecipe,
+    confirm: ConfirmHandler | None = None,
+    on_payload: PayloadHook | None = None,
+) -> Agent:
+    """The agent ``recipe`` describes; ``confirm`` answers tools that need confirmation."""
+    if recipe.agent:
+        return with_confirm(_user_agent(recipe.agent), confirm)
+    tools = _tools(recipe)
+    model = resolve(recipe.model or DEFAULT_MODEL, recipe.base_url, on_payload)
+    limits = Limits(
+        max_turns=recipe.max_turns if recipe.max_turns is not None else Limits().max_turns,
+        token_budget=recipe.token_budget,
+        timeout=recipe.timeout,
+    )
+    return Agent(
+        model,
+        tools,  # type: ignore[arg-type]
+        system=recipe.system,
+        limits=limits,
+        dispatch=DispatchConfig(confirm=confirm),
+    )

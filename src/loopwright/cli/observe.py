@@ -1,0 +1,88 @@
+"""Tracing for commands that run agents: ``--trace DIR`` and ``--otel``.
+
+``loopwright run --trace DIR`` writes one JSONL trace per run into DIR
+(``$LOOPWRIGHT_TRACE_DIR``); ``--otel`` (``LOOPWRIGHT_OTEL=1``) exports OpenTelemetry spans
+over OTLP/HTTP to the endpoint in the standard ``OTEL_EXPORTER_OTLP_*`` variables.
+See docs/tracing.md. (``loopwright trace`` reads the traces: cli/trace_cmd.py.)
+"""
+
+from __future__ import annotations
+
+import atexit
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from loopwright.cli.output import say
+from loopwright.core.errors import UserError
+from loopwright.core.events import RunEvent, RunFinished
+from loopwright.loop import Agent
+from loopwright.tracing import JsonlRecorder, fanout
+
+
+def instrument(
+    agent: Agent,
+    trace_dir: Path | None,
+    otel: bool,
+    *,
+    closers: list[Callable[[], object]] | None = None,
+) -> Agent:
+    """``agent`` with the recorders asked for on the command line added to its
+    ``on_event`` (the agent's own subscriber, if any, still runs first).
+
+    Without ``closers`` (one run): when the run finishes, the trace file is flushed, its
+    path printed on stderr, and pending spans exported. With ``closers`` (a batch): the
+    functions that flush and close the recorders are appended for the caller to call.
+    """
+    subscribers: list[Callable[[RunEvent], object]] = []
+    recorder = JsonlRecorder(trace_dir) if trace_dir is not None else None
+    provider = _otel_provider() if otel else None
+    if recorder is not None:
+        subscribers.append(recorder)
+    if provider is not None:
+        from loopwright.tracing.otel import OtelSubscriber
+
+        subscribers.append(OtelSubscriber(provider))
+        atexit.register(provider.shutdown)  # the last spans, whatever happens
+    if not subscribers:
+        return agent
+    if closers is None:
+        subscribers.append(_finisher(recorder, provider))
+    else:
+        if recorder is not None:
+            closers.append(recorder.close)
+        if provider is not None:
+            closers.append(provider.force_flush)
+    config = agent.config
+    hooks = replace(config.hooks, on_event=fanout(config.hooks.on_event, *subscribers))
+    return Agent.from_config(replace(config, hooks=hooks))
+
+
+def _finisher(recorder: JsonlRecorder | None, provider: Any) -> Callable[[RunEvent], None]:
+    """At the end of a CLI run (the process exits next): flush, and say where the trace is."""
+
+    def finish(event: RunEvent) -> None:
+        if type(event) is not RunFinished:
+            return
+        if recorder is not None and recorder.paths:
+            recorder.flush()
+            path = recorder.paths[-1]
+            say(f"trace: {path} (view: loopwright trace view {path.stem} -o run.html)", err=True)
+        if provider is not None:
+            provider.force_flush()
+
+    return finish
+
+
+def _otel_provider() -> Any:
+    try:
+        from loopwright.tracing.otel import configure_otlp
+    except ImportError as exc:
+        raise UserError(
+            f"--otel needs OpenTelemetry ({exc.name} is missing): pip install 'loopwright[otel]'"
+        ) from None
+    try:
+        return configure_otlp()
+    except ValueError as exc:
+        raise UserError(str(exc)) from None

@@ -1,0 +1,205 @@
+"""Options shared by several commands, and the parameter types that check them.
+
+Every value is checked where click parses it, so a bad one is a usage error naming the
+option (``--timeout nan`` says it needs a finite number) instead of a traceback later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+from loopwright.cli.recipe import AgentRecipe
+from loopwright.store.factory import KINDS
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+class PositiveNumber(click.ParamType):
+    """A finite number > 0 (``int`` or ``float``): ``nan``, ``inf`` and ``0`` are refused."""
+
+    def __init__(self, kind: type[int] | type[float]) -> None:
+        self.kind = kind
+        self.name = "integer" if kind is int else "seconds"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | float:
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            number: int | float = value
+        else:
+            try:
+                number = self.kind(str(value).strip())
+            except ValueError:
+                what = "a whole number" if self.kind is int else "a number"
+                self.fail(f"must be {what} > 0, got {value!r}", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"must be a finite number > 0, got {value!r}", param, ctx)
+        return number
+
+
+POSITIVE_INT = PositiveNumber(int)
+POSITIVE_SECONDS = PositiveNumber(float)
+
+
+def apply(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Apply option decorators in the order they are listed (top to bottom in --help)."""
+
+    def decorate(fn: F) -> F:
+        for decorator in reversed(decorators):
+            fn = decorator(fn)
+        return fn
+
+    return decorate
+
+
+as_json = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object (errors too: stop_reason, error, exit_code).",
+)
+
+store_options = apply(
+    click.option(
+        "--store",
+        "store_kind",
+        type=click.Choice(KINDS),
+        envvar="LOOPWRIGHT_STORE",
+        default=None,
+        help="Checkpoint store (default: sqlite, or the scheme of --store-url).",
+    ),
+    click.option(
+        "--store-url",
+        envvar="LOOPWRIGHT_STORE_URL",
+        default=None,
+        help="sqlite:///path.db, redis://host:port/0, postgresql://user@host/db.",
+    ),
+)
+
+# The agent a command builds. Defaults are None so that `chat`/`resume` can tell a flag
+# given now from one to take from the session's sealed recipe (see cli/recipe.py).
+agent_options = apply(
+    click.option(
+        "--model",
+        "-m",
+        default=None,
+        envvar="LOOPWRIGHT_MODEL",
+        help="Model: local:gemma-3-270m (embedded, the default), local:PATH.gguf, "
+        "openai:gpt-4o-mini, ...",
+    ),
+    click.option(
+        "--tools",
+        "-t",
+        "tools",
+        multiple=True,
+        help="Built-in tool names, comma-separated (see `loopwright tools`), or MODULE:ATTR "
+        "of your own tools; repeatable. '' for none. Default: calculator,get_weather.",
+    ),
+    click.option("--system", "-s", default=None, help="System prompt."),
+    click.option(
+        "--base-url", default=None, help="Provider endpoint override (remote models only)."
+    ),
+    click.option(
+        "--root",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="read_file's root directory (default: the working directory).",
+    ),
+    click.option(
+        "--db",
+        "database",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="sql_query's SQLite file (default: loopwright.db).",
+    ),
+    click.option(
+        "--outbox",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="send_email's outbox file (default: outbox.jsonl).",
+    ),
+    click.option(
+        "--max-turns",
+        type=POSITIVE_INT,
+        default=None,
+        help="Stop after this many model calls (default 10).",
+    ),
+    click.option(
+        "--token-budget",
+        type=POSITIVE_INT,
+        default=None,
+        help="Stop once input+output tokens exceed this.",
+    ),
+    click.option(
+        "--timeout", type=POSITIVE_SECONDS, default=None, help="Stop after this many seconds."
+    ),
+)
+
+agent_ref_option = click.option(
+    "--agent",
+    "agent",
+    default=None,
+    help="MODULE:ATTR of an Agent, or of a zero-argument factory returning one "
+    "(instead of --model/--tools).",
+)
+
+DEFAULT_TOOLS = ("calculator", "get_weather")
+
+RECIPE_FIELDS = (
+    "model",
+    "base_url",
+    "system",
+    "tools",
+    "agent",
+    "root",
+    "database",
+    "outbox",
+    "max_turns",
+    "token_budget",
+    "timeout",
+)
+
+
+def _abs(path: Path | None) -> str | None:
+    return str(path.resolve()) if path is not None else None
+
+
+def given_fields(ctx: click.Context, params: Mapping[str, object]) -> dict[str, object]:
+    """The recipe fields the user set on this command line (or in the environment)."""
+    out: dict[str, object] = {}
+    for name in RECIPE_FIELDS:
+        if name not in params:
+            continue
+        source = ctx.get_parameter_source(name)
+        if source in (click.core.ParameterSource.DEFAULT, None) or params[name] in (None, ()):
+            continue
+        value = params[name]
+        if name == "tools":
+            value = tuple(t.strip() for item in value for t in str(item).split(",") if t.strip())  # type: ignore[attr-defined]
+        elif name in ("root", "database", "outbox"):
+            value = _abs(value)  # type: ignore[arg-type]
+        out[name] = value
+    return out
+
+
+def recipe_from(fields: Mapping[str, object], base: AgentRecipe | None = None) -> AgentRecipe:
+    """``base`` (or the defaults) with ``fields`` given now on top. Relative paths and
+    the default tool set are fixed here, so the stored recipe means the same anywhere."""
+    values: dict[str, object] = {}
+    if base is None:
+        values = {
+            "tools": DEFAULT_TOOLS,
+            "root": str(Path.cwd().resolve()),
+            "database": str(Path("loopwright.db").resolve()),
+            "outbox": str(Path("outbox.jsonl").resolve()),
+        }
+    else:
+        values = base.to_dict()
+        values["tools"] = tuple(base.tools)
+    values.update(fields)
+    return AgentRecipe(**values)  # type: ignore[arg-type]

@@ -1,0 +1,70 @@
+"""How every command shows a run's result (``run``, ``chat``, ``resume``).
+
+Plain: the answer on stdout; a stop other than ``final_answer`` as one ``stopped:`` line
+on stderr; a run paused on confirmations lists the pending calls and how to continue.
+``--json``: one object with ``answer``, ``stop_reason``, ``turns``, ``usage``,
+``messages``, ``session_id``, ``detail``, ``exit_code``, ``pending_calls`` (and ``hint``
+when paused).
+"""
+
+from __future__ import annotations
+
+import json
+
+from loopwright.cli.exit_codes import exit_code
+from loopwright.cli.output import Painted, emit_json, say
+from loopwright.core.run import RunResult, RunStop
+
+RERUN_HINT = (
+    "a tool needs confirmation and there is no terminal to ask: re-run with --yes to "
+    "approve or --no to deny"
+)
+
+
+def approve_hint(result: RunResult) -> str:
+    """How to continue a paused run: resume the stored session, or re-run with a flag."""
+    if result.session_id:
+        return (
+            f"session {result.session_id} awaits confirmation: approve with "
+            f"`loopwright resume {result.session_id} --approve` or deny with "
+            f"`loopwright resume {result.session_id} --deny REASON` "
+            "(or re-run with --yes / --no)"
+        )
+    return RERUN_HINT
+
+
+def pending_calls(result: RunResult) -> list[dict[str, object]]:
+    return [
+        {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in result.pending_calls
+    ]
+
+
+def result_json(result: RunResult) -> dict[str, object]:
+    data: dict[str, object] = result.to_dict()
+    data["exit_code"] = exit_code(result.stop)
+    data["pending_calls"] = pending_calls(result)
+    if result.stop is RunStop.AWAITING_CONFIRMATION:
+        data["hint"] = approve_hint(result)
+    return data
+
+
+def print_result(result: RunResult, *, as_json: bool, streamed: bool = False) -> None:
+    """Show ``result`` (``streamed``: the answer was already rendered live)."""
+    if as_json:
+        emit_json(result_json(result))
+        return
+    if result.answer and not streamed:
+        say(result.answer)
+    if result.stop is RunStop.AWAITING_CONFIRMATION:
+        for call in result.pending_calls:
+            args = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)
+            say(Painted("pending ", fg="yellow"), f"{call.id}: {call.name}({args})", err=True)
+        say(approve_hint(result), err=True)
+        if result.session_id:
+            say(f"session_id: {result.session_id}")
+    elif result.stop is not RunStop.FINAL_ANSWER:
+        say(
+            Painted("stopped: ", fg="red"),
+            f"{result.stop.value} {result.detail}".rstrip(),
+            err=True,
+        )

@@ -1,0 +1,121 @@
+"""``loopwright resume SESSION``: approve or deny a paused session's calls, or continue a
+run whose process died."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from loopwright.cli.agents import build_agent, confirm_handler
+from loopwright.cli.exit_codes import exit_code
+from loopwright.cli.options import (
+    agent_options,
+    agent_ref_option,
+    as_json,
+    given_fields,
+    recipe_from,
+    store_options,
+)
+from loopwright.cli.output import CliError
+from loopwright.cli.results import print_result
+from loopwright.cli.stored import session_recipe
+from loopwright.durable import Durable
+from loopwright.store import open_store
+
+RESUME_HELP = """Continue stored session SESSION: approve or deny its pending calls, or
+recover a run whose process died.
+
+\b
+Examples:
+  loopwright resume s-1a2b3c --approve                approve every pending call
+  loopwright resume s-1a2b3c --deny "not today"       deny them (the model is told why)
+  loopwright resume s-1a2b3c --approve-call call-1 --deny "only the first"
+  loopwright resume s-1a2b3c --deny-call call-2="wrong recipient"
+  loopwright resume s-1a2b3c --break-lock             take over from a dead process
+  loopwright resume s-1a2b3c --approve --json
+
+The agent is rebuilt from the session's sealed setup (what was given on the command
+line when it started, sealed with this user's key). A setup changed in the store, or
+written on another machine, is refused: pass --agent MODULE:ATTR or --model/--tools
+(any agent flag given here also overrides the stored one).
+"""
+
+
+def _denials(deny_calls: tuple[str, ...]) -> dict[str, str]:
+    per_call: dict[str, str] = {}
+    for item in deny_calls:
+        call_id, sep, reason = item.partition("=")
+        if not sep or not call_id:
+            raise CliError(f"--deny-call {item!r} must look like CALL_ID=REASON")
+        per_call[call_id] = reason
+    return per_call
+
+
+@click.command("resume", help=RESUME_HELP, no_args_is_help=True)
+@click.argument("session_id")
+@click.option("--approve", is_flag=True, help="Approve every pending call.")
+@click.option(
+    "--approve-call",
+    "approve_calls",
+    multiple=True,
+    metavar="CALL_ID",
+    help="Approve one call (repeatable).",
+)
+@click.option(
+    "--deny",
+    default=None,
+    metavar="REASON",
+    help="Deny the pending calls not approved, with this reason.",
+)
+@click.option(
+    "--deny-call",
+    "deny_calls",
+    multiple=True,
+    metavar="CALL_ID=REASON",
+    help="Deny one call (repeatable).",
+)
+@click.option(
+    "--break-lock", is_flag=True, help="Take over a session whose runner died (stale lock)."
+)
+@agent_ref_option
+@agent_options
+@store_options
+@as_json
+@click.pass_context
+def resume(
+    ctx: click.Context,
+    session_id: str,
+    approve: bool,
+    approve_calls: tuple[str, ...],
+    deny: str | None,
+    deny_calls: tuple[str, ...],
+    break_lock: bool,
+    store_kind: str | None,
+    store_url: str | None,
+    as_json: bool,
+    **agent_params: object,
+) -> None:
+    per_call = _denials(deny_calls)
+    if approve and approve_calls:
+        raise CliError("use --approve (all calls) or --approve-call ID, not both")
+    if per_call and deny:
+        raise CliError("use --deny REASON (all other calls) or --deny-call ID=REASON, not both")
+    approval: bool | list[str] = list(approve_calls) if approve_calls else approve
+    given = given_fields(ctx, agent_params)
+    store = open_store(store_kind, store_url)
+    try:
+        store.history(session_id)  # an unknown session fails first, naming the session
+        recipe = session_recipe(store, session_id, given, recipe_from({}))
+        interactive = sys.stdin.isatty() and sys.stderr.isatty()
+        agent = build_agent(recipe, confirm_handler(False, False, interactive))
+        result = Durable(agent, store).resume(
+            session_id, approve=approval, deny=per_call or deny, break_lock=break_lock
+        )
+    finally:
+        store.close()
+    print_result(result, as_json=as_json)
+    ctx.exit(exit_code(result.stop))
+
+
+COMMANDS: tuple[click.Command, ...] = (resume,)
