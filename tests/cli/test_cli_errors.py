@@ -1,0 +1,141 @@
+"""Every CLI error path: one line naming the field and the fix, valid JSON with --json,
+the documented exit code, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loopwright.cli import agents as agents_mod
+from loopwright.cli.exit_codes import INTERNAL_ERROR, STORE_ERROR, USAGE_ERROR, exit_code
+from loopwright.cli.main import main
+from loopwright.core.run import RunStop
+
+HERE = Path(__file__).parent
+
+
+def invoke(*args: str, input: bytes | str | None = None):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args), input=input)
+
+
+def check_failure(result, code: int, *fragments: str) -> dict | None:  # type: ignore[no-untyped-def]
+    """Exit ``code``, one ``error:`` line holding ``fragments``; the JSON object if any."""
+    assert result.exit_code == code, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    lines = [ln for ln in result.stdout.splitlines() if ln.strip()]
+    if not lines:
+        return None
+    assert len(lines) == 1, result.stdout
+    data = json.loads(lines[0])
+    assert data["exit_code"] == code and data["error"]
+    return data
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "soon"])
+def test_bad_timeout_is_a_usage_error(value: str) -> None:
+    data = check_failure(invoke("run", "--json", "--timeout", value, "x"), 2, "--timeout")
+    assert data is not None and data["stop_reason"] == "usage_error"
+
+
+@pytest.mark.parametrize("command", [["chat", "hi"], ["resume", "s-1", "--approve"]])
+def test_agent_factory_that_raises_is_one_line(command: list[str]) -> None:
+    if command[0] == "resume":
+        invoke("chat", "--agent", "cli_agents:hostile", "--session", "s-1", "hi")
+    result = invoke(*command, "--json", "--agent", "cli_agents:raising")
+    data = check_failure(result, USAGE_ERROR, "cli_agents:raising", "RuntimeError", "boom")
+    assert data is not None and "return an Agent" in data["error"]
+    other = invoke("chat", "--agent", "cli_agents:not_an_agent", "hi")
+    check_failure(other, USAGE_ERROR, "neither an Agent nor a factory")
+    missing = invoke("chat", "--agent", "no_such_module_here:build", "hi")
+    check_failure(missing, USAGE_ERROR, "importing no_such_module_here failed")
+
+
+def _cli_process(args: list[bytes], tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ, LOOPWRIGHT_STORE_URL=f"sqlite://{tmp_path / 's.db'}")
+    return subprocess.run(
+        [sys.executable.encode(), b"-m", b"loopwright.cli", *args],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def test_non_utf8_command_line_prompt_is_a_usage_error(tmp_path: Path) -> None:
+    proc = _cli_process([b"run", b"--json", b"--tools", b"", b"caf\xe9 au lait"], tmp_path)
+    assert proc.returncode == USAGE_ERROR, proc.stderr
+    data = json.loads(proc.stdout.decode("utf-8"))  # strict: the JSON is UTF-8
+    assert data["stop_reason"] == "usage_error"
+    assert "argument 5" in data["error"] and "byte 0xe9 at offset 3" in data["error"]
+    named = _cli_process([b"run", b"--system", b"\xff\xfe", b"hi"], tmp_path)
+    assert named.returncode == USAGE_ERROR
+    assert b"the value of --system" in named.stderr and b"Traceback" not in named.stderr
+
+
+def test_store_commands_print_json_on_error(tmp_path: Path) -> None:
+    unknown = invoke("resume", "no-such-session", "--approve", "--json")
+    data = check_failure(unknown, USAGE_ERROR, "session 'no-such-session' not found")
+    assert data is not None and data["session_id"] == "no-such-session"
+    folder = tmp_path / "folder.db"
+    folder.mkdir()
+    url = f"sqlite://{folder}"
+    for command in (
+        ["sessions", "--json", "--store-url", url],
+        ["sessions", "show", "s-1", "--json", "--store-url", url],
+        ["chat", "--json", "--store-url", url, "hi"],
+        ["resume", "s-1", "--approve", "--json", "--store-url", url],
+    ):
+        data = check_failure(invoke(*command), STORE_ERROR, "sqlite store")
+        assert data is not None and data["stop_reason"] == "store_error", command
+    bad_flag = invoke("sessions", "--json", "--limit", "0")
+    assert check_failure(bad_flag, USAGE_ERROR, "--limit") is not None
+    deleted = invoke("sessions", "delete", "s-none", "--json")
+    check_failure(deleted, USAGE_ERROR, "not found")
+
+
+def test_corrupt_session_is_reported_as_corrupt(tmp_path: Path) -> None:
+    first = invoke("chat", "--agent", "cli_agents:hostile", "--session", "s-c", "hi")
+    assert first.exit_code == 0, first.output
+    with sqlite3.connect(tmp_path / "sessions.db") as conn:
+        conn.execute("UPDATE lw_checkpoints SET header = '{not json' WHERE session_id = 's-c'")
+    for command in (["resume", "s-c", "--approve"], ["chat", "--session", "s-c", "more"]):
+        result = invoke(*command, "--json")
+        data = check_failure(result, STORE_ERROR, "corrupt checkpoint data for session 's-c'")
+        assert data is not None and "no agent" not in data["error"]
+
+
+def test_unexpected_exception_is_an_internal_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(agents_mod, "resolve", broken)
+    data = check_failure(invoke("run", "--json", "x"), INTERNAL_ERROR, "internal error")
+    assert data is not None and data["stop_reason"] == "internal_error"
+    assert "ZeroDivisionError" in data["error"] and "report" in data["error"]
+
+
+def test_ctrl_c_is_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(agents_mod, "resolve", interrupted)
+    result = invoke("run", "--json", "x")
+    check_failure(result, exit_code(RunStop.CANCELLED), "interrupted")
+
+
+def test_non_utf8_stdin_turn_in_chat_is_a_usage_error() -> None:
+    result = invoke("chat", "--json", "--agent", "cli_agents:hostile", input=b"ok\n\xff\xfe\n")
+    assert result.exit_code == USAGE_ERROR
+    assert "stdin line 2 is not UTF-8" in result.stderr

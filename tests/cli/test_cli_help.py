@@ -1,0 +1,62 @@
+"""Every command's --help teaches: it has examples, and every example names a real
+command and real options."""
+
+from __future__ import annotations
+
+import shlex
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from loopwright.cli.main import main
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = [path]
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            out.extend(_commands(command, (*path, name)))
+        else:
+            out.append((*path, name))
+    return out
+
+
+ALL = _commands(main)
+
+
+def _resolve(tokens: list[str]) -> tuple[click.Command, list[str]]:
+    """The command an example line runs, and its remaining tokens."""
+    command: click.Command = main
+    rest = tokens
+    while isinstance(command, click.Group) and rest and rest[0] in command.commands:
+        command, rest = command.commands[rest[0]], rest[1:]
+    return command, rest
+
+
+def _options(command: click.Command) -> set[str]:
+    names = {"--help", "-h"}
+    for param in command.params:
+        names.update(param.opts)
+        names.update(param.secondary_opts)
+    return names
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "loopwright")
+def test_help_has_examples_that_use_real_options(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(main, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Examples:" in result.output
+    examples = [
+        line.strip()
+        for line in result.output.split("Examples:", 1)[1].splitlines()
+        if line.strip().startswith("loopwright ")
+    ]
+    assert examples, result.output
+    for line in examples:
+        tokens = shlex.split(line.split("  ", 1)[0].split("|", 1)[0].rstrip("\\ "))[1:]
+        command, rest = _resolve(tokens)
+        known = _options(command)
+        for token in rest:
+            if token.startswith("-") and token != "-":
+                assert token.split("=", 1)[0] in known, f"{line!r}: {token} is not an option"
