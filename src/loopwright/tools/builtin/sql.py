@@ -9,7 +9,16 @@ Read-only is enforced by SQLite itself, not by string checks:
 * ``sqlite3.complete_statement`` plus the driver's one-statement rule refuse
   ``SELECT 1; DROP TABLE t``;
 * a progress handler aborts queries that run longer than ``timeout`` seconds (e.g. an
-  endless recursive CTE) and a length limit stops giant strings/blobs.
+  endless recursive CTE) and SQLite's own limits bound what one statement may build
+  (strings and blobs of at most 1 MB, expression depth, compound selects, LIKE pattern
+  length, function arguments).
+
+The progress handler only runs *between* virtual-machine steps, and ``interrupt()`` is
+checked there too, so a single step that loops for long cannot be stopped from outside.
+``printf``/``format`` are such a step: ``printf('%.*c', 2147483647, 'x')`` appends two
+billion characters one at a time and only then notices the length limit (26 s on
+SQLite 3.40, whatever the timeout). The authorizer therefore refuses those two
+functions; every other built-in checks the length limit before it builds.
 
 Parameters are bound (``?`` placeholders), never formatted into the text. At most
 ``max_rows`` rows are returned together with the total row count.
@@ -17,6 +26,7 @@ Parameters are bound (``?`` placeholders), never formatted into the text. At mos
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 import urllib.parse
@@ -34,6 +44,18 @@ _ALLOWED = {
     getattr(sqlite3, "SQLITE_RECURSIVE", 33),
 }
 _MAX_VALUE_BYTES = 1_000_000
+# single-step functions that can loop for long before any limit applies (module doc)
+_DENIED_FUNCTIONS = frozenset({"printf", "format"})
+_LIMITS = (
+    (sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES),
+    (sqlite3.SQLITE_LIMIT_ATTACHED, 0),
+    (sqlite3.SQLITE_LIMIT_EXPR_DEPTH, 100),
+    (sqlite3.SQLITE_LIMIT_COMPOUND_SELECT, 50),
+    (sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 1_000),
+    (sqlite3.SQLITE_LIMIT_FUNCTION_ARG, 32),
+    (sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100),
+    (sqlite3.SQLITE_LIMIT_SQL_LENGTH, 10_000),
+)
 
 SPEC = ToolSpec(
     name="sql_query",
@@ -70,8 +92,12 @@ def _invalid(message: str) -> ToolError:
     return ToolError(message, kind=ToolErrorKind.INVALID_ARGUMENTS)
 
 
-def _authorizer(action: int, *_args: object) -> int:
-    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
+def _authorizer(action: int, arg1: object, arg2: object, *_args: object) -> int:
+    if action not in _ALLOWED:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in _DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +120,8 @@ class SqlRunner:
             conn = sqlite3.connect(uri, uri=True, timeout=2.0, check_same_thread=False)
         except sqlite3.Error as exc:
             raise ToolError(f"cannot open database {path}: {exc}") from None
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        for limit, value in _LIMITS:
+            conn.setlimit(limit, value)
         conn.set_authorizer(_authorizer)
         return conn
 
@@ -126,7 +152,7 @@ class SqlRunner:
             for _ in cursor:
                 total += 1
         except sqlite3.DatabaseError as exc:
-            raise _invalid(_explain(exc)) from None
+            raise _invalid(_explain(exc, text)) from None
         except (sqlite3.ProgrammingError, sqlite3.Warning) as exc:
             raise _invalid(f"{exc}; send exactly one SELECT statement") from None
         return {
@@ -140,9 +166,15 @@ class SqlRunner:
         return self.query(query, params)
 
 
-def _explain(exc: sqlite3.DatabaseError) -> str:
+def _explain(exc: sqlite3.DatabaseError, text: str = "") -> str:
     message = str(exc)
     if "not authorized" in message or "readonly" in message:
+        used = sorted(f for f in _DENIED_FUNCTIONS if re.search(rf"\b{f}\s*\(", text, re.I))
+        if used:
+            names = ", ".join(f"{f}()" for f in used)
+            return (
+                f"{names} cannot be used in sql_query; select the columns and format them yourself"
+            )
         return "only read-only SELECT statements are allowed"
     if "interrupted" in message:
         return "query took too long and was stopped; add a LIMIT or a WHERE clause"
