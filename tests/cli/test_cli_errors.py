@@ -22,7 +22,7 @@ HERE = Path(__file__).parent
 
 
 def invoke(*args: str, input: bytes | str | None = None):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(main, list(args), input=input)
+    return CliRunner().invoke(main, list(args), input=input, prog_name="loopwright")
 
 
 def check_failure(result, code: int, *fragments: str) -> dict | None:  # type: ignore[no-untyped-def]
@@ -139,3 +139,11 @@ def test_non_utf8_stdin_turn_in_chat_is_a_usage_error() -> None:
     result = invoke("chat", "--json", "--agent", "cli_agents:hostile", input=b"ok\n\xff\xfe\n")
     assert result.exit_code == USAGE_ERROR
     assert "stdin line 2 is not UTF-8" in result.stderr
+
+
+def test_the_documented_error_object_is_what_the_cli_prints() -> None:
+    docs = (HERE.parents[1] / "docs" / "cli.md").read_text("utf-8")
+    example = json.loads(docs.split("```json\n", 1)[1].split("```", 1)[0])
+    printed = json.loads(invoke("run", "--json", "--timeout", "nan", "x").stdout)
+    assert printed.keys() == example.keys()
+    assert printed["error"] == example["error"]

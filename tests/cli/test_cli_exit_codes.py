@@ -26,7 +26,7 @@ def test_core_no_longer_owns_exit_codes() -> None:
 
 
 def test_docs_table_matches_the_codes() -> None:
-    section = DOCS.read_text("utf-8").split("### Exit codes", 1)[1]
+    section = DOCS.read_text("utf-8").split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| (\d+) \| `?([a-z_]+)", section, re.MULTILINE))
     for stop, code in exit_codes.STOP_CODES.items():
         assert rows.get(str(code)) == stop.value, stop
