@@ -1,0 +1,143 @@
+"""Prebuilt nodes that put loopwright's runtime inside a graph.
+
+* :func:`agent_node` -- a whole loopwright :class:`~loopwright.loop.Agent` run as one
+  node (its tools, limits, hooks, retries); the messages it adds are returned for an
+  ``add_messages`` key. Its run events appear in ``stream_mode="events"``.
+* :func:`model_node`, :class:`ToolNode`, :func:`tools_condition` -- the pieces of an
+  agent loop drawn as a graph (an LLM node and a tool node with a conditional edge
+  between them), like LangGraph's ``ToolNode``/``tools_condition``. Tool calls go
+  through loopwright's dispatcher: argument validation and repair, permissions,
+  timeouts, typed error results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from loopwright.core.errors import UserError
+from loopwright.core.events import ResponseDone, RunFinished
+from loopwright.core.messages import Message
+from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
+from loopwright.core.run import RunResult
+from loopwright.graph.messages import as_messages
+from loopwright.graph.pregel import current_task_emit
+from loopwright.graph.types import END
+from loopwright.loop import Agent
+from loopwright.tools import DispatchConfig, Dispatcher, Tool, ToolRegistry
+
+NodeFn = Callable[..., Any]
+
+
+def _messages(state: Any, key: str) -> list[Message]:
+    raw = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    if raw is None:
+        raise UserError(f"the node needs the conversation in state[{key!r}]")
+    return [m for m in as_messages(raw) if isinstance(m, Message)]
+
+
+def agent_node(agent: Agent, *, messages_key: str = "messages") -> NodeFn:
+    """A node that runs ``agent`` on the conversation in ``state[messages_key]``.
+
+    The conversation must end with the user's message; the node returns the messages
+    the run added (assistant turns, tool results) for an ``add_messages`` key.
+    """
+
+    async def run_agent(state: Any) -> dict[str, Any]:
+        history = _messages(state, messages_key)
+        if not history or history[-1].role != "user":
+            raise UserError(
+                f"agent_node: state[{messages_key!r}] must end with a user message to answer"
+            )
+        prompt, before = history[-1], history[:-1]
+        emit = current_task_emit()
+        if emit is None:
+            result = await agent.arun(prompt, history=before)
+        else:
+            result = await _streamed(agent, prompt, before, emit)
+        return {messages_key: list(result.messages[len(history) :])}
+
+    run_agent.__name__ = "agent"
+    return run_agent
+
+
+async def _streamed(
+    agent: Agent, prompt: Message, history: list[Message], emit: Callable[[Any], None]
+) -> RunResult:
+    result: RunResult | None = None
+    async for event in agent.stream(prompt, history=history):
+        emit(event)
+        if isinstance(event, RunFinished):
+            result = event.result
+    if result is None:  # a stream always ends with RunFinished
+        raise UserError("agent_node: the agent's run ended without a result")
+    return result
+
+
+def model_node(
+    model: Model,
+    tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
+    *,
+    system: str | None = None,
+    settings: ModelSettings | None = None,
+    messages_key: str = "messages",
+) -> NodeFn:
+    """A node that makes one model call on ``state[messages_key]`` (offering ``tools``)
+    and returns the assistant's message. A failed call raises its provider error."""
+    registry = _registry(tools)
+    specs = tuple(registry.specs())
+    settings = settings or ModelSettings()
+
+    async def call_model(state: Any) -> dict[str, Any]:
+        request = ModelRequest(_messages(state, messages_key), system, specs, settings)
+        final = await complete(model, request)
+        if not isinstance(final, ResponseDone):
+            raise final.error
+        return {messages_key: [final.message]}
+
+    call_model.__name__ = "llm"
+    return call_model
+
+
+class ToolNode:
+    """A node that runs the tool calls of the last assistant message and returns one
+    tool-results message (results in call order; failures are error results)."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry,
+        *,
+        dispatch: DispatchConfig | None = None,
+        messages_key: str = "messages",
+        name: str = "tools",
+    ) -> None:
+        self.registry = _registry(tools)
+        self.dispatcher = Dispatcher(self.registry, dispatch)
+        self.messages_key = messages_key
+        self.__name__ = name
+
+    async def __call__(self, state: Any) -> dict[str, Any]:
+        history = _messages(state, self.messages_key)
+        calls = history[-1].tool_calls if history else ()
+        if not calls:
+            raise UserError("ToolNode: the last message has no tool calls to run")
+        results = await self.dispatcher.run_results(calls)
+        return {self.messages_key: [Message.tool_results(results)]}
+
+
+def tools_condition(state: Any, messages_key: str = "messages") -> str:
+    """Conditional edge: ``"tools"`` when the last message calls tools, else ``END``."""
+    history = _messages(state, messages_key)
+    return "tools" if history and history[-1].tool_calls else END
+
+
+def _registry(tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry) -> ToolRegistry:
+    if isinstance(tools, ToolRegistry):
+        return tools
+    registry = ToolRegistry()
+    for item in tools:
+        registry.register(item)
+    return registry
+
+
+__all__: Sequence[str] = ("ToolNode", "agent_node", "model_node", "tools_condition")
