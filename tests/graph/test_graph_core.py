@@ -23,6 +23,7 @@ from loopwright.graph import (
     START,
     Command,
     GraphBuildError,
+    GraphError,
     GraphRecursionError,
     InvalidUpdateError,
     Overwrite,
@@ -494,3 +495,38 @@ def test_invoke_inside_a_running_event_loop_from_a_sync_node() -> None:
     outer.add_node("o", lambda s: {"log": inner_app.invoke({"log": []})["log"]})
     outer.add_edge(START, "o")
     assert outer.compile().invoke({"log": []})["log"] == ["inner"]
+
+
+class Question(TypedDict):
+    question: str
+
+
+class Answer(TypedDict):
+    answer: str
+
+
+class Whole(TypedDict):
+    question: str
+    scratch: str
+    answer: str
+
+
+def test_input_and_output_schemas_filter_what_goes_in_and_out() -> None:
+    g = StateGraph(Whole, input_schema=Question, output_schema=Answer)
+    g.add_node("think", lambda s: {"scratch": s["question"] + "?", "answer": "42"})
+    g.add_edge(START, "think")
+    out = g.compile().invoke({"question": "life", "answer": "ignored", "scratch": "x"})
+    assert out == {"answer": "42"}
+
+
+def test_unsupported_langgraph_options_fail_instead_of_being_ignored() -> None:
+    g = StateGraph(Log)
+    g.add_node("a", say("a"))
+    g.add_edge(START, "a")
+    with pytest.raises(GraphError, match="interrupt_before"):
+        g.compile(interrupt_before=["a"])
+    with pytest.raises(GraphError, match="retry_policy"):
+        g.add_node("b", say("b"), retry_policy=object())
+    app = g.compile(debug=False)
+    with pytest.raises(GraphError, match="durability"):
+        app.invoke({"log": []}, durability="exit")

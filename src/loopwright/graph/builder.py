@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from loopwright.graph.schema import Schema, parse_schema, schema_kind
-from loopwright.graph.types import END, START, Command, GraphBuildError
+from loopwright.graph.types import END, START, Command, GraphBuildError, refuse_options
 
 NodeFn = Callable[..., Any]
 _RESERVED_CHARS = ("|", ":")
@@ -56,10 +56,24 @@ class StateGraph:
     :meth:`add_conditional_edges`, :meth:`add_sequence`, then :meth:`compile`.
     """
 
-    def __init__(self, state_schema: type, *_: Any, **__: Any) -> None:
+    def __init__(
+        self,
+        state_schema: type,
+        context_schema: type | None = None,
+        *,
+        input_schema: type | None = None,
+        output_schema: type | None = None,
+        **options: Any,
+    ) -> None:
+        refuse_options("StateGraph", {"context_schema": context_schema, **options})
         self.state_schema = state_schema
         self.schema = parse_schema(state_schema)
         self.extra_keys: dict[str, Schema] = {}
+        self.input_schema = parse_schema(input_schema) if input_schema is not None else None
+        self.output_schema = parse_schema(output_schema) if output_schema is not None else None
+        for extra in (self.input_schema, self.output_schema):
+            if extra is not None:
+                self.extra_keys.setdefault(extra.cls.__qualname__, extra)
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
         self.waiting_edges: list[tuple[tuple[str, ...], str]] = []
@@ -74,7 +88,8 @@ class StateGraph:
         *,
         destinations: Sequence[str] | Mapping[str, str] | None = None,
         input_schema: type | None = None,
-        **_: Any,
+        metadata: Mapping[str, Any] | None = None,
+        **options: Any,
     ) -> StateGraph:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
 
@@ -82,6 +97,7 @@ class StateGraph:
         updates, ``None``, a :class:`Command`, or a state object. A compiled graph is a
         subgraph node: it runs on the parent's state and hands its result back.
         """
+        refuse_options("add_node", options)
         if action is None:
             if isinstance(node, str):
                 raise GraphBuildError(f"add_node({node!r}) needs the node's function")
@@ -208,7 +224,7 @@ class StateGraph:
         checkpointer: Any = None,
         *,
         name: str | None = None,
-        **_: Any,
+        **options: Any,
     ) -> Any:
         """Validate the graph and return a runnable :class:`CompiledStateGraph`.
 
@@ -218,6 +234,7 @@ class StateGraph:
         """
         from loopwright.graph.engine import CompiledStateGraph
 
+        refuse_options("compile", options, harmless=("debug",))
         validate(self)
         self.compiled = True
         return CompiledStateGraph(self, checkpointer, name or "LangGraph")

@@ -30,6 +30,7 @@ from loopwright.graph.types import (
     ParentCommand,
     Send,
     StateSnapshot,
+    refuse_options,
 )
 
 if TYPE_CHECKING:
@@ -61,7 +62,10 @@ class CompiledStateGraph:
                     if key in extra.initial:
                         initial[key] = extra.initial[key]
         self.keys = frozenset(keys)
-        self.output_keys = self.schema.keys
+        self.output_keys = (builder.output_schema or self.schema).keys
+        self._input_keys = frozenset((builder.input_schema or self.schema).keys) | (
+            frozenset(keys) if builder.input_schema is None else frozenset()
+        )
         self.reducers = reducers
         self.initial = initial
         self.message_keys = frozenset(k for k, r in reducers.items() if r is add_messages)
@@ -87,9 +91,12 @@ class CompiledStateGraph:
         self.recursion_limit = DEFAULT_RECURSION_LIMIT
 
     # ------------------------------------------------------------------ running
-    async def ainvoke(self, input: Any, config: Config | None = None, **_: Any) -> dict[str, Any]:
+    async def ainvoke(
+        self, input: Any, config: Config | None = None, **options: Any
+    ) -> dict[str, Any]:
         """Run until the graph ends or is interrupted; return the state (with
         ``"__interrupt__": [Interrupt, ...]`` when a node is waiting for an answer)."""
+        refuse_options("invoke", options, harmless=("stream_mode",))
         run = _Run(self, config or {})
         values = await run.run(input)
         out = self.output(values)
@@ -107,7 +114,7 @@ class CompiledStateGraph:
         config: Config | None = None,
         *,
         stream_mode: StreamMode = "updates",
-        **_: Any,
+        **options: Any,
     ) -> AsyncIterator[Any]:
         """Yield chunks as the graph runs.
 
@@ -116,6 +123,7 @@ class CompiledStateGraph:
         ``"events"`` (:data:`~loopwright.graph.types.GraphEvent` values, including the
         run events of agent nodes), or a list of them (chunks become ``(mode, chunk)``).
         """
+        refuse_options("stream", options)
         modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
         for mode in modes:
             if mode not in _MODES:
@@ -176,7 +184,8 @@ class CompiledStateGraph:
     # ------------------------------------------------------------------ node outputs
     def input_writes(self, input: Any) -> list[tuple[str, Any]]:
         if isinstance(input, Mapping):
-            return [(k, v) for k, v in input.items() if k in self.keys]
+            keys = self._input_keys
+            return [(k, v) for k, v in input.items() if k in keys]
         if schema_kind(type(input)) is not None:
             return [(k, v) for k, v in self.schema.object_updates(input) if k in self.keys]
         raise InvalidUpdateError(f"Expected dict, got {input!r} as the graph's input")

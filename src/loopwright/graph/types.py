@@ -215,6 +215,18 @@ class GraphBuildError(GraphError, ValueError):
     """The graph being built or compiled is invalid (unknown node, no entry point ...)."""
 
 
+def refuse_options(where: str, options: Mapping[str, Any], harmless: Sequence[str] = ()) -> None:
+    """Fail on a LangGraph option this runtime does not implement, instead of silently
+    running without it (an option left at its "off" value is accepted)."""
+    for key, value in options.items():
+        if key in harmless or value is None or value is False or value == [] or value == ():
+            continue
+        raise GraphError(
+            f"{where}({key}=...) is a LangGraph option loopwright.graph does not support; "
+            "see the differences listed in docs/graph.md"
+        )
+
+
 class EmptyInputError(GraphError):
     """``invoke`` got no input and the thread has nothing to continue."""
 
