@@ -239,13 +239,31 @@ class PromptRegistry:
         return d.pinned if d is not None else None
 
     def start_canary(self, name: str, version: str, percent: float) -> None:
-        """Serve ``version`` to ``percent`` % of sessions (stable per session id)."""
+        """Serve ``version`` to ``percent`` % of sessions (stable per session id).
+
+        The other sessions get the pinned version. Without a pin, the version production
+        serves at this moment -- the latest release other than the canary -- is pinned
+        first; otherwise "the others get latest" would be the canary itself as soon as
+        the canary is the newest file, and every session would get it.
+        """
         if not 0.0 < percent <= 100.0:
             raise RegistryError(f"canary percent must be in (0, 100], got {percent}")
         label = self._find(name, version).label
         d = self._deploy.setdefault(name, _Deployment())
+        if d.pinned is None:
+            d.pinned = self._baseline(name, label)
         d.canary, d.percent = label, float(percent)
         self._save_state()
+
+    def _baseline(self, name: str, canary: str) -> str:
+        others = [e for e in self._entries(name) if e.label != canary]
+        releases = [e for e in others if not e.version.pre]
+        if not others:
+            raise RegistryError(
+                f"prompt {name!r} has no version besides {canary!r} to serve the sessions "
+                "outside the canary; add the current version's file, or pin one first"
+            )
+        return (releases or others)[-1].label
 
     def promote(self, name: str) -> str:
         """Pin the running canary for everyone; returns its version."""
