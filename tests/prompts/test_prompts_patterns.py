@@ -149,7 +149,7 @@ def test_untrusted_variables_are_wrapped() -> None:
                     }
                 ],
             },
-            "step 1 depends on 2, which is not an earlier step",
+            "step 1 depends on step 2, but the plan has no step 2 (its steps are 1)",
         ),
         (
             "planner",
@@ -248,3 +248,57 @@ def test_parsers_never_crash_on_garbage(text: str) -> None:
             load_pattern(name).parse(text, **CONTEXT)
         except OutputParseError as err:
             assert err.retry_message and err.raw == text
+
+
+def _step(sid: int, depends_on: list[int], tool_input: dict | None = None) -> dict:
+    return {
+        "step_id": sid,
+        "description": f"step {sid}",
+        "tool_name": "calculator",
+        "tool_input": tool_input or {},
+        "depends_on": depends_on,
+    }
+
+
+def _plan_problem(*steps: dict) -> str:
+    with pytest.raises(OutputParseError) as info:
+        load_pattern("planner").parse(json.dumps({"action": "plan", "plan": list(steps)}))
+    return info.value.retry_message
+
+
+def test_step_result_references_must_name_earlier_dependencies() -> None:
+    ok = load_pattern("planner").parse(
+        json.dumps(
+            {
+                "action": "plan",
+                "plan": [_step(1, []), _step(2, [1], {"e": "$step_1_result * 2"})],
+            }
+        )
+    )
+    assert ok.value["plan"][1]["depends_on"] == [1]
+    later = _plan_problem(_step(1, [], {"e": "$step_2_result"}), _step(2, []))
+    assert "$step_2_result is the result of step 2, which does not run before step 1" in later
+    missing = _plan_problem(_step(1, []), _step(2, [1], {"x": ["$step_7_result"]}))
+    assert "$step_7_result names step 7, but the plan has no step 7 (its steps are 1, 2)" in (
+        missing
+    )
+    undeclared = _plan_problem(_step(1, []), _step(2, [], {"e": "$step_1_result"}))
+    assert "step 2 uses $step_1_result, so its depends_on must include 1" in undeclared
+
+
+def test_dependency_cycles_are_named() -> None:
+    cycle = _plan_problem(_step(1, [2]), _step(2, [1]))
+    assert "steps 1 -> 2 -> 1 depend on each other in a cycle" in cycle
+    assert "remove one of these dependencies or reorder the steps" in cycle
+    self_loop = _plan_problem(_step(1, [1]))
+    assert "steps 1 -> 1 depend on each other in a cycle" in self_loop
+    forward = _plan_problem(_step(2, [1]), _step(1, []))
+    assert "step 2 depends on step 1, which is not an earlier step; list step 1 before" in (
+        forward
+    )
+
+
+def test_too_many_steps_states_the_limit_briefly() -> None:
+    message = _plan_problem(*[_step(i, [], {"e": "x" * 100}) for i in range(1, 13)])
+    assert "at /plan: has 12 items; at most 8 are allowed (remove 4)" in message
+    assert len(message) < 400, len(message)

@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
 
 from loopwright.core.errors import LoopwrightError
 from loopwright.core.messages import JSONValue
@@ -96,6 +96,30 @@ def _pointer(path: Iterable[Any]) -> str:
     return "/" + "/".join(str(p) for p in path) if path else "/"
 
 
+_MAX_PROBLEMS: Final = 5
+_MAX_SHOWN: Final = 60
+
+
+def _describe(error: ValidationError) -> str:
+    """One schema violation, short enough to send back to a model: the limit it broke and
+    never the whole offending value (a 12-step plan is not quoted back in full)."""
+    where = f"at {_pointer(error.absolute_path)}"
+    instance, limit = error.instance, error.validator_value
+    if error.validator in ("maxItems", "minItems") and isinstance(instance, list):
+        bound = "at most" if error.validator == "maxItems" else "at least"
+        change = abs(len(instance) - int(limit))
+        fix = f"remove {change}" if error.validator == "maxItems" else f"add {change}"
+        return f"{where}: has {len(instance)} items; {bound} {limit} are allowed ({fix})"
+    if error.validator in ("maxLength", "minLength") and isinstance(instance, str):
+        bound = "at most" if error.validator == "maxLength" else "at least"
+        return f"{where}: has {len(instance)} characters; {bound} {limit} are allowed"
+    message = error.message
+    shown = repr(instance)
+    if len(shown) > _MAX_SHOWN and message.startswith(shown):
+        message = shown[: _MAX_SHOWN - 1] + "…" + message[len(shown) :]
+    return f"{where}: {message[:300]}"
+
+
 Check = Callable[[dict[str, JSONValue], Mapping[str, object]], list[str]]
 
 
@@ -138,14 +162,17 @@ class Pattern:
         if value is None:
             raise self._error(f"no JSON object could be read ({reason})", text)
         problems = [
-            f"at {_pointer(e.absolute_path)}: {e.message}"
+            _describe(e)
             for e in sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         ]
         if not problems:
             for check in self.checks:
                 problems.extend(check(value, context))
         if problems:
-            raise self._error("; ".join(problems), text)
+            shown = problems[:_MAX_PROBLEMS]
+            if len(problems) > _MAX_PROBLEMS:
+                shown.append(f"and {len(problems) - _MAX_PROBLEMS} more")
+            raise self._error("; ".join(shown), text)
         tags = {m.group(1).lower(): m.group(2).strip() for m in _TAG.finditer(text)}
         return Parsed(value, tags.get("scratchpad"))
 
@@ -181,22 +208,81 @@ def _check_tool_name(value: dict[str, JSONValue], context: Mapping[str, object])
     ]
 
 
+_STEP_REF: Final = re.compile(r"\$step_(\d+)_result")
+
+
+def _refs(value: object) -> set[int]:
+    """The step numbers ``$step_N_result`` names anywhere in a tool input."""
+    if isinstance(value, str):
+        return {int(n) for n in _STEP_REF.findall(value)}
+    if isinstance(value, dict):
+        return set().union(*(_refs(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_refs(v) for v in value)) if value else set()
+    return set()
+
+
+def _cycle(deps: Mapping[int, Sequence[int]]) -> tuple[int, ...]:
+    """One dependency cycle among the steps (``(1, 2, 1)``), or ``()``."""
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: int, path: list[int]) -> list[int] | None:
+        state[node] = 1
+        for dep in deps.get(node, ()):
+            if state.get(dep) == 1:  # on the current path: a cycle back to it
+                return [*path[path.index(dep) :], dep]
+            if dep in deps and state.get(dep) is None:
+                found = visit(dep, [*path, dep])
+                if found:
+                    return found
+        state[node] = 2
+        return None
+
+    for start in deps:
+        if state.get(start) is None:
+            found = visit(start, [start])
+            if found:
+                return tuple(found)
+    return ()
+
+
+@dataclass(frozen=True, slots=True)
+class _PlanView:
+    """A plan's step ids (in order), their dependencies and a cycle among them."""
+
+    ids: tuple[int, ...]
+    deps: Mapping[int, Sequence[int]]
+    cycle: tuple[int, ...]
+
+    @property
+    def listed(self) -> str:
+        return ", ".join(map(str, self.ids))
+
+
 def _check_plan(value: dict[str, JSONValue], context: Mapping[str, object]) -> list[str]:
+    """Step ids unique; every dependency and every ``$step_N_result`` names an existing,
+    earlier step (so the steps can run in the order listed); no cycles; known tools."""
     if value.get("action") != "plan":
         return []
+    steps = [s for s in value.get("plan") or [] if isinstance(s, dict)]
+    ids = tuple(int(s["step_id"]) for s in steps)  # type: ignore[call-overload]
+    deps = {int(s["step_id"]): [int(d) for d in s["depends_on"]] for s in steps}  # type: ignore[call-overload, union-attr]
+    plan = _PlanView(ids, deps, _cycle(deps))
     problems: list[str] = []
-    seen: set[int] = set()
+    if plan.cycle:
+        problems.append(
+            f"at /plan: steps {' -> '.join(map(str, plan.cycle))} depend on each other in a "
+            "cycle; a step may depend only on steps listed before it: remove one of these "
+            "dependencies or reorder the steps"
+        )
     allowed = _allowed(context)
-    for i, step in enumerate(value.get("plan") or []):
-        sid = step["step_id"]
+    seen: set[int] = set()
+    for i, step in enumerate(steps):
+        sid = ids[i]
         if sid in seen:
             problems.append(f"at /plan/{i}/step_id: {sid} is used twice; step ids must be unique")
-        for dep in step["depends_on"]:
-            if dep not in seen:
-                problems.append(
-                    f"at /plan/{i}/depends_on: step {sid} depends on {dep}, which is not an "
-                    "earlier step"
-                )
+        problems.extend(_dependency_problems(plan, i, sid, seen))
+        problems.extend(_reference_problems(plan, i, step, seen))
         if allowed is not None and step["tool_name"] not in allowed:
             problems.append(
                 f"at /plan/{i}/tool_name: {step['tool_name']!r} is not an available tool; "
@@ -204,6 +290,47 @@ def _check_plan(value: dict[str, JSONValue], context: Mapping[str, object]) -> l
             )
         seen.add(sid)
     return problems
+
+
+def _dependency_problems(plan: _PlanView, i: int, sid: int, seen: set[int]) -> list[str]:
+    out = []
+    for dep in plan.deps[sid]:
+        if dep not in plan.ids:
+            out.append(
+                f"at /plan/{i}/depends_on: step {sid} depends on step {dep}, but the plan "
+                f"has no step {dep} (its steps are {plan.listed})"
+            )
+        elif dep not in seen and not (sid in plan.cycle and dep in plan.cycle):
+            out.append(
+                f"at /plan/{i}/depends_on: step {sid} depends on step {dep}, which is not "
+                f"an earlier step; list step {dep} before step {sid}"
+            )
+    return out
+
+
+def _reference_problems(
+    plan: _PlanView, i: int, step: Mapping[str, JSONValue], seen: set[int]
+) -> list[str]:
+    sid = plan.ids[i]
+    out = []
+    for ref in sorted(_refs(step.get("tool_input"))):
+        name = f"$step_{ref}_result"
+        if ref not in plan.ids:
+            out.append(
+                f"at /plan/{i}/tool_input: {name} names step {ref}, but the plan has no "
+                f"step {ref} (its steps are {plan.listed})"
+            )
+        elif ref not in seen:
+            out.append(
+                f"at /plan/{i}/tool_input: {name} is the result of step {ref}, which does "
+                f"not run before step {sid}; a step can use only earlier steps' results"
+            )
+        elif ref not in plan.deps[sid]:
+            out.append(
+                f"at /plan/{i}/depends_on: step {sid} uses {name}, so its depends_on must "
+                f"include {ref}"
+            )
+    return out
 
 
 def _check_executor(value: dict[str, JSONValue], context: Mapping[str, object]) -> list[str]:
