@@ -279,9 +279,8 @@ def test_step_result_references_must_name_earlier_dependencies() -> None:
     later = _plan_problem(_step(1, [], {"e": "$step_2_result"}), _step(2, []))
     assert "$step_2_result is the result of step 2, which does not run before step 1" in later
     missing = _plan_problem(_step(1, []), _step(2, [1], {"x": ["$step_7_result"]}))
-    assert "$step_7_result names step 7, but the plan has no step 7 (its steps are 1, 2)" in (
-        missing
-    )
+    expected = "$step_7_result names step 7, but the plan has no step 7 (its steps are 1, 2)"
+    assert expected in missing
     undeclared = _plan_problem(_step(1, []), _step(2, [], {"e": "$step_1_result"}))
     assert "step 2 uses $step_1_result, so its depends_on must include 1" in undeclared
 
@@ -293,9 +292,8 @@ def test_dependency_cycles_are_named() -> None:
     self_loop = _plan_problem(_step(1, [1]))
     assert "steps 1 -> 1 depend on each other in a cycle" in self_loop
     forward = _plan_problem(_step(2, [1]), _step(1, []))
-    assert "step 2 depends on step 1, which is not an earlier step; list step 1 before" in (
-        forward
-    )
+    expected = "step 2 depends on step 1, which is not an earlier step; list step 1 before"
+    assert expected in forward
 
 
 def test_too_many_steps_states_the_limit_briefly() -> None:

@@ -128,12 +128,14 @@ def test_canary_without_a_pin_serves_only_its_share(tmp_path: Path) -> None:
     assert 50 < served["1.1"] < 150 and served["1.0"] == 1000 - served["1.1"]
     assert reg.pinned("router") == "1.0"  # the baseline is recorded for every process
     again = PromptRegistry(tmp_path, state_file=tmp_path / "deploy.json")
-    assert again.resolve("router", "session-1").version == reg.resolve("router", "session-1").version
+    assert (
+        again.resolve("router", "session-1").version == reg.resolve("router", "session-1").version
+    )
     assert reg.rollback("router") == "1.0"
     assert reg.resolve("router", "session-1").version == "1.0"
 
 
 def test_canary_of_the_only_version_is_refused(tmp_path: Path) -> None:
     make(tmp_path, {"router/v1.0.txt": "only {x}"})
-    with pytest.raises(RegistryError, match="no version besides '1.0'"):
+    with pytest.raises(RegistryError, match=r"no version besides '1\.0'"):
         PromptRegistry(tmp_path).start_canary("router", "1.0", 10)
