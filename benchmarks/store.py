@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
-from loopwright.store import CheckpointStore, ExecutionState, MemoryStore, SQLiteStore, encode_state
+from loopwright.core.run import RunState
+from loopwright.store import CheckpointStore, MemoryStore, SQLiteStore, encode_state
 
 STEPS = 200
 LOADS = 50
@@ -62,12 +63,12 @@ def ms(samples: list[float]) -> dict[str, float]:
 def bench_store(store: CheckpointStore, length: int) -> dict[str, Any]:
     sid = f"bench-{uuid.uuid4().hex[:10]}"
     base = history(length)
-    state = ExecutionState(sid, messages=base)
+    state = RunState(sid, messages=base)
     store.save(state)
     extra = Message.user("one more step")
     writes: list[float] = []
     for step in range(STEPS):
-        state = dataclasses.replace(state, messages=(*state.messages, extra), turn=step)
+        state = dataclasses.replace(state, messages=[*state.messages, extra], turn=step)
         t0 = time.perf_counter()
         store.save(state)
         writes.append(time.perf_counter() - t0)
@@ -82,11 +83,11 @@ def bench_store(store: CheckpointStore, length: int) -> dict[str, Any]:
 
 
 def floor_json(length: int) -> dict[str, Any]:
-    state = ExecutionState("floor", messages=history(length))
+    state = RunState("floor", messages=history(length))
     extra = Message.user("one more step")
     samples = []
     for _ in range(STEPS):
-        state = dataclasses.replace(state, messages=(*state.messages, extra))
+        state = dataclasses.replace(state, messages=[*state.messages, extra])
         t0 = time.perf_counter()
         encode_state(state)
         samples.append(time.perf_counter() - t0)
@@ -98,11 +99,11 @@ def floor_naive_sqlite(path: Path, length: int) -> dict[str, Any]:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("CREATE TABLE IF NOT EXISTS s (id TEXT PRIMARY KEY, state TEXT)")
-    state = ExecutionState("naive", messages=history(length))
+    state = RunState("naive", messages=history(length))
     extra = Message.user("one more step")
     samples = []
     for _ in range(STEPS):
-        state = dataclasses.replace(state, messages=(*state.messages, extra))
+        state = dataclasses.replace(state, messages=[*state.messages, extra])
         t0 = time.perf_counter()
         conn.execute("INSERT OR REPLACE INTO s VALUES (?, ?)", ("naive", encode_state(state)))
         samples.append(time.perf_counter() - t0)
@@ -116,10 +117,10 @@ def concurrent(store: CheckpointStore, sessions: int = 100, steps: int = 20) -> 
 
     def work(i: int) -> None:
         try:
-            state = ExecutionState(f"conc-{prefix}-{i}", messages=history(4))
+            state = RunState(f"conc-{prefix}-{i}", messages=history(4))
             store.save(state)
             for _ in range(steps):
-                state = dataclasses.replace(state, messages=(*state.messages, Message.user("x")))
+                state = dataclasses.replace(state, messages=[*state.messages, Message.user("x")])
                 store.save(state)
             if len(store.load(state.session_id).messages) != 4 + steps:
                 errors.append(f"session {i}: wrong history length")

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from loopwright.core.messages import Message, ToolCallPart
-from loopwright.core.run import LoopState, RunStop
+from loopwright.core.run import LoopState, RunState, RunStop
 from loopwright.core.tools import NOT_RUN, UnknownOutcomePolicy
 from loopwright.durable import NOT_RUN as DURABLE_NOT_RUN
 from loopwright.durable import Durable
 from loopwright.loop import Agent
 from loopwright.providers.scripted import FunctionModel
-from loopwright.store import ExecutionState, IntentRecord, IntentStatus, SQLiteStore
+from loopwright.store import IntentRecord, IntentStatus, SQLiteStore
 from loopwright.tools.builtin import BuiltinConfig, make_tools
 from loopwright.tools.builtin.email import SPEC, Outbox, email_key
 
@@ -37,11 +37,11 @@ def _crash_mid_send(tmp_path: Path) -> tuple[SQLiteStore, str, str]:
     session = f"s-{uuid.uuid4().hex[:8]}"
     call = ToolCallPart("call-1", "send_email", dict(ARGS))
     store.save(
-        ExecutionState(
+        RunState(
             session,
             status=LoopState.ACT,
             turn=1,
-            messages=(Message.user("email ana"), Message("assistant", (call,))),
+            messages=[Message.user("email ana"), Message("assistant", (call,))],
         )
     )
     key = email_key(ARGS)

@@ -1,14 +1,13 @@
-"""RepetitionDetector: bounded tail, repeats and cycles; RunState codec."""
+"""RepetitionDetector: bounded tail, repeats and cycles; the RunState codec."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 from loopwright.core.messages import Message, ToolCallPart, Usage
 from loopwright.core.run import LoopState
 from loopwright.loop import ErrorRecord, RepetitionDetector, RunState
+from loopwright.store import CorruptCheckpoint, decode_state, encode_state
 
 
 def _c(name: str, **args: object) -> ToolCallPart:
@@ -83,18 +82,28 @@ def test_run_state_round_trip() -> None:
         usage=Usage(1, 2, cost=0.5),
         consecutive_errors=1,
         pending_calls=[_c("a", x=1)],
+        metadata={"agent": {"model": "m"}},
     )
     state.log_error(ErrorRecord(1, "tool", "timeout", "slow"))
     state.steering.append(Message.user("steer"))
-    data = json.loads(json.dumps(state.to_dict()))
-    back = RunState.from_dict(data)
-    assert back.to_dict() == state.to_dict()
+    back = decode_state(encode_state(state), (), session_id="s1")
+    assert back == state
     assert back.status is LoopState.PAUSED and back.error_log[0].kind == "timeout"
 
 
-def test_run_state_from_dict_names_the_problem() -> None:
-    with pytest.raises(ValueError, match="malformed state"):
-        RunState.from_dict({"status": "sleeping"})
+def test_decoding_a_malformed_state_names_the_problem() -> None:
+    with pytest.raises(CorruptCheckpoint, match="sleeping"):
+        decode_state(
+            {
+                "schema_version": 2,
+                "session_id": "s",
+                "status": "sleeping",
+                "created_at": 0,
+                "updated_at": 0,
+            },
+            (),
+            session_id="s",
+        )
 
 
 def test_error_log_is_capped() -> None:

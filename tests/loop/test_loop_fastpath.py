@@ -11,8 +11,7 @@ from loop_helpers import add, well_formed
 from loopwright import Agent, FunctionModel, Limits, RunStop, ScriptedModel, tool, tool_call
 from loopwright.core.errors import ToolError
 from loopwright.core.messages import Message
-from loopwright.core.run import LoopState, RunResult
-from loopwright.loop.state import RunState
+from loopwright.core.run import LoopState, RunResult, RunState
 
 
 @tool

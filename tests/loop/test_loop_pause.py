@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
-
 from loop_helpers import add, well_formed
 
 from loopwright import (
     Agent,
     Confirmation,
     DispatchConfig,
-    RunState,
     RunStop,
     ScriptedModel,
     tool,
     tool_call,
 )
 from loopwright.core.run import LoopState
+from loopwright.store import decode_state, encode_state
 
 
 @tool(requires_confirmation=True)
@@ -51,7 +49,7 @@ async def test_pause_then_approve_and_deny() -> None:
     assert [r.call_id for r in state.held_results] == ["a1"]
 
     # the state survives a JSON round trip (a checkpoint)
-    restored = RunState.from_dict(json.loads(json.dumps(state.to_dict())))
+    restored = decode_state(encode_state(state), (), session_id=state.session_id)
     assert restored.pending_calls == state.pending_calls
 
     decisions = {"d1": Confirmation.approve(), "d2": Confirmation.deny("keep y")}

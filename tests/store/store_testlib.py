@@ -46,7 +46,9 @@ def make_store(kind: str, tmp_path: Path) -> CheckpointStore:
 def corrupt_header(store: CheckpointStore, session_id: str, checkpoint: int, text: str) -> None:
     """Overwrite one stored checkpoint header with ``text`` (backend-specific)."""
     if isinstance(store, MemoryStore):
-        store._corrupt_for_tests(session_id, checkpoint, text)
+        session = store._sessions[session_id]
+        ref, _ = session.checkpoints[checkpoint]
+        session.checkpoints[checkpoint] = (ref, text)
         return
     if store.kind == "redis":
         import json

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 from store_testlib import sid
@@ -11,35 +13,62 @@ from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.core.tools import ToolSpec
 from loopwright.durable import CheckpointConfig, Checkpointer, CheckpointPolicy, IntentRecorder
 from loopwright.loop import RunState
-from loopwright.store import IntentStatus, MemoryStore, SQLiteStore
+from loopwright.store import AsyncStore, IntentStatus, MemoryStore, SQLiteStore
 from loopwright.tools import ToolRegistry, tool
 
 
-def test_append_only_saves_and_a_rewrite_is_detected(tmp_path: Path) -> None:
+async def test_append_only_saves_and_a_rewrite_is_detected(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "db.sqlite")
     state = RunState(session_id=sid(), messages=[Message.user("a")])
-    cp = Checkpointer(store, state)
-    cp.save()
+    cp = Checkpointer(AsyncStore(store), state)
+    await cp.save()
     state.messages.append(Message.assistant("b"))
     cp.on_event(MessageAppended(1, state.messages[-1], "model"))
+    await cp.flush()
     assert [r.message_count for r in store.history(state.session_id)] == [1, 2]
     state.messages[1] = Message.assistant("B")  # someone rewrote the history in place
     state.messages.append(Message.user("c"))
-    cp.save()
+    await cp.save()
     loaded = store.load(state.session_id)
     assert [m.text for m in loaded.messages] == ["a", "B", "c"]
     # the checkpoint that referenced the replaced row is gone; the first one remains
     assert [r.message_count for r in store.history(state.session_id)] == [1, 3]
 
 
-def test_interval_policy_limits_writes() -> None:
+async def test_interval_policy_limits_writes() -> None:
     store = MemoryStore()
     state = RunState(session_id=sid(), messages=[])
-    cp = Checkpointer(store, state, config=CheckpointConfig(CheckpointPolicy.INTERVAL, 3600))
+    cp = Checkpointer(
+        AsyncStore(store), state, config=CheckpointConfig(CheckpointPolicy.INTERVAL, 3600)
+    )
     for i in range(5):
         state.messages.append(Message.user(str(i)))
         cp.on_event(MessageAppended(0, state.messages[-1], "input"))
+        await asyncio.sleep(0.01)
+    await cp.flush()
     assert cp.saves == 1
+
+
+async def test_requests_never_wait_and_coalesce_while_a_write_is_slow() -> None:
+    inner = MemoryStore()
+
+    class Slow(MemoryStore):
+        blocking = True  # run on the adapter's threads, like a real database
+
+        def save(self, state: RunState, *, rewrite_from: int | None = None):  # type: ignore[no-untyped-def]
+            time.sleep(0.05)
+            return inner.save(state, rewrite_from=rewrite_from)
+
+    state = RunState(session_id=sid(), messages=[])
+    cp = Checkpointer(AsyncStore(Slow()), state)
+    started = time.perf_counter()
+    for i in range(20):
+        state.messages.append(Message.user(str(i)))
+        cp.on_event(MessageAppended(0, state.messages[-1], "input"))
+    assert time.perf_counter() - started < 0.02  # the run was never held up by the store
+    await cp.flush()
+    assert 1 <= cp.saves <= 3  # 20 requests, merged while writes were in flight
+    assert len(inner.load(state.session_id).messages) == 20
 
 
 async def test_intent_hooks_compose_with_user_hooks() -> None:
@@ -61,7 +90,7 @@ async def test_intent_hooks_compose_with_user_hooks() -> None:
     def user_after(call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
         return ToolResultPart(call.id, call.name, result.content.upper())
 
-    rec = IntentRecorder(store, s, registry, user_before, user_after)
+    rec = IntentRecorder(AsyncStore(store), s, registry, user_before, user_after)
     eve = ToolCallPart("c1", "send", {"to": "eve"})
     assert await rec.before(eve, spec) == "blocked"
     assert store.intents(s) == []  # a blocked call never gets an intent

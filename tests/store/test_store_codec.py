@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwright.core.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
-from loopwright.core.run import LoopState, RunStop
-from loopwright.store import CorruptCheckpoint, ExecutionState, SchemaVersionError, decode_state
+from loopwright.core.run import LoopState, RunState, RunStop
+from loopwright.store import CorruptCheckpoint, SchemaVersionError, decode_state
 from loopwright.store.codec import encode_header, encode_message, encode_state
 
 text = st.text(max_size=40)
@@ -27,18 +27,14 @@ messages = st.builds(
     st.lists(parts, max_size=3).map(tuple),
 )
 states = st.builds(
-    ExecutionState,
+    RunState,
     session_id=st.from_regex(r"[a-z0-9-]{1,20}", fullmatch=True),
     status=st.sampled_from(list(LoopState)),
     turn=st.integers(0, 1000),
-    messages=st.lists(messages, max_size=6).map(tuple),
+    messages=st.lists(messages, max_size=6),
     usage=st.builds(Usage, st.integers(0, 10**6), st.integers(0, 10**6)),
-    goal=text,
-    plan=st.lists(text, max_size=3).map(tuple),
-    pending_calls=st.lists(st.builds(ToolCallPart, text, st.just("t"), args, text), max_size=2).map(
-        tuple
-    ),
-    steering=st.lists(messages, max_size=2).map(tuple),
+    pending_calls=st.lists(st.builds(ToolCallPart, text, st.just("t"), args, text), max_size=2),
+    steering=st.lists(messages, max_size=2),
     stop=st.one_of(st.none(), st.sampled_from(list(RunStop))),
     metadata=args,
     created_at=st.floats(0, 2e9),
@@ -48,7 +44,7 @@ states = st.builds(
 
 @settings(max_examples=150, deadline=None)
 @given(states)
-def test_header_plus_rows_round_trip(state: ExecutionState) -> None:
+def test_header_plus_rows_round_trip(state: RunState) -> None:
     rows = [encode_message(m) for m in state.messages]
     assert decode_state(encode_header(state), rows, session_id=state.session_id) == state
     assert decode_state(encode_state(state), [], session_id=state.session_id) == state
@@ -64,7 +60,7 @@ def test_garbage_header_is_corrupt_never_a_crash(raw: str | bytes) -> None:
 
 
 def test_bad_message_row_names_the_row() -> None:
-    state = ExecutionState("s", messages=(Message.user("a"), Message.user("b")))
+    state = RunState("s", messages=[Message.user("a"), Message.user("b")])
     rows = [encode_message(state.messages[0]), '{"role": "robot", "parts": []}']
     with pytest.raises(CorruptCheckpoint, match=r"session 's' at message 1: unknown role 'robot'"):
         decode_state(encode_header(state), rows, session_id="s")
@@ -97,13 +93,14 @@ def test_seed_v0_state_migrates() -> None:
         "updated_at": 2.0,
     }
     state = decode_state(json.dumps(v0), [], session_id="old")
-    assert state.status is LoopState.ACT and state.turn == 2 and state.goal == "add"
+    assert state.status is LoopState.ACT and state.turn == 2
     assert state.usage == Usage(5, 7)
     assert state.messages[1].tool_calls[0].arguments == {"x": 1}
     assert state.messages[2].tool_results_parts[0].call_id == "c1"
-    assert state.plan == ("a", "b")
+    # fields no run writes are kept, in metadata
+    assert state.metadata == {"goal": "add", "plan": ["a", "b"], "completed_steps": ["a"]}
 
 
 def test_newer_version_is_refused() -> None:
-    with pytest.raises(SchemaVersionError, match=r"version 7.*reads versions 0\.\.1"):
+    with pytest.raises(SchemaVersionError, match=r"version 7.*reads versions 0\.\.2"):
         decode_state(json.dumps({"schema_version": 7}), [], session_id="s")

@@ -11,12 +11,11 @@ import pytest
 from store_testlib import sid
 
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart, Usage
-from loopwright.core.run import LoopState, RunStop
+from loopwright.core.run import ErrorRecord, LoopState, RunState, RunStop
 from loopwright.store import (
     CheckpointNotFound,
     CheckpointStore,
     CorruptCheckpoint,
-    ExecutionState,
     HistoryConflict,
     HistoryRewritten,
     IntentRecord,
@@ -29,35 +28,32 @@ from loopwright.store import (
 )
 
 
-def full_state(session_id: str, n: int = 4) -> ExecutionState:
+def full_state(session_id: str, n: int = 4) -> RunState:
     msgs = [Message.user("hello")]
     for i in range(1, n):
         msgs.append(Message.assistant(f"reply {i}") if i % 2 else Message.user(f"q {i}"))
     call = ToolCallPart("c1", "send_email", {"to": "a@b.c"}, '{"to": "a@b.c"}')
-    return ExecutionState(
+    return RunState(
         session_id=session_id,
         status=LoopState.PAUSED,
         turn=3,
-        messages=tuple(msgs),
+        messages=msgs,
         usage=Usage(10, 20, 1, 2, 0.5),
-        goal="ship it",
-        plan=("a", "b"),
-        completed_steps=("a",),
         consecutive_errors=1,
-        error_log=({"turn": 1, "source": "tool", "kind": "timeout", "message": "slow"},),
-        pending_calls=(call,),
-        held_results=(ToolResultPart("c0", "lookup", "42"),),
-        steering=(Message.user("faster"),),
-        follow_ups=(Message.user("then summarize"),),
+        error_log=[ErrorRecord(1, "tool", "timeout", "slow")],
+        pending_calls=[call],
+        held_results=[ToolResultPart("c0", "lookup", "42")],
+        steering=[Message.user("faster")],
+        follow_ups=[Message.user("then summarize")],
         stop=RunStop.AWAITING_CONFIRMATION,
         detail="needs approval",
         metadata={"model": "scripted"},
     )
 
 
-def grow(state: ExecutionState, text: str) -> ExecutionState:
+def grow(state: RunState, text: str) -> RunState:
     return dataclasses.replace(
-        state, messages=(*state.messages, Message.user(text)), turn=state.turn + 1
+        state, messages=[*state.messages, Message.user(text)], turn=state.turn + 1
     )
 
 
@@ -69,7 +65,7 @@ def test_roundtrip_keeps_every_field(store: CheckpointStore) -> None:
 
 
 def test_append_only_history_and_time_travel(store: CheckpointStore) -> None:
-    state = ExecutionState(sid(), messages=(Message.user("0"),))
+    state = RunState(sid(), messages=[Message.user("0")])
     states = [state]
     store.save(state)
     for i in range(1, 6):
@@ -85,7 +81,7 @@ def test_append_only_history_and_time_travel(store: CheckpointStore) -> None:
 
 
 def test_fork_from_an_earlier_checkpoint(store: CheckpointStore) -> None:
-    state = ExecutionState(sid(), messages=(Message.user("0"),))
+    state = RunState(sid(), messages=[Message.user("0")])
     store.save(state)
     later = grow(state, "1")
     store.save(later)
@@ -106,7 +102,7 @@ def test_unknown_session_and_checkpoint(store: CheckpointStore) -> None:
     assert "loopwright sessions" in str(err.value)
     with pytest.raises(SessionNotFound):
         store.history(missing)
-    state = ExecutionState(sid())
+    state = RunState(sid())
     store.save(state)
     with pytest.raises(CheckpointNotFound, match=r"no checkpoint 7; it has checkpoints 1\.\.1"):
         store.load(state.session_id, 7)
@@ -115,7 +111,7 @@ def test_unknown_session_and_checkpoint(store: CheckpointStore) -> None:
 
 def test_sessions_list_status_and_delete(store: CheckpointStore) -> None:
     paused = full_state(sid())
-    done = ExecutionState(sid(), status=LoopState.DONE, stop=RunStop.FINAL_ANSWER)
+    done = RunState(sid(), status=LoopState.DONE, stop=RunStop.FINAL_ANSWER)
     store.save(paused)
     store.save(done)
     infos = {i.session_id: i for i in store.sessions()}
@@ -130,13 +126,13 @@ def test_sessions_list_status_and_delete(store: CheckpointStore) -> None:
 
 
 def test_shorter_history_needs_rewrite_from(store: CheckpointStore) -> None:
-    state = ExecutionState(sid(), messages=(Message.user("a"), Message.user("b")))
+    state = RunState(sid(), messages=[Message.user("a"), Message.user("b")])
     store.save(state)
-    short = dataclasses.replace(state, messages=(Message.user("a"),))
+    short = dataclasses.replace(state, messages=[Message.user("a")])
     with pytest.raises(HistoryRewritten, match="rewrite_from"):
         store.save(short)
     assert store.load(state.session_id) == state  # nothing written
-    rewritten = dataclasses.replace(state, messages=(Message.user("a"), Message.user("B!")))
+    rewritten = dataclasses.replace(state, messages=[Message.user("a"), Message.user("B!")])
     store.save(rewritten, rewrite_from=1)
     assert store.load(state.session_id).messages[1].text == "B!"
     # checkpoint 1 referenced the replaced row, so it was dropped
@@ -192,7 +188,7 @@ def test_intents_and_ledger(store: CheckpointStore) -> None:
 def test_corrupt_row_is_a_precise_error_and_leaves_state_intact(
     store: CheckpointStore, corrupt
 ) -> None:
-    state = ExecutionState(sid(), messages=(Message.user("a"),))
+    state = RunState(sid(), messages=[Message.user("a")])
     store.save(state)
     store.save(grow(state, "b"))
     corrupt(store, state.session_id, 2, "{not json")
@@ -213,7 +209,7 @@ def test_corrupt_row_is_a_precise_error_and_leaves_state_intact(
 
 
 def test_newer_schema_version_fails_clearly(store: CheckpointStore, corrupt) -> None:
-    state = ExecutionState(sid())
+    state = RunState(sid())
     store.save(state)
     corrupt(store, state.session_id, 1, json.dumps({"schema_version": 99}))
     with pytest.raises(SchemaVersionError, match=r"schema version 99.*upgrade loopwright"):
@@ -226,7 +222,7 @@ def test_concurrent_writers(store: CheckpointStore) -> None:
 
     def work(session_id: str) -> None:
         try:
-            state = ExecutionState(session_id, messages=(Message.user("0"),))
+            state = RunState(session_id, messages=[Message.user("0")])
             store.save(state)
             for i in range(10):
                 state = grow(state, str(i))
@@ -250,7 +246,7 @@ def test_concurrent_writers_of_one_session_lose_nothing(store: CheckpointStore) 
     that did not see another writer's save is refused (HistoryConflict) instead of
     reporting success while its message is dropped; every reported success is stored."""
     session_id = sid()
-    store.save(ExecutionState(session_id, messages=(Message.user("base"),)))
+    store.save(RunState(session_id, messages=[Message.user("base")]))
     saved: list[str] = []
     errors: list[BaseException] = []
 
@@ -280,7 +276,7 @@ def test_concurrent_writers_of_one_session_lose_nothing(store: CheckpointStore) 
 
 
 def test_a_stale_state_is_refused_and_nothing_is_written(store: CheckpointStore) -> None:
-    base = ExecutionState(sid(), messages=(Message.user("a"),))
+    base = RunState(sid(), messages=[Message.user("a")])
     store.save(base)
     store.save(grow(base, "from writer 1"))
     with pytest.raises(HistoryConflict, match="another writer"):

@@ -20,8 +20,8 @@ from loopwright.cli.options import (
 from loopwright.cli.output import CliError, say
 from loopwright.cli.results import print_result
 from loopwright.cli.stored import run_durably, session_recipe
-from loopwright.core.run import RunStop
-from loopwright.store import new_session_id, open_store
+from loopwright.core.run import RunStop, new_session_id
+from loopwright.store import open_store
 
 MAX_LINE_BYTES = 1_000_000
 

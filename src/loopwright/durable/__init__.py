@@ -15,8 +15,6 @@ from loopwright.durable.checkpointer import (
     Checkpointer,
     CheckpointPolicy,
     IntentRecorder,
-    to_execution_state,
-    to_run_state,
 )
 from loopwright.durable.recovery import (
     UNKNOWN_OUTCOME_TEXT,
@@ -37,7 +35,5 @@ __all__ = [
     "IntentRecorder",
     "Recovery",
     "plan_recovery",
-    "to_execution_state",
-    "to_run_state",
     "unanswered_calls",
 ]

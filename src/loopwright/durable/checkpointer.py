@@ -1,16 +1,23 @@
 """Checkpointing as an event subscriber, and intent records around tool execution.
 
-:class:`Checkpointer` subscribes to a run's events (``Hooks.on_event``) and saves the
-run's live :class:`~loopwright.loop.state.RunState` to a store according to a
-:class:`CheckpointPolicy`. The seed's trade-off (section 5.3):
+:class:`Checkpointer` subscribes to a run's events (``Hooks.on_event``) and checkpoints
+the run's live :class:`~loopwright.core.run.RunState` according to a
+:class:`CheckpointPolicy`:
 
-* ``every_step`` -- a checkpoint per appended message and at the end: finest recovery,
-  most writes (cheap here: each write appends only the new messages);
+* ``every_step`` -- after every appended message and at the end: finest recovery, most
+  writes (cheap here: each write appends only the new messages);
 * ``tool_calls`` -- before tools run (the assistant message holding the calls) and after
   (the results), plus the end: covers the failures that matter for side effects;
 * ``interval`` -- at most one checkpoint per ``interval`` seconds, plus the end: fewest
   writes; a crash loses up to ``interval`` seconds of progress (intent records still
   protect non-idempotent tools).
+
+The event callback never waits for the store: it marks the state dirty and a drain task
+writes it through :class:`~loopwright.store.aio.AsyncStore` (off the event loop). While
+a write is in flight further requests coalesce: the next write saves the latest state.
+The run waits for the store only where safety needs it: before a non-idempotent tool
+runs (:meth:`IntentRecorder.before` flushes, so the call is stored before its side
+effect) and at the end of the run (:meth:`Checkpointer.flush`).
 
 :class:`IntentRecorder` provides the dispatcher's ``before_tool_call`` /
 ``after_tool_call`` hooks: before a non-idempotent tool runs it writes an intent record
@@ -19,6 +26,7 @@ run's live :class:`~loopwright.loop.state.RunState` to a store according to a
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import inspect
 import logging
@@ -30,11 +38,11 @@ from typing import Any
 from loopwright.core.errors import ToolErrorKind
 from loopwright.core.events import MessageAppended, RunEvent, RunFinished
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
-from loopwright.core.run import RunStop
+from loopwright.core.run import RunState
 from loopwright.core.tools import ToolSpec
-from loopwright.loop.state import ErrorRecord, RunState
-from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
-from loopwright.store.state import CheckpointRef, ExecutionState, IntentRecord, IntentStatus
+from loopwright.store.aio import AsyncStore
+from loopwright.store.base import DEFAULT_LOCK_TTL
+from loopwright.store.state import CheckpointRef, IntentRecord, IntentStatus
 from loopwright.tools import ToolRegistry
 
 log = logging.getLogger("loopwright.durable")
@@ -44,67 +52,6 @@ class CheckpointPolicy(enum.StrEnum):
     EVERY_STEP = "every_step"
     TOOL_CALLS = "tool_calls"
     INTERVAL = "interval"
-
-
-# ---------------------------------------------------------------- state conversion
-def to_execution_state(
-    state: RunState,
-    base: ExecutionState | None = None,
-    stop: RunStop | None = None,
-    detail: str = "",
-) -> ExecutionState:
-    """Snapshot a live run state. ``base`` supplies what RunState does not track
-    (goal, plan, completed steps, metadata, parent, created_at)."""
-    sid = state.session_id or (base.session_id if base else "")
-    return ExecutionState(
-        session_id=sid,
-        status=state.status,
-        turn=state.turn,
-        messages=tuple(state.messages),
-        usage=state.usage,
-        goal=base.goal if base else "",
-        plan=base.plan if base else (),
-        completed_steps=base.completed_steps if base else (),
-        consecutive_errors=state.consecutive_errors,
-        error_log=tuple(e.to_dict() for e in state.error_log),
-        pending_calls=tuple(state.pending_calls),
-        held_results=tuple(state.held_results),
-        steering=tuple(state.steering),
-        follow_ups=tuple(state.follow_ups),
-        stop=stop,
-        detail=detail,
-        parent=base.parent if base else None,
-        metadata=dict(base.metadata) if base else {},
-        created_at=base.created_at if base else state.started_at,
-        updated_at=time.time(),
-    )
-
-
-def to_run_state(state: ExecutionState) -> RunState:
-    """A live run state continuing ``state`` (fresh lists; the input is not shared)."""
-    errors = []
-    for e in state.error_log:
-        try:
-            errors.append(
-                ErrorRecord(int(e["turn"]), str(e["source"]), str(e["kind"]), str(e["message"]))
-            )
-        except (KeyError, TypeError, ValueError):
-            continue  # an error-log entry is diagnostic only; a malformed one is dropped
-    return RunState(
-        session_id=state.session_id,
-        status=state.status,
-        turn=state.turn,
-        messages=list(state.messages),
-        usage=state.usage,
-        consecutive_errors=state.consecutive_errors,
-        error_log=errors,
-        pending_calls=list(state.pending_calls),
-        held_results=list(state.held_results),
-        steering=list(state.steering),
-        follow_ups=list(state.follow_ups),
-        started_at=state.created_at,
-        updated_at=state.updated_at,
-    )
 
 
 # ---------------------------------------------------------------- checkpointer
@@ -117,66 +64,95 @@ class CheckpointConfig:
 
 
 class Checkpointer:
-    """Saves ``state`` (the live object the run mutates) on the events ``policy`` selects.
+    """Checkpoints ``state`` (the live object the run mutates) on the events the policy
+    selects, through a drain task (see the module doc).
 
-    Only messages the store has not seen are written: the checkpointer remembers how many
-    messages are persisted and which object was last, and passes ``rewrite_from`` to the
-    store if the history was rewritten. Saving refreshes the session lock.
+    Only messages the store has not seen are written: the checkpointer keeps the list it
+    last saved and passes ``rewrite_from`` to the store if the history was rewritten.
+    Saving refreshes the session lock. A failed write is logged and retried with the
+    next one; :meth:`flush` raises it if the latest write failed.
     """
 
     def __init__(
         self,
-        store: CheckpointStore,
+        store: AsyncStore,
         state: RunState,
-        base: ExecutionState | None = None,
         config: CheckpointConfig = CheckpointConfig(),
         persisted: int = 0,
     ) -> None:
         self.store = store
         self.state = state
-        self.base = base
         self.config = config
         self.saves = 0
         self.last_ref: CheckpointRef | None = None
-        self._saved: list[Message] = list(state.messages[:persisted])
+        self._saved: list[Message] = state.messages[:persisted]
         self._last_save = float("-inf")
         self._last_lock = time.monotonic()
+        self._dirty = False
+        self._task: asyncio.Task[None] | None = None
+        self._error: Exception | None = None
 
     def on_event(self, event: RunEvent) -> None:
         if isinstance(event, RunFinished):
-            result = event.result
-            self.save(result.stop, result.detail)
+            self.request()
             return
         if not isinstance(event, MessageAppended):
             return
         policy = self.config.policy
         if policy is CheckpointPolicy.EVERY_STEP:
-            self.save()
+            self.request()
         elif policy is CheckpointPolicy.TOOL_CALLS:
             if event.source == "tools" or event.message.tool_calls:
-                self.save()
+                self.request()
         elif time.monotonic() - self._last_save >= self.config.interval:
-            self.save()
+            self._last_save = time.monotonic()
+            self.request()
 
-    def save(self, stop: RunStop | None = None, detail: str = "") -> CheckpointRef:
-        """Checkpoint the state now (``stop``: the run ended for that reason)."""
-        state = self.state
-        messages = state.messages
-        rewrite_from = self._rewrite_point(messages)
-        snapshot = to_execution_state(state, self.base, stop, detail)
+    def request(self) -> None:
+        """Ask for a checkpoint of the state as it will be when the write starts. Never
+        waits; call it from the event loop's thread."""
+        self._dirty = True
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._drain())
+
+    async def flush(self) -> CheckpointRef | None:
+        """Wait until every requested checkpoint is written; raise the error of the
+        latest write if it failed. Cancelling the caller does not cancel the write."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+        if self._error is not None:
+            raise self._error
+        return self.last_ref
+
+    async def save(self) -> CheckpointRef | None:
+        """Checkpoint now and wait for it."""
+        self.request()
+        return await self.flush()
+
+    async def _drain(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            try:
+                await self._write()
+            except Exception as exc:  # kept for flush(); the next write retries it all
+                self._error = exc
+                log.warning("session %s: checkpoint failed: %s", self.state.session_id, exc)
+            else:
+                self._error = None
+
+    async def _write(self) -> None:
+        # the snapshot is taken on the event loop's thread, between two steps of the run,
+        # so it is consistent; the write may then happen on a worker thread
+        snapshot = self.state.snapshot()
+        snapshot.updated_at = time.time()
+        rewrite_from = self._rewrite_point(snapshot.messages)
         cfg = self.config
         if cfg.lock_owner is not None and time.monotonic() - self._last_lock > cfg.lock_ttl / 4:
-            self.store.acquire_lock(snapshot.session_id, cfg.lock_owner, cfg.lock_ttl)
+            await self.store.acquire_lock(snapshot.session_id, cfg.lock_owner, cfg.lock_ttl)
             self._last_lock = time.monotonic()
-        ref = self.store.save(snapshot, rewrite_from=rewrite_from)
-        saved = self._saved
-        if rewrite_from is not None:
-            del saved[rewrite_from:]
-        saved.extend(messages[len(saved) :])
-        self._last_save = time.monotonic()
+        self.last_ref = await self.store.save(snapshot, rewrite_from=rewrite_from)
+        self._saved = snapshot.messages
         self.saves += 1
-        self.last_ref = ref
-        return ref
 
     def _rewrite_point(self, messages: list[Message]) -> int | None:
         saved = self._saved
@@ -203,13 +179,15 @@ class IntentRecorder:
 
     def __init__(
         self,
-        store: CheckpointStore,
+        store: AsyncStore,
         session_id: str,
         registry: ToolRegistry,
         user_before: Hook | None = None,
         user_after: Hook | None = None,
+        checkpointer: Checkpointer | None = None,
     ) -> None:
         self.store = store
+        self.checkpointer = checkpointer
         self.session_id = session_id
         self.registry = registry
         self._user_before = user_before
@@ -233,10 +211,13 @@ class IntentRecorder:
                 return str(blocked)
         if spec.idempotent:
             return None
+        if self.checkpointer is not None:
+            # the side effect must not run before the message holding its call is stored
+            await self.checkpointer.flush()
         intent = IntentRecord(
             self.session_id, call.id, call.name, self.key_for(call), dict(call.arguments)
         )
-        self.store.put_intent(intent)
+        await self.store.put_intent(intent)
         self._open[call.id] = intent
         return None
 
@@ -254,7 +235,7 @@ class IntentRecorder:
                 intent, status=status, result=None if deferred else result, updated_at=time.time()
             )
             try:
-                self.store.put_intent(done)
+                await self.store.put_intent(done)
             except Exception as exc:
                 # The tool ran: its real result must reach the model (an error here would
                 # make the model retry the side effect). The record stays ``started``, so

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from loopwright.core.errors import ToolErrorKind
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.core.tools import NOT_RUN, UnknownOutcomePolicy
-from loopwright.store.base import CheckpointStore
+from loopwright.store.aio import AsyncStore
 from loopwright.store.state import IntentRecord, IntentStatus
 from loopwright.tools import Confirmation, ToolRegistry, truncate_result
 
@@ -60,11 +60,11 @@ def unanswered_calls(messages: Sequence[Message]) -> tuple[ToolCallPart, ...]:
 
 async def plan_recovery(
     calls: Sequence[ToolCallPart],
-    store: CheckpointStore,
+    store: AsyncStore,
     session_id: str,
     registry: ToolRegistry,
 ) -> Recovery:
-    intents = {i.call_id: i for i in store.intents(session_id)}
+    intents = {i.call_id: i for i in await store.intents(session_id)}
     known: list[ToolResultPart] = []
     rerun: list[ToolCallPart] = []
     decisions: dict[str, Confirmation] = {}
@@ -89,7 +89,7 @@ async def plan_recovery(
 async def _resolve(
     call: ToolCallPart,
     intent: IntentRecord | None,
-    store: CheckpointStore,
+    store: AsyncStore,
     registry: ToolRegistry,
 ) -> tuple[ToolResultPart | None, str]:
     if intent is not None and intent.status is IntentStatus.DONE and intent.result is not None:
@@ -97,7 +97,7 @@ async def _resolve(
     tool = registry.get(call.name)
     key = intent.idempotency_key if intent is not None else None
     if key is not None:
-        stored = store.ledger_get(key)
+        stored = await store.get(key)
         if stored is not None:
             return _readdress(stored, call), "result found in the idempotency ledger"
     if intent is None or intent.status is IntentStatus.DEFERRED:

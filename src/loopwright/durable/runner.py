@@ -22,21 +22,20 @@ from dataclasses import dataclass, replace
 
 from loopwright.core.errors import UserError
 from loopwright.core.messages import Message
-from loopwright.core.run import LoopState, RunResult, RunStop
+from loopwright.core.run import LoopState, RunResult, RunState, RunStop, new_session_id
 from loopwright.durable.checkpointer import (
     CheckpointConfig,
     Checkpointer,
     CheckpointPolicy,
     IntentRecorder,
-    to_run_state,
 )
 from loopwright.durable.recovery import in_call_order, plan_recovery, unanswered_calls
 from loopwright.loop.agent import Agent, Prompt
 from loopwright.loop.hooks import Hooks
-from loopwright.loop.state import RunState
-from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore, StoreLedger
+from loopwright.store.aio import AsyncStore
+from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
 from loopwright.store.errors import SessionNotFound, StoreError
-from loopwright.store.state import ExecutionState, lock_owner_id, new_session_id
+from loopwright.store.state import lock_owner_id
 from loopwright.tools import Confirmation
 
 log = logging.getLogger("loopwright.durable")
@@ -64,6 +63,8 @@ class Durable:
         self.agent = agent
         self.store = store
         self.config = config or DurableConfig()
+        self.aio = AsyncStore(store)
+        """The store's async face: every store call of a run goes through it."""
 
     # ---------------------------------------------------------------- public API
     async def arun(
@@ -84,13 +85,12 @@ class Durable:
         sid = session_id or new_session_id()
         async with self._locked(sid, break_lock) as owner:
             try:
-                stored = self.store.load(sid)
+                stored = await self.aio.load(sid)
             except SessionNotFound:
                 stored = None  # a new session (an unknown id starts one: `chat --session`)
             if stored is None:
-                state = RunState(session_id=sid)
-                base = ExecutionState(sid, metadata=dict(metadata or {}))
-                return await self._drive(state, base, owner, 0, prompt=prompt)
+                state = RunState(session_id=sid, metadata=dict(metadata or {}))
+                return await self._drive(state, owner, 0, prompt=prompt)
             if stored.awaiting_confirmation:
                 raise UserError(_awaiting_message(stored))
             return await self._continue(stored, owner, prompt=prompt)
@@ -113,7 +113,7 @@ class Durable:
         finished: returns its stored result (use :meth:`arun` to add a turn).
         """
         async with self._locked(session_id, break_lock) as owner:
-            stored = self.store.load(session_id)
+            stored = await self.aio.load(session_id)
             decisions = _decisions(stored, approve, deny) if stored.awaiting_confirmation else {}
             if stored.awaiting_confirmation and not decisions:
                 raise UserError(_awaiting_message(stored))
@@ -150,28 +150,26 @@ class Durable:
 
     # ---------------------------------------------------------------- internals
     def _locked(self, session_id: str, break_lock: bool) -> _SessionLock:
-        return _SessionLock(self.store, session_id, self.config.lock_ttl, break_lock)
+        return _SessionLock(self.aio, session_id, self.config.lock_ttl, break_lock)
 
     async def _continue(
         self,
-        stored: ExecutionState,
+        state: RunState,
         owner: str,
         *,
         prompt: Prompt | None = None,
         decisions: Mapping[str, Confirmation] | None = None,
     ) -> RunResult:
-        state = to_run_state(stored)
+        stop = state.stop
         persisted = len(state.messages)
         pending = tuple(state.pending_calls) or unanswered_calls(state.messages)
         held_ids = {r.call_id for r in state.held_results}
         open_calls = [c for c in pending if c.id not in held_ids]
         decided = dict(decisions or {})
-        if open_calls and (stored.stop is None or decided):
-            recovery = await plan_recovery(
-                open_calls, self.store, stored.session_id, self.agent.tools
-            )
+        if open_calls and (stop is None or decided):
+            recovery = await plan_recovery(open_calls, self.aio, state.session_id, self.agent.tools)
             for call_id, note in recovery.notes.items():
-                log.info("recovery: session %s call %s: %s", stored.session_id, call_id, note)
+                log.info("recovery: session %s call %s: %s", state.session_id, call_id, note)
             held = [*state.held_results, *recovery.known]
             decided = {**recovery.decisions, **decided}
             rerun = recovery.rerun
@@ -181,38 +179,31 @@ class Durable:
                 state.status = LoopState.PAUSED
                 keep = {c.id for c in rerun}
                 decided = {k: v for k, v in decided.items() if k in keep}
-                return await self._drive(
-                    state, stored, owner, persisted, prompt=prompt, decisions=decided
-                )
+                return await self._drive(state, owner, persisted, prompt=prompt, decisions=decided)
             calls = state.messages[-1].tool_calls
             state.messages.append(Message("tool", in_call_order(calls, held)))
             state.pending_calls, state.held_results = [], []
             state.status = LoopState.OBSERVE
-            return await self._drive(state, stored, owner, persisted, prompt=prompt)
-        if (
-            stored.stop is not None
-            and stored.stop is not RunStop.AWAITING_CONFIRMATION
-            and prompt is None
-        ):
-            return _stored_result(stored, "already finished")
+            return await self._drive(state, owner, persisted, prompt=prompt)
+        if stop is not None and stop is not RunStop.AWAITING_CONFIRMATION and prompt is None:
+            return state.result(detail=state.detail or "already finished")
         if prompt is None and not _owes_model_turn(state):
             last = state.messages[-1] if state.messages else None
             if last is None or last.role != "assistant" or last.tool_calls:
                 raise UserError(
-                    f"session {stored.session_id!r} has nothing to continue (no pending calls, "
+                    f"session {state.session_id!r} has nothing to continue (no pending calls, "
                     "no unanswered message); give it a prompt: "
-                    f"Durable.run(prompt, session_id={stored.session_id!r}) or "
-                    f"`loopwright chat --session {stored.session_id} PROMPT`"
+                    f"Durable.run(prompt, session_id={state.session_id!r}) or "
+                    f"`loopwright chat --session {state.session_id} PROMPT`"
                 )
             # the final answer was stored but the process died before the final checkpoint
-            return _stored_result(replace(stored, stop=RunStop.FINAL_ANSWER), "already finished")
+            return state.result(RunStop.FINAL_ANSWER, state.detail or "already finished")
         state.status = LoopState.OBSERVE
-        return await self._drive(state, stored, owner, persisted, prompt=prompt)
+        return await self._drive(state, owner, persisted, prompt=prompt)
 
     async def _drive(
         self,
         state: RunState,
-        base: ExecutionState,
         owner: str,
         persisted: int,
         *,
@@ -220,33 +211,41 @@ class Durable:
         decisions: Mapping[str, Confirmation] | None = None,
     ) -> RunResult:
         cfg = self.config
-        sid = state.session_id or base.session_id
         checkpointer = Checkpointer(
-            self.store,
+            self.aio,
             state,
-            base,
             CheckpointConfig(cfg.policy, cfg.interval, owner, cfg.lock_ttl),
             persisted,
         )
-        agent = self._session_agent(sid, checkpointer)
+        agent = self._session_agent(state.session_id, checkpointer)
         if len(state.messages) != persisted:
-            checkpointer.save()  # the recovered results, before anything runs
+            await checkpointer.save()  # the recovered results, before anything runs
         if decisions is not None and state.pending_calls:
             run = agent.resume(state, decisions, prompt=prompt, events=False)
         else:
             run = agent.start(prompt, state=state, events=False)
-        return await run.result()
+        try:
+            result = await run.result()
+        except BaseException:
+            # keep what the run repaired (results of a cut-off batch) if the store allows
+            checkpointer.request()
+            with contextlib.suppress(Exception):
+                await checkpointer.flush()
+            raise
+        await checkpointer.flush()  # the final checkpoint (requested by RunFinished)
+        return result
 
     def _session_agent(self, session_id: str, checkpointer: Checkpointer) -> Agent:
         config = self.agent.config
         hooks = config.hooks
         dispatch = config.dispatch
         recorder = IntentRecorder(
-            self.store,
+            self.aio,
             session_id,
             config.registry,
             dispatch.before_tool_call,
             dispatch.after_tool_call,
+            checkpointer,
         )
         user_on_event = hooks.on_event
 
@@ -268,7 +267,7 @@ class Durable:
                 after_tool_call=recorder.after,
                 session_id=session_id,
             ),
-            ledger=config.ledger if config.ledger is not None else StoreLedger(self.store),
+            ledger=config.ledger if config.ledger is not None else self.aio,
         )
         return Agent.from_config(new_config)
 
@@ -280,9 +279,7 @@ class _SessionLock:
     longer than the TTL (between two checkpoints) does not lose the lock to another
     process."""
 
-    def __init__(
-        self, store: CheckpointStore, session_id: str, ttl: float, break_lock: bool
-    ) -> None:
+    def __init__(self, store: AsyncStore, session_id: str, ttl: float, break_lock: bool) -> None:
         self.store = store
         self.session_id = session_id
         self.ttl = ttl
@@ -292,8 +289,8 @@ class _SessionLock:
 
     async def __aenter__(self) -> str:
         if self.break_lock:
-            self.store.break_lock(self.session_id)
-        self.store.acquire_lock(self.session_id, self.owner, self.ttl)
+            await self.store.break_lock(self.session_id)
+        await self.store.acquire_lock(self.session_id, self.owner, self.ttl)
         self._beat = asyncio.create_task(self._heartbeat(), name=f"lock-{self.session_id}")
         return self.owner
 
@@ -301,7 +298,7 @@ class _SessionLock:
         while True:
             await asyncio.sleep(self.ttl / 3)
             try:
-                self.store.acquire_lock(self.session_id, self.owner, self.ttl)
+                await self.store.acquire_lock(self.session_id, self.owner, self.ttl)
             except StoreError as exc:  # the next checkpoint reports a lasting problem
                 log.warning("session %s: lock refresh failed: %s", self.session_id, exc)
 
@@ -311,7 +308,7 @@ class _SessionLock:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._beat
         try:
-            self.store.release_lock(self.session_id, self.owner)
+            await self.store.release_lock(self.session_id, self.owner)
         except Exception:
             # the store may be down now; the lock expires after its TTL anyway
             if exc[0] is None:
@@ -324,25 +321,7 @@ def _owes_model_turn(state: RunState) -> bool:
     )
 
 
-def _stored_result(state: ExecutionState, detail: str) -> RunResult:
-    answer = ""
-    for message in reversed(state.messages):
-        if message.role == "assistant" and message.text:
-            answer = message.text
-            break
-    return RunResult(
-        answer,
-        state.stop or RunStop.FINAL_ANSWER,
-        state.turn,
-        state.usage,
-        state.messages,
-        state.session_id,
-        state.detail or detail,
-        state.pending_calls,
-    )
-
-
-def _decisions(state: ExecutionState, approve: Approve, deny: Deny) -> dict[str, Confirmation]:
+def _decisions(state: RunState, approve: Approve, deny: Deny) -> dict[str, Confirmation]:
     ids = [c.id for c in state.pending_calls]
     unknown: set[str] = set()
     out: dict[str, Confirmation] = {}
@@ -367,7 +346,7 @@ def _decisions(state: ExecutionState, approve: Approve, deny: Deny) -> dict[str,
     return out
 
 
-def _awaiting_message(state: ExecutionState) -> str:
+def _awaiting_message(state: RunState) -> str:
     calls = ", ".join(f"{c.id} ({c.name})" for c in state.pending_calls)
     return (
         f"session {state.session_id!r} awaits confirmation for {calls}; resume it with "

@@ -3,6 +3,7 @@
 See ``docs/loop.md`` for concepts and examples.
 """
 
+from loopwright.core.run import ErrorRecord, RunState
 from loopwright.loop.agent import Agent, Prompt, Run, ToolLike
 from loopwright.loop.config import AgentConfig, Sleep
 from loopwright.loop.detect import RepetitionDetector
@@ -14,7 +15,6 @@ from loopwright.loop.hooks import (
     TransformContext,
 )
 from loopwright.loop.limits import Limits
-from loopwright.loop.state import ErrorRecord, RunState
 from loopwright.loop.steps import EMPTY_REPLY_OBSERVATION, Resume, RunEngine, Stop
 
 __all__ = [

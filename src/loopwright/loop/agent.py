@@ -1,7 +1,7 @@
 """The :class:`Agent` facade and the :class:`Run` handle.
 
 An agent is configuration (model, tools, limits, hooks); a run is one execution of it
-over one :class:`~loopwright.loop.state.RunState`. Runs of the same agent are
+over one :class:`~loopwright.core.run.RunState`. Runs of the same agent are
 independent and may run concurrently in one event loop.
 """
 
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import itertools
-import os
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -20,11 +18,10 @@ from loopwright.core.errors import UserError
 from loopwright.core.events import RunEvent, RunFinished
 from loopwright.core.messages import Message
 from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
-from loopwright.core.run import RunResult
+from loopwright.core.run import RunResult, RunState, new_session_id
 from loopwright.loop.config import AgentConfig, Sleep
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
-from loopwright.loop.state import RunState
 from loopwright.loop.steps import Resume, RunEngine
 from loopwright.tools import (
     Confirmation,
@@ -42,16 +39,6 @@ ToolLike: TypeAlias = Tool | Callable[..., Any]
 _NO_HOOKS = Hooks()
 _DEFAULT_LIMITS = Limits()
 Prompt: TypeAlias = str | Message
-
-
-_SESSION_PREFIX = "s-" + os.urandom(6).hex()
-_session_numbers = itertools.count(1)
-
-
-def new_session_id() -> str:
-    """A process-unique session id (random per process, then a counter: uuid4 costs
-    ~6 us, which matters when a process starts thousands of runs)."""
-    return f"{_SESSION_PREFIX}-{next(_session_numbers)}"
 
 
 def _as_message(value: Prompt, what: str) -> Message:
@@ -394,7 +381,7 @@ class Agent:
         run's (only when a tool takes a ``ToolContext`` and none was configured)."""
         shared = self._dispatcher
         config = self.config
-        if config.dispatch.session_id is not None or state.session_id is None:
+        if config.dispatch.session_id is not None:
             return shared
         if not config.registry.takes_context:
             return shared
@@ -421,8 +408,11 @@ class Agent:
             return state, None, message
         if history is not None:
             raise UserError("pass either state= or history=, not both (the state has its history)")
-        if session_id is not None and state.session_id is None:
-            state.session_id = session_id
+        if session_id is not None and session_id != state.session_id:
+            raise UserError(
+                f"session_id={session_id!r} differs from the state's {state.session_id!r}; "
+                "a state keeps its session id"
+            )
         if state.paused or state.pending_calls:
             return state, Resume(dict(decisions or {})), message
         if decisions:

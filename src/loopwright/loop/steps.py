@@ -48,11 +48,10 @@ from loopwright.core.messages import (
     ToolResultPart,
 )
 from loopwright.core.protocols import ModelRequest
-from loopwright.core.run import LoopState, RunResult, RunStop
+from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, RunStop
 from loopwright.core.tools import ToolSpec
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.detect import RepetitionDetector
-from loopwright.loop.state import ErrorRecord, RunState
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
 
 EMPTY_REPLY_OBSERVATION = (
@@ -268,6 +267,8 @@ class RunEngine:
 
     def begin(self, input_message: Message | None) -> Step:
         state = self.state
+        if state.stop is not None:  # the state runs again: its last stop no longer holds
+            state.stop, state.detail = None, ""
         if self.emit is not None:
             self.emit(RunStarted(state.session_id, input_message))
         if self.resume is not None:
@@ -703,16 +704,9 @@ class RunEngine:
         emit = self.emit
         if emit is not None and stop.reason in _LIMIT_STOPS:
             emit(LimitReached(state.turn, stop.reason, stop.detail))
-        result = RunResult(
-            state.best_answer(),
-            stop.reason,
-            state.turn,
-            state.usage,
-            tuple(state.messages),
-            state.session_id,
-            stop.detail,
-            tuple(state.pending_calls),
-        )
+        state.stop = stop.reason
+        state.detail = stop.detail
+        result = state.result()
         if emit is not None:
             emit(StateChanged(previous, state.status, state.turn))
             emit(RunFinished(result))

@@ -5,7 +5,16 @@ Stores: :class:`MemoryStore`, :class:`SQLiteStore` (default), :class:`RedisStore
 crash recovery on top of them live in :mod:`loopwright.durable` (it needs the loop).
 """
 
-from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore, StoreLedger, fork
+from loopwright.store.aio import AsyncStore
+from loopwright.store.base import (
+    DEFAULT_LOCK_TTL,
+    Checkpoints,
+    CheckpointStore,
+    Intents,
+    Ledger,
+    Locks,
+    fork,
+)
 from loopwright.store.codec import decode_state, encode_header, encode_state, migrate
 from loopwright.store.errors import (
     CheckpointNotFound,
@@ -24,12 +33,10 @@ from loopwright.store.sqlite import SQLiteStore, default_path
 from loopwright.store.state import (
     SCHEMA_VERSION,
     CheckpointRef,
-    ExecutionState,
     IntentRecord,
     IntentStatus,
     SessionInfo,
     lock_owner_id,
-    new_session_id,
 )
 
 
@@ -47,13 +54,17 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "AsyncStore",
+    "Checkpoints",
+    "Intents",
+    "Ledger",
+    "Locks",
     "DEFAULT_LOCK_TTL",
     "SCHEMA_VERSION",
     "CheckpointNotFound",
     "CheckpointRef",
     "CheckpointStore",
     "CorruptCheckpoint",
-    "ExecutionState",
     "HistoryConflict",
     "HistoryRewritten",
     "IntentRecord",
@@ -67,7 +78,6 @@ __all__ = [
     "SessionLocked",
     "SessionNotFound",
     "StoreError",
-    "StoreLedger",
     "StoreUnavailable",
     "decode_state",
     "default_path",
@@ -76,6 +86,5 @@ __all__ = [
     "fork",
     "lock_owner_id",
     "migrate",
-    "new_session_id",
     "open_store",
 ]

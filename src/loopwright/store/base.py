@@ -30,30 +30,26 @@ from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
 from loopwright.core.messages import ToolResultPart
+from loopwright.core.run import RunState
+from loopwright.core.run import new_session_id as fresh_session_id
 from loopwright.store.state import (
     CheckpointRef,
-    ExecutionState,
     IntentRecord,
     SessionInfo,
 )
-from loopwright.store.state import new_session_id as fresh_session_id
 
 DEFAULT_LOCK_TTL = 120.0
 """Seconds a session lock lives without a refresh (each checkpoint refreshes it)."""
 
 
-@runtime_checkable
-class CheckpointStore(Protocol):
-    """Persistent execution state: checkpoints, locks, intent records, ledger."""
+class Checkpoints(Protocol):
+    """The checkpoint role: a session's saved states."""
 
-    kind: str
-    """``"memory"``, ``"sqlite"``, ``"redis"`` or ``"postgres"``."""
-
-    def save(self, state: ExecutionState, *, rewrite_from: int | None = None) -> CheckpointRef:
+    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
         """Append a checkpoint of ``state`` (see the module contract)."""
         ...
 
-    def load(self, session_id: str, checkpoint: int | None = None) -> ExecutionState:
+    def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         """The latest checkpoint, or checkpoint number ``checkpoint``."""
         ...
 
@@ -68,6 +64,10 @@ class CheckpointStore(Protocol):
     def delete(self, session_id: str) -> bool:
         """Remove the session with its checkpoints, intents and lock. False if absent."""
         ...
+
+
+class Locks(Protocol):
+    """The lock role: one process runs a session at a time."""
 
     def acquire_lock(self, session_id: str, owner: str, ttl: float = DEFAULT_LOCK_TTL) -> None:
         """Take or refresh the session's lock for ``ttl`` seconds (see contract)."""
@@ -85,6 +85,10 @@ class CheckpointStore(Protocol):
         """Who holds an unexpired lock on the session, if anyone."""
         ...
 
+
+class Intents(Protocol):
+    """The intent role: crash-safety records around non-idempotent tool calls."""
+
     def put_intent(self, intent: IntentRecord) -> None:
         """Insert or replace the intent record ``(session_id, call_id)``."""
         ...
@@ -93,6 +97,10 @@ class CheckpointStore(Protocol):
         """The session's intent records, oldest first."""
         ...
 
+
+class Ledger(Protocol):
+    """The ledger role: the first known result per idempotency key, across sessions."""
+
     def ledger_get(self, key: str) -> ToolResultPart | None:
         """The stored result for an idempotency key."""
         ...
@@ -100,6 +108,20 @@ class CheckpointStore(Protocol):
     def ledger_put(self, key: str, result: ToolResultPart) -> None:
         """Record the first result for ``key`` (later puts for the same key are ignored)."""
         ...
+
+
+@runtime_checkable
+class CheckpointStore(Checkpoints, Locks, Intents, Ledger, Protocol):
+    """A store backend: all four roles over one database. Its methods block (they do
+    I/O); async code reaches a store through :class:`~loopwright.store.aio.AsyncStore`,
+    which runs them off the event loop."""
+
+    kind: str
+    """``"memory"``, ``"sqlite"``, ``"redis"`` or ``"postgres"``."""
+
+    blocking: bool
+    """``False`` only for a store whose methods never wait on I/O (``MemoryStore``):
+    :class:`~loopwright.store.aio.AsyncStore` then calls it inline instead of on a thread."""
 
     def close(self) -> None:
         """Release connections. The store is unusable afterwards."""
@@ -112,7 +134,7 @@ def fork(
     checkpoint: int | None = None,
     *,
     new_session_id: str | None = None,
-) -> ExecutionState:
+) -> RunState:
     """Time travel: copy checkpoint ``checkpoint`` of a session into a NEW session.
 
     The fork starts with that checkpoint's state (history, pending calls ...), records
@@ -132,18 +154,3 @@ def fork(
     )
     store.save(forked)
     return forked
-
-
-class StoreLedger:
-    """:class:`~loopwright.tools.ledger.IdempotencyLedger` backed by a store (persistent)."""
-
-    __slots__ = ("_store",)
-
-    def __init__(self, store: CheckpointStore) -> None:
-        self._store = store
-
-    def get(self, key: str) -> ToolResultPart | None:
-        return self._store.ledger_get(key)
-
-    def put(self, key: str, result: ToolResultPart) -> None:
-        self._store.ledger_put(key, result)

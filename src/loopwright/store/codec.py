@@ -1,4 +1,4 @@
-"""The one versioned codec for execution state.
+"""The one versioned codec for :class:`~loopwright.core.run.RunState`.
 
 A checkpoint is stored as a *header* (every field except the message history, plus
 ``schema_version`` and ``message_count``) and the history as one JSON document per
@@ -7,10 +7,11 @@ history, so a checkpoint's write cost does not grow with the conversation.
 
 Versions
 --------
-* ``0`` -- the seed's ``ExecutionState`` dict (``turn_count``, ``message_history`` of
+* ``0`` -- an early external layout (``turn_count``, ``message_history`` of
   OpenAI-style ``{"role", "content"}`` dicts, ``total_input_tokens`` ...). Loaded through
   :func:`migrate`; never written.
-* ``1`` -- the current layout (:data:`~loopwright.store.state.SCHEMA_VERSION`).
+* ``1`` -- had ``goal``/``plan``/``completed_steps`` fields (moved into ``metadata``).
+* ``2`` -- the current layout (:data:`~loopwright.store.state.SCHEMA_VERSION`).
 
 A header from a *newer* version fails with :class:`SchemaVersionError` naming both
 versions; a malformed header or message raises :class:`CorruptCheckpoint` naming the
@@ -34,10 +35,10 @@ from loopwright.core.messages import (
     part_from_dict,
     part_to_dict,
 )
-from loopwright.core.run import LoopState, RunStop
+from loopwright.core.run import ERROR_LOG_SIZE, ErrorRecord, LoopState, RunState, RunStop
 from loopwright.core.text import to_json
 from loopwright.store.errors import CorruptCheckpoint, HistoryConflict, SchemaVersionError
-from loopwright.store.state import SCHEMA_VERSION, ExecutionState, IntentRecord, IntentStatus
+from loopwright.store.state import SCHEMA_VERSION, IntentRecord, IntentStatus
 
 _P = TypeVar("_P", ToolCallPart, ToolResultPart)
 
@@ -53,7 +54,7 @@ def encode_message(message: Message) -> str:
     return _dumps(message.to_dict())
 
 
-def encode_header(state: ExecutionState) -> str:
+def encode_header(state: RunState) -> str:
     """Every field of ``state`` except ``messages`` (their count is kept)."""
     return _dumps(
         {
@@ -63,11 +64,11 @@ def encode_header(state: ExecutionState) -> str:
             "turn": state.turn,
             "message_count": len(state.messages),
             "usage": state.usage.to_dict(),
-            "goal": state.goal,
-            "plan": list(state.plan),
-            "completed_steps": list(state.completed_steps),
             "consecutive_errors": state.consecutive_errors,
-            "error_log": [dict(e) for e in state.error_log],
+            "error_log": [
+                {"turn": e.turn, "source": e.source, "kind": e.kind, "message": e.message}
+                for e in state.error_log
+            ],
             "pending_calls": [part_to_dict(c) for c in state.pending_calls],
             "held_results": [part_to_dict(r) for r in state.held_results],
             "steering": [m.to_dict() for m in state.steering],
@@ -82,7 +83,7 @@ def encode_header(state: ExecutionState) -> str:
     )
 
 
-def encode_state(state: ExecutionState) -> str:
+def encode_state(state: RunState) -> str:
     """The whole state as one JSON document (header fields plus ``messages``)."""
     header = json.loads(encode_header(state))
     header["messages"] = [m.to_dict() for m in state.messages]
@@ -109,7 +110,7 @@ def encode_intent(intent: IntentRecord) -> str:
     )
 
 
-def check_continues(sid: str, index: int, row: Sequence[Any] | None, state: ExecutionState) -> None:
+def check_continues(sid: str, index: int, row: Sequence[Any] | None, state: RunState) -> None:
     """Raise :class:`HistoryConflict` unless stored message ``index`` (the one the save
     appends after) is ``state.messages[index]``: a writer that did not see another
     writer's save must not append after it (its own messages would be dropped as
@@ -163,7 +164,7 @@ def decode_state(
     *,
     session_id: str,
     checkpoint: int | None = None,
-) -> ExecutionState:
+) -> RunState:
     """Rebuild a state from a stored header and its message rows.
 
     ``messages`` may be longer than the header's ``message_count`` (rows appended by later
@@ -190,31 +191,39 @@ def decode_state(
         raise CorruptCheckpoint(session_id, where, f"{type(exc).__name__}: {exc}") from None
 
 
-def _state_from_header(data: Mapping[str, Any], history: tuple[Message, ...]) -> ExecutionState:
+def _state_from_header(data: Mapping[str, Any], history: tuple[Message, ...]) -> RunState:
     stop = data.get("stop")
-    return ExecutionState(
+    return RunState(
         session_id=str(data["session_id"]),
         status=LoopState(data.get("status", LoopState.OBSERVE.value)),
         turn=int(data.get("turn", 0)),
-        messages=history,
+        messages=list(history),
         usage=Usage.from_dict(data.get("usage") or {}),
-        goal=str(data.get("goal", "")),
-        plan=tuple(str(s) for s in data.get("plan", ())),
-        completed_steps=tuple(str(s) for s in data.get("completed_steps", ())),
         consecutive_errors=int(data.get("consecutive_errors", 0)),
-        error_log=tuple(dict(e) for e in data.get("error_log", ())),
-        pending_calls=tuple(_typed(p, ToolCallPart) for p in data.get("pending_calls", ())),
-        held_results=tuple(_typed(p, ToolResultPart) for p in data.get("held_results", ())),
-        steering=tuple(message_from_dict(m) for m in data.get("steering", ())),
-        follow_ups=tuple(message_from_dict(m) for m in data.get("follow_ups", ())),
+        error_log=_error_log(data.get("error_log", ())),
+        pending_calls=[_typed(p, ToolCallPart) for p in data.get("pending_calls", ())],
+        held_results=[_typed(p, ToolResultPart) for p in data.get("held_results", ())],
+        steering=[message_from_dict(m) for m in data.get("steering", ())],
+        follow_ups=[message_from_dict(m) for m in data.get("follow_ups", ())],
         stop=None if stop is None else RunStop(stop),
         detail=str(data.get("detail", "")),
         parent=data.get("parent"),
         metadata=dict(data.get("metadata") or {}),
         created_at=float(data["created_at"]),
         updated_at=float(data["updated_at"]),
-        schema_version=SCHEMA_VERSION,
     )
+
+
+def _error_log(entries: Sequence[Mapping[str, Any]]) -> list[ErrorRecord]:
+    records = []
+    for e in entries[-ERROR_LOG_SIZE:]:
+        try:
+            records.append(
+                ErrorRecord(int(e["turn"]), str(e["source"]), str(e["kind"]), str(e["message"]))
+            )
+        except (KeyError, TypeError, ValueError):
+            continue  # an error-log entry is diagnostic only; a malformed one is dropped
+    return records
 
 
 def _typed(data: Mapping[str, Any], cls: type[_P]) -> _P:
@@ -313,7 +322,24 @@ def _migrate_0_to_1(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-MIGRATIONS: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _migrate_0_to_1}
+def _migrate_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 had ``goal``, ``plan`` and ``completed_steps`` fields that nothing in the
+    runtime wrote; a non-empty one moves into ``metadata`` so no stored data is lost."""
+    data = dict(data)
+    metadata = dict(data.get("metadata") or {})
+    for name in ("goal", "plan", "completed_steps"):
+        value = data.pop(name, None)
+        if value:
+            metadata.setdefault(name, value)
+    data["metadata"] = metadata
+    data["schema_version"] = 2
+    return data
+
+
+MIGRATIONS: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: _migrate_0_to_1,
+    1: _migrate_1_to_2,
+}
 """``MIGRATIONS[v]`` turns a version-``v`` header into a version ``v + 1`` header."""
 
 

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from loopwright.core.messages import ToolResultPart
+from loopwright.core.run import RunState
 from loopwright.store.base import DEFAULT_LOCK_TTL
 from loopwright.store.codec import (
     check_continues,
@@ -30,7 +31,6 @@ from loopwright.store.errors import (
 )
 from loopwright.store.state import (
     CheckpointRef,
-    ExecutionState,
     IntentRecord,
     SessionInfo,
     owner_is_dead,
@@ -48,6 +48,7 @@ class _Session:
 
 class MemoryStore:
     kind = "memory"
+    blocking = False  # pure Python under a lock: AsyncStore calls it inline
 
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}
@@ -55,7 +56,7 @@ class MemoryStore:
         self._locks: dict[str, tuple[str, float]] = {}
         self._mutex = threading.RLock()
 
-    def save(self, state: ExecutionState, *, rewrite_from: int | None = None) -> CheckpointRef:
+    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
         sid, n, now = state.session_id, len(state.messages), time.time()
         header = encode_header(state)
         with self._mutex:
@@ -91,7 +92,7 @@ class MemoryStore:
             sess.info = _info(state, len(sess.checkpoints), now, created)
             return ref
 
-    def load(self, session_id: str, checkpoint: int | None = None) -> ExecutionState:
+    def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         with self._mutex:
             sess = self._sessions.get(session_id)
             if sess is None or not sess.checkpoints:
@@ -174,15 +175,9 @@ class MemoryStore:
     def close(self) -> None:
         """Nothing to release (the data lives as long as the object)."""
 
-    def _corrupt_for_tests(self, session_id: str, checkpoint: int, header: str) -> None:
-        """Replace a stored header verbatim (used by the corruption tests)."""
-        with self._mutex:
-            ref, _ = self._sessions[session_id].checkpoints[checkpoint]
-            self._sessions[session_id].checkpoints[checkpoint] = (ref, header)
-
 
 def _info(
-    state: ExecutionState, checkpoints: int, now: float, created: float | None = None
+    state: RunState, checkpoints: int, now: float, created: float | None = None
 ) -> SessionInfo:
     return SessionInfo(
         state.session_id,

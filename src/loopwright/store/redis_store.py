@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loopwright.core.messages import ToolResultPart
-from loopwright.core.run import LoopState, RunStop
+from loopwright.core.run import LoopState, RunState, RunStop
 from loopwright.store.base import DEFAULT_LOCK_TTL
 from loopwright.store.codec import (
     check_continues,
@@ -48,7 +48,6 @@ from loopwright.store.errors import (
 )
 from loopwright.store.state import (
     CheckpointRef,
-    ExecutionState,
     IntentRecord,
     SessionInfo,
     owner_is_dead,
@@ -63,6 +62,7 @@ def _redact(url: str) -> str:
 
 class RedisStore:
     kind = "redis"
+    blocking = True
 
     def __init__(
         self,
@@ -101,7 +101,7 @@ class RedisStore:
             raise StoreUnavailable("redis", self.target, str(exc) or type(exc).__name__) from None
 
     # -- checkpoints ------------------------------------------------------------
-    def save(self, state: ExecutionState, *, rewrite_from: int | None = None) -> CheckpointRef:
+    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
         sid, n = state.session_id, len(state.messages)
         header = encode_header(state)
         meta, msgs, ckpt = self._k(sid, "meta"), self._k(sid, "msgs"), self._k(sid, "ckpt")
@@ -162,7 +162,7 @@ class RedisStore:
     def _write(
         self,
         pipe: Any,
-        state: ExecutionState,
+        state: RunState,
         ref: CheckpointRef,
         header: str,
         plan: tuple[int, int, list[bytes]],
@@ -190,7 +190,7 @@ class RedisStore:
         }
         pipe.hset(ckpt, str(ref.checkpoint), json.dumps(entry, separators=(",", ":")))
 
-    def load(self, session_id: str, checkpoint: int | None = None) -> ExecutionState:
+    def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         ckpt = self._k(session_id, "ckpt")
         with self._guard():
             last = self._r.hget(self._k(session_id, "meta"), "last")
@@ -339,9 +339,7 @@ def _entry(session_id: str, number: int, raw: bytes | str) -> dict[str, Any]:
         raise CorruptCheckpoint(session_id, where, str(exc)) from None
 
 
-def _meta(
-    state: ExecutionState, ref: CheckpointRef, created: float
-) -> dict[str, str | int | float]:
+def _meta(state: RunState, ref: CheckpointRef, created: float) -> dict[str, str | int | float]:
     return {
         "status": state.status.value,
         "stop": "" if state.stop is None else state.stop.value,

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from loopwright.core.messages import ToolResultPart
-from loopwright.core.run import LoopState, RunStop
+from loopwright.core.run import LoopState, RunState, RunStop
 from loopwright.store.base import DEFAULT_LOCK_TTL
 from loopwright.store.codec import (
     check_continues,
@@ -41,7 +41,6 @@ from loopwright.store.errors import (
 )
 from loopwright.store.state import (
     CheckpointRef,
-    ExecutionState,
     IntentRecord,
     SessionInfo,
     owner_is_dead,
@@ -90,6 +89,7 @@ class SqlStore:
     """Statements shared by the SQL stores. Subclasses provide ``_tx`` and ``_read``."""
 
     kind = "sql"
+    blocking = True
     _placeholder = "?"
     _for_update = ""
 
@@ -118,7 +118,7 @@ class SqlStore:
             )
 
     # -- checkpoints ------------------------------------------------------------
-    def save(self, state: ExecutionState, *, rewrite_from: int | None = None) -> CheckpointRef:
+    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
         sid = state.session_id
         n = len(state.messages)
         now = time.time()
@@ -183,7 +183,7 @@ class SqlStore:
         return stored
 
     def _upsert_session(
-        self, cur: Cursor, state: ExecutionState, seq: int, new: bool, now: float
+        self, cur: Cursor, state: RunState, seq: int, new: bool, now: float
     ) -> None:
         stop = None if state.stop is None else state.stop.value
         params = (state.status.value, stop, state.turn, len(state.messages), seq, now)
@@ -207,7 +207,7 @@ class SqlStore:
                 (*params, state.session_id, state.session_id),
             )
 
-    def load(self, session_id: str, checkpoint: int | None = None) -> ExecutionState:
+    def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         with self._read() as cur:
             if checkpoint is None:
                 cur.execute(

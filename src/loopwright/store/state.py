@@ -1,9 +1,5 @@
-"""The persisted execution state and the small records stores keep next to it.
-
-:class:`ExecutionState` is the seed's "stateful agent" snapshot (section 5.2): everything a
-run needs to continue in another process. It mirrors the loop's mutable ``RunState`` as a
-frozen value; :mod:`loopwright.durable` converts between the two.
-"""
+"""The small records stores keep next to a session's :class:`~loopwright.core.run.RunState`
+checkpoints: checkpoint references, session rows, intent records, lock owners."""
 
 from __future__ import annotations
 
@@ -15,54 +11,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from loopwright.core.messages import JSONValue, Message, ToolCallPart, ToolResultPart, Usage
+from loopwright.core.messages import JSONValue, ToolResultPart
 from loopwright.core.run import LoopState, RunStop
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the checkpoint header layout written by this loopwright."""
-
-
-def new_session_id() -> str:
-    """A fresh, URL- and shell-safe session id."""
-    return "s-" + uuid.uuid4().hex[:16]
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionState:
-    """One checkpoint's content.
-
-    ``messages`` is the full canonical history. ``pending_calls`` are tool calls that wait
-    for a human decision (status ``paused``, stop ``awaiting_confirmation``).
-    ``steering`` / ``follow_ups`` are queued user messages not yet in the history.
-    ``goal``, ``plan`` and ``completed_steps`` are for plan-and-execute strategies.
-    ``parent`` is ``"<session>@<checkpoint>"`` for a forked session.
-    """
-
-    session_id: str
-    status: LoopState = LoopState.OBSERVE
-    turn: int = 0
-    messages: tuple[Message, ...] = ()
-    usage: Usage = field(default_factory=Usage)
-    goal: str = ""
-    plan: tuple[str, ...] = ()
-    completed_steps: tuple[str, ...] = ()
-    consecutive_errors: int = 0
-    error_log: tuple[Mapping[str, JSONValue], ...] = ()
-    pending_calls: tuple[ToolCallPart, ...] = ()
-    held_results: tuple[ToolResultPart, ...] = ()
-    steering: tuple[Message, ...] = ()
-    follow_ups: tuple[Message, ...] = ()
-    stop: RunStop | None = None
-    detail: str = ""
-    parent: str | None = None
-    metadata: Mapping[str, JSONValue] = field(default_factory=dict)
-    created_at: float = field(default_factory=time.time)
-    updated_at: float = field(default_factory=time.time)
-    schema_version: int = SCHEMA_VERSION
-
-    @property
-    def awaiting_confirmation(self) -> bool:
-        return self.stop is RunStop.AWAITING_CONFIRMATION and bool(self.pending_calls)
 
 
 @dataclass(frozen=True, slots=True)
