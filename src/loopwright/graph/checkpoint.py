@@ -29,11 +29,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopwright.core.run import LoopState
+from loopwright.core.run import LoopState, RunState
 from loopwright.graph.codec import decode, encode
 from loopwright.graph.messages import add_messages
 from loopwright.graph.types import MISSING, Interrupt, Overwrite, Send
-from loopwright.store import CheckpointStore, ExecutionState, SessionNotFound
+from loopwright.store import CheckpointStore, SessionNotFound
 
 RECORD_VERSION = 1
 MAX_CHAIN = 256
@@ -268,7 +268,7 @@ class GraphSaver:
             record["snap"] = new.snap
         status = LoopState.OBSERVE if new.next else LoopState.DONE
         ref = self.store.save(
-            ExecutionState(
+            RunState(
                 session_id=thread, status=status, turn=max(new.step, 0), metadata={"graph": record}
             )
         )
@@ -305,7 +305,7 @@ class GraphSaver:
         record = {"v": RECORD_VERSION, "kind": "writes", "of": saved.number, "tasks": tasks}
         paused = any(r.interrupts for r in results.values())
         ref = self.store.save(
-            ExecutionState(
+            RunState(
                 session_id=thread,
                 status=LoopState.PAUSED if paused else LoopState.ERROR,
                 turn=max(saved.step, 0),
