@@ -20,7 +20,17 @@ from typing import Any, NoReturn
 import click
 
 from loopwright import __version__
-from loopwright.cli import chat, graph_cmd, prompt, resume, run, sessions, tools_cmd, trace_cmd
+from loopwright.cli import (
+    chat,
+    graph_cmd,
+    mcp_cmd,
+    prompt,
+    resume,
+    run,
+    sessions,
+    tools_cmd,
+    trace_cmd,
+)
 from loopwright.cli.exit_codes import INTERNAL_ERROR, STORE_ERROR, USAGE_ERROR, exit_code
 from loopwright.cli.output import CliError, report_failure, say, tolerant_streams
 from loopwright.core.errors import LoopwrightError, UserError
@@ -156,6 +166,6 @@ def version_command() -> None:
     click.echo(f"loopwright {__version__}")
 
 
-for _module in (run, tools_cmd, sessions, resume, chat, prompt, trace_cmd, graph_cmd):
+for _module in (run, tools_cmd, sessions, resume, chat, prompt, trace_cmd, graph_cmd, mcp_cmd):
     for _command in _module.COMMANDS:
         main.add_command(_command)

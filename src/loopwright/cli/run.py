@@ -47,6 +47,7 @@ Examples:
   loopwright run --model openai:gpt-4o-mini --timeout 60 "Hello"
   loopwright run --trace traces "What is 2 + 3?"           then: loopwright trace list
   loopwright run --batch prompts.jsonl --concurrency 8 --json
+  loopwright run --mcp mcp-server-time --mcp http://127.0.0.1:8000/mcp "Time in Tokyo?"
 
 Tools that require confirmation (send_email) ask on a terminal; --yes approves and
 --no denies every such call. Without a terminal and without either flag the call is
@@ -111,6 +112,13 @@ def _payload_printer(direction: str, payload: Mapping[str, object]) -> None:
     help="Export OpenTelemetry spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_* settings).",
 )
 @click.option(
+    "--mcp",
+    multiple=True,
+    metavar="SERVER",
+    help="Add an MCP server's tools: a command (stdio), an http(s) URL, a config file "
+    "(.json/.yaml: all its servers) or FILE#NAME (one). Repeatable. See docs/mcp.md.",
+)
+@click.option(
     "--batch",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
@@ -134,6 +142,7 @@ def run_command(
     show_payload: bool,
     trace_dir: Path | None,
     otel: bool,
+    mcp: tuple[str, ...],
     batch: Path | None,
     concurrency: int,
     **agent_params: object,
@@ -150,6 +159,10 @@ def run_command(
     interactive = prompt != "-" and sys.stdin.isatty() and sys.stderr.isatty()
     confirm = confirm_handler(yes, deny, interactive)
     agent = build_agent(recipe, confirm, _payload_printer if show_payload else None)
+    if mcp:  # the servers' tools join the agent's registry (cli/mcp_cmd.py)
+        from loopwright.cli.mcp_cmd import attach_mcp
+
+        attach_mcp(agent, mcp)
     agent = instrument(agent, trace_dir, otel)
     if stream:
         agent = observed(agent, StreamRenderer(sys.stderr if as_json else sys.stdout))

@@ -21,19 +21,18 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind
+from loopwright.core.untrusted import wrap_tool_result
 from loopwright.mcp import convert
 from loopwright.mcp.config import MCPServerConfig
 from loopwright.mcp.connection import MCPConnection
-from loopwright.prompts.untrusted import wrap_untrusted
 from loopwright.tools import Tool, ToolRegistry
-from loopwright.tools.truncate import truncate_result
 
 if TYPE_CHECKING:
     import mcp_types
 
 log = logging.getLogger("loopwright.mcp")
-_WRAP_RESERVE = 400
-"""Characters kept free for the untrusted-data wrapper when a result is cut to budget."""
+_MAX_ERROR_CHARS = 4_000
+"""Longest error text from a server passed on to the model."""
 
 
 class MCPToolset:
@@ -166,16 +165,17 @@ def mcp_tool(item: mcp_types.Tool, connection: MCPConnection) -> Tool:
     name = convert.tool_name(config.prefix, item.name)
     remote_name = item.name
     flags = convert.flags(item.annotations, config.confirm_destructive)
-    max_chars = 20_000
 
     async def call_mcp_tool(**arguments: Any) -> str:
         result = await connection.call_tool(remote_name, arguments)
         text = convert.result_text(result)
-        if not config.trusted:
-            text = truncate_result(text, max_chars - _WRAP_RESERVE)
-            text = wrap_untrusted(text, "tool result", label=f"mcp:{config.name}/{remote_name}")
         if result.is_error:
-            raise ToolError(text or f"{remote_name} failed", kind=ToolErrorKind.PERMANENT)
+            # the server's error text is outside content too (the dispatcher delimits
+            # successful results of untrusted_output tools, not error messages)
+            message = text[:_MAX_ERROR_CHARS] or f"{remote_name} failed"
+            if not config.trusted:
+                message = wrap_tool_result(message, name)
+            raise ToolError(message, kind=ToolErrorKind.PERMANENT)
         return text
 
     call_mcp_tool.__name__ = name
@@ -185,7 +185,7 @@ def mcp_tool(item: mcp_types.Tool, connection: MCPConnection) -> Tool:
         dict(item.input_schema),
         call_mcp_tool,
         timeout=config.timeout,
-        max_result_chars=max_chars,
+        untrusted_output=not config.trusted,
         **flags,
     )
 

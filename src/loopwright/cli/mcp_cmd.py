@@ -1,0 +1,212 @@
+"""``loopwright mcp``: serve tools over MCP, list an MCP server's tools; and the
+``--mcp`` hand-off of ``loopwright run`` (:func:`with_mcp_tools`). See docs/mcp.md."""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from loopwright.core.errors import ConfigError, UserError
+from loopwright.loop import Agent
+from loopwright.tools import Tool, ToolRegistry
+from loopwright.tools.builtin import BUILTIN_TOOLS, BuiltinConfig, make_tools
+
+_CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def server_configs(values: Iterable[str]) -> list[Any]:
+    """``--mcp`` values as server configs: a config file (every server in it),
+    ``FILE#NAME`` (one), an http(s) URL, or a command line."""
+    from loopwright.mcp import MCPServerConfig, load_config
+
+    out: list[MCPServerConfig] = []
+    for value in values:
+        path, _, name = value.partition("#")
+        if path.endswith(_CONFIG_SUFFIXES) and Path(path).is_file():
+            servers = load_config(path)
+            if name and name not in servers:
+                known = ", ".join(servers)
+                raise ConfigError(f"{path} has no MCP server named {name!r}; it has: {known}")
+            out.extend([servers[name]] if name else servers.values())
+        else:
+            out.append(MCPServerConfig.parse(value))
+    return out
+
+
+def attach_mcp(agent: Agent, values: Sequence[str]) -> Agent:
+    """Add every tool of the ``--mcp`` servers to ``agent``'s registry and keep it
+    current while the process runs; the sessions end when it exits."""
+    from loopwright.mcp import MCPToolset
+
+    _need_sdk()
+    toolset = MCPToolset.connect(server_configs(values))
+    atexit.register(toolset.close)
+    toolset.attach(agent.tools)
+    return agent
+
+
+def _need_sdk() -> None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise UserError("MCP needs the mcp extra: pip install 'loopwright[mcp]'") from None
+
+
+def load_registry(spec: str) -> ToolRegistry:
+    """``module:attribute`` naming a ToolRegistry, an iterable of tools, or a callable
+    returning either."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"--registry {spec!r}: use module:attribute, e.g. myapp.tools:registry")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"--registry {spec!r}: cannot import {module_name} ({exc})") from None
+    try:
+        value = getattr(module, attr)
+    except AttributeError:
+        raise UserError(f"--registry {spec!r}: {module_name} has no attribute {attr!r}") from None
+    if callable(value) and not isinstance(value, (ToolRegistry, Tool)):
+        value = value()
+    if isinstance(value, ToolRegistry):
+        return value
+    try:
+        return ToolRegistry(value)
+    except (TypeError, ValueError) as exc:
+        raise UserError(
+            f"--registry {spec!r} is not a registry or a list of tools ({exc})"
+        ) from None
+
+
+def _selected(registry: ToolRegistry, names: str | None) -> ToolRegistry:
+    if names is None:
+        return registry
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    missing = [n for n in wanted if n not in registry]
+    if missing:
+        raise UserError(
+            f"unknown tool(s) {', '.join(missing)}; have: {', '.join(registry.names())}"
+        )
+    return ToolRegistry(t for t in registry if t.name in wanted)
+
+
+@click.group("mcp")
+def mcp_group() -> None:
+    """MCP: serve loopwright tools to any MCP client, or inspect an MCP server.
+
+    \b
+    Examples:
+      loopwright mcp serve --tools calculator,get_weather
+      loopwright mcp serve --http 8000 --registry myapp.tools:registry
+      loopwright mcp tools mcp-server-time
+    """
+
+
+@mcp_group.command("serve")
+@click.option(
+    "--tools", "names", default=None, help="Comma-separated tools to expose (default: all)."
+)
+@click.option(
+    "--registry",
+    default=None,
+    metavar="MODULE:ATTR",
+    help="Serve this registry instead of the built-ins (a ToolRegistry or list of tools).",
+)
+@click.option("--http", "port", type=int, default=None, help="Serve streamable HTTP on this port.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
+@click.option(
+    "--permission",
+    type=click.Choice(["read", "write", "admin"]),
+    default="read",
+    show_default=True,
+    help="Highest tool permission a client may use (higher tools are not exposed).",
+)
+@click.option(
+    "--confirm",
+    type=click.Choice(["hide", "elicit"]),
+    default="hide",
+    show_default=True,
+    help="Tools needing confirmation: not exposed (hide), or asked via MCP elicitation.",
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="read_file's root directory (default: the working directory).",
+)
+def serve_command(names: str | None, registry: str | None, port: int | None, **kw: Any) -> None:
+    """Serve tools over MCP: stdio by default, streamable HTTP with --http PORT (at /mcp).
+
+    Calls are validated and permission-checked by loopwright's dispatcher. Tools that
+    need confirmation are not exposed (--confirm hide) or asked via MCP elicitation.
+
+    \b
+    Examples:
+      loopwright mcp serve --tools calculator,get_weather
+      loopwright mcp serve --http 8000 --registry myapp.tools:registry --permission write
+      loopwright mcp serve --tools send_email --permission write --confirm elicit
+    """
+    from loopwright.mcp.server import build_server
+
+    _need_sdk()
+    if registry is not None:
+        tools = _selected(load_registry(registry), names)
+    else:
+        config = BuiltinConfig(root=kw["root"] or Path.cwd())
+        chosen = names.split(",") if names is not None else list(BUILTIN_TOOLS)
+        tools = ToolRegistry(make_tools(chosen, config))
+    server = build_server(tools, permission=kw["permission"], confirm=kw["confirm"])
+    if port is None:
+        server.run()
+    else:
+        click.echo(f"serving {len(tools)} tools at http://{kw['host']}:{port}/mcp", err=True)
+        server.run(transport="streamable-http", host=kw["host"], port=port)
+
+
+@mcp_group.command("tools")
+@click.argument("servers", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array of definitions.")
+def tools_command(servers: tuple[str, ...], as_json: bool) -> None:
+    """List the tools of MCP SERVERS (commands, URLs or config files) as loopwright sees
+    them: name, flags from annotations, description.
+
+    \b
+    Examples:
+      loopwright mcp tools mcp-server-time
+      loopwright mcp tools --json http://127.0.0.1:8000/mcp
+      loopwright mcp tools servers.json#git
+    """
+    from loopwright.mcp import MCPToolset
+
+    _need_sdk()
+    with MCPToolset.connect(server_configs(servers)) as toolset:
+        tools = toolset.tools
+    if as_json:
+        out = []
+        for t in tools:
+            item = t.spec.definition()
+            item["permission"] = t.spec.permission.name.lower()
+            item["idempotent"] = t.spec.idempotent
+            item["requires_confirmation"] = t.spec.requires_confirmation
+            out.append(item)
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    for t in tools:
+        flags = [t.spec.permission.name.lower()]
+        if t.spec.idempotent:
+            flags.append("idempotent")
+        if t.spec.requires_confirmation:
+            flags.append("asks for confirmation")
+        click.echo(f"{t.name}  ({', '.join(flags)})")
+        click.echo(f"  {t.spec.summary.split(': ', 1)[-1]}")
+    sys.stdout.flush()
+
+
+COMMANDS = [mcp_group]

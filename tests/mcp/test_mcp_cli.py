@@ -1,0 +1,74 @@
+"""``loopwright run --mcp ...`` and ``loopwright mcp tools`` (scripted model, real servers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from mcp_helpers import python_bin
+
+from loopwright.cli import agents as agents_mod
+from loopwright.cli.main import main
+from loopwright.providers.scripted import ScriptedModel, tool_call
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_run_with_an_mcp_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = ScriptedModel(
+        [[tool_call("get_current_time", {"timezone": "Asia/Tokyo"})], "It is late in Tokyo."]
+    )
+    monkeypatch.setattr(agents_mod, "resolve", lambda spec, base_url, on_payload: model)
+    code, out, err = invoke(
+        "run", "--json", "--tools", "", "--mcp", python_bin("mcp-server-time"), "Time in Tokyo?"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["answer"] == "It is late in Tokyo."
+    assert model.requests[0].tool_names == ("get_current_time", "convert_time")
+    result = data["messages"][2]["parts"][0]
+    assert not result["is_error"] and "Asia/Tokyo" in result["content"]
+
+
+def test_run_with_a_named_server_from_a_config_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    servers = {
+        "time": {"command": python_bin("mcp-server-time"), "prefix": "t_"},
+        "unused": {"command": "no-such-mcp-server"},
+    }
+    config.write_text(json.dumps({"servers": servers}))
+    model = ScriptedModel(["ok"])
+    monkeypatch.setattr(agents_mod, "resolve", lambda spec, base_url, on_payload: model)
+    code, _out, err = invoke("run", "--tools", "calculator", "--mcp", f"{config}#time", "hi")
+    assert code == 0, err
+    assert model.requests[0].tool_names == ("calculator", "t_get_current_time", "t_convert_time")
+
+
+def test_an_unknown_server_name_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"servers": {"time": {"command": "mcp-server-time"}}}))
+    code, _out, err = invoke("run", "--mcp", f"{config}#nope", "hi")
+    assert code == 2
+    assert err.strip() == f"error: {config} has no MCP server named 'nope'; it has: time"
+
+
+def test_a_server_that_cannot_start_is_one_line() -> None:
+    code, _out, err = invoke("run", "--mcp", "no-such-mcp-server-binary", "hi")
+    assert code == 2
+    assert err.startswith("error: cannot connect to MCP server 'no-such-mcp-server-binary'")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_mcp_tools_lists_flags() -> None:
+    code, out, err = invoke("mcp", "tools", "--json", python_bin("mcp-server-time"))
+    assert code == 0, err
+    tools = {t["name"]: t for t in json.loads(out)}
+    assert tools["get_current_time"]["permission"] == "read"
+    assert tools["get_current_time"]["idempotent"] is True
