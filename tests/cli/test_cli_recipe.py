@@ -62,9 +62,10 @@ def _tamper(tmp_path: Path, session_id: str, path: str, value: object) -> None:
 
 
 def test_untouched_session_resumes_with_its_own_setup(
-    tmp_path: Path, resolved: list[tuple[str, str | None]]
+    tmp_path: Path, resolved: list[tuple[str, str | None]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sid = _paused_session(tmp_path)
+    monkeypatch.setenv("LOOPWRIGHT_MODEL", "anthropic:claude-x")  # defaults new sessions only
     done = invoke("resume", sid, "--approve", "--json")
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["answer"].startswith("done: ")

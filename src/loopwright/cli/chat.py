@@ -13,8 +13,7 @@ from loopwright.cli.options import (
     agent_options,
     agent_ref_option,
     as_json,
-    given_fields,
-    recipe_from,
+    command_line_and_defaults,
     store_options,
 )
 from loopwright.cli.output import CliError, say
@@ -94,12 +93,12 @@ def chat(
         raise CliError("--yes and --no exclude each other; pass one of them")
     if prompt is not None and not prompt.strip():
         raise CliError('the prompt is empty; pass a question, e.g. loopwright chat "hi"')
-    given = given_fields(ctx, agent_params)
+    given, defaults = command_line_and_defaults(ctx, agent_params)
     interactive = sys.stdin.isatty() and sys.stderr.isatty() and prompt is not None
     code = 0
     store = open_store(store_kind, store_url)
     try:
-        recipe = session_recipe(store, session_id, given, recipe_from({}))
+        recipe = session_recipe(store, session_id, given, defaults)
         agent = build_agent(recipe, confirm_handler(yes, deny, interactive))
         sid = session_id or new_session_id()
         if not as_json and session_id is None:

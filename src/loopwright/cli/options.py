@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import click
 
@@ -169,14 +169,22 @@ def _abs(path: Path | None) -> str | None:
     return str(path.resolve()) if path is not None else None
 
 
-def given_fields(ctx: click.Context, params: Mapping[str, object]) -> dict[str, object]:
-    """The recipe fields the user set on this command line (or in the environment)."""
+_FROM_COMMAND_LINE: Final = (click.core.ParameterSource.COMMANDLINE,)
+_FROM_ENVIRONMENT: Final = (click.core.ParameterSource.ENVIRONMENT,)
+
+
+def given_fields(
+    ctx: click.Context,
+    params: Mapping[str, object],
+    sources: tuple[click.core.ParameterSource, ...] = _FROM_COMMAND_LINE + _FROM_ENVIRONMENT,
+) -> dict[str, object]:
+    """The recipe fields set by ``sources`` (by default: the command line or the
+    environment, e.g. ``LOOPWRIGHT_MODEL``), with paths made absolute."""
     out: dict[str, object] = {}
     for name in RECIPE_FIELDS:
-        if name not in params:
+        if name not in params or params[name] in (None, ()):
             continue
-        source = ctx.get_parameter_source(name)
-        if source in (click.core.ParameterSource.DEFAULT, None) or params[name] in (None, ()):
+        if ctx.get_parameter_source(name) not in sources:
             continue
         value = params[name]
         if name == "tools":
@@ -187,19 +195,24 @@ def given_fields(ctx: click.Context, params: Mapping[str, object]) -> dict[str, 
     return out
 
 
-def recipe_from(fields: Mapping[str, object], base: AgentRecipe | None = None) -> AgentRecipe:
-    """``base`` (or the defaults) with ``fields`` given now on top. Relative paths and
-    the default tool set are fixed here, so the stored recipe means the same anywhere."""
-    values: dict[str, object] = {}
-    if base is None:
-        values = {
-            "tools": DEFAULT_TOOLS,
-            "root": str(Path.cwd().resolve()),
-            "database": str(Path("loopwright.db").resolve()),
-            "outbox": str(Path("outbox.jsonl").resolve()),
-        }
-    else:
-        values = base.to_dict()
-        values["tools"] = tuple(base.tools)
-    values.update(fields)
-    return AgentRecipe(**values)  # type: ignore[arg-type]
+def command_line_and_defaults(
+    ctx: click.Context, params: Mapping[str, object]
+) -> tuple[dict[str, object], AgentRecipe]:
+    """For commands that continue a stored session (``chat``, ``resume``): the fields typed
+    on this command line, and the recipe of a new session (defaults with environment
+    settings such as ``LOOPWRIGHT_MODEL``). The environment never overrides a stored
+    session's own setup; the command line does."""
+    typed = given_fields(ctx, params, _FROM_COMMAND_LINE)
+    return typed, recipe_from(given_fields(ctx, params, _FROM_ENVIRONMENT))
+
+
+def recipe_from(fields: Mapping[str, object]) -> AgentRecipe:
+    """The defaults with ``fields`` given now on top. Relative paths and the default tool
+    set are fixed here, so a stored recipe means the same from any folder."""
+    defaults = AgentRecipe(
+        tools=DEFAULT_TOOLS,
+        root=str(Path.cwd().resolve()),
+        database=str(Path("loopwright.db").resolve()),
+        outbox=str(Path("outbox.jsonl").resolve()),
+    )
+    return defaults.updated(fields)

@@ -28,7 +28,7 @@ import os
 import secrets
 import stat
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Final
 
@@ -64,6 +64,14 @@ class AgentRecipe:
     token_budget: int | None = None
     timeout: float | None = None
 
+    def updated(self, fields: Mapping[str, object]) -> AgentRecipe:
+        """This recipe with ``fields`` (given on a command line) in place of its own; an
+        ``agent`` given replaces the model setup altogether."""
+        values = {name: _checked(name, value) for name, value in fields.items()}
+        if values.get("agent"):
+            values.setdefault("model", None)
+        return replace(self, **values)  # type: ignore[arg-type]
+
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["tools"] = list(self.tools)
@@ -98,7 +106,11 @@ def _checked(name: str, value: object) -> object:
         return value
     if name == "timeout" and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    if name == "tools" and isinstance(value, list) and all(isinstance(t, str) for t in value):
+    if (
+        name == "tools"
+        and isinstance(value, list | tuple)
+        and all(isinstance(t, str) for t in value)
+    ):
         return tuple(value)
     expected = {"tools": "a list of strings", "timeout": "a number"}.get(
         name, "an integer" if name in _INT_FIELDS else "a string"

@@ -13,8 +13,7 @@ from loopwright.cli.options import (
     agent_options,
     agent_ref_option,
     as_json,
-    given_fields,
-    recipe_from,
+    command_line_and_defaults,
     store_options,
 )
 from loopwright.cli.output import CliError
@@ -102,11 +101,11 @@ def resume(
     if per_call and deny:
         raise CliError("use --deny REASON (all other calls) or --deny-call ID=REASON, not both")
     approval: bool | list[str] = list(approve_calls) if approve_calls else approve
-    given = given_fields(ctx, agent_params)
+    given, defaults = command_line_and_defaults(ctx, agent_params)
     store = open_store(store_kind, store_url)
     try:
         store.history(session_id)  # an unknown session fails first, naming the session
-        recipe = session_recipe(store, session_id, given, recipe_from({}))
+        recipe = session_recipe(store, session_id, given, defaults)
         interactive = sys.stdin.isatty() and sys.stderr.isatty()
         agent = build_agent(recipe, confirm_handler(False, False, interactive))
         result = Durable(agent, store).resume(

@@ -53,18 +53,9 @@ def session_recipe(
     if "agent" in given and any(k in given for k in ("model", "tools", "base_url", "system")):
         raise CliError("--agent excludes --model, --tools, --base-url and --system; pass one way")
     if "agent" in given or "model" in given or session_id is None:
-        return _merge(defaults, given)
+        return defaults.updated(given)
     recorded = stored_recipe(store, session_id)
-    return _merge(recorded or defaults, given)
-
-
-def _merge(base: AgentRecipe, given: Mapping[str, object]) -> AgentRecipe:
-    values = base.to_dict()
-    values["tools"] = tuple(base.tools)
-    values.update(given)
-    if "agent" in given:
-        values["model"] = None
-    return AgentRecipe(**values)  # type: ignore[arg-type]
+    return (recorded or defaults).updated(given)
 
 
 def observed(agent: Agent, on_event: Callable[[RunEvent], None]) -> Agent:
