@@ -16,6 +16,7 @@ from loopwright.core.errors import RateLimited
 from loopwright.core.messages import Usage
 from loopwright.tracing import otel
 from loopwright.tracing.otel import OtelSubscriber
+from loopwright.tracing.worker import flush_all
 
 
 @tool
@@ -43,6 +44,11 @@ def _no_sleep(_: float) -> None:
     return done()  # type: ignore[return-value]
 
 
+def _finished(exporter: InMemorySpanExporter) -> tuple[ReadableSpan, ...]:
+    flush_all()  # spans are built on the subscriber's thread
+    return exporter.get_finished_spans()
+
+
 def _by_name(spans: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]:
     return [s for s in spans if s.name.startswith(prefix)]
 
@@ -62,7 +68,7 @@ def test_two_tool_run_span_tree(provider: TracerProvider, exporter: InMemorySpan
     result = agent.run("Weather in Paris, and 2+3?")
     assert result.ok
 
-    spans = exporter.get_finished_spans()
+    spans = _finished(exporter)
     (run,) = _by_name(spans, "invoke_agent")
     chats = _by_name(spans, "chat ")
     tools = _by_name(spans, "execute_tool ")
@@ -115,11 +121,11 @@ def test_failing_tool_marks_its_span(
 ) -> None:
     model = ScriptedModel([[tool_call("explode", {"reason": "x"})], "It failed."])
     Agent(model, [explode], hooks=Hooks(on_event=OtelSubscriber(provider))).run("go")
-    (span,) = _by_name(exporter.get_finished_spans(), "execute_tool")
+    (span,) = _by_name(_finished(exporter), "execute_tool")
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes["error.type"] == "permanent"
     assert "boom" in (span.status.description or "")
-    (run,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
+    (run,) = _by_name(_finished(exporter), "invoke_agent")
     assert run.status.status_code is StatusCode.UNSET  # the run itself recovered
 
 
@@ -129,7 +135,7 @@ def test_retried_model_call_gives_two_chat_spans(
     model = ScriptedModel([RateLimited("slow down", status=429), "fine"], name="anthropic:claude-x")
     agent = Agent(model, hooks=Hooks(on_event=OtelSubscriber(provider)), sleep=_no_sleep)
     assert agent.run("hi").ok
-    chats = sorted(_by_name(exporter.get_finished_spans(), "chat"), key=lambda s: s.start_time)
+    chats = sorted(_by_name(_finished(exporter), "chat"), key=lambda s: s.start_time)
     assert [c.attributes["loopwright.attempt"] for c in chats] == [1, 2]
     failed, ok = chats
     assert failed.status.status_code is StatusCode.ERROR
@@ -150,7 +156,7 @@ def test_model_error_marks_the_run(
         sleep=_no_sleep,
     )
     assert agent.run("hi").stop.value == "model_error"
-    (run,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
+    (run,) = _by_name(_finished(exporter), "invoke_agent")
     assert run.status.status_code is StatusCode.ERROR
     assert run.attributes["error.type"] == "model_error"
 
@@ -161,7 +167,7 @@ def test_content_capture_is_opt_in(
     model = ScriptedModel([[tool_call("add", {"a": 1, "b": 2})], "3"])
     sub = OtelSubscriber(provider, capture_content=True)
     Agent(model, [add], hooks=Hooks(on_event=sub)).run("1+2?")
-    spans = exporter.get_finished_spans()
+    spans = _finished(exporter)
     first = min(_by_name(spans, "chat"), key=lambda s: s.start_time)
     sent = json.loads(first.attributes["gen_ai.input.messages"])
     assert sent == [{"role": "user", "parts": [{"type": "text", "content": "1+2?"}]}]
@@ -186,7 +192,7 @@ def test_run_nests_under_the_callers_span(
     agent = Agent(ScriptedModel(["a"]), hooks=Hooks(on_event=OtelSubscriber(provider)))
     with tracer.start_as_current_span("plan_execute step 1") as outer:
         agent.run("q")
-    (run,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
+    (run,) = _by_name(_finished(exporter), "invoke_agent")
     assert run.parent is not None and run.parent.span_id == outer.get_span_context().span_id
 
 
@@ -209,7 +215,7 @@ def test_concurrent_runs_keep_their_own_trees(
         await asyncio.gather(*(a.arun("x") for a in agents))
 
     asyncio.run(main())
-    spans = exporter.get_finished_spans()
+    spans = _finished(exporter)
     runs = _by_name(spans, "invoke_agent")
     assert len(runs) == 4
     for run in runs:
@@ -263,7 +269,7 @@ def test_every_attribute_we_emit_is_a_convention_name_or_ours(
     known = {getattr(semconv, n) for n in dir(semconv) if n.startswith("GEN_AI_")} | {
         error_attributes.ERROR_TYPE
     }
-    for span in exporter.get_finished_spans():
+    for span in _finished(exporter):
         for name in span.attributes:
             assert name in known or name.startswith("loopwright."), name
 
@@ -272,3 +278,24 @@ def test_no_global_provider_needed() -> None:
     # with the API's default (no-op) provider the subscriber still runs
     agent = Agent(ScriptedModel(["a"]), hooks=Hooks(on_event=OtelSubscriber()))
     assert agent.run("q").ok
+
+
+def test_spans_are_built_off_the_event_loop_thread(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """The SDK's span work (tens of microseconds each) never runs on the loop's thread."""
+    import threading
+
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    threads: set[int] = set()
+
+    class Spy(SpanProcessor):
+        def on_start(self, span, parent_context=None) -> None:  # type: ignore[no-untyped-def]
+            threads.add(threading.get_ident())
+
+    provider.add_span_processor(Spy())
+    model = ScriptedModel([[tool_call("add", {"a": 1, "b": 2})], "3"])
+    Agent(model, [add], hooks=Hooks(on_event=OtelSubscriber(provider))).run("x")
+    assert len(_finished(exporter)) == 4
+    assert threads and threading.get_ident() not in threads

@@ -62,8 +62,10 @@ def test_spans_reach_an_otlp_http_receiver(
     model = ScriptedModel(
         [[tool_call("add", {"a": 2, "b": 2})], "4"], name="gemini:gemini-2.0-flash"
     )
-    Agent(model, [add], hooks=Hooks(on_event=OtelSubscriber(provider))).run("2+2?")
-    provider.shutdown()  # flushes the batch processor
+    subscriber = OtelSubscriber(provider)
+    Agent(model, [add], hooks=Hooks(on_event=subscriber)).run("2+2?")
+    subscriber.flush()  # the spans are built on the subscriber's thread
+    provider.shutdown()  # exports what the batch processor holds
 
     assert requests, "the exporter sent nothing"
     spans = []

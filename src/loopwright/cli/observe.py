@@ -40,26 +40,31 @@ def instrument(
     provider = _otel_provider() if otel else None
     if recorder is not None:
         subscribers.append(recorder)
+    spans = None
     if provider is not None:
         from loopwright.tracing.otel import OtelSubscriber
 
-        subscribers.append(OtelSubscriber(provider))
+        spans = OtelSubscriber(provider)
+        subscribers.append(spans)
         atexit.register(provider.shutdown)  # the last spans, whatever happens
     if not subscribers:
         return agent
     if closers is None:
-        subscribers.append(_finisher(recorder, provider))
+        subscribers.append(_finisher(recorder, spans, provider))
     else:
         if recorder is not None:
             closers.append(recorder.close)
-        if provider is not None:
+        if spans is not None and provider is not None:
+            closers.append(spans.close)  # the spans are built on the subscriber's thread
             closers.append(provider.force_flush)
     config = agent.config
     hooks = replace(config.hooks, on_event=fanout(config.hooks.on_event, *subscribers))
     return Agent.from_config(replace(config, hooks=hooks))
 
 
-def _finisher(recorder: JsonlRecorder | None, provider: Any) -> Callable[[RunEvent], None]:
+def _finisher(
+    recorder: JsonlRecorder | None, spans: Any, provider: Any
+) -> Callable[[RunEvent], None]:
     """At the end of a CLI run (the process exits next): flush, and say where the trace is."""
 
     def finish(event: RunEvent) -> None:
@@ -69,7 +74,8 @@ def _finisher(recorder: JsonlRecorder | None, provider: Any) -> Callable[[RunEve
             recorder.flush()
             path = recorder.paths[-1]
             say(f"trace: {path} (view: loopwright trace view {path.stem} -o run.html)", err=True)
-        if provider is not None:
+        if spans is not None:
+            spans.flush()  # the spans are built on the subscriber's thread
             provider.force_flush()
 
     return finish

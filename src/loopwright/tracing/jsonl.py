@@ -2,8 +2,9 @@
 
 :class:`JsonlRecorder` is an event subscriber (``Hooks(on_event=recorder)``, or feed it
 the events of ``agent.stream``). It never does I/O on the event loop: the loop thread only
-timestamps the event and puts it on a queue; a writer thread serializes, redacts and
-appends lines, flushing whenever the queue runs empty.
+timestamps the event and puts it on a queue; a writer thread
+(:mod:`loopwright.tracing.worker`) serializes, redacts and appends lines, flushing
+whenever the queue runs empty.
 
 Several runs may share one recorder (concurrent runs of one agent, a batch): the events
 do not name their run, so the recorder routes them with a :class:`contextvars.ContextVar`
@@ -28,22 +29,19 @@ redacted (:mod:`loopwright.tracing.redact`) before it is written.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import queue
-import threading
 import time
-import weakref
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
 from loopwright.core.messages import JSONValue
-from loopwright.tracing.redact import redact
+from loopwright.tracing.redact import redact_json
 from loopwright.tracing.serialize import TRACE_FORMAT, event_to_dict
+from loopwright.tracing.worker import Worker
 
 
 def new_run_id() -> str:
@@ -62,7 +60,6 @@ class _RunFile:
 
 
 _CLOSE = object()
-_STOP = object()
 
 
 class JsonlRecorder:
@@ -80,10 +77,9 @@ class JsonlRecorder:
         self._current: ContextVar[_RunFile | None] = ContextVar(
             f"loopwright_jsonl_run_{id(self)}", default=None
         )
-        self._queue: queue.SimpleQueue[tuple[_RunFile | None, float, object]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._closed = False
+        self._files: dict[_RunFile, IO[str]] = {}  # the worker thread's own
+        self._dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+        self._worker = Worker("loopwright-jsonl", self._write, self._flush_files, self._close_files)
 
     # -- the subscriber (event-loop side: no I/O, no serialization) --------------------
     def __call__(self, event: RunEvent) -> None:
@@ -91,9 +87,9 @@ class JsonlRecorder:
         kind = type(event)
         if run is None or kind is RunStarted:
             run = self._open(event.session_id if kind is RunStarted else None)  # type: ignore[union-attr]
-        self._queue.put((run, time.time(), event))
+        self._worker.put((run, time.time(), event))
         if kind is RunFinished:
-            self._queue.put((run, 0.0, _CLOSE))
+            self._worker.put((run, 0.0, _CLOSE))
             self._current.set(None)
 
     def payload_hook(self, direction: str, payload: Mapping[str, Any]) -> None:
@@ -106,56 +102,54 @@ class JsonlRecorder:
             return
         # a JSON copy now: the adapter may reuse the payload's containers afterwards
         copy = json.loads(json.dumps(payload, default=str))
-        self._queue.put((run, time.time(), ("payload", direction, copy)))
+        self._worker.put((run, time.time(), ("payload", direction, copy)))
 
     def _open(self, session_id: str | None) -> _RunFile:
-        if self._closed:
+        if self._worker.closed:
             raise RuntimeError("JsonlRecorder is closed")
+        if not self.paths:
+            self.directory.mkdir(parents=True, exist_ok=True)
         run = _RunFile(self.directory, session_id)
         self.paths.append(run.path)
         self._current.set(run)
-        self._ensure_writer()
         return run
-
-    def _ensure_writer(self) -> None:
-        if self._thread is not None:
-            return
-        with self._lock:
-            if self._thread is None:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                thread = threading.Thread(
-                    target=_write_loop, args=(self._queue,), name="loopwright-jsonl", daemon=True
-                )
-                thread.start()
-                self._thread = thread
-                _live.add(self)
 
     # -- caller side -------------------------------------------------------------------
     def flush(self, timeout: float | None = 10.0) -> None:
         """Block until every event received so far is on disk (not from the event loop's
         hot path: it waits for the writer thread)."""
-        if self._thread is None:
-            return
-        done = threading.Event()
-        self._queue.put((None, 0.0, done))
-        done.wait(timeout)
+        self._worker.flush(timeout)
 
     def close(self) -> None:
         """Flush, close every file and stop the writer thread. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        thread = self._thread
-        if thread is None:
-            return
-        self._queue.put((None, 0.0, _STOP))
-        thread.join(10.0)
-        _live.discard(self)
+        self._worker.close()
 
     @property
     def current_run_id(self) -> str | None:
         run = self._current.get()
         return None if run is None else run.run_id
+
+    # -- the writer thread -------------------------------------------------------------
+    def _write(self, item: object) -> None:
+        run, t, what = cast("tuple[_RunFile, float, object]", item)
+        handle = self._files.get(run)
+        if handle is None:
+            handle = self._files[run] = open(run.path, "a", encoding="utf-8")  # noqa: SIM115
+            handle.write(self._dumps(_header(run, t)) + "\n")
+        if what is _CLOSE:
+            self._files.pop(run).close()
+            return
+        run.seq += 1  # only the writer thread touches seq
+        handle.write(redact_json(self._dumps(_line(run.seq, t, what))) + "\n")
+
+    def _flush_files(self) -> None:
+        for handle in self._files.values():
+            handle.flush()
+
+    def _close_files(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()
 
 
 def _line(seq: int, t: float, item: object) -> dict[str, JSONValue]:
@@ -164,7 +158,7 @@ def _line(seq: int, t: float, item: object) -> dict[str, JSONValue]:
         data: dict[str, JSONValue] = {"type": "payload", "direction": direction, "payload": payload}
     else:
         data = event_to_dict(item)  # type: ignore[arg-type]
-    return {"seq": seq, "t": round(t, 6), **redact(data)}
+    return {"seq": seq, "t": round(t, 6), **data}
 
 
 def _header(run: _RunFile, t: float) -> dict[str, JSONValue]:
@@ -175,42 +169,3 @@ def _header(run: _RunFile, t: float) -> dict[str, JSONValue]:
         "session_id": run.session_id,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),
     }
-
-
-def _write_loop(q: queue.SimpleQueue[tuple[_RunFile | None, float, object]]) -> None:
-    files: dict[_RunFile, IO[str]] = {}
-    dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
-    while True:
-        run, t, item = q.get()
-        if item is _STOP:
-            for h in files.values():
-                h.close()
-            return
-        if isinstance(item, threading.Event):
-            for h in files.values():
-                h.flush()
-            item.set()
-            continue
-        assert run is not None
-        opened = files.get(run)
-        if opened is None:
-            opened = files[run] = open(run.path, "a", encoding="utf-8")  # noqa: SIM115
-            opened.write(dumps(_header(run, t)) + "\n")
-        handle: IO[str] = opened
-        if item is _CLOSE:
-            files.pop(run).close()
-            continue
-        run.seq += 1  # only the writer thread touches seq
-        handle.write(dumps(_line(run.seq, t, item)) + "\n")
-        if q.empty():
-            for h in files.values():
-                h.flush()
-
-
-_live: weakref.WeakSet[JsonlRecorder] = weakref.WeakSet()
-
-
-@atexit.register
-def _close_all() -> None:
-    for recorder in list(_live):
-        recorder.close()

@@ -38,6 +38,7 @@ import time
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -56,6 +57,7 @@ from loopwright.core.events import (
     RunEvent,
     RunFinished,
     RunStarted,
+    StateChanged,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -70,6 +72,7 @@ from loopwright.core.messages import (
 )
 from loopwright.core.run import RunStop
 from loopwright.tracing.redact import redact_text
+from loopwright.tracing.worker import Worker
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
@@ -154,13 +157,20 @@ def capture_from_env() -> bool:
 
 @dataclass(slots=True)
 class _RunSpans:
-    span: Span
+    """One run's spans. ``parent`` and ``awaiting_chunk`` are touched on the event loop's
+    thread; everything else only on the worker thread."""
+
     parent: otel_context.Context
+    awaiting_chunk: bool = False
+    span: Span | None = None
+    context: otel_context.Context | None = None
     messages: list[Message] = field(default_factory=list)
     chat: Span | None = None
-    chat_started: float = 0.0
-    first_chunk: bool = False
+    chat_started: int = 0
     tools: dict[str, tuple[Span, int]] = field(default_factory=dict)
+
+
+_FIRST_CHUNK = object()
 
 
 class OtelSubscriber:
@@ -169,6 +179,12 @@ class OtelSubscriber:
     ``tracer_provider``: where spans go (default: the global provider).
     ``capture_content``: record message contents (default: the environment switch).
     ``agent_name``: ``gen_ai.agent.name`` and the run span's name suffix.
+
+    On the event loop's thread the subscriber only timestamps the event and queues it;
+    the spans are built, with those timestamps, on a background thread
+    (:mod:`loopwright.tracing.worker`): the OpenTelemetry SDK costs tens of microseconds
+    per span, which the run does not wait for. :meth:`flush` waits until every span of the
+    events received so far has ended (then ``provider.force_flush()`` exports them).
     """
 
     def __init__(
@@ -184,73 +200,106 @@ class OtelSubscriber:
         self._current: ContextVar[_RunSpans | None] = ContextVar(
             f"loopwright_otel_run_{id(self)}", default=None
         )
+        self._worker = Worker("loopwright-otel", self._handle)
 
+    # -- the event loop's side ---------------------------------------------------------
     def __call__(self, event: RunEvent) -> None:
         kind = type(event)
         run = self._current.get()
-        if kind is ModelStreamed:
-            if run is not None and not run.first_chunk and run.chat is not None:
-                run.first_chunk = True
-                run.chat.set_attribute(TIME_TO_FIRST_CHUNK, time.perf_counter() - run.chat_started)
+        if kind is ModelStreamed:  # only the first chunk of a call matters (its latency)
+            if run is not None and run.awaiting_chunk:
+                run.awaiting_chunk = False
+                self._worker.put((run, time.time_ns(), _FIRST_CHUNK))
+            return
+        if kind is StateChanged or (kind is MessageAppended and not self.capture_content):
             return
         if kind is RunStarted or run is None:
-            run = self._start_run(event)
-        if kind is MessageAppended:
-            if self.capture_content:
-                run.messages.append(event.message)  # type: ignore[union-attr]
+            # the caller's current span (a strategy step, a request) becomes the parent
+            run = _RunSpans(otel_context.get_current())
+            self._current.set(run)
         elif kind is ModelCallStarted:
-            self._chat_started(run, event)  # type: ignore[arg-type]
+            run.awaiting_chunk = True
+        self._worker.put((run, time.time_ns(), event))
+        if kind is RunFinished:
+            self._current.set(None)
+
+    def flush(self, timeout: float | None = 10.0) -> bool:
+        """Wait until the spans of every event received so far have ended."""
+        return self._worker.flush(timeout)
+
+    def close(self) -> None:
+        self._worker.close()
+
+    # -- the worker thread -------------------------------------------------------------
+    def _handle(self, item: object) -> None:
+        run, t, event = cast("tuple[_RunSpans, int, Any]", item)
+        if run.span is None:
+            self._start_run(run, t, event)
+        if event is _FIRST_CHUNK:
+            if run.chat is not None:
+                run.chat.set_attribute(TIME_TO_FIRST_CHUNK, (t - run.chat_started) / 1e9)
+            return
+        kind = type(event)
+        if kind is MessageAppended:
+            run.messages.append(event.message)
+        elif kind is ModelCallStarted:
+            self._chat_started(run, t, event)
         elif kind is ModelCallFinished:
-            self._chat_finished(run, event)  # type: ignore[arg-type]
+            self._chat_finished(run, t, event)
         elif kind is ModelCallFailed:
-            self._chat_failed(run, event)  # type: ignore[arg-type]
+            self._chat_failed(run, t, event)
         elif kind is ToolCallStarted:
-            self._tool_started(run, event)  # type: ignore[arg-type]
+            run.tools[event.call.id] = (self._tool_span(run, event.call, event.turn, t), t)
         elif kind is ToolCallFinished:
-            self._tool_finished(run, event)  # type: ignore[arg-type]
+            self._tool_finished(run, t, event)
         elif kind is LimitReached:
+            assert run.span is not None
             run.span.add_event(
                 "loopwright.limit_reached",
-                {STOP_REASON: event.stop.value, "loopwright.detail": event.detail},  # type: ignore[union-attr]
+                {STOP_REASON: event.stop.value, "loopwright.detail": event.detail},
+                timestamp=t,
             )
         elif kind is RunFinished:
-            self._finish_run(run, event)  # type: ignore[arg-type]
+            self._finish_run(run, t, event)
 
     # -- run ---------------------------------------------------------------------------
-    def _start_run(self, event: RunEvent) -> _RunSpans:
-        parent = otel_context.get_current()
+    def _start_run(self, run: _RunSpans, t: int, event: object) -> None:
+        attributes = {OPERATION: "invoke_agent", AGENT_NAME: self.agent_name}
+        if isinstance(event, RunStarted) and event.session_id:
+            attributes[CONVERSATION_ID] = event.session_id
         span = self._tracer.start_span(
             f"invoke_agent {self.agent_name}",
-            context=parent,
+            context=run.parent,
             kind=SpanKind.INTERNAL,
-            attributes={OPERATION: "invoke_agent", AGENT_NAME: self.agent_name},
+            attributes=attributes,
+            start_time=t,
         )
-        if isinstance(event, RunStarted) and event.session_id:
-            span.set_attribute(CONVERSATION_ID, event.session_id)
-        run = _RunSpans(span, trace.set_span_in_context(span, parent))
-        self._current.set(run)
-        return run
+        run.span = span
+        run.context = trace.set_span_in_context(span, run.parent)
 
-    def _finish_run(self, run: _RunSpans, event: RunFinished) -> None:
+    def _finish_run(self, run: _RunSpans, t: int, event: RunFinished) -> None:
         result = event.result
         span = run.span
+        assert span is not None
         if run.chat is not None:
             run.chat.set_status(Status(StatusCode.ERROR, "the run ended during the call"))
-            run.chat.end()
+            run.chat.end(end_time=t)
         for tool_span, _ in run.tools.values():
             tool_span.set_status(Status(StatusCode.ERROR, "the run ended before the result"))
-            tool_span.end()
-        span.set_attributes(_usage_attributes(result.usage))
-        span.set_attribute(STOP_REASON, result.stop.value)
-        span.set_attribute("loopwright.turns", result.turns)
+            tool_span.end(end_time=t)
+        attributes: dict[str, str | int | float] = {
+            **_usage_attributes(result.usage),
+            STOP_REASON: result.stop.value,
+            "loopwright.turns": result.turns,
+        }
         if result.stop not in _OK_STOPS:
-            span.set_attribute(ERROR_TYPE, result.stop.value)
+            attributes[ERROR_TYPE] = result.stop.value
             span.set_status(Status(StatusCode.ERROR, result.detail or result.stop.value))
-        span.end()
-        self._current.set(None)
+        span.set_attributes(attributes)
+        span.end(end_time=t)
 
     # -- model calls -------------------------------------------------------------------
-    def _chat_started(self, run: _RunSpans, event: ModelCallStarted) -> None:
+    def _chat_started(self, run: _RunSpans, t: int, event: ModelCallStarted) -> None:
         provider, model = split_model(event.model)
         attributes: dict[str, str | int | Sequence[str]] = {
             OPERATION: "chat",
@@ -265,48 +314,44 @@ class OtelSubscriber:
             sent = run.messages[-event.message_count :] if event.message_count else []
             attributes[INPUT_MESSAGES] = _messages_json(sent)
         run.chat = self._tracer.start_span(
-            f"chat {model}", context=run.parent, kind=SpanKind.CLIENT, attributes=attributes
+            f"chat {model}",
+            context=run.context,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=t,
         )
-        run.chat_started = time.perf_counter()
-        run.first_chunk = False
-        if event.turn == 1 and event.attempt == 1:
-            run.span.set_attribute(PROVIDER, provider)
-            run.span.set_attribute(REQUEST_MODEL, model)
+        run.chat_started = t
+        if event.turn == 1 and event.attempt == 1 and run.span is not None:
+            run.span.set_attributes({PROVIDER: provider, REQUEST_MODEL: model})
 
-    def _chat_finished(self, run: _RunSpans, event: ModelCallFinished) -> None:
+    def _chat_finished(self, run: _RunSpans, t: int, event: ModelCallFinished) -> None:
         span = run.chat
         if span is None:
             return
         run.chat = None
-        span.set_attributes(_usage_attributes(event.usage))
+        attributes: dict[str, str | int | float | Sequence[str]] = {
+            **_usage_attributes(event.usage),
+            FINISH_REASONS: [_FINISH.get(event.stop_reason, event.stop_reason)],
+        }
         if event.response_model:
-            span.set_attribute(RESPONSE_MODEL, split_model(event.response_model)[1])
-        span.set_attribute(FINISH_REASONS, [_FINISH.get(event.stop_reason, event.stop_reason)])
+            attributes[RESPONSE_MODEL] = split_model(event.response_model)[1]
         if self.capture_content:
-            span.set_attribute(
-                OUTPUT_MESSAGES,
-                _messages_json([event.message], _FINISH.get(event.stop_reason, "stop")),
-            )
-        span.end()
+            finish = _FINISH.get(event.stop_reason, "stop")
+            attributes[OUTPUT_MESSAGES] = _messages_json([event.message], finish)
+        span.set_attributes(attributes)
+        span.end(end_time=t)
 
-    def _chat_failed(self, run: _RunSpans, event: ModelCallFailed) -> None:
+    def _chat_failed(self, run: _RunSpans, t: int, event: ModelCallFailed) -> None:
         span = run.chat
         if span is None:
             return
         run.chat = None
-        span.set_attribute(ERROR_TYPE, event.error.kind)
-        span.set_attribute(WILL_RETRY, event.will_retry)
+        span.set_attributes({ERROR_TYPE: event.error.kind, WILL_RETRY: event.will_retry})
         span.set_status(Status(StatusCode.ERROR, redact_text(str(event.error))[:500]))
-        span.end()
+        span.end(end_time=t)
 
     # -- tool calls --------------------------------------------------------------------
-    def _tool_started(self, run: _RunSpans, event: ToolCallStarted) -> None:
-        call = event.call
-        run.tools[call.id] = (self._tool_span(run, call, event.turn, None), time.time_ns())
-
-    def _tool_span(
-        self, run: _RunSpans, call: ToolCallPart, turn: int, start_ns: int | None
-    ) -> Span:
+    def _tool_span(self, run: _RunSpans, call: ToolCallPart, turn: int, start: int) -> Span:
         attributes: dict[str, str | int] = {
             OPERATION: "execute_tool",
             TOOL_NAME: call.name,
@@ -318,30 +363,32 @@ class OtelSubscriber:
             attributes[TOOL_ARGUMENTS] = json.dumps(dict(call.arguments), ensure_ascii=False)
         return self._tracer.start_span(
             f"execute_tool {call.name}",
-            context=run.parent,
+            context=run.context,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
-            start_time=start_ns,
+            start_time=start,
         )
 
-    def _tool_finished(self, run: _RunSpans, event: ToolCallFinished) -> None:
-        duration_ns = int(event.duration_s * 1e9)
+    def _tool_finished(self, run: _RunSpans, t: int, event: ToolCallFinished) -> None:
+        duration = int(event.duration_s * 1e9)
         opened = run.tools.pop(event.call.id, None)
         if opened is None:  # never started (denied, skipped, invalid): a span of its duration
-            start_ns = time.time_ns() - duration_ns
-            span = self._tool_span(run, event.call, event.turn, start_ns)
+            start = t - duration
+            span = self._tool_span(run, event.call, event.turn, start)
         else:
-            span, start_ns = opened
+            span, start = opened
         result = event.result
+        attributes: dict[str, str | int] = {}
         if event.attempts > 1:
-            span.set_attribute("loopwright.tool.attempts", event.attempts)
+            attributes["loopwright.tool.attempts"] = event.attempts
         if self.capture_content:
-            span.set_attribute(TOOL_RESULT, result.content)
+            attributes[TOOL_RESULT] = result.content
         if result.is_error:
-            kind = result.error_kind or "permanent"
-            span.set_attribute(ERROR_TYPE, kind)
+            attributes[ERROR_TYPE] = result.error_kind or "permanent"
             span.set_status(Status(StatusCode.ERROR, redact_text(result.content)[:500]))
-        span.end(end_time=start_ns + duration_ns)
+        if attributes:
+            span.set_attributes(attributes)
+        span.end(end_time=start + duration)
 
 
 def _usage_attributes(usage: Usage) -> dict[str, int | float]:

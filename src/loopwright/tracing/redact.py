@@ -21,12 +21,31 @@ from loopwright.core.messages import JSONValue
 
 REDACTED = "[REDACTED]"
 
-_SECRET_KEY = re.compile(
-    r"(^|[-_.])(api[-_]?key|apikey|authorization|auth|password|passwd|secret|"
+_SECRET_NAMES = (
+    r"(?:api[-_]?key|apikey|authorization|auth|password|passwd|secret|"
     r"access[-_]?key|secret[-_]?key|session[-_]?token|access[-_]?token|refresh[-_]?token|"
     r"id[-_]?token|token|bearer|cookie|set-cookie|x-api-key|x-goog-api-key|"
-    r"x-amz-security-token|client[-_]?secret|private[-_]?key)$",
-    re.IGNORECASE,
+    r"x-amz-security-token|client[-_]?secret|private[-_]?key)"
+)
+_SECRET_KEY = re.compile(r"(?:^|[-_.])" + _SECRET_NAMES + "$", re.IGNORECASE)
+# the same rule over JSON text: a string member whose key names a credential
+_SECRET_MEMBER = re.compile(
+    r'(?<=[-_."])(' + _SECRET_NAMES + r'"\s*:\s*)"(?:[^"\\]|\\.)+"', re.IGNORECASE
+)
+# substrings without which neither rule can match: most lines skip both regexes
+_MEMBER_HINTS = ('key"', "auth", 'token"', "secret", "passw", "cookie", 'bearer"')
+_TEXT_HINTS = (
+    "Bearer",
+    "Basic",
+    "sk-",
+    "AKIA",
+    "AIza",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "key=",
 )
 _SECRET_TEXT = re.compile(
     r"(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}"
@@ -49,6 +68,18 @@ def redact_text(text: str) -> str:
     if len(text) < 8:
         return text
     return _SECRET_TEXT.sub(REDACTED, text)
+
+
+def redact_json(text: str) -> str:
+    """Both rules applied to a JSON document's text (one regex pass each): what the JSONL
+    writer uses, several times cheaper than walking the value. Replacements never touch
+    quotes or backslashes, so the text stays valid JSON."""
+    lower = text.lower()
+    if any(hint in lower for hint in _MEMBER_HINTS):
+        text = _SECRET_MEMBER.sub(r'\1"' + REDACTED + '"', text)
+    if any(hint in text for hint in _TEXT_HINTS):
+        text = _SECRET_TEXT.sub(REDACTED, text)
+    return text
 
 
 def redact(value: JSONValue) -> JSONValue:

@@ -118,6 +118,21 @@ def model_event_to_dict(event: ModelEvent) -> dict[str, JSONValue]:
 
 def event_to_dict(event: RunEvent) -> dict[str, JSONValue]:
     """One run event as a JSON object (see the module docstring)."""
+    # the most frequent events first, written out: this runs for every event of a trace
+    if isinstance(event, StateChanged):
+        return {
+            "previous": event.previous.value,
+            "current": event.current.value,
+            "turn": event.turn,
+            "type": event.type,
+        }
+    if isinstance(event, MessageAppended):
+        return {
+            "turn": event.turn,
+            "message": event.message.to_dict(),
+            "source": event.source,
+            "type": event.type,
+        }
     match event:
         case RunFinished():
             return {"type": event.type, "result": result_to_dict(event.result)}
