@@ -287,3 +287,47 @@ def test_resume_without_checkpointer_and_without_thread_is_refused(store: Any) -
         app.invoke(Command(resume=1))
     with pytest.raises(Exception, match="thread id"):
         counter_graph(store, stop=1).invoke({"n": 0})
+
+
+def test_a_new_input_on_a_thread_links_to_its_last_checkpoint(store: Any, thread: dict) -> None:
+    app = counter_graph(store, stop=1)
+    app.invoke({"n": 0, "log": []}, thread)
+    app.invoke({"n": 0}, thread)
+    history = list(app.get_state_history(thread))
+    assert [h.metadata["source"] for h in history] == [
+        "loop",
+        "loop",
+        "input",
+        "loop",
+        "loop",
+        "input",
+    ]
+    for newer, older in zip(history, history[1:], strict=False):
+        assert newer.parent_config == older.config
+
+
+class Outer(TypedDict):
+    log: Annotated[list, operator.add]
+
+
+def test_an_interrupt_inside_a_subgraph_pauses_the_parent_and_resumes(
+    store: Any, thread: dict
+) -> None:
+    def ask(state: Outer) -> dict:
+        return {"log": [f"sub:{interrupt('inner?')}"]}
+
+    child = StateGraph(Outer)
+    child.add_node("ask", ask)
+    child.add_edge(START, "ask")
+    parent = StateGraph(Outer)
+    parent.add_node("before", lambda s: {"log": ["before"]})
+    parent.add_node("child", child.compile())
+    parent.add_edge(START, "before")
+    parent.add_edge("before", "child")
+    app = parent.compile(checkpointer=store)
+    out = app.invoke({"log": []}, thread)
+    assert [i.value for i in out["__interrupt__"]] == ["inner?"]
+    assert app.get_state(thread).next == ("child",)
+    done = app.invoke(Command(resume="A"), thread)
+    # the subgraph hands back its whole state: "before" comes back once more
+    assert done["log"] == ["before", "before", "sub:A"]

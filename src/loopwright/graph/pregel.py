@@ -254,7 +254,8 @@ class _Run:
         saved = self._load()
         if input is None or isinstance(input, Command):
             return self._resume(saved, input)
-        if saved is not None:
+        if saved is not None:  # a new input on a thread: its pending tasks are dropped
+            self.saved = saved
             self.values = dict(saved.values)
             self.barriers = {k: set(v) for k, v in saved.barriers.items()}
             self.step = saved.step + 1
