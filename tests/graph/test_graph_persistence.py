@@ -3,6 +3,7 @@ forks and failed supersteps (each compared with LangGraph 1.2's behaviour)."""
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import subprocess
@@ -302,7 +303,7 @@ def test_a_new_input_on_a_thread_links_to_its_last_checkpoint(store: Any, thread
         "loop",
         "input",
     ]
-    for newer, older in zip(history, history[1:], strict=False):
+    for newer, older in itertools.pairwise(history):
         assert newer.parent_config == older.config
 
 
@@ -331,3 +332,20 @@ def test_an_interrupt_inside_a_subgraph_pauses_the_parent_and_resumes(
     done = app.invoke(Command(resume="A"), thread)
     # the subgraph hands back its whole state: "before" comes back once more
     assert done["log"] == ["before", "before", "sub:A"]
+
+
+def test_a_resume_command_update_and_the_superstep_both_reach_the_checkpoint(
+    store: Any, thread: dict
+) -> None:
+    def ask(state: Pair) -> dict:
+        return {"log": [f"answer:{interrupt('?')}"]}
+
+    g = StateGraph(Pair)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    app = g.compile(checkpointer=store)
+    app.invoke({"log": ["start"]}, thread)
+    out = app.invoke(Command(resume="yes", update={"log": ["edited"]}), thread)
+    assert out["log"] == ["start", "edited", "answer:yes"]
+    # rebuilt from the stored deltas, without the in-process cache
+    assert g.compile(checkpointer=store).get_state(thread).values == out

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from loopwright.graph.checkpoint import GraphSaver, Saved
 from loopwright.graph.messages import add_messages
-from loopwright.graph.pregel import _Run, _Task, merge_writes
+from loopwright.graph.pregel import Next, _Run, _Task, merge_writes
 from loopwright.graph.schema import schema_kind
 from loopwright.graph.types import (
     END,
@@ -243,8 +243,7 @@ class CompiledStateGraph:
         source: str,
         values: Mapping[str, Any],
         config: Config,
-        pulls: dict[str, None],
-        pushes: list[Send],
+        chosen: Next,
     ) -> None:
         """Call a conditional edge on ``values`` and schedule what it returns."""
         spec = self.nodes.get(source)
@@ -258,7 +257,7 @@ class CompiledStateGraph:
                 if item.node == END:
                     raise InvalidUpdateError("Cannot send a packet to the END node")
                 self.check_node(item.node)
-                pushes.append(item)
+                chosen.pushes.append(item)
                 continue
             dest = item
             if branch.path_map is not None:
@@ -272,7 +271,7 @@ class CompiledStateGraph:
                 raise InvalidUpdateError("Branch did not return a valid destination")
             if dest != END:
                 self.check_node(dest)
-                pulls[dest] = None
+                chosen.pulls[dest] = None
 
     def output(self, values: Mapping[str, Any]) -> dict[str, Any]:
         return {k: values[k] for k in self.output_keys if k in values}
@@ -351,10 +350,9 @@ class CompiledStateGraph:
         task = _Task(run, "update", node, None)
         task.writes, task.gotos = writes, gotos
         run.values = values
-        pulls: dict[str, None] = {}
-        pushes: list[Send] = []
-        await run._route(task, values, True, {}, pulls, pushes)
-        return [*sorted(pulls), *pushes]
+        chosen = Next()
+        await run.route(task, values, True, {}, chosen)
+        return chosen.pending()
 
     def _thread(self, config: Config) -> tuple[GraphSaver, str, str | None]:
         if self.saver is None:

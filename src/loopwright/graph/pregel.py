@@ -75,6 +75,20 @@ class _Cursor:
         self.used = 0
 
 
+class Next:
+    """The tasks chosen for the next superstep: nodes reached by edges (each once, run
+    in name order) and Sends (in the order sent)."""
+
+    __slots__ = ("pulls", "pushes")
+
+    def __init__(self) -> None:
+        self.pulls: dict[str, None] = {}
+        self.pushes: list[Send] = []
+
+    def pending(self) -> list[str | Send]:
+        return [*sorted(self.pulls), *self.pushes]
+
+
 class _Task:
     __slots__ = (
         "cursor",
@@ -480,24 +494,22 @@ class _Run:
     async def _commit(self, tasks: list[_Task]) -> list[_Task]:
         new = dict(self.values)
         changes = self._merge(new, tasks)
-        pending = self._pending_changes
-        if pending:
-            changes = {**pending, **changes} if changes is not None else None
-            self._pending_changes = None
+        if self._pending_changes and changes is not None:
+            changes = _chain_changes(self._pending_changes, changes)
+        self._pending_changes = None
         barriers = (
             {k: set(v) for k, v in self.barriers.items()} if self.graph.joins else self.barriers
         )
-        pulls: dict[str, None] = {}
-        pushes: list[Send] = []
+        chosen = Next()
         single = len(tasks) == 1
         for task in tasks:
-            await self._route(task, new, single, barriers, pulls, pushes)
+            await self.route(task, new, single, barriers, chosen)
         for key, (sources, target) in self.graph.joins.items():
             if barriers.get(key, set()) >= sources:
-                pulls[target] = None
+                chosen.pulls[target] = None
                 barriers[key] = set()
         self.values, self.barriers = new, barriers
-        pending_next: list[str | Send] = [*sorted(pulls), *pushes]
+        pending_next = chosen.pending()
         self._save("loop", pending_next, changes)
         self.emit("values", dict(new))
         self.step += 1
@@ -506,24 +518,24 @@ class _Run:
     def _merge(self, values: dict[str, Any], tasks: Sequence[_Task]) -> dict[str, Change] | None:
         return merge_writes(self.graph, values, [t.writes for t in tasks], self.saver is not None)
 
-    async def _route(
+    async def route(
         self,
         task: _Task,
         new: dict[str, Any],
         single: bool,
         barriers: dict[str, set[str]],
-        pulls: dict[str, None],
-        pushes: list[Send],
+        chosen: Next,
     ) -> None:
+        """Choose what follows ``task`` (its gotos, edges, joins and conditional edges)."""
         graph = self.graph
         for goto in task.gotos:
             if isinstance(goto, Send):
-                pushes.append(goto)
+                chosen.pushes.append(goto)
             elif goto != END:
                 graph.check_node(goto)
-                pulls[goto] = None
+                chosen.pulls[goto] = None
         for target in graph.edges.get(task.name, ()):
-            pulls[target] = None
+            chosen.pulls[target] = None
         for key in graph.joins_from.get(task.name, ()):
             barriers.setdefault(key, set()).add(task.name)
         branches = graph.branches.get(task.name)
@@ -535,7 +547,7 @@ class _Run:
             view = dict(self.values)
             self._merge_view(view, task)
         for branch in branches:
-            await graph.follow_branch(branch, task.name, view, self.config, pulls, pushes)
+            await graph.follow_branch(branch, task.name, view, self.config, chosen)
 
     def _merge_view(self, view: dict[str, Any], task: _Task) -> None:
         merge_writes(self.graph, view, [task.writes], False)
@@ -599,6 +611,21 @@ def merge_writes(
         if changes is not None:
             changes[key] = Change(writes=tuple(items), value=value)
     return changes
+
+
+def _chain_changes(first: dict[str, Change], then: dict[str, Change]) -> dict[str, Change]:
+    """The change of two successive merges (a resume's Command update, then the
+    superstep) as one delta from the checkpoint before both."""
+    out = dict(first)
+    for key, change in then.items():
+        before = out.get(key)
+        if before is not None and before.writes is not None and change.writes is not None:
+            out[key] = Change(writes=before.writes + change.writes, value=change.value)
+        elif before is not None:
+            out[key] = Change(value=change.value)
+        else:
+            out[key] = change
+    return out
 
 
 def _reduce(reducer: Callable[[Any, Any], Any], current: Any, writes: Sequence[Any]) -> Any:
