@@ -1,14 +1,23 @@
 """``read_file``: read a UTF-8 text file inside one root directory.
 
-Safety rules (each has a test): the path is resolved (symlinks followed) and must stay
-inside the root, so ``..`` traversal, absolute paths elsewhere and symlinks pointing out
-are refused; only regular files are read (a FIFO would block forever); files with NUL
-bytes or invalid UTF-8 are refused as binary; at most ``max_bytes`` are returned, with a
-note saying how much was cut.
+The path is opened without a gap between checking and using it: no component is ever
+looked up by a path string that something else could change in between. The walk starts
+from a descriptor of the root and opens one component at a time relative to the
+directory descriptor before it (``openat``) with ``O_NOFOLLOW``, so swapping a directory
+for a symlink mid-walk makes that open fail instead of leaving the root. A symlink met on
+the way is read (``readlinkat``) and its target walked the same way, component by
+component from the root or the current directory: links that stay inside the root work,
+links that point out (or ``..`` above the root) are refused. The final file is opened
+with ``O_NONBLOCK`` (a FIFO opens at once instead of blocking the worker), then the
+*opened* descriptor is checked with ``fstat``: only a regular file is read, and a file
+with more than one hard link is refused (a hard link can make a file outside the root
+appear inside it). Files with NUL bytes or invalid UTF-8 are refused as binary; at most
+``max_bytes`` are returned, with a note saying how much was cut.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
@@ -52,40 +61,9 @@ class FileReader:
     root: Path = field(default_factory=Path.cwd)
     max_bytes: int = DEFAULT_MAX_BYTES
 
-    def resolve(self, path: str) -> Path:
-        """The real path of ``path`` if it is a regular file inside the root."""
-        if not isinstance(path, str) or not path.strip():
-            raise _refuse(
-                "path is empty; pass a file path such as 'notes.txt'",
-                ToolErrorKind.INVALID_ARGUMENTS,
-            )
-        if "\x00" in path:
-            raise _refuse("path contains a NUL byte", ToolErrorKind.INVALID_ARGUMENTS)
-        root = self.root.resolve()
-        candidate = Path(path).expanduser()
-        if not candidate.is_absolute():
-            candidate = root / candidate
-        try:
-            real = candidate.resolve(strict=True)
-        except FileNotFoundError:
-            raise _refuse(f"{path}: no such file under {root}", ToolErrorKind.NOT_FOUND) from None
-        except (OSError, RuntimeError) as exc:  # symlink loops, permission errors
-            raise _refuse(f"{path}: cannot resolve ({exc})") from None
-        if not real.is_relative_to(root):
-            raise _refuse(f"{path}: outside the allowed directory {root}; use a path inside it")
-        mode = real.stat().st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            raise _refuse(f"{path}: {kind}; pass a text file", ToolErrorKind.INVALID_ARGUMENTS)
-        return real
-
     def read(self, path: str) -> str:
         """Return the file's text, cut to ``max_bytes`` with a note when larger."""
-        real = self.resolve(path)
-        try:
-            fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError as exc:
-            raise _refuse(f"{path}: cannot open ({exc.strerror})") from None
+        fd = self.open(path)
         with os.fdopen(fd, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             data = fh.read(self.max_bytes + 1)
@@ -98,8 +76,120 @@ class FileReader:
             text += f"\n[truncated: showing the first {len(data)} of {size} bytes]"
         return text
 
+    def open(self, path: str) -> int:
+        """A read-only descriptor of the regular file ``path`` names inside the root
+        (module doc); the caller closes it."""
+        if not isinstance(path, str) or not path.strip():
+            raise _refuse(
+                "path is empty; pass a file path such as 'notes.txt'",
+                ToolErrorKind.INVALID_ARGUMENTS,
+            )
+        if "\x00" in path:
+            raise _refuse("path contains a NUL byte", ToolErrorKind.INVALID_ARGUMENTS)
+        root = self.root.resolve()
+        walk = _Walk(path, root, os.open(root, _DIR_FLAGS))
+        try:
+            fd = walk.run(_parts(path, root, path))
+        finally:
+            walk.close()
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+                raise _refuse(f"{path}: {kind}; pass a text file", ToolErrorKind.INVALID_ARGUMENTS)
+            if info.st_nlink > 1:
+                raise _refuse(f"{path}: a file with several hard links is not read")
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     def __call__(self, path: str) -> str:
         return self.read(path)
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_MAX_LINKS = 40  # like the kernel's own bound on symlinks in one lookup
+
+
+def _parts(text: str, root: Path, shown: str) -> list[str]:
+    """The components of ``text`` relative to the root (absolute paths must name a
+    place inside it, compared without touching the file system)."""
+    candidate = Path(text).expanduser() if text.startswith("~") else Path(text)
+    if candidate.is_absolute():
+        if not candidate.is_relative_to(root):
+            raise _refuse(f"{shown}: outside the allowed directory {root}; use a path inside it")
+        candidate = candidate.relative_to(root)
+    return [p for p in candidate.parts if p not in ("", ".")]
+
+
+class _Walk:
+    """One lookup from the root descriptor, one ``openat`` per component."""
+
+    def __init__(self, shown: str, root: Path, root_fd: int) -> None:
+        self.shown = shown
+        self.root = root
+        self.dirs = [root_fd]  # descriptors of the directories walked so far
+        self.links = 0
+
+    def close(self) -> None:
+        for fd in self.dirs:
+            os.close(fd)
+        self.dirs.clear()
+
+    def up(self) -> None:
+        if len(self.dirs) == 1:
+            raise _refuse(f"{self.shown}: outside the allowed directory {self.root}")
+        os.close(self.dirs.pop())
+
+    def run(self, parts: list[str]) -> int:
+        todo = list(reversed(parts))  # a stack: the next component last
+        while todo:
+            name = todo.pop()
+            if name == ".":
+                continue
+            if name == "..":
+                self.up()
+                continue
+            flags = _NOFOLLOW | (os.O_RDONLY if not todo else _DIR_FLAGS)
+            try:
+                fd = os.open(name, flags, dir_fd=self.dirs[-1])
+            except OSError as exc:
+                target = self._link(name, exc)
+                todo.extend(reversed(target))
+                continue
+            if not todo:
+                return fd
+            self.dirs.append(fd)
+        raise _refuse(
+            f"{self.shown}: a directory; pass a text file", ToolErrorKind.INVALID_ARGUMENTS
+        )
+
+    def _link(self, name: str, exc: OSError) -> list[str]:
+        """The components to walk instead of the symlink ``name`` (else the error)."""
+        if exc.errno == errno.ENOENT:
+            raise _refuse(
+                f"{self.shown}: no such file under {self.root}", ToolErrorKind.NOT_FOUND
+            ) from None
+        try:
+            target = os.readlink(name, dir_fd=self.dirs[-1])
+        except OSError:  # not a symlink: a file where a directory was expected, EACCES...
+            if exc.errno == errno.ENOTDIR:
+                raise _refuse(
+                    f"{self.shown}: no such file under {self.root}", ToolErrorKind.NOT_FOUND
+                ) from None
+            raise _refuse(f"{self.shown}: cannot open ({exc.strerror})") from None
+        self.links += 1
+        if self.links > _MAX_LINKS:
+            raise _refuse(f"{self.shown}: too many symbolic links")
+        if os.path.isabs(target):
+            parts = _parts(target, self.root, self.shown)
+            while len(self.dirs) > 1:
+                os.close(self.dirs.pop())
+            return parts
+        return [p for p in Path(target).parts if p not in ("", ".")]
 
 
 def _decode_prefix(data: bytes, truncated: bool, path: str) -> str:
