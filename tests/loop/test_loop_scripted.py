@@ -97,3 +97,16 @@ async def test_function_model_exception_becomes_stream_error() -> None:
     final = await complete(FunctionModel(broken), _req())
     assert isinstance(final, StreamError) and "KeyError" in str(final.error)
     assert not final.error.retryable
+
+
+def test_a_shared_model_keeps_a_bounded_number_of_requests() -> None:
+    from loopwright import Agent, FunctionModel
+
+    model = FunctionModel(lambda messages, request: "ok", max_requests=8)
+    agent = Agent(model)
+    for i in range(50):
+        agent.run(f"q{i}")
+    assert model.calls == 50
+    assert len(model.requests) == 8
+    assert model.requests[-1].last_message is not None
+    assert model.requests[-1].last_message.text == "q49"

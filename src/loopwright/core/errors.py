@@ -157,11 +157,3 @@ class TransientToolError(ToolError):
     """A failure worth retrying (the service was busy, the network blinked)."""
 
     kind = ToolErrorKind.TRANSIENT
-
-
-class LimitExceeded(LoopwrightError):
-    """A run limit was hit. The loop turns this into a stop reason, not a traceback."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason

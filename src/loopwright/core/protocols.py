@@ -99,6 +99,26 @@ async def complete(model: Model, request: ModelRequest) -> ResponseDone | Stream
     return last
 
 
+@runtime_checkable
+class HasContextWindow(Protocol):
+    """A model that knows how many tokens its context holds declares it with this
+    property; the loop then hands ``context_window - settings.max_tokens`` to the agent's
+    context policy when ``Limits.context_budget`` is not set."""
+
+    @property
+    def context_window(self) -> int: ...
+
+
+@runtime_checkable
+class Fingerprinted(Protocol):
+    """A text that remembers the prompt templates it was rendered from
+    (``loopwright.prompts.PromptText``): a system prompt that is one has its fingerprints
+    recorded on the run's model-call events."""
+
+    @property
+    def fingerprints(self) -> tuple[str, ...]: ...
+
+
 class ContextPolicy(Protocol):
     """A pure function from the history to the messages actually sent.
 
@@ -107,9 +127,3 @@ class ContextPolicy(Protocol):
     """
 
     def __call__(self, messages: Sequence[Message], budget: int | None) -> Sequence[Message]: ...
-
-
-class Tracer(Protocol):
-    """Receives every run event (see :mod:`loopwright.core.events`)."""
-
-    def __call__(self, event: object) -> None: ...

@@ -418,9 +418,9 @@ class Agent:
         if decisions:
             raise UserError("decisions= given, but the state is not paused on pending calls")
         if message is None and not state.steering and not state.follow_ups:
-            # [store seam, added by helper S] a restored state whose history ends with a
-            # user message or tool results owes a model turn: continue without a prompt
-            # (resuming after a crash, see loopwright.durable).
+            # a restored state whose history ends with a user message or tool results
+            # owes a model turn: continue without a prompt (resuming after a crash, see
+            # docs/durable.md)
             if state.messages and state.messages[-1].role in ("user", "tool"):
                 return state, None, None
             raise UserError("give the continued run a prompt (the state has nothing queued)")

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
+from loopwright.core.protocols import ContextPolicy, HasContextWindow, Model, ModelSettings
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.tools import DispatchConfig, IdempotencyLedger, ToolRegistry
@@ -42,7 +42,9 @@ class AgentConfig:
         model's ``context_window`` attribute minus ``settings.max_tokens``."""
         if self.limits.context_budget is not None:
             return self.limits.context_budget
-        window = getattr(self.model, "context_window", None)
-        if isinstance(window, int) and window > 0:
+        if not isinstance(self.model, HasContextWindow):
+            return None
+        window = self.model.context_window
+        if window > 0:
             return max(1, window - (self.settings.max_tokens or 0))
         return None

@@ -20,6 +20,8 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from importlib import resources
+from string import Template
 from typing import Literal
 
 from loopwright.core.errors import MalformedResponse, ProviderError, ToolErrorKind
@@ -47,21 +49,24 @@ from loopwright.core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from loopwright.core.protocols import ModelRequest
+from loopwright.core.protocols import Fingerprinted, ModelRequest
 from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, RunStop
 from loopwright.core.tools import ToolSpec
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.detect import RepetitionDetector
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
 
-EMPTY_REPLY_OBSERVATION = (
-    "[loopwright] Your last reply was empty: it had neither text nor a tool call. "
-    "Answer the user, or call one of the available tools."
-)
-INTERRUPTED_RESULT = (
-    "The run was interrupted ({why}) while this call was running; its outcome is unknown."
-)
-SKIPPED_RESULT = "Not executed: the run was interrupted ({why}) before this call started."
+
+def _prompt(name: str) -> str:
+    """The text of ``prompts/templates/loop/<name>.txt`` (read once, at import)."""
+    path = resources.files("loopwright").joinpath("prompts", "templates", "loop", f"{name}.txt")
+    return path.read_text(encoding="utf-8")
+
+
+EMPTY_REPLY_OBSERVATION = _prompt("empty_reply")
+"""What the model is told after a reply with neither text nor a tool call."""
+INTERRUPTED_RESULT = Template(_prompt("interrupted_result"))
+SKIPPED_RESULT = Template(_prompt("skipped_result"))
 
 _AWAITING = ToolErrorKind.AWAITING_CONFIRMATION.value
 _SKIPPED = ToolErrorKind.SKIPPED.value
@@ -172,9 +177,9 @@ class RunEngine:
         self.budget = config.context_budget()
         # prompt fingerprints seen so far (system prompt + template-built messages); scanned
         # incrementally so recording them never rescans the whole history
-        system_fps = getattr(config.system, "fingerprints", None)
+        system = config.system
         self._fingerprints: dict[str, None] = (
-            dict.fromkeys(map(str, system_fps)) if system_fps else {}
+            dict.fromkeys(system.fingerprints) if isinstance(system, Fingerprinted) else {}
         )
         self._fp_scanned = 0
         self.request: ModelRequest | None = None  # reused when nothing reshapes the context
@@ -685,9 +690,11 @@ class RunEngine:
             started = set(self.started)
             unknown = ToolErrorKind.OUTCOME_UNKNOWN.value
             results = [
-                ToolResultPart(c.id, c.name, INTERRUPTED_RESULT.format(why=why), True, unknown)
+                ToolResultPart(c.id, c.name, INTERRUPTED_RESULT.substitute(why=why), True, unknown)
                 if c.id in started
-                else ToolResultPart(c.id, c.name, SKIPPED_RESULT.format(why=why), True, _SKIPPED)
+                else ToolResultPart(
+                    c.id, c.name, SKIPPED_RESULT.substitute(why=why), True, _SKIPPED
+                )
                 for c in calls
             ]
         if state.held_results:

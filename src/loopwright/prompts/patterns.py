@@ -395,8 +395,9 @@ def templates_dir() -> Path:
 
 @cache
 def builtin_registry() -> PromptRegistry:
-    """The built-in prompts as a registry (``local/`` holds the local model's fragments)."""
-    return PromptRegistry(templates_dir(), exclude=("local",))
+    """The built-in prompts as a registry (``local/`` and ``loop/`` hold fragments the
+    embedded model and the loop render themselves)."""
+    return PromptRegistry(templates_dir(), exclude=("local", "loop"))
 
 
 def load_pattern(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -139,7 +140,11 @@ class RecordedRequest:
 class _StreamingDouble:
     """Shared machinery: turning a reply into stream events and recording requests."""
 
-    def __init__(self, name: str, record_tail: int, chunk_size: int | None) -> None:
+    def __init__(
+        self, name: str, record_tail: int, chunk_size: int | None, max_requests: int
+    ) -> None:
+        if max_requests < 1:
+            raise ValueError(f"max_requests must be >= 1, got {max_requests}")
         if record_tail < 0:
             raise ValueError(f"record_tail must be >= 0, got {record_tail}")
         if chunk_size is not None and chunk_size < 1:
@@ -148,8 +153,10 @@ class _StreamingDouble:
         self._record_tail = record_tail
         self._chunk_size = chunk_size
         self._ids = 0
-        self.requests: list[RecordedRequest] = []
-        """One :class:`RecordedRequest` per call, in call order."""
+        self._calls = 0
+        self.requests: deque[RecordedRequest] = deque(maxlen=max_requests)
+        """One :class:`RecordedRequest` per call, in call order: the last ``max_requests``
+        (a model shared by many runs must not grow without bound)."""
 
     @property
     def name(self) -> str:
@@ -158,12 +165,13 @@ class _StreamingDouble:
     @property
     def calls(self) -> int:
         """How many times ``stream`` was called."""
-        return len(self.requests)
+        return self._calls
 
     def _record(self, request: ModelRequest) -> None:
         msgs = request.messages
         n = self._record_tail
         tail = tuple(msgs[-n:]) if n else ()
+        self._calls += 1
         self.requests.append(
             RecordedRequest(len(msgs), tail, request.system, request.tools, request.settings)
         )
@@ -244,8 +252,8 @@ class ScriptedModel(_StreamingDouble):
     message saying how many replies were used. ``remaining`` tells how many are left.
 
     ``record_tail`` is how many trailing history messages each :class:`RecordedRequest`
-    keeps; ``chunk_size`` splits text into several ``TextDelta`` events (``None``: one
-    delta per text part).
+    keeps, ``max_requests`` how many recent requests ``requests`` holds; ``chunk_size``
+    splits text into several ``TextDelta`` events (``None``: one delta per text part).
 
     Example::
 
@@ -259,8 +267,9 @@ class ScriptedModel(_StreamingDouble):
         name: str = "scripted",
         record_tail: int = 3,
         chunk_size: int | None = None,
+        max_requests: int = 256,
     ) -> None:
-        super().__init__(name, record_tail, chunk_size)
+        super().__init__(name, record_tail, chunk_size, max_requests)
         # every reply is checked and turned into its event sequence once, up front: a
         # call then only replays prebuilt events (and streaming can never fail)
         self._script = [self._events(_checked(r, i)) for i, r in enumerate(replies)]
@@ -330,8 +339,9 @@ class FunctionModel(_StreamingDouble):
         name: str = "function",
         record_tail: int = 3,
         chunk_size: int | None = None,
+        max_requests: int = 256,
     ) -> None:
-        super().__init__(name, record_tail, chunk_size)
+        super().__init__(name, record_tail, chunk_size, max_requests)
         self._fn = fn
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
