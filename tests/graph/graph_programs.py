@@ -74,3 +74,111 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ---------------------------------------------------------------------- a program table
+# Small LangGraph-style programs with their input and expected result, run with and
+# without a checkpointer on every store (test_graph_persistence.py).
+
+
+class Items(TypedDict):
+    items: Annotated[list, operator.add]
+    topics: list
+    last: str
+
+
+def _say(name: str) -> Any:
+    def node(state: Any) -> dict:
+        return {"items": [name], "last": name}
+
+    return node
+
+
+def linear() -> StateGraph:
+    g = StateGraph(Items)
+    g.add_sequence([("a", _say("a")), ("b", _say("b"))])
+    g.add_edge(START, "a")
+    return g
+
+
+def fan_out() -> StateGraph:
+    g = StateGraph(Items)
+    g.add_node("root", lambda s: {"items": ["root"]})
+    for name in ("z", "m", "b"):
+        g.add_node(name, lambda s, name=name: {"items": [name]})
+        g.add_edge("root", name)
+    g.add_edge(START, "root")
+    g.add_edge(["z", "m", "b"], END)
+    return g
+
+
+def map_reduce() -> StateGraph:
+    from loopwright.graph import Send
+
+    g = StateGraph(Items)
+    g.add_node("plan", lambda s: {"topics": ["x", "y", "z"]})
+    g.add_node("work", lambda w: {"items": [w["t"] * 2]})
+    g.add_node("done", lambda s: {"last": "".join(s["items"])})
+    g.add_edge(START, "plan")
+    g.add_conditional_edges(
+        "plan", lambda s: [Send("work", {"t": t}) for t in s["topics"]], ["work"]
+    )
+    g.add_edge("work", "done")
+    return g
+
+
+def loop() -> StateGraph:
+    g = StateGraph(Items)
+    g.add_node("step", lambda s: {"items": [len(s["items"])]})
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: "step" if len(s["items"]) < 4 else END)
+    return g
+
+
+def command() -> StateGraph:
+    g = StateGraph(Items)
+    g.add_node("go", lambda s: Command(goto="b", update={"items": ["go"]}), destinations=("a", "b"))
+    g.add_node("a", _say("a"))
+    g.add_node("b", _say("b"))
+    g.add_edge(START, "go")
+    return g
+
+
+def subgraph() -> StateGraph:
+    inner = StateGraph(Items)
+    inner.add_node("in", lambda s: {"last": "inner", "items": ["in"]})
+    inner.add_edge(START, "in")
+    g = StateGraph(Items)
+    g.add_node("sub", inner.compile())
+    g.add_edge(START, "sub")
+    return g
+
+
+def async_nodes() -> StateGraph:
+    async def a(state: Any) -> dict:
+        return {"items": ["async-a"]}
+
+    async def b(state: Any) -> dict:
+        return {"items": ["async-b"]}
+
+    g = StateGraph(Items)
+    g.add_node("b", b)
+    g.add_node("a", a)
+    g.add_edge(START, "b")
+    g.add_edge(START, "a")
+    return g
+
+
+PROGRAMS: dict[str, tuple[Any, dict, dict]] = {
+    "linear": (linear, {"items": []}, {"items": ["a", "b"], "last": "b"}),
+    "fan_out_merge_order": (fan_out, {"items": []}, {"items": ["root", "b", "m", "z"]}),
+    "send_map_reduce": (
+        map_reduce,
+        {"items": []},
+        {"items": ["xx", "yy", "zz"], "topics": ["x", "y", "z"], "last": "xxyyzz"},
+    ),
+    "conditional_loop": (loop, {"items": []}, {"items": [0, 1, 2, 3]}),
+    "command": (command, {"items": []}, {"items": ["go", "b"], "last": "b"}),
+    "subgraph_handback": (subgraph, {"items": ["x"]}, {"items": ["x", "x", "in"], "last": "inner"}),
+    "async_nodes": (async_nodes, {"items": []}, {"items": ["async-a", "async-b"]}),
+}
