@@ -1,62 +1,21 @@
-"""``loopwright mcp``: serve tools over MCP, list an MCP server's tools; and the
-``--mcp`` hand-off of ``loopwright run`` (:func:`with_mcp_tools`). See docs/mcp.md."""
+"""``loopwright mcp``: serve tools over MCP, list an MCP server's tools. (``loopwright
+run --mcp`` is :mod:`loopwright.cli.mcp_tools`.) See docs/mcp.md."""
 
 from __future__ import annotations
 
-import atexit
 import importlib
-import json
 import sys
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from loopwright.core.errors import ConfigError, UserError
-from loopwright.loop import Agent
+from loopwright.cli.mcp_tools import need_sdk, server_configs
+from loopwright.cli.output import Painted, say
+from loopwright.core.errors import UserError
+from loopwright.core.text import to_json
 from loopwright.tools import Tool, ToolRegistry
 from loopwright.tools.builtin import BUILTIN_TOOLS, BuiltinConfig, make_tools
-
-_CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
-
-
-def server_configs(values: Iterable[str]) -> list[Any]:
-    """``--mcp`` values as server configs: a config file (every server in it),
-    ``FILE#NAME`` (one), an http(s) URL, or a command line."""
-    from loopwright.mcp import MCPServerConfig, load_config
-
-    out: list[MCPServerConfig] = []
-    for value in values:
-        path, _, name = value.partition("#")
-        if path.endswith(_CONFIG_SUFFIXES) and Path(path).is_file():
-            servers = load_config(path)
-            if name and name not in servers:
-                known = ", ".join(servers)
-                raise ConfigError(f"{path} has no MCP server named {name!r}; it has: {known}")
-            out.extend([servers[name]] if name else servers.values())
-        else:
-            out.append(MCPServerConfig.parse(value))
-    return out
-
-
-def attach_mcp(agent: Agent, values: Sequence[str]) -> Agent:
-    """Add every tool of the ``--mcp`` servers to ``agent``'s registry and keep it
-    current while the process runs; the sessions end when it exits."""
-    from loopwright.mcp import MCPToolset
-
-    _need_sdk()
-    toolset = MCPToolset.connect(server_configs(values))
-    atexit.register(toolset.close)
-    toolset.attach(agent.tools)
-    return agent
-
-
-def _need_sdk() -> None:
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        raise UserError("MCP needs the mcp extra: pip install 'loopwright[mcp]'") from None
 
 
 def load_registry(spec: str) -> ToolRegistry:
@@ -155,7 +114,7 @@ def serve_command(names: str | None, registry: str | None, port: int | None, **k
     """
     from loopwright.mcp.server import build_server
 
-    _need_sdk()
+    need_sdk()
     if registry is not None:
         tools = _selected(load_registry(registry), names)
     else:
@@ -166,7 +125,7 @@ def serve_command(names: str | None, registry: str | None, port: int | None, **k
     if port is None:
         server.run()
     else:
-        click.echo(f"serving {len(tools)} tools at http://{kw['host']}:{port}/mcp", err=True)
+        say(f"serving {len(tools)} tools at http://{kw['host']}:{port}/mcp", err=True)
         server.run(transport="streamable-http", host=kw["host"], port=port)
 
 
@@ -185,7 +144,7 @@ def tools_command(servers: tuple[str, ...], as_json: bool) -> None:
     """
     from loopwright.mcp import MCPToolset
 
-    _need_sdk()
+    need_sdk()
     with MCPToolset.connect(server_configs(servers)) as toolset:
         tools = toolset.tools
     if as_json:
@@ -196,7 +155,7 @@ def tools_command(servers: tuple[str, ...], as_json: bool) -> None:
             item["idempotent"] = t.spec.idempotent
             item["requires_confirmation"] = t.spec.requires_confirmation
             out.append(item)
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        click.echo(to_json(out, indent=2))
         return
     for t in tools:
         flags = [t.spec.permission.name.lower()]
@@ -204,8 +163,8 @@ def tools_command(servers: tuple[str, ...], as_json: bool) -> None:
             flags.append("idempotent")
         if t.spec.requires_confirmation:
             flags.append("asks for confirmation")
-        click.echo(f"{t.name}  ({', '.join(flags)})")
-        click.echo(f"  {t.spec.summary.split(': ', 1)[-1]}")
+        say(Painted(t.name, bold=True), f"  ({', '.join(flags)})")
+        say(f"  {t.spec.summary.split(': ', 1)[-1]}")
     sys.stdout.flush()
 
 

@@ -159,8 +159,8 @@ def run_command(
     interactive = prompt != "-" and sys.stdin.isatty() and sys.stderr.isatty()
     confirm = confirm_handler(yes, deny, interactive)
     agent = build_agent(recipe, confirm, _payload_printer if show_payload else None)
-    if mcp:  # the servers' tools join the agent's registry (cli/mcp_cmd.py)
-        from loopwright.cli.mcp_cmd import attach_mcp
+    if mcp:  # the servers' tools join the agent's registry (cli/mcp_tools.py)
+        from loopwright.cli.mcp_tools import attach_mcp
 
         attach_mcp(agent, mcp)
     agent = instrument(agent, trace_dir, otel)

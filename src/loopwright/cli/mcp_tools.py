@@ -1,0 +1,52 @@
+"""MCP servers' tools for commands that run agents (``loopwright run --mcp``) and for
+``loopwright mcp tools``. See docs/mcp.md."""
+
+from __future__ import annotations
+
+import atexit
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from loopwright.core.errors import ConfigError, UserError
+from loopwright.loop import Agent
+
+_CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def server_configs(values: Iterable[str]) -> list[Any]:
+    """``--mcp`` values as server configs: a config file (every server in it),
+    ``FILE#NAME`` (one), an http(s) URL, or a command line."""
+    from loopwright.mcp import MCPServerConfig, load_config
+
+    out: list[MCPServerConfig] = []
+    for value in values:
+        path, _, name = value.partition("#")
+        if path.endswith(_CONFIG_SUFFIXES) and Path(path).is_file():
+            servers = load_config(path)
+            if name and name not in servers:
+                known = ", ".join(servers)
+                raise ConfigError(f"{path} has no MCP server named {name!r}; it has: {known}")
+            out.extend([servers[name]] if name else servers.values())
+        else:
+            out.append(MCPServerConfig.parse(value))
+    return out
+
+
+def attach_mcp(agent: Agent, values: Sequence[str]) -> Agent:
+    """Add every tool of the ``--mcp`` servers to ``agent``'s registry and keep it
+    current while the process runs; the sessions end when it exits."""
+    from loopwright.mcp import MCPToolset
+
+    need_sdk()
+    toolset = MCPToolset.connect(server_configs(values))
+    atexit.register(toolset.close)
+    toolset.attach(agent.tools)
+    return agent
+
+
+def need_sdk() -> None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise UserError("MCP needs the mcp extra: pip install 'loopwright[mcp]'") from None
