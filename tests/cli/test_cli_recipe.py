@@ -152,3 +152,12 @@ def test_malformed_sealed_recipe_names_the_field(tmp_path: Path) -> None:
     stored = {"version": 1, "recipe": data, "mac": recipe_mod._tag(key, data)}
     with pytest.raises(Exception, match="field 'tools' must be a list of strings"):
         unseal(stored, "s-1")
+
+
+def test_a_fork_keeps_the_sealed_setup() -> None:
+    first = invoke("chat", "--agent", "cli_agents:hostile", "--session", "s-a", "hi")
+    assert first.exit_code == 0, first.output
+    forked = json.loads(invoke("sessions", "fork", "s-a", "--json").stdout)["session_id"]
+    again = invoke("chat", "--session", forked, "--json", "again")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["session_id"] == forked

@@ -125,3 +125,17 @@ def test_real_process_in_c_locale_writes_utf8_and_no_escapes(tmp_path: Path) -> 
     assert data["answer"] == scrub(HOSTILE_TEXT)
     listed = _subprocess(["sessions", "--json"], tmp_path)
     assert listed.returncode == 0 and len(json.loads(listed.stdout)["sessions"]) == 2
+
+
+def test_json_output_is_strict_json_even_with_non_finite_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _model(monkeypatch, [tool_call("calculator", {"expression": float("nan")})], "done")
+    result = CliRunner().invoke(main, ["run", "--json", "x"])
+
+    def refuse(token: str) -> None:
+        raise AssertionError(f"{token} is not JSON")
+
+    data = json.loads(result.stdout, parse_constant=refuse)
+    call = data["messages"][1]["parts"][0]
+    assert call["kind"] == "tool_call" and call["arguments"] == {"expression": None}
