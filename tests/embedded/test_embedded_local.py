@@ -70,7 +70,8 @@ async def test_long_history_is_trimmed_to_fit_n_ctx() -> None:
         history.append(Message.user(f"Question {i}: " + "blah " * 60))
         history.append(Message.assistant(f"Answer {i}"))
     history.append(Message.user("What's the weather in Paris?"))
-    done, _ = await final(model, ModelRequest(history, tools=SPECS))
+    required = ModelSettings(tool_choice="required")
+    done, _ = await final(model, ModelRequest(history, tools=SPECS, settings=required))
     assert done.usage.input_tokens <= 2048
     assert done.message.tool_calls[0].name == "get_weather"
 

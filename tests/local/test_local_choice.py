@@ -21,9 +21,13 @@ def test_scored_text_is_what_the_worked_examples_write() -> None:
     prefix = lp.render_prefix(SPECS, None)
     for spec in SPECS:
         assert "Assistant:" + lp.CALL_HEAD + lp.name_option(spec.name) in prefix
-    call_key, answer_key = lp.kind_options()
-    assert "Assistant:" + lp.OUTPUT_HEAD + answer_key in prefix
-    assert lp.OUTPUT_HEAD + call_key + ' "' == lp.CALL_HEAD
+    call, answer = lp.kind_options()
+    assert "Assistant:" + answer in prefix  # the no-tool example answers directly
+    assert call + ' "' == lp.CALL_HEAD
+    plan_prefix = lp.render_prefix(SPECS, None, plan=True)
+    plan_call, plan_answer = lp.kind_options("Plan:")
+    assert "Assistant:" + plan_call in plan_prefix
+    assert "Assistant:" + plan_answer in plan_prefix
 
 
 @given(st.text(min_size=1, max_size=30))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
+from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_plan as pl
 from loopwright.providers import local_prompt as lp
@@ -107,14 +107,6 @@ def test_grammar_compiles_and_forbids_result_in_the_first_step() -> None:
     assert later and all('"result"' in ln for ln in later)
 
 
-def test_substitute_uses_the_json_value_of_the_previous_result() -> None:
-    args = {"a": pl.RESULT_REF, "b": 8}
-    assert pl.substitute(args, "8") == {"a": 8, "b": 8}
-    assert pl.substitute(args, " 2.5 ") == {"a": 2.5, "b": 8}
-    assert pl.substitute(args, "sunny, 21 C") == {"a": "sunny, 21 C", "b": 8}
-    assert pl.substitute(args, '{"x": 1}') == {"a": '{"x": 1}', "b": 8}
-
-
 def test_result_expression_comes_from_the_description() -> None:
     add = BY_NAME["add"]
     assert pl.result_expression(add, {"a": 12, "b": pl.RESULT_REF}) == "12 + result"
@@ -133,34 +125,17 @@ def _call(name: str, args: dict, cid: str) -> ToolCallPart:
     return ToolCallPart(cid, name, args, json.dumps(args))
 
 
-def test_progress_walks_the_plan_and_substitutes_results() -> None:
+def test_plan_part_lists_parsed_steps_with_result_references() -> None:
     line = "Plan: 3 + 5 = add(3, 5), then result * 8 = multiply(result, 8)"
-    history = [
-        Message.user("What is (3 + 5) * 8?"),
-        Message("assistant", (pl.plan_part(line), _call("add", {"a": 3, "b": 5}, "c1"))),
-        Message.tool_results([ToolResultPart("c1", "add", "8")]),
+    steps = pl.parse_plan(line, ARITH)
+    assert steps is not None
+    part = pl.plan_part(line, steps)
+    assert part.text == line
+    assert part.provider_meta["local_plan"]["steps"] == [
+        {"tool": "add", "arguments": {"a": 3, "b": 5}},
+        {"tool": "multiply", "arguments": {"a": pl.RESULT_JSON, "b": 8}},
     ]
-    state = pl.progress(history, ARITH)
-    assert state is not None and state.done == 1
-    assert state.next_step == pl.PlanStep("result * 8", "multiply", {"a": 8, "b": 8})
-    history += [
-        Message("assistant", (_call("multiply", {"a": 8, "b": 8}, "c2"),)),
-        Message.tool_results([ToolResultPart("c2", "multiply", "64")]),
-    ]
-    done = pl.progress(history, ARITH)
-    assert done is not None and done.next_step is None and done.done == 2
-    # A new user message starts afresh: the old plan is not followed.
-    assert pl.progress([*history, Message.user("and 2 + 2?")], ARITH) is None
-
-
-def test_a_failed_step_abandons_the_plan() -> None:
-    line = "Plan: 3 + 5 = add(3, 5), then result * 8 = multiply(result, 8)"
-    history = [
-        Message.user("q"),
-        Message("assistant", (pl.plan_part(line), _call("add", {"a": 3, "b": 5}, "c1"))),
-        Message.tool_results([ToolResultPart("c1", "add", "boom", True, "permanent")]),
-    ]
-    assert pl.progress(history, ARITH) is None
+    json.dumps(part.provider_meta)  # the meta is plain JSON (it is checkpointed)
 
 
 def test_plan_message_renders_as_its_plan_line_only() -> None:
@@ -182,35 +157,9 @@ def test_plan_prefix_examples_chain_and_parse() -> None:
     assert "Plan:" not in lp.render_prefix(SINGLE, None)
 
 
-def test_local_model_runs_the_next_planned_step_without_decoding() -> None:
-    from loopwright.core.events import ResponseDone, ToolCallDelta
-    from loopwright.core.protocols import ModelRequest
+def test_local_model_plans_only_for_chainable_tools() -> None:
     from loopwright.providers.local import LocalConfig, LocalModel
 
-    line = "Plan: 3 + 5 = add(3, 5), then result * 8 = multiply(result, 8)"
-    history = [
-        Message.user("What is (3 + 5) * 8?"),
-        Message("assistant", (pl.plan_part(line), _call("add", {"a": 3, "b": 5}, "c1"))),
-        Message.tool_results([ToolResultPart("c1", "add", "8")]),
-    ]
-    model = LocalModel("/nonexistent/model.gguf")  # never loaded: no decoding happens
-    events = model._planned_step(ModelRequest(history, tools=ARITH))
-    assert events is not None
-    delta, done = events
-    assert isinstance(delta, ToolCallDelta) and isinstance(done, ResponseDone)
-    (call,) = done.message.tool_calls
-    assert (call.name, dict(call.arguments)) == ("multiply", {"a": 8, "b": 8})
-    assert done.usage.output_tokens == 0
-    # After the last step the model must answer; with plans off nothing is planned.
-    finished = [
-        *history,
-        Message("assistant", (_call("multiply", {"a": 8, "b": 8}, "c2"),)),
-        Message.tool_results([ToolResultPart("c2", "multiply", "64")]),
-    ]
-    request = ModelRequest(finished, tools=ARITH)
-    assert model._planned_step(request) is None
-    assert model._mode(request, ARITH) == "answer"
-    off = LocalModel("/nonexistent/model.gguf", config=LocalConfig(plan=False))
-    assert off._planned_step(ModelRequest(history, tools=ARITH)) is None
-    # Auto mode plans only for chainable tool sets.
+    model = LocalModel("/nonexistent/model.gguf")  # never loaded
     assert model._plans(ARITH) and not model._plans(SINGLE)
+    assert not LocalModel(config=LocalConfig(plan=False))._plans(ARITH)

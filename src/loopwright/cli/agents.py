@@ -118,6 +118,19 @@ def resolve(spec: str, base_url: str | None, on_payload: PayloadHook | None) -> 
     load = getattr(model, "load", None)
     if callable(load):
         load()  # a missing/corrupt GGUF fails here, as a ConfigError, before the run
+    return for_cli(model)
+
+
+def for_cli(model: Model) -> Model:
+    """The embedded model runs inside its strategy: its plans run step by step and its
+    answers are checked against the tool results (:mod:`loopwright.strategies.embedded`,
+    docs/providers.md)."""
+    from loopwright.providers.local import LocalModel
+
+    if isinstance(model, LocalModel):
+        from loopwright.strategies.embedded import embedded_strategy
+
+        return embedded_strategy(model)
     return model
 
 

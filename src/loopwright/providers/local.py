@@ -14,13 +14,18 @@ How a turn works (see :mod:`loopwright.providers.local_prompt` for the prompt/gr
    for that tool's schema) or ``{"answer": ...}``; the output always parses. With
    greedy decoding and several tools, the tool is first chosen by the log-probability
    of its whole name, and the grammar is narrowed to it (``LocalModel._narrow``).
+   An answer is decoded under the grounded-answer grammar of
+   :mod:`loopwright.providers.local_answer` (numbers from the tool results and the
+   question, a result value quoted, two sentences at most) with no-repeat n-grams.
 4. Answer text is streamed as :class:`TextDelta` while it decodes; a tool call is
    emitted as one :class:`ToolCallDelta`; the stream ends with one ``ResponseDone``.
 
-Policy for a tiny base model (documented, configurable with
-:class:`LocalConfig.tool_first`): with ``tool_choice="auto"`` and tools registered, the
-first turn after a user message must call a tool; later turns may answer. A 270M model
-otherwise tends to "answer" arithmetic by echoing the question.
+``tool_choice`` is honoured as given: ``"auto"`` lets the model answer directly when it
+scores an answer likelier than a call (a question no tool fits). With tools that can
+chain, the first turn after a user message is written as a *plan line* (see
+:mod:`loopwright.providers.local_plan`): the reply holds the plan as a reasoning part
+(its parsed steps in ``provider_meta["plan"]``) and the plan's first call. Running the
+later steps is not the model's job: :mod:`loopwright.strategies.embedded` does it.
 
 Contracts: the GGUF file is assembled once into the cache directory
 (``$LOOPWRIGHT_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopwright``, else
@@ -56,6 +61,7 @@ from loopwright.core.events import (
 from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from loopwright.core.protocols import ModelRequest, NamedTool
 from loopwright.core.tools import ToolSpec
+from loopwright.providers import local_answer as la
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
@@ -70,20 +76,31 @@ class LocalConfig:
     on shared 2-core machines. ``max_tokens`` caps every turn (the request's
     ``settings.max_tokens`` may lower it). ``fast_grammar`` checks the grammar on the
     best-ranked tokens first (same greedy result, ~4x faster; see ``local_sampler``).
-    ``plan``: the first turn after a user message writes a plan line whose steps run
-    one by one (see ``local_plan``); ``False``: one call per turn; ``None`` (default):
+    ``plan``: the first turn after a user message writes a plan line (see
+    ``local_plan``); ``False``: one call per turn; ``None`` (default):
     plan when the tools can chain (:func:`local_plan.can_chain`), since on single-tool
     questions the plain format chose tools more accurately (see benchmarks/notes).
     ``score_tools``: with greedy decoding and several tools, pick the tool by the
     log-probability of its whole name, then decode that tool's call (see
-    ``LocalModel._narrow``); ``False``: plain greedy grammar decoding."""
+    ``LocalModel._narrow``); ``False``: plain greedy grammar decoding.
+    ``grounded_answers``: decode answers under the grounded-answer grammar
+    (``local_answer``), capped at ``answer_max_tokens``, with ``no_repeat_ngram``
+    (0 turns the repetition rule off); tool calls and plans use the longer
+    ``call_no_repeat_ngram`` (JSON repeats short token sequences legitimately).
+    ``max_digit_run`` bounds a run of digits in any
+    constrained output (see ``local_sampler``)."""
 
     n_ctx: int = 4096
     n_threads: int = 1
     max_tokens: int = 384
     temperature: float = 0.0
     seed: int = 0
-    tool_first: bool = True
+    grounded_answers: bool = True
+    answer_max_tokens: int = 80
+    answer_margin: float = 0.0
+    no_repeat_ngram: int = 4
+    max_digit_run: int = 12
+    call_no_repeat_ngram: int = 10
     no_repeat_calls: bool = True
     fast_grammar: bool = True
     score_tools: bool = True
@@ -239,6 +256,8 @@ class _Plan:
     tools: tuple[ToolSpec, ...] = ()
     mode: lp.Mode = "both"
     choices: tuple[ToolSpec, ...] = ()  # the tools ``schema`` offers
+    answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
+    answer_guide: la.FieldBinder | None = None
 
 
 class LocalModel:
@@ -295,11 +314,6 @@ class LocalModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield answer deltas or one tool-call delta, then ``ResponseDone``; failures are
         a final ``StreamError`` (see the module docstring)."""
-        planned = self._planned_step(request)
-        if planned is not None:
-            for event in planned:
-                yield event
-            return
         try:
             await asyncio.to_thread(self.load)
             assert self._loaded is not None
@@ -331,25 +345,6 @@ class LocalModel:
                 pending = None
             yield event
 
-    def _planned_step(self, request: ModelRequest) -> list[ModelEvent] | None:
-        """The next step of the model's own plan as a tool call, without decoding (see
-        ``local_plan``); ``None`` when there is no step to run."""
-        tools = _visible_tools(request)
-        if not self._plans(tools) or request.settings.tool_choice == "none":
-            return None
-        state = lpl.progress(request.messages, tools)
-        if state is None or state.next_step is None:
-            return None
-        step = state.next_step
-        raw = json.dumps(step.arguments, ensure_ascii=False)
-        call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", step.tool, step.arguments, raw)
-        meta: dict[str, Any] = {"local": {"plan_step": state.done + 1}}
-        message = Message("assistant", (call,), meta)
-        return [
-            ToolCallDelta(0, call.id, call.name, raw, dict(step.arguments)),
-            ResponseDone(message, StopReason.TOOL_USE, Usage(), self.name),
-        ]
-
     async def _answer_instead(
         self, request: ModelRequest, spent: Usage
     ) -> AsyncIterator[ModelEvent]:
@@ -378,6 +373,7 @@ class LocalModel:
                     cached = _common_prefix(loaded.llm, plan.tokens)
                     put("cached", cached)
                     chosen = self._narrow(loaded.llm, plan)
+                    put("chosen", chosen)
                     for chunk in self._completion(loaded.llm, chosen):
                         put("text", chunk["choices"][0]["text"])
                         if stop.is_set():
@@ -393,6 +389,9 @@ class LocalModel:
                 kind, value = await queue.get()
                 if kind == "cached":
                     cached = int(value)  # type: ignore[call-overload]
+                elif kind == "chosen":
+                    assert isinstance(value, _Plan)
+                    plan = value
                 elif kind == "text":
                     text += str(value)
                     count += 1
@@ -417,50 +416,72 @@ class LocalModel:
         """Decide the turn's kind and tool by sequence log-probability, then constrain
         decoding to that choice (see :class:`LocalConfig` ``score_tools``).
 
-        Tool call vs answer: the likelier of the two keys after ``{"`` (what greedy
-        decoding picks too). Which tool: the highest total log-probability of the whole
-        name (``sql_query",`` is three tokens), not of its first token: greedy decoding
-        commits to a first token such as ``get`` because it also starts names the model
-        imagines (``get_customers``), then must finish it as ``get_weather``. The
-        caller holds the model's lock."""
+        Tool call (or plan line) vs answer: the likelier of the two continuations of
+        the cue, compared the way the worked examples write them. Which tool: the
+        highest total log-probability of the whole name (``sql_query",`` is three
+        tokens), not of its first token: greedy decoding commits to a first token such
+        as ``get`` because it also starts names the model imagines (``get_customers``),
+        then must finish it as ``get_weather``. The caller holds the model's lock."""
+        if plan.mode == "both" and self._scores(llm):
+            plan = self._choose_kind(llm, plan)
         offered = plan.choices
         if (
-            not self._config.score_tools
-            or plan.plan_grammar is not None
+            plan.plan_grammar is not None
             or plan.mode == "answer"
             or len(offered) < 2
-            or self._config.temperature != 0.0
-            or not ls.supported(llm)
+            or not self._scores(llm)
         ):
             return plan
-        bounds = self._config.bounds
-        if plan.mode == "both":
-            head = plan.tokens + _tokenize(llm, lp.OUTPUT_HEAD, bos=False)
-            kinds = [_tokenize(llm, text, bos=False) for text in lp.kind_options()]
-            call, answer = ls.continuation_logprobs(llm, head, kinds)
-            if answer > call:
-                return replace(plan, schema=lp.output_schema(offered, "answer", bounds))
         head = plan.tokens + _tokenize(llm, lp.CALL_HEAD, bos=False)
         names = [_tokenize(llm, lp.name_option(spec.name), bos=False) for spec in offered]
         scores = ls.continuation_logprobs(llm, head, names)
         best = offered[max(range(len(offered)), key=scores.__getitem__)]
-        return replace(plan, schema=lp.output_schema([best], "tools", bounds))
+        schema = lp.output_schema([best], "tools", self._config.bounds)
+        return replace(plan, schema=schema, mode="tools")
+
+    def _scores(self, llm: Any) -> bool:
+        return self._config.score_tools and self._config.temperature == 0.0 and ls.supported(llm)
+
+    def _choose_kind(self, llm: Any, plan: _Plan) -> _Plan:
+        """``plan`` narrowed to an answer or to a call (a plan line when planning)."""
+        call_head = lpl.PLAN_PREFIX if plan.plan_grammar is not None else None
+        options = lp.kind_options(call_head)
+        kinds = [_tokenize(llm, text, bos=False) for text in options]
+        call, answer = ls.continuation_logprobs(llm, plan.tokens, kinds)
+        if answer > call + self._config.answer_margin:
+            return self._answer_plan(plan)
+        return replace(plan, mode="tools")
+
+    def _answer_plan(self, plan: _Plan) -> _Plan:
+        schema = lp.output_schema(plan.choices, "answer", self._config.bounds)
+        return replace(plan, schema=schema, mode="answer", plan_grammar=None)
 
     def _completion(self, llm: Any, plan: _Plan) -> Any:
         from llama_cpp import LlamaGrammar
 
-        grammar = (
-            _gbnf(LlamaGrammar, plan.plan_grammar)
-            if plan.plan_grammar is not None
-            else _grammar(LlamaGrammar, plan.schema)
-        )
+        max_tokens, no_repeat, guide = plan.max_tokens, self._config.call_no_repeat_ngram, None
+        if plan.plan_grammar is not None:
+            grammar = _gbnf(LlamaGrammar, plan.plan_grammar)
+        elif plan.mode == "answer" and plan.answer_gbnf is not None:
+            grammar = _gbnf(LlamaGrammar, plan.answer_gbnf)
+            max_tokens = min(max_tokens, self._config.answer_max_tokens)
+            no_repeat = self._config.no_repeat_ngram
+            guide = plan.answer_guide
+        else:
+            grammar = _grammar(LlamaGrammar, plan.schema)
         options = {
-            "max_tokens": plan.max_tokens,
+            "max_tokens": max_tokens,
             "temperature": self._config.temperature,
             "seed": self._config.seed,
         }
         if self._config.temperature == 0.0 and self._config.fast_grammar and ls.supported(llm):
-            sampler = ls.GreedyGrammarSampler(llm, grammar)
+            sampler = ls.GreedyGrammarSampler(
+                llm,
+                grammar,
+                no_repeat=no_repeat,
+                guide=guide,
+                max_digit_run=self._config.max_digit_run,
+            )
             return ls.greedy_grammar_stream(llm, sampler, plan.tokens, options)
         return llm.create_completion(plan.tokens, grammar=grammar, stream=True, **options)
 
@@ -471,7 +492,7 @@ class LocalModel:
         assert self._loaded is not None
         llm = self._loaded.llm
         tools = _visible_tools(request)
-        mode = mode or self._mode(request, tools)
+        mode = mode or _mode(request, tools)
         schema = lp.output_schema(tools, mode, self._config.bounds)
         want = request.settings.max_tokens or self._config.max_tokens
         max_tokens = max(16, min(want, self._config.max_tokens))
@@ -487,11 +508,26 @@ class LocalModel:
             )
         body, trimmed = _fit_history(llm, request.messages, budget - len(prefix_tokens))
         tokens = prefix_tokens + _tokenize(llm, body + lp.cue(), bos=False)
-        names = tuple(t.name for t in tools)
-        if planning and mode == "tools" and _awaits_first_call(request.messages):
+        answer, guide = None, None
+        if self._config.grounded_answers and mode != "tools":
+            ground = la.grounding(request.messages)
+            answer = la.answer_grammar(ground)
+            guide = la.FieldBinder(ground.fields) if ground.fields else None
+        plan = _Plan(
+            tokens,
+            schema,
+            max_tokens,
+            trimmed,
+            tuple(t.name for t in tools),
+            mode=mode,
+            choices=tuple(tools),
+            answer_gbnf=answer,
+            answer_guide=guide,
+        )
+        if planning and mode != "answer" and _awaits_first_call(request.messages):
             grammar = lpl.plan_grammar(tools, self._config.bounds.max_string_chars)
-            return _Plan(tokens, schema, max_tokens, trimmed, names, grammar, tuple(tools))
-        return _Plan(tokens, schema, max_tokens, trimmed, names, mode=mode, choices=tuple(tools))
+            plan = replace(plan, plan_grammar=grammar, tools=tuple(tools))
+        return plan
 
     def _plans(self, tools: Sequence[ToolSpec]) -> bool:
         """Whether this request uses plan lines (see :class:`LocalConfig`)."""
@@ -499,19 +535,15 @@ class LocalModel:
             return lpl.can_chain(tools)
         return self._config.plan
 
-    def _mode(self, request: ModelRequest, tools: Sequence[ToolSpec]) -> lp.Mode:
-        choice = request.settings.tool_choice
-        if not tools or choice == "none":
-            return "answer"
-        if choice == "required" or isinstance(choice, NamedTool):
-            return "tools"
-        if self._config.tool_first and _awaits_first_call(request.messages):
-            return "tools"
-        if self._plans(tools):
-            state = lpl.progress(request.messages, tools)
-            if state is not None and state.next_step is None:
-                return "answer"  # every step of the model's plan has run
-        return "both"
+
+def _mode(request: ModelRequest, tools: Sequence[ToolSpec]) -> lp.Mode:
+    """What the turn may be, from ``tool_choice`` alone."""
+    choice = request.settings.tool_choice
+    if not tools or choice == "none":
+        return "answer"
+    if choice == "required" or isinstance(choice, NamedTool):
+        return "tools"
+    return "both"
 
 
 # ------------------------------------------------------------------ helpers
@@ -685,7 +717,7 @@ def _finish_plan(text: str, plan: _Plan, usage: Usage, model: str) -> list[Model
     call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", first.tool, first.arguments, raw)
     line = text.strip()
     meta: dict[str, Any] = {"local": {"trimmed_blocks": plan.trimmed}} if plan.trimmed else {}
-    message = Message("assistant", (lpl.plan_part(line), call), meta)
+    message = Message("assistant", (lpl.plan_part(line, steps), call), meta)
     return [
         ReasoningDelta(line),
         ToolCallDelta(0, call.id, call.name, raw, dict(first.arguments)),

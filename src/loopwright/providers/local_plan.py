@@ -13,14 +13,14 @@ model turn after a user message is a grammar-constrained **plan line**::
   arguments are positional in the order of the tool's required parameters, as JSON
   values, and in every step after the first an argument may be the bare word
   ``result``: the previous step's result;
-* the runtime runs step 1 now, and each later step after the previous one returned
-  (``result`` replaced by that result's value) without decoding again: the steps are
-  the model's own, the runtime only moves data between them. A failed step abandons the
-  plan and the model decides again from the error;
-* when the last step has returned, the model writes the answer.
+* the reply is the plan (a reasoning part listing the parsed steps, see
+  :func:`plan_part`) and the plan's first call. Running the later steps, each after the
+  previous one returned, is a strategy's job
+  (:class:`loopwright.strategies.embedded.FollowPlan`); without it the model simply
+  decides each later turn itself, with its plan in view.
 
-This module owns the plan grammar (GBNF), parsing, worked examples generated from the
-tool schemas, and finding the plan (and the next step) in the history. Worked examples
+This module owns the plan grammar (GBNF), parsing and worked examples generated from
+the tool schemas. Worked examples
 use the tool's description: a ``Returns <expression>.`` sentence that names parameters
 (``Returns a + b.``) yields examples in that notation ("12 + 30"), and two such tools
 compose into a two-step example ("(12 + 30) * 7"); other tools get the generic
@@ -202,19 +202,6 @@ def _parse_args(text: str, spec: ToolSpec) -> tuple[dict[str, Any], str] | None:
     return arguments, rest[1:]
 
 
-def substitute(arguments: Mapping[str, Any], previous: str) -> dict[str, Any]:
-    """``arguments`` with every :data:`RESULT_REF` replaced by the previous result: its
-    JSON value when the result text is one JSON scalar, else the text itself."""
-    value: Any = previous.strip()
-    try:
-        decoded = json.loads(value)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, int | float | str | bool) and decoded is not None:
-        value = decoded
-    return {k: (value if v is RESULT_REF else v) for k, v in arguments.items()}
-
-
 # ------------------------------------------------------------------ rendering
 
 
@@ -239,9 +226,25 @@ def render_plan(steps: Sequence[PlanStep], tools: Sequence[ToolSpec]) -> str:
     return f"{PLAN_PREFIX} {body}"
 
 
-def plan_part(text: str) -> ReasoningPart:
-    """The plan as it is kept in the history (a reasoning part marked as a plan)."""
-    return ReasoningPart(text, {PLAN_META_KEY: True})
+RESULT_JSON: dict[str, str] = {"$ref": "previous_result"}
+
+
+def plan_part(text: str, steps: Sequence[PlanStep] = ()) -> ReasoningPart:
+    """The plan as it is kept in the history: a reasoning part whose
+    ``provider_meta["local_plan"]["steps"]`` lists each step as
+    ``{"tool": name, "arguments": {...}}``, an argument that takes the previous step's
+    result being :data:`RESULT_JSON`. That list is the contract a plan-running strategy
+    reads (``loopwright.strategies.embedded``); the text is what the model wrote."""
+    listed = [
+        {
+            "tool": step.tool,
+            "arguments": {
+                k: (dict(RESULT_JSON) if v is RESULT_REF else v) for k, v in step.arguments.items()
+            },
+        }
+        for step in steps
+    ]
+    return ReasoningPart(text, {PLAN_META_KEY: {"steps": listed}})
 
 
 def plan_text(message: Message) -> str | None:
@@ -289,57 +292,12 @@ def can_chain(tools: Sequence[ToolSpec]) -> bool:
     return any(a is not b and first_numeric(b) is not None for a in tools for b in tools)
 
 
-# ------------------------------------------------------------------ progress
-
-
-@dataclass(frozen=True, slots=True)
-class PlanProgress:
-    """Where the active plan stands. ``next_step`` is ``None`` when every step has run;
-    its arguments already carry the previous result."""
-
-    steps: tuple[PlanStep, ...]
-    done: int
-    next_step: PlanStep | None
-
-
-def progress(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> PlanProgress | None:
-    """The plan written since the last user message and how far it got; ``None`` when
-    there is none, it no longer parses against ``tools``, or a step failed (the model
-    then decides again)."""
-    start = None
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "user":
-            break
-        if messages[i].role == "assistant" and plan_text(messages[i]) is not None:
-            start = i
-            break
-    if start is None:
-        return None
-    steps = parse_plan(plan_text(messages[start]) or "", tools)
-    if not steps:
-        return None
-    done, last = 0, ""
-    for message in messages[start:]:
-        if message.role == "assistant" and message.tool_calls:
-            done += 1
-        for result in message.tool_results_parts:
-            if result.is_error:
-                return None
-            last = result.content
-    if done >= len(steps):
-        return PlanProgress(tuple(steps), done, None)
-    step = steps[done]
-    return PlanProgress(
-        tuple(steps), done, PlanStep(step.expr, step.tool, substitute(step.arguments, last))
-    )
-
-
 __all__ = [
     "MAX_STEPS",
     "can_chain",
     "PLAN_PREFIX",
+    "RESULT_JSON",
     "RESULT_REF",
-    "PlanProgress",
     "PlanStep",
     "first_numeric",
     "parse_plan",
@@ -347,9 +305,7 @@ __all__ = [
     "plan_part",
     "plan_text",
     "positional_params",
-    "progress",
     "render_call",
     "render_plan",
     "result_expression",
-    "substitute",
 ]

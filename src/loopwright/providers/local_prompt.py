@@ -57,8 +57,11 @@ class GrammarBounds:
 
 @cache
 def template(name: str) -> string.Template:
-    """The prompt template ``prompts/templates/local/<name>.txt``."""
-    ref = resources.files(_TEMPLATE_PACKAGE).joinpath(*_TEMPLATE_DIR, f"{name}.txt")
+    """The prompt template ``prompts/templates/local/<name>.txt`` (``name`` may name a
+    subfolder: ``grounded/examples``)."""
+    parts = name.split("/")
+    parts[-1] += ".txt"
+    ref = resources.files(_TEMPLATE_PACKAGE).joinpath(*_TEMPLATE_DIR, *parts)
     return string.Template(ref.read_text(encoding="utf-8"))
 
 
@@ -252,9 +255,12 @@ OUTPUT_HEAD = ' {"'
 CALL_HEAD = OUTPUT_HEAD + 'tool": "'
 
 
-def kind_options() -> tuple[str, str]:
-    """The continuations of :data:`OUTPUT_HEAD` that start a tool call / an answer."""
-    return 'tool":', 'answer":'
+def kind_options(call_head: str | None = None) -> tuple[str, str]:
+    """The continuations of the ``Assistant:`` cue that start a tool call (or, given
+    ``call_head``, e.g. a plan line's ``Plan:``) and an answer, as the examples write
+    them."""
+    call = " " + call_head if call_head is not None else OUTPUT_HEAD + 'tool":'
+    return call, OUTPUT_HEAD + 'answer":'
 
 
 def name_option(name: str) -> str:
@@ -310,7 +316,7 @@ def render_chain_example(first: ToolSpec, second: ToolSpec) -> str:
         result1=str(r1),
         call2=_call_json(second.name, args2),
         result2=str(r2),
-        answer=_answer_json(str(r2)),
+        answer=_answer_json(answer_sentence("", str(r2))),
     )
 
 
@@ -369,8 +375,17 @@ def render_plan_chain(first: ToolSpec, second: ToolSpec, variant: int = 0) -> st
         result1=str(r1),
         call2=_call_json(second.name, {**args2, slot: r1}),
         result2=str(r2),
-        answer=_answer_json(str(r2)),
+        answer=_answer_json(answer_sentence(question, str(r2))),
     )
+
+
+def answer_sentence(question: str, result: str) -> str:
+    """The answer a worked example gives: one sentence stating the result (``What is
+    (12 + 30) * 7?`` -> ``(12 + 30) * 7 = 37.``), as grounded answers are written."""
+    asked = question.strip()
+    if asked.startswith("What is ") and asked.endswith("?"):
+        return f"{asked[len('What is ') : -1]} = {result}."
+    return f"The result is {result}."
 
 
 def _plan_examples(tools: Sequence[ToolSpec]) -> str:
@@ -445,7 +460,8 @@ def render_prefix(tools: Sequence[ToolSpec], system: str | None, *, plan: bool =
     ]
     if plan:
         lines = [_plan_tool_line(spec) for spec in tools]
-        text = render("preamble_plan", examples=_plan_examples(tools), tools="\n".join(lines))
+        examples = _plan_examples(tools) + render("grounded/no_tool")
+        text = render("preamble_plan", examples=examples, tools="\n".join(lines))
         if system and system.strip():
             text += render("system", text=" ".join(system.split()))
         return text
@@ -462,7 +478,8 @@ def render_prefix(tools: Sequence[ToolSpec], system: str | None, *, plan: bool =
     if len(tools) > 1:
         pairs = [(tools[i], tools[(i + 1) % len(tools)]) for i in range(min(3, len(tools)))]
         examples += "".join(render_chain_example(a, b) for a, b in pairs if a is not b)
-    text = render("preamble", examples=examples, tools="\n".join(lines))
+    answers = render("grounded/examples", no_tool=render("grounded/no_tool"))
+    text = render("preamble", answers=answers, examples=examples, tools="\n".join(lines))
     if system and system.strip():
         text += render("system", text=" ".join(system.split()))
     return text

@@ -17,7 +17,7 @@ llama-cpp-python, :func:`supported` returns ``False`` and the caller uses the st
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 SHORTLIST = 48
@@ -43,14 +43,46 @@ def supported(llm: Any) -> bool:
 
 class GreedyGrammarSampler:
     """Greedy + grammar. Implements the two methods ``Llama.sample`` calls on its
-    sampler: ``sample(ctx, idx)`` (which also accepts the token) and ``close()``."""
+    sampler: ``sample(ctx, idx)`` (which also accepts the token) and ``close()``.
 
-    def __init__(self, llm: Any, grammar: Any, shortlist: int = SHORTLIST) -> None:
+    ``no_repeat``: when ``n > 0``, a token that would repeat an ``n``-gram already
+    generated in this completion is skipped (the next-best allowed token is taken),
+    except inside a run of digits (``1000`` legitimately repeats ``0 0``). A small
+    model answering from a tool result otherwise loops on one clause ("19, 19, 19")
+    until the token cap.
+
+    ``guide``: called with the text generated so far whenever the model starts a
+    number; when it returns a number (text), that number is written instead, digit by
+    digit, as long as the grammar allows it (see ``local_answer.FieldBinder``).
+
+    ``max_digit_run``: when ``> 0``, no number runs longer than this many digits. Under
+    a grammar a small model can get stuck writing one digit after another inside a
+    string ("LIMIT 1000000...") until the length bound."""
+
+    def __init__(
+        self,
+        llm: Any,
+        grammar: Any,
+        shortlist: int = SHORTLIST,
+        no_repeat: int = 0,
+        guide: Callable[[str], str | None] | None = None,
+        max_digit_run: int = 0,
+    ) -> None:
         import llama_cpp
         import numpy as np
 
         self._lc = llama_cpp
         self._np = np
+        self._no_repeat = no_repeat
+        self._generated: list[int] = []
+        self._max_digit_run = max_digit_run
+        wants_digits = no_repeat or guide or max_digit_run
+        self._digits = _digit_tokens(llm) if wants_digits else frozenset()
+        self._llm = llm
+        self._guide = guide
+        self._chars = _number_char_tokens(llm) if guide else {}
+        self._text = b""
+        self._pending = ""
         self._n_vocab = int(llm.n_vocab())
         self._shortlist = min(shortlist, self._n_vocab)
         self._eog = np.array(sorted({int(llm.token_eos())} | _end_of_turn(llm)), dtype=np.int64)
@@ -66,19 +98,87 @@ class GreedyGrammarSampler:
         np = self._np
         ptr = self._lc.llama_get_logits_ith(ctx.ctx, idx)
         logits = np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
+        token = self._guided(logits) if self._pending else None
+        if token is None:
+            token = self._greedy(logits)
+            if self._guide is not None:
+                token = self._bind_number(token, logits)
+        self._lc.llama_sampler_accept(self._smpl, token)
+        self._generated.append(token)
+        if self._guide is not None:
+            self._text += self._llm.detokenize([token])
+        return token
+
+    def _greedy(self, logits: Any) -> int:
+        np = self._np
         k = self._shortlist
         best = np.argpartition(logits, -k)[-k:]
         ids = np.unique(np.concatenate([best, self._eog]))
-        token = self._first_allowed(ids, logits)
+        banned = self._repeats()
+        run = self._max_digit_run
+        if (
+            run
+            and len(self._generated) >= run
+            and all(t in self._digits for t in self._generated[-run:])
+        ):
+            banned = banned | self._digits
+        if self._guide is not None and self._generated and self._generated[-1] in self._digits:
+            # A bound number just ended: it must not run on into other digits.
+            banned = banned | (self._digits if not self._pending else frozenset())
+        token = self._first_allowed(ids, logits, banned)
         if token is None:
             self.full_scans += 1
-            token = self._first_allowed(np.arange(self._n_vocab), logits)
+            token = self._first_allowed(np.arange(self._n_vocab), logits, banned)
+        if token is None and banned:
+            token = self._first_allowed(np.arange(self._n_vocab), logits, frozenset())
         if token is None:  # the grammar allows nothing: end the generation
             token = int(self._eog[0])
-        self._lc.llama_sampler_accept(self._smpl, token)
         return token
 
-    def _first_allowed(self, ids: Any, logits: Any) -> int | None:
+    def _bind_number(self, token: int, logits: Any) -> int:
+        """``token`` unless it starts a number and the guide names the number to write:
+        then the first character of that number (the rest is pending)."""
+        piece = self._llm.detokenize([token]).decode("utf-8", "ignore").lstrip(" ")
+        if not piece or not (piece[0].isdigit() or piece[0] == "-"):
+            return token
+        before = self._text.decode("utf-8", "ignore")
+        if before[-1:].isdigit() or before[-1:] in ("-", "."):
+            return token
+        wanted = self._guide(before) if self._guide is not None else None
+        if not wanted:
+            return token
+        self._pending = wanted
+        bound = self._guided(logits, first=True)
+        if bound is None:
+            self._pending = ""
+            return token
+        return bound
+
+    def _guided(self, logits: Any, first: bool = False) -> int | None:
+        """The next character of the pending number, if the grammar allows it (only
+        the first character may carry the space before it)."""
+        np = self._np
+        ids = self._chars.get(self._pending[0], ())
+        ids = ids if first else ids[:1]
+        token = self._first_allowed(np.array(ids, dtype=np.int64), logits, frozenset())
+        self._pending = self._pending[1:] if token is not None else ""
+        return token
+
+    def _repeats(self) -> frozenset[int]:
+        """Tokens that would complete an ``n``-gram already generated (see the class
+        docstring); empty when the repetition rule is off."""
+        n, gen = self._no_repeat, self._generated
+        if n <= 0 or len(gen) < n:
+            return frozenset()
+        key = gen[len(gen) - n + 1 :]
+        if all(t in self._digits for t in key):
+            return frozenset()
+        width = n - 1
+        return frozenset(
+            gen[i + width] for i in range(len(gen) - width) if gen[i : i + width] == key
+        )
+
+    def _first_allowed(self, ids: Any, logits: Any, banned: frozenset[int]) -> int | None:
         np = self._np
         buf = np.zeros(len(ids), dtype=self._dtype)
         buf["id"] = ids
@@ -91,6 +191,8 @@ class GreedyGrammarSampler:
         )
         self._lc.llama_sampler_apply(self._smpl, ctypes.byref(arr))
         allowed = np.isfinite(buf["logit"])
+        if banned:
+            allowed &= ~np.isin(buf["id"], np.fromiter(banned, dtype=np.int64))
         if not allowed.any():
             return None
         scores = np.where(allowed, buf["logit"], -np.inf)
@@ -103,6 +205,35 @@ class GreedyGrammarSampler:
 
     def __del__(self) -> None:
         self.close()
+
+
+def _number_char_tokens(llm: Any) -> dict[str, tuple[int, ...]]:
+    """Single-token spellings of each character a number is written with (the
+    character alone, or with the space before it: ``" -"`` is one Gemma token)."""
+    found: dict[str, tuple[int, ...]] = {}
+    for char in "0123456789.-":
+        ids: list[int] = []
+        for text in (char, " " + char):
+            try:
+                tokens = llm.tokenize(text.encode(), add_bos=False, special=False)
+            except (TypeError, ValueError, RuntimeError):
+                continue
+            if len(tokens) == 1:
+                ids.append(int(tokens[0]))
+        found[char] = tuple(ids)
+    return found
+
+
+def _digit_tokens(llm: Any) -> frozenset[int]:
+    """The token ids of the ten digits (Gemma writes numbers one digit per token)."""
+    found: set[int] = set()
+    for digit in "0123456789":
+        try:
+            ids = llm.tokenize(digit.encode(), add_bos=False, special=False)
+        except (TypeError, ValueError, RuntimeError):
+            continue
+        found.update(int(i) for i in ids)
+    return frozenset(found)
 
 
 def _end_of_turn(llm: Any) -> set[int]:

@@ -1,0 +1,369 @@
+"""Useful answers from the embedded model: does the final answer state the tool result?
+
+Questions over the built-in tools (calculator, get_weather, read_file on a fixture
+directory, sql_query on a fixture database, two-step add/multiply/divide), run exactly as
+``loopwright run`` runs them: the embedded model inside its CLI strategy
+(``loopwright.strategies.embedded``). Each question has an automatic check:
+
+* **right call**: the expected tool was called with the argument that matters (the
+  city, the file, a query returning the asked value, an expression with that value);
+* **states the result**: the final answer contains the asked value of the tool result
+  (the number, the weather field asked about, the fact from the file or the row);
+* **contradicts nothing**: every number in the answer appears in a tool result or in the
+  question; a number written right after a field's name is that field's value ("the
+  humidity is 14" when humidity_pct is 35 fails); no other weather condition, no
+  "real forecast" for demo data, no Fahrenheit; no repeated clause.
+
+An answer replaced by the strategy's fallback ("I could not state a reliable answer ...
+<tool> returned: ...") is counted separately: it shows the result but is not a
+model-written answer. ``pass`` = right call + states the result + contradicts nothing,
+model-written.
+
+``DEV`` questions were used while tuning the prompt, grammar and strategy; ``HELD_OUT``
+questions were written at the same time and only run for the report.
+
+Prints one line per question, then ONE JSON line.
+Run: python benchmarks/answers_eval.py [--set dev|held_out|all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loopwright.agent import Agent
+from loopwright.core.events import ModelEvent, ResponseDone
+from loopwright.core.protocols import Model, ModelRequest
+from loopwright.core.run import RunResult
+from loopwright.loop.limits import Limits
+from loopwright.providers.local import LocalModel
+from loopwright.strategies.embedded import embedded_strategy
+from loopwright.tools.builtin import BuiltinConfig, make_tools
+from loopwright.tools.builtin.weather import get_weather
+
+FILES = {
+    "notes.txt": "The team meeting is on Tuesday at 10 am in room 4.",
+    "config.ini": "[server]\nport = 8080\nhost = example.internal\n",
+    "todo.txt": "1. Buy milk\n2. Call the plumber\n3. Renew the passport\n",
+    "recipe.txt": "Pancakes: 200 g flour, 2 eggs, 300 ml milk. Cook for 3 minutes per side.",
+    "status.txt": "Build 512 passed. 0 tests failed.",
+    "poem.txt": "Roses are red, violets are blue.",
+}
+TABLES = {
+    "customers": (
+        "id INTEGER, name TEXT, city TEXT",
+        [(1, "Ana", "Berlin"), (2, "Bo", "Paris"), (3, "Chen", "Berlin"), (4, "Dana", "Oslo")],
+    ),
+    "orders": (
+        "id INTEGER, customer_id INTEGER, total REAL",
+        [(i, 1 + i % 4, 10.0 * i) for i in range(1, 8)],
+    ),
+    "products": (
+        "name TEXT, price INTEGER, stock INTEGER",
+        [("lamp", 40, 3), ("chair", 85, 12), ("desk", 240, 5)],
+    ),
+}
+
+Check = Callable[[RunResult], "tuple[bool, list[str], list[str]]"]
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    question: str
+    tools: tuple[str, ...]
+    tool: str
+    arg_ok: Callable[[dict[str, object]], bool]
+    facts: tuple[str, ...]  # the answer must contain one of these (case-insensitive)
+    fields: dict[str, str] = field(default_factory=dict)  # field word -> value
+
+
+def _expr(value: str) -> Callable[[dict[str, object]], bool]:
+    from loopwright.tools.builtin.calculator import calculator
+
+    def ok(args: dict[str, object]) -> bool:
+        try:
+            return str(calculator(str(args.get("expression", "")))) == value
+        except Exception:
+            return False
+
+    return ok
+
+
+def calc(question: str, value: str) -> Case:
+    return Case(question, ("calculator", "get_weather"), "calculator", _expr(value), (value,))
+
+
+def weather(question: str, city: str, asked: str) -> Case:
+    report = get_weather(city)
+    fields = {
+        "temperature": str(report["temperature_c"]),
+        "humidity": str(report["humidity_pct"]),
+        "wind": str(report["wind_kph"]),
+    }
+    if asked == "any":
+        facts: tuple[str, ...] = (fields["temperature"], str(report["condition"]))
+    elif asked == "condition":
+        facts = (str(report["condition"]),)
+    else:
+        facts = (fields[asked],)
+
+    def ok(args: dict[str, object]) -> bool:
+        return str(args.get("city", "")).strip().lower() == city.lower()
+
+    return Case(question, ("calculator", "get_weather"), "get_weather", ok, facts, fields)
+
+
+def read(question: str, name: str, fact: str) -> Case:
+    def ok(args: dict[str, object]) -> bool:
+        return str(args.get("path", "")).strip().lstrip("./") == name
+
+    return Case(question, ("read_file", "calculator"), "read_file", ok, (fact,))
+
+
+def sql(question: str, value: str) -> Case:
+    def ok(args: dict[str, object]) -> bool:
+        return True  # the query is judged by its result: the value must come back
+
+    return Case(question, ("sql_query", "calculator"), "sql_query", ok, (value,))
+
+
+def chain(question: str, value: str) -> Case:
+    return Case(question, ("add", "multiply", "divide"), "*", lambda a: True, (value,))
+
+
+DEV: list[Case] = [
+    calc("What is 45 * 12?", "540"),
+    calc("Subtract 199 from 1024.", "825"),
+    calc("Compute 1000 / 8 for me.", "125"),
+    calc("What is 17 + 26?", "43"),
+    calc("How much is 3 to the power of 5?", "243"),
+    calc("What is 15% of 80?", "12"),
+    weather("Tell me the current temperature in Cairo.", "Cairo", "temperature"),
+    weather("How hot is it in Singapore today?", "Singapore", "temperature"),
+    weather("What is the humidity in Mumbai?", "Mumbai", "humidity"),
+    weather("Is it raining in Lima?", "Lima", "condition"),
+    weather("How windy is it in Oslo?", "Oslo", "wind"),
+    weather("What's the weather in Beijing?", "Beijing", "any"),
+    read("What does notes.txt say?", "notes.txt", "Tuesday"),
+    read("Which port is set in config.ini?", "config.ini", "8080"),
+    read("Read todo.txt and tell me the first item.", "todo.txt", "milk"),
+    read("How much flour does recipe.txt need?", "recipe.txt", "200"),
+    sql("How many customers are in the customers table?", "4"),
+    sql("What is the price of the desk in the products table?", "240"),
+    sql("How many chairs are in stock? Look in the products table.", "12"),
+    sql("How many orders are in the orders table?", "7"),
+    chain("What is (3 + 5) * 8?", "64"),
+    chain("What is (20 / 5) * 6?", "24"),
+    chain("What is (6 * 4) + 9?", "33"),
+    chain("What is (15 + 9) / 3?", "8"),
+    calc("Multiply 23 by 19.", "437"),
+    weather("What is the temperature in Madrid?", "Madrid", "temperature"),
+    read("What does status.txt say about the build?", "status.txt", "512"),
+    sql("Which city does Dana live in? Use the customers table.", "Oslo"),
+]
+
+HELD_OUT: list[Case] = [
+    calc("What is 81 / 9?", "9"),
+    calc("Add 250 and 375.", "625"),
+    calc("What is 12 squared?", "144"),
+    calc("What is 7 * 8 * 9?", "504"),
+    calc("What is 300 minus 58?", "242"),
+    weather("What's the temperature in Toronto?", "Toronto", "temperature"),
+    weather("How humid is it in Bangkok?", "Bangkok", "humidity"),
+    weather("What is the wind speed in Chicago?", "Chicago", "wind"),
+    weather("Is it sunny in Rome?", "Rome", "condition"),
+    weather("What's the weather like in Nairobi?", "Nairobi", "any"),
+    read("What is the host in config.ini?", "config.ini", "example.internal"),
+    read("What does poem.txt say?", "poem.txt", "Roses"),
+    read("How many eggs does recipe.txt use?", "recipe.txt", "2"),
+    read("Where is the meeting? See notes.txt.", "notes.txt", "room 4"),
+    sql("How many products are in the products table?", "3"),
+    sql("What is the stock of the lamp in the products table?", "3"),
+    sql("What is the price of the chair? Use the products table.", "85"),
+    chain("What is (4 + 9) * 2?", "26"),
+    chain("What is (18 / 3) + 7?", "13"),
+    chain("What is (7 * 8) + 4?", "60"),
+]
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\d)")
+_CONDITIONS = ("sunny", "cloudy", "rain", "windy", "foggy", "snow")
+_NEG = re.compile(r"\b(?:not|no|isn't|n't)\b\W+(?:\w+\W+){0,2}$")
+
+
+def _canon(n: str) -> str:
+    return n.rstrip("0").rstrip(".") if "." in n else n
+
+
+def _contradictions(answer: str, case: Case, result: RunResult) -> list[str]:
+    text = answer.lower()
+    results = " ".join(p.content for m in result.messages for p in m.tool_results_parts)
+    known = {_canon(n) for n in _NUMBER.findall(results + " " + case.question)}
+    found = [f"number {n}" for n in _NUMBER.findall(answer) if _canon(n) not in known]
+    for word, value in case.fields.items():
+        for m in re.finditer(rf"\b{word}\w*\b(?:\W+[a-z]+){{0,5}}?\W+(-?\d+(?:\.\d+)?)", text):
+            if _canon(m.group(1)) != value:
+                found.append(f"{word} is {m.group(1)}")
+        if value != case.fields["temperature"] and re.search(
+            rf"\b{value}\s*(?:degree|°|celsius)", text
+        ):
+            found.append(f"{word} in degrees")
+    if case.tool == "get_weather":
+        actual = next((c for c in _CONDITIONS if c in results), "")
+        for other in _CONDITIONS:
+            if other in actual or other not in text or other in case.question.lower():
+                continue
+            at = text.find(other)
+            if not _NEG.search(text[:at]):
+                found.append(f"condition {other}")
+        if "fahrenheit" in text or "°f" in text:
+            found.append("fahrenheit")
+        at = text.find("real forecast")
+        if at != -1 and not _NEG.search(text[:at]):
+            found.append("real forecast")
+    words = re.findall(r"\w+", text)
+    grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
+    if len(grams) != len(set(grams)):
+        found.append("repetition")
+    return found
+
+
+def _states(answer: str, fact: str) -> bool:
+    """``fact`` appears in ``answer``; a number must stand alone ("7", not "1,7")."""
+    if _NUMBER.fullmatch(fact):
+        return re.search(rf"(?<![\d.,]){re.escape(fact)}(?![\d]|[.,]\d)", answer) is not None
+    return fact.lower() in answer.lower()
+
+
+def check(case: Case, result: RunResult) -> dict[str, object]:
+    calls = [(c.name, dict(c.arguments)) for m in result.messages for c in m.tool_calls]
+    answer = result.answer or ""
+    fallback = any("grounding" in m.provider_meta for m in result.messages)
+    if case.tool == "*":
+        right_call = len(calls) >= 2
+    else:
+        right_call = any(n == case.tool and case.arg_ok(a) for n, a in calls)
+    states = any(_states(answer, f) for f in case.facts)
+    if case.tool == "sql_query":
+        results = " ".join(p.content for m in result.messages for p in m.tool_results_parts)
+        right_call = right_call and any(f in results for f in case.facts)
+    bad = [] if fallback else _contradictions(answer, case, result)
+    ok = right_call and states and not bad and not fallback
+    return {
+        "pass": ok,
+        "right_call": right_call,
+        "states": states,
+        "bad": bad,
+        "fallback": fallback,
+    }
+
+
+class Timed:
+    """Records the wall time and output tokens of every model turn."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.turns: list[tuple[str, float, int]] = []  # (kind, seconds, output tokens)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        start = time.perf_counter()
+        async for event in self.model.stream(request):
+            if isinstance(event, ResponseDone):
+                kind = "call" if event.message.tool_calls else "answer"
+                spent = time.perf_counter() - start
+                self.turns.append((kind, spent, event.usage.output_tokens))
+            yield event
+
+
+def fixtures(root: Path) -> BuiltinConfig:
+    files = root / "files"
+    files.mkdir()
+    for name, text in FILES.items():
+        (files / name).write_text(text)
+    db = root / "shop.db"
+    with sqlite3.connect(db) as conn:
+        for table, (columns, rows) in TABLES.items():
+            conn.execute(f"CREATE TABLE {table} ({columns})")
+            marks = ", ".join("?" * len(rows[0]))
+            conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+    return BuiltinConfig(root=files, database=db)
+
+
+def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict[str, object]:
+    """Run ``cases`` grouped by tool set (as a user with one tool set would: the prompt
+    prefix stays in llama.cpp's cache between questions)."""
+    cases = sorted(cases, key=lambda c: c.tools)
+    passed = fallbacks = 0
+    run_s: list[float] = []
+    single_s: list[float] = []
+    answer_s: list[float] = []
+    tok_s: list[float] = []
+    for case in cases:
+        timed = Timed(base)
+        agent = Agent(
+            embedded_strategy(timed), make_tools(case.tools, config), limits=Limits(max_turns=5)
+        )
+        start = time.perf_counter()
+        result = asyncio.run(agent.arun(case.question))
+        run_s.append(time.perf_counter() - start)
+        verdict = check(case, result)
+        passed += bool(verdict["pass"])
+        fallbacks += bool(verdict["fallback"])
+        answers = [t for t in timed.turns if t[0] == "answer"]
+        answer_s += [t[1] for t in answers]
+        tok_s += [t[1] / t[2] for t in answers if t[2]]
+        if case.tool != "*" and len(timed.turns) == 2:
+            single_s.append(run_s[-1])
+        calls = [
+            f"{c.name}({json.dumps(dict(c.arguments))})"
+            for m in result.messages
+            for c in m.tool_calls
+        ]
+        mark = "OK  " if verdict["pass"] else "MISS"
+        extra = "" if verdict["pass"] else f" {verdict}"
+        for m in result.messages:
+            if "grounding" in m.provider_meta:
+                extra += f" {m.provider_meta['grounding']}"
+        print(f"{mark} {case.question!r}: {' -> '.join(calls)} -> {result.answer!r}{extra}")
+    return {
+        "questions": len(cases),
+        "passed": passed,
+        "accuracy": round(passed / len(cases), 3),
+        "fallbacks": fallbacks,
+        "median_run_s": round(statistics.median(run_s), 2),
+        "mean_single_call_question_s": round(statistics.mean(single_s), 2) if single_s else None,
+        "mean_answer_turn_s": round(statistics.mean(answer_s), 2) if answer_s else None,
+        "median_answer_s_per_output_token": round(statistics.median(tok_s), 4) if tok_s else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--set", choices=["dev", "held_out", "all"], default="all")
+    args = parser.parse_args()
+    base = LocalModel()
+    base.load()
+    out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        config = fixtures(Path(tmp))
+        for name, cases in (("dev", DEV), ("held_out", HELD_OUT)):
+            if args.set in (name, "all"):
+                print(f"# {name}")
+                out[name] = evaluate(cases, config, base)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""Grounded answers for the embedded model: the answer grammar.
+
+A 270M base model, asked to answer after a tool result, tends to echo the question
+("45 * 12"), invent numbers ("72 degrees" when the result said 23), or repeat one
+clause until the token cap. The runtime cannot make it understand the result, but it
+can narrow what it may write, generically (nothing here knows what a tool does):
+
+* **numbers come from the context**: every number in the answer is one that appears in
+  a tool result since the last user message or in that user message, written exactly
+  as it appears there (digits can only be written through that list);
+* **a result value is quoted**: when the results hold numbers, the first sentence must
+  contain at least one of them, so the answer cannot be a bare echo of the question,
+  and it ends within :data:`MAX_TAIL_CHARS` characters after it, with no more numbers;
+* **a sentence budget**: one or two sentences, each ending in ``.`` or ``!`` and at
+  most :data:`MAX_SENTENCE_ITEMS` characters long; the string closes after them.
+
+Repetition inside a sentence is handled by the sampler (``local_sampler`` no-repeat
+n-grams), and whether the result is *stated correctly* is checked after decoding by
+the answer-checking wrapper (``loopwright.strategies.grounded``), which falls back to
+showing the tool result.
+
+The output is the JSON object the prompt's examples use (``{"answer": "..."}``), with
+the one leading space every grammar here starts with (see ``local.spaced_root``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from loopwright.core.messages import Message
+
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\d])")
+MAX_NUMBERS = 64
+MAX_SENTENCE_ITEMS = 80
+MAX_NUMBER_CHARS = 24
+MAX_TAIL_CHARS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """Numbers an answer may use: from the tool results since the last user message,
+    and from that user message (written as they appear there). ``fields`` pairs the
+    words of a JSON result's keys with the number they hold (``humidity_pct: 35`` gives
+    ``("humidity", "35")`` and ``("pct", "35")``), for :class:`FieldBinder`."""
+
+    results: tuple[str, ...] = ()
+    question: tuple[str, ...] = ()
+    fields: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        return _unique([*self.results, *self.question])
+
+
+def _unique(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+def numbers_in(text: str) -> list[str]:
+    """Numbers written in ``text`` (``12``, ``-3``, ``0.25``; thousands separators are
+    not joined: ``1,000`` is ``1`` and ``000``)."""
+    return [m.group(0) for m in NUMBER.finditer(text)]
+
+
+def grounding(messages: Sequence[Message]) -> Grounding:
+    """The :class:`Grounding` of the turn that answers the last user message."""
+    results: list[str] = []
+    question: list[str] = []
+    fields: list[tuple[str, str]] = []
+    for message in reversed(messages):
+        if message.role == "user":
+            question = numbers_in(message.text)
+            break
+        for part in message.tool_results_parts:
+            if not part.is_error:
+                results[:0] = numbers_in(part.content)
+                fields[:0] = _fields(part.content)
+    keep = [n for n in results if len(n) <= MAX_NUMBER_CHARS]
+    asked = [n for n in question if len(n) <= MAX_NUMBER_CHARS]
+    allowed = set(keep)
+    bound = tuple(dict.fromkeys((w, v) for w, v in fields if v in allowed))
+    return Grounding(_unique(keep)[:MAX_NUMBERS], _unique(asked)[:MAX_NUMBERS], bound)
+
+
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+MIN_FIELD_WORD = 3
+
+
+def key_words(key: str) -> list[str]:
+    """The words of a JSON key (``humidity_pct`` -> humidity, pct; ``windSpeed`` ->
+    wind, speed), lower-cased, of at least :data:`MIN_FIELD_WORD` letters."""
+    return [w.lower() for w in _KEY_WORD.findall(key) if len(w) >= MIN_FIELD_WORD]
+
+
+def _fields(content: str) -> list[tuple[str, str]]:
+    """(key word, number) pairs of a JSON result's numeric leaves; a table given as
+    ``{"columns": [...], "rows": [[...], ...]}`` pairs each column with its cells."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return []
+    found: list[tuple[str, str]] = []
+    _walk(data, found, 0)
+    return found
+
+
+def _walk(data: object, found: list[tuple[str, str]], depth: int) -> None:
+    if depth > 4:
+        return
+    if isinstance(data, dict):
+        columns, rows = data.get("columns"), data.get("rows")
+        if isinstance(columns, list) and isinstance(rows, list):
+            table = [r for r in rows if isinstance(r, list)]
+            data = {**data, "rows": [dict(zip(map(str, columns), r, strict=False)) for r in table]}
+        for key, value in data.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                found.extend((word, json.dumps(value)) for word in key_words(str(key)))
+            else:
+                _walk(value, found, depth + 1)
+    elif isinstance(data, list):
+        for item in data[:50]:
+            _walk(item, found, depth + 1)
+
+
+_WORD = re.compile(r"[A-Za-z]+")
+_ANSWER_HEAD = re.compile(r'\{\s*"answer"\s*:\s*"')
+
+
+@dataclass(frozen=True, slots=True)
+class FieldBinder:
+    """The number an answer must write next, if it just named a field of the result.
+
+    A tiny model names the right field ("The humidity in Mumbai is") and then writes
+    the number of another one (the temperature). Called with the text decoded so far
+    when the model starts a number: if the words since the previous number name
+    exactly one numeric field (a word starting with a key word: "windy" names
+    ``wind_kph``), that field's value is returned and the sampler writes it. Nothing
+    here knows what the fields mean."""
+
+    fields: tuple[tuple[str, str], ...]
+
+    def __call__(self, text: str) -> str | None:
+        head = _ANSWER_HEAD.search(text)
+        answer = text[head.end() :] if head else text
+        tail = re.split(r"\d", answer)[-1]
+        for word in reversed(_WORD.findall(tail.lower())):
+            values = {v for w, v in self.fields if word.startswith(w)}
+            if len(values) == 1:
+                return values.pop()
+            if values:
+                return None  # the word names several numbers: let the model choose
+        return None
+
+
+def _alternatives(values: Sequence[str]) -> str:
+    # Longest first: the grammar is a set, but a readable rule helps debugging.
+    return " | ".join(json.dumps(v) for v in sorted(values, key=len, reverse=True))
+
+
+def answer_grammar(ground: Grounding, *, max_sentences: int = 1) -> str:
+    """GBNF of one grounded answer object (see the module docstring)."""
+    allowed = ground.allowed
+    # c: a character of the answer other than a digit, a sentence end or a JSON
+    # escape; digits only appear through ``num`` so every number is an allowed one.
+    rules = [
+        'c ::= [^0-9.!?"\\\\\\n\\t<>{}|]',
+        "end ::= [.!]",
+    ]
+    if allowed:
+        rules += [
+            f"num ::= {_alternatives(allowed)}",
+            # A number is followed by a non-digit (its own digits end there) and
+            # ends a sentence only with "." (not ".5": that would be another number).
+            "x ::= c | num c",
+            'lead ::= [^0-9.!?"\\\\\\n\\t<>{}| ] | num c',
+            'stop ::= end | num "."?',
+        ]
+    else:
+        rules += ["x ::= c", 'lead ::= [^0-9.!?"\\\\\\n\\t<>{}| ]', "stop ::= end"]
+    body = f"x{{0,{MAX_SENTENCE_ITEMS}}}"
+    rules.append(f"s ::= lead {body} stop")
+    if ground.results:
+        rules.append(f"rnum ::= {_alternatives(ground.results)}")
+        # The first sentence quotes a result number somewhere, and ends soon after
+        # it (at most MAX_TAIL_CHARS, no further numbers): once the value is stated
+        # a small model tends to run on with made-up arithmetic ("= 540, 45 = 12").
+        tail = f"c{{0,{MAX_TAIL_CHARS}}} end"
+        rules.append(f'first ::= lead {body} rnum (c {tail} | ".") | rnum c {tail}')
+    else:
+        rules.append("first ::= s")
+    more = '(" " s)?' * (max_sentences - 1)
+    root = f'root ::= " {{\\"answer\\": \\"" first {more} "\\"}}"'
+    return "\n".join([root, *rules]) + "\n"
+
+
+__all__ = ["FieldBinder", "Grounding", "answer_grammar", "grounding", "key_words", "numbers_in"]

@@ -1,0 +1,177 @@
+"""Check a final answer against the tool results it follows; show the results instead
+of an answer that is not grounded in them.
+
+:class:`GroundedAnswers` wraps a model. When the model answers after tool results (since
+the last user message), the answer is held back until it is complete and checked by
+:func:`ungrounded` (generic rules, nothing that knows what a tool does):
+
+* it is finished (not cut by the token cap) and not empty;
+* every number in it appears in a tool result or in the question;
+* when the results contain numbers, it states at least one of them;
+* it does not assert what a result denies (the result says "not a real forecast", the
+  answer says "a real forecast");
+* it does not repeat itself, and is not the question echoed back.
+
+A failing answer is replaced by a plain statement that no reliable answer came out,
+followed by what the tools returned, so the user never reads an invented result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
+from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
+from loopwright.core.protocols import Model, ModelRequest
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\d)")
+_WORD = re.compile(r"[a-z0-9']+")
+_DENIAL = re.compile(r"\bnot (?:an? |the )?((?:[a-z]+ ){0,2}[a-z]+)")
+_NEGATORS = ("not", "no", "never", "isn't", "aren't", "wasn't", "n't")
+MAX_SHOWN_CHARS = 400
+FALLBACK = "I could not state a reliable answer from the tool results. {shown}"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What an answer is checked against: the question and the results since it."""
+
+    question: str
+    results: tuple[ToolResultPart, ...]
+
+
+def current_turn(messages: Sequence[Message]) -> Turn:
+    results: list[ToolResultPart] = []
+    for message in reversed(messages):
+        if message.role == "user":
+            return Turn(message.text, tuple(reversed(results)))
+        results.extend(reversed(message.tool_results_parts))
+    return Turn("", tuple(reversed(results)))
+
+
+def _numbers(text: str) -> set[str]:
+    return {_canonical(m.group(0)) for m in _NUMBER.finditer(text)}
+
+
+def _canonical(number: str) -> str:
+    """``12.0`` and ``12`` are the same number."""
+    if "." in number:
+        number = number.rstrip("0").rstrip(".")
+    return number
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def ungrounded(answer: str, turn: Turn) -> str | None:
+    """Why ``answer`` is not grounded in ``turn`` (see the module docstring), or
+    ``None`` when it passes."""
+    ok = [r for r in turn.results if not r.is_error]
+    if not answer.strip():
+        return "empty answer"
+    said = _numbers(answer)
+    known = set().union(*(_numbers(r.content) for r in ok)) if ok else set()
+    stray = said - known - _numbers(turn.question)
+    if stray:
+        return f"numbers not in any result or the question: {sorted(stray)}"
+    if known and not said & known:
+        return "states no value of the results"
+    denied = _contradiction(answer, ok)
+    if denied:
+        return f"asserts what a result denies: {denied!r}"
+    words = _words(answer)
+    grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
+    if len(grams) != len(set(grams)):
+        return "repeats itself"
+    if " ".join(words) in " ".join(_words(turn.question)):
+        return "echoes the question"
+    return None
+
+
+def _contradiction(answer: str, results: Sequence[ToolResultPart]) -> str | None:
+    text = " ".join(_words(answer))
+    for result in results:
+        for match in _DENIAL.finditer(result.content.lower()):
+            phrase = " ".join(_words(match.group(1)))
+            at = text.find(phrase)
+            while at != -1:
+                before = text[:at].split()[-3:]
+                if not any(w in _NEGATORS or w.endswith("n't") for w in before):
+                    return phrase
+                at = text.find(phrase, at + 1)
+    return None
+
+
+def fallback_text(turn: Turn) -> str:
+    """The plain statement used instead of an ungrounded answer."""
+    shown = []
+    for result in turn.results:
+        content = " ".join(result.content.split())
+        if len(content) > MAX_SHOWN_CHARS:
+            content = content[:MAX_SHOWN_CHARS] + " ..."
+        verb = "failed" if result.is_error else "returned"
+        shown.append(f"{result.name} {verb}: {content}")
+    return FALLBACK.format(shown="; ".join(shown) or "No tool returned anything.")
+
+
+class GroundedAnswers:
+    """A :class:`~loopwright.core.protocols.Model` whose answers after tool results are
+    checked (see the module docstring). ``checked`` and ``replaced`` count the answers
+    seen and replaced. Other attributes are the wrapped model's."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.checked = 0
+        self.replaced = 0
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.model, attr)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        turn = current_turn(request.messages)
+        if not turn.results:
+            async for event in self.model.stream(request):
+                yield event
+            return
+        held: list[TextDelta] = []
+        async for event in self.model.stream(request):
+            if isinstance(event, TextDelta):
+                held.append(event)
+                continue
+            if isinstance(event, ResponseDone) and not event.message.tool_calls:
+                event = self._checked(event, turn)
+                yield TextDelta(event.message.text)
+            else:
+                for delta in held:
+                    yield delta
+            held = []
+            yield event
+
+    def _checked(self, done: ResponseDone, turn: Turn) -> ResponseDone:
+        self.checked += 1
+        answer = done.message.text
+        reason = (
+            "cut by the token cap"
+            if done.stop_reason is StopReason.MAX_TOKENS
+            else ungrounded(answer, turn)
+        )
+        if reason is None:
+            return done
+        self.replaced += 1
+        meta = {
+            **done.message.provider_meta,
+            "grounding": {"replaced": reason, "answer": answer},
+        }
+        message = Message("assistant", (TextPart(fallback_text(turn)),), meta)
+        return ResponseDone(message, StopReason.FINAL_ANSWER, done.usage, done.model)
+
+
+__all__ = ["GroundedAnswers", "Turn", "current_turn", "fallback_text", "ungrounded"]

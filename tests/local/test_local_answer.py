@@ -1,0 +1,72 @@
+"""The grounded-answer grammar and field binding of the embedded model (no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwright.core.messages import Message, ToolResultPart
+from loopwright.providers import local_answer as la
+
+WEATHER = (
+    '{"city": "Mumbai", "temperature_c": 14, "humidity_pct": 35, "wind_kph": 29,'
+    ' "source": "demo data, not a real forecast"}'
+)
+
+
+def _history(question: str, *results: str) -> list[Message]:
+    return [Message.user(question)] + [
+        Message.tool_results([ToolResultPart(f"c{i}", "t", r)]) for i, r in enumerate(results)
+    ]
+
+
+def test_grounding_collects_result_and_question_numbers_of_the_current_turn() -> None:
+    old = _history("What is 1 + 1?", "2")
+    ground = la.grounding([*old, *_history("What is 45 * 12?", "540")])
+    assert ground.results == ("540",)
+    assert ground.question == ("45", "12")
+    assert ground.allowed == ("540", "45", "12")
+
+
+def test_grounding_ignores_failed_results() -> None:
+    failed = Message.tool_results([ToolResultPart("c", "t", "error 500", True, "transient")])
+    assert la.grounding([Message.user("q"), failed]).results == ()
+
+
+def test_fields_pair_key_words_with_numbers_including_tables() -> None:
+    ground = la.grounding(_history("q", WEATHER))
+    assert ("humidity", "35") in ground.fields and ("temperature", "14") in ground.fields
+    table = '{"columns": ["name", "salary"], "rows": [["Ana", 5000]]}'
+    assert ("salary", "5000") in la.grounding(_history("q", table)).fields
+    assert la.key_words("windSpeedKph") == ["wind", "speed", "kph"]
+
+
+@pytest.mark.parametrize(
+    ("text", "bound"),
+    [
+        (' {"answer": "The humidity in Mumbai is ', "35"),
+        (' {"answer": "It is windy: ', "29"),  # "windy" names wind_kph
+        (' {"answer": "The temperature is 14 and the humidity is ', "35"),
+        (' {"answer": "In Mumbai it is ', None),  # no field named since the last number
+        (' {"answer": "The humidity is 35 and it is ', None),
+    ],
+)
+def test_field_binder_binds_a_number_to_the_field_just_named(text: str, bound: str | None) -> None:
+    binder = la.FieldBinder(la.grounding(_history("q", WEATHER)).fields)
+    assert binder(text) == bound
+
+
+def test_answer_grammar_allows_only_context_numbers_and_requires_a_result() -> None:
+    gbnf = la.answer_grammar(la.Grounding(("540",), ("45", "12")))
+    assert 'num ::= "540" | "45" | "12"' in gbnf
+    assert 'rnum ::= "540"' in gbnf
+    assert "[^0-9" in gbnf  # free characters exclude digits: numbers come from num only
+    no_results = la.answer_grammar(la.Grounding((), ()))
+    assert "num" not in no_results and "rnum" not in no_results
+
+
+@pytest.mark.parametrize("sentences", [1, 2])
+def test_answer_grammar_compiles(sentences: int) -> None:
+    grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    for ground in (la.Grounding(("540", "-3.5"), ("45",)), la.Grounding()):
+        text = la.answer_grammar(ground, max_sentences=sentences)
+        assert grammar.LlamaGrammar.from_string(text, verbose=False)._root == "root"

@@ -1,0 +1,178 @@
+"""The embedded model's strategy (no model): plans run step by step through the Model
+protocol, and answers are checked against the tool results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopwright.core.events import ResponseDone, TextDelta, ToolCallDelta
+from loopwright.core.messages import Message, StopReason, ToolCallPart, ToolResultPart
+from loopwright.core.protocols import ModelRequest, ModelSettings
+from loopwright.providers import local_plan as pl
+from loopwright.providers.scripted import FunctionModel
+from loopwright.strategies.embedded import FollowPlan, GroundedAnswers, progress, ungrounded
+from loopwright.strategies.embedded.grounded import Turn, current_turn, fallback_text
+from loopwright.tools.builtin import make_tools
+
+ARITH = [t.spec for t in make_tools(["add", "multiply", "divide"])]
+LINE = "Plan: 3 + 5 = add(3, 5), then result * 8 = multiply(result, 8)"
+
+
+def _call(name: str, args: dict, cid: str) -> ToolCallPart:
+    return ToolCallPart(cid, name, args, json.dumps(args))
+
+
+def _planned_history() -> list[Message]:
+    steps = pl.parse_plan(LINE, ARITH)
+    assert steps is not None
+    return [
+        Message.user("What is (3 + 5) * 8?"),
+        Message("assistant", (pl.plan_part(LINE, steps), _call("add", {"a": 3, "b": 5}, "c1"))),
+        Message.tool_results([ToolResultPart("c1", "add", "8")]),
+    ]
+
+
+def test_progress_reads_the_provider_plan_and_substitutes_results() -> None:
+    history = _planned_history()
+    state = progress(history)
+    assert state is not None and state.done == 1
+    assert state.next_step is not None
+    assert (state.next_step.tool, state.next_step.arguments) == ("multiply", {"a": 8, "b": 8})
+    history += [
+        Message("assistant", (_call("multiply", {"a": 8, "b": 8}, "c2"),)),
+        Message.tool_results([ToolResultPart("c2", "multiply", "64")]),
+    ]
+    done = progress(history)
+    assert done is not None and done.next_step is None and done.done == 2
+    assert progress([*history, Message.user("and 2 + 2?")]) is None
+
+
+@pytest.mark.parametrize(
+    ("result", "value"),
+    [("8", 8), (" 2.5 ", 2.5), ("sunny, 21 C", "sunny, 21 C"), ('{"x": 1}', '{"x": 1}')],
+)
+def test_the_previous_result_enters_the_next_call_as_its_json_value(
+    result: str, value: object
+) -> None:
+    history = [*_planned_history()[:2], Message.tool_results([ToolResultPart("c1", "add", result)])]
+    state = progress(history)
+    assert state is not None and state.next_step is not None
+    assert state.next_step.arguments == {"a": value, "b": 8}
+
+
+def test_a_failed_step_abandons_the_plan() -> None:
+    failed = ToolResultPart("c1", "add", "boom", True, "permanent")
+    history = [*_planned_history()[:2], Message.tool_results([failed])]
+    assert progress(history) is None
+
+
+class _Recorder:
+    """A stand-in inner model recording what it was asked."""
+
+    def __init__(self, reply: str = "(3 + 5) * 8 = 64.") -> None:
+        self.requests: list[ModelRequest] = []
+        self.reply = reply
+
+    def __call__(self, messages: object, request: ModelRequest) -> str:
+        self.requests.append(request)
+        return self.reply
+
+
+async def _events(model, request):  # type: ignore[no-untyped-def]
+    return [e async for e in model.stream(request)]
+
+
+async def test_follow_plan_emits_the_next_step_without_calling_the_model() -> None:
+    inner = _Recorder()
+    model = FollowPlan(FunctionModel(inner))
+    events = await _events(model, ModelRequest(_planned_history(), tools=ARITH))
+    delta, done = events
+    assert isinstance(delta, ToolCallDelta) and isinstance(done, ResponseDone)
+    (call,) = done.message.tool_calls
+    assert (call.name, dict(call.arguments)) == ("multiply", {"a": 8, "b": 8})
+    assert inner.requests == []
+
+
+async def test_follow_plan_asks_for_the_answer_only_once_every_step_ran() -> None:
+    inner = _Recorder()
+    history = [
+        *_planned_history(),
+        Message("assistant", (_call("multiply", {"a": 8, "b": 8}, "c2"),)),
+        Message.tool_results([ToolResultPart("c2", "multiply", "64")]),
+    ]
+    await _events(FollowPlan(FunctionModel(inner)), ModelRequest(history, tools=ARITH))
+    (asked,) = inner.requests
+    assert asked.settings.tool_choice == "none"
+
+
+async def test_follow_plan_passes_through_when_there_is_no_plan() -> None:
+    inner = _Recorder()
+    request = ModelRequest([Message.user("hi")], tools=ARITH)
+    await _events(FollowPlan(FunctionModel(inner)), request)
+    assert inner.requests[0] is request
+
+
+def _turn(question: str, *results: str) -> Turn:
+    parts = [Message.user(question)] + [
+        Message.tool_results([ToolResultPart(f"c{i}", "t", r)]) for i, r in enumerate(results)
+    ]
+    return current_turn(parts)
+
+
+WEATHER = '{"city": "Cairo", "temperature_c": 19, "humidity_pct": 35, "source": "demo data, not a real forecast"}'
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "results", "why"),
+    [
+        ("45 * 12 = 540.", "What is 45 * 12?", ["540"], None),
+        ("It is 19 °C in Cairo (demo data).", "Temperature in Cairo?", [WEATHER], None),
+        ("45 * 12", "What is 45 * 12?", ["540"], "states no value"),
+        ("It is 72 degrees.", "How hot is Cairo?", [WEATHER], "not in any result"),
+        ("It is 19 degrees. The source is a real forecast.", "Cairo?", [WEATHER], "denies"),
+        ("It is 19, 19, 19, 19, 19, 19.", "Cairo?", [WEATHER], "repeats"),
+        ("", "q", ["1"], "empty"),
+        ("The file says hello world", "What does a.txt say?", ["hello world"], None),
+        ("What does a.txt say", "What does a.txt say?", ["hi"], "echoes"),
+        ("It is 19 degrees and not a real forecast.", "Cairo?", [WEATHER], None),
+        ("12.0 is the answer.", "What is 6 + 6?", ["12"], None),
+    ],
+)
+def test_ungrounded_rules(answer: str, question: str, results: list[str], why: str | None) -> None:
+    reason = ungrounded(answer, _turn(question, *results))
+    if why is None:
+        assert reason is None
+    else:
+        assert reason is not None and why in reason
+
+
+async def test_grounded_answers_replace_an_invented_answer_with_the_result() -> None:
+    history = [
+        Message.user("What is 45 * 12?"),
+        Message("assistant", (_call("calculator", {"expression": "45 * 12"}, "c1"),)),
+        Message.tool_results([ToolResultPart("c1", "calculator", "540")]),
+    ]
+    model = GroundedAnswers(FunctionModel(_Recorder("45 * 12")))
+    events = await _events(model, ModelRequest(history))
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    done = events[-1]
+    assert isinstance(done, ResponseDone) and done.stop_reason is StopReason.FINAL_ANSWER
+    assert done.message.text == text == fallback_text(current_turn(history))
+    assert "calculator returned: 540" in text and "reliable" in text
+    assert model.replaced == 1
+
+
+async def test_grounded_answers_keep_a_grounded_answer_and_ignore_first_turns() -> None:
+    history = [
+        Message.user("What is 45 * 12?"),
+        Message("assistant", (_call("calculator", {"expression": "45 * 12"}, "c1"),)),
+        Message.tool_results([ToolResultPart("c1", "calculator", "540")]),
+    ]
+    model = GroundedAnswers(FunctionModel(_Recorder("45 * 12 = 540.")))
+    events = await _events(model, ModelRequest(history))
+    assert events[-1].message.text == "45 * 12 = 540."
+    first = await _events(model, ModelRequest([Message.user("hi")], settings=ModelSettings()))
+    assert first[-1].message.text == "45 * 12 = 540."  # no results: nothing to check
+    assert model.checked == 1 and model.replaced == 0
