@@ -114,6 +114,7 @@ def test_corrupt_session_is_reported_as_corrupt(tmp_path: Path) -> None:
         result = invoke(*command, "--json")
         data = check_failure(result, STORE_ERROR, "corrupt checkpoint data for session 's-c'")
         assert data is not None and "no agent" not in data["error"]
+        assert "loopwright sessions fork s-c --checkpoint N" in data["error"]
 
 
 def test_unexpected_exception_is_an_internal_error_line(monkeypatch: pytest.MonkeyPatch) -> None:

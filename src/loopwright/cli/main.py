@@ -4,9 +4,12 @@ This module is the only one that knows every command, and the one place where a 
 becomes output: whatever a command raises ends as ONE ``error: ...`` line naming the fix
 (plus one JSON error object on stdout with ``--json``) and the documented exit code
 (:mod:`loopwright.cli.exit_codes`), never a traceback (``LOOPWRIGHT_DEBUG=1`` adds the
-traceback of an internal error). Command modules never import each other: what they
-share lives in ``agents``, ``options``, ``output``, ``recipe``, ``results`` and
-``stored``.
+traceback of an internal error).
+
+Command modules (those with ``COMMANDS``) never import each other: what they share lives
+in helper modules (``agents``, ``batch``, ``mcp_tools``, ``observe``, ``options``,
+``output``, ``recipe``, ``render``, ``results``, ``stored``), which never import a
+command. The import-linter contracts in pyproject.toml enforce it.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from loopwright.cli.output import CliError, report_failure, say, tolerant_stream
 from loopwright.core.errors import LoopwrightError, UserError
 from loopwright.core.run import RunStop
 from loopwright.core.text import for_terminal, scrub
-from loopwright.store.errors import StoreError
+from loopwright.store.errors import CorruptCheckpoint, StoreError
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -100,8 +103,14 @@ def _finish(exc: BaseException, argv: Sequence[str]) -> NoReturn:
         report_failure("interrupted", code, as_json=as_json)
         sys.exit(code)
     if isinstance(exc, LoopwrightError):
-        code = _code_for(exc)
-        report_failure(str(exc), code, as_json=as_json, session_id=getattr(exc, "session_id", None))
+        code, session_id = _code_for(exc), getattr(exc, "session_id", None)
+        message = str(exc)
+        if isinstance(exc, CorruptCheckpoint):
+            message += (
+                f" (from the command line: `loopwright sessions fork {session_id} "
+                f"--checkpoint N` or `loopwright sessions delete {session_id}`)"
+            )
+        report_failure(message, code, as_json=as_json, session_id=session_id)
         sys.exit(code)
     message = (
         f"internal error: {type(exc).__name__}: {exc} (a bug in loopwright: please report "
