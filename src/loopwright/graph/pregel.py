@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,7 +54,9 @@ Emit = Callable[[str, Any], None]
 _CURRENT: ContextVar[_Task | None] = ContextVar("loopwright_graph_task", default=None)
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
-DEFAULT_WORKERS = 16
+DEFAULT_WORKERS = min(32, (os.cpu_count() or 1) + 4)
+"""Worker threads per superstep for plain nodes (Python's default pool size): enough for
+nodes that block on I/O; more only adds GIL contention for nodes that compute."""
 
 
 def _pool() -> ThreadPoolExecutor:
