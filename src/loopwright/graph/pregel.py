@@ -9,9 +9,13 @@ gotos, Sends). A superstep whose task failed or was interrupted changes nothing:
 state stays as the last completed superstep left it; with a checkpointer, what the other
 tasks produced is kept so a resume re-runs only the unfinished ones.
 
-Step numbers follow LangGraph: a fresh input is checkpoint ``-1``, applying it is
-superstep ``0`` (the ``START`` task), nodes run from superstep ``1``; a run may take
-``recursion_limit`` supersteps past the one it started at.
+Step numbers and the recursion limit follow LangGraph: a fresh input is checkpoint
+``-1``, applying it is superstep ``0`` (the ``START`` task), nodes run from superstep
+``1``; a resumed run continues at the saved step + 1. With ``first`` the run's first
+step (``-1`` for a fresh input, the saved step + 1 on resume), reaching a step above
+``first + recursion_limit + 1`` raises :class:`GraphRecursionError` -- checked before
+each superstep and before noticing that none is left, so a fresh run whose nodes need
+``k`` supersteps needs ``recursion_limit >= k + 1``.
 """
 
 from __future__ import annotations
