@@ -105,6 +105,7 @@ def make_send_email(config: BuiltinConfig | None = None) -> Tool:
         send_email,
         idempotency_key=email.email_key,
         outcome_check=outbox.outcome,
+        validators=(email.check_arguments,),
         inline=False,  # waits on a file lock
     )
 
