@@ -157,6 +157,9 @@ async def measure(steps: int, repeats: int, otlp_url: str) -> dict[str, Any]:
         out[f"{clock}_jsonl_ratio"] = round(per["jsonl"] / per["off"], 3)
         out[f"{clock}_otel_ratio"] = round(per["otel"] / per["off"], 3)
         out[f"{clock}_otlp_ratio"] = round(per["otlp"] / per["off"], 3)
+        # the recorders' own share: over a run that builds the same events for a no-op
+        out[f"{clock}_jsonl_vs_events"] = round(per["jsonl"] / per["events"], 3)
+        out[f"{clock}_otel_vs_events"] = round(per["otel"] / per["events"], 3)
     out["jsonl_drain_ms"] = round(statistics.median(drains) * 1e3, 2)
     out["max_stall_ms"] = {k: round(statistics.median(v), 3) for k, v in stalls.items() if v}
     print(f"  JSONL file complete {out['jsonl_drain_ms']} ms after the run returned (median)")
