@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from loopwright.graph import END, START, Command, StateGraph, interrupt
@@ -182,3 +183,11 @@ PROGRAMS: dict[str, tuple[Any, dict, dict]] = {
     "subgraph_handback": (subgraph, {"items": ["x"]}, {"items": ["x", "x", "in"], "last": "inner"}),
     "async_nodes": (async_nodes, {"items": []}, {"items": ["async-a", "async-b"]}),
 }
+
+
+class Doc(BaseModel):
+    """A pydantic state (checkpointed field by field)."""
+
+    title: str = ""
+    notes: Annotated[list, operator.add] = []
+    point: Point | None = None

@@ -362,3 +362,61 @@ def test_programs_give_the_same_result_with_and_without_a_store(
     fresh = build().compile(checkpointer=store)  # rebuilt from the store alone
     assert fresh.get_state(thread).values == expected
     assert fresh.get_state(thread).next == ()
+
+
+def test_a_fan_in_waiting_across_an_interrupt_joins_after_the_resume(
+    store: Any, thread: dict
+) -> None:
+    def slow2(state: Pair) -> dict:
+        return {"log": [f"slow2:{interrupt('go on?')}"]}
+
+    g = StateGraph(Pair)
+    g.add_node("fast", lambda s: {"log": ["fast"]})
+    g.add_node("slow1", lambda s: {"log": ["slow1"]})
+    g.add_node("slow2", slow2)
+    g.add_node("join", lambda s: {"log": [f"join:{len(s['log'])}"]})
+    g.add_edge(START, "fast")
+    g.add_edge(START, "slow1")
+    g.add_edge("slow1", "slow2")
+    g.add_edge(["fast", "slow2"], "join")
+    app = g.compile(checkpointer=store)
+    app.invoke({"log": []}, thread)
+    assert app.get_state(thread).next == ("slow2",)
+    fresh = g.compile(checkpointer=store)  # "fast" already reached the join: stored
+    out = fresh.invoke(Command(resume="yes"), thread)
+    assert out["log"] == ["fast", "slow1", "slow2:yes", "join:3"]
+
+
+def test_pydantic_state_with_objects_round_trips_through_the_store(
+    store: Any, thread: dict
+) -> None:
+    from graph_programs import Doc
+
+    def edit(state: Doc) -> dict:
+        return {"title": state.title.upper(), "notes": ["edited"], "point": Point(1, 2)}
+
+    g = StateGraph(Doc)
+    g.add_node("edit", edit)
+    g.add_edge(START, "edit")
+    g.add_edge("edit", END)
+    g.compile(checkpointer=store).invoke({"title": "draft"}, thread)
+    values = (
+        StateGraph(Doc)
+        .add_node("edit", edit)
+        .add_edge(START, "edit")
+        .compile(checkpointer=store)
+        .get_state(thread)
+        .values
+    )
+    assert values == {"title": "DRAFT", "notes": ["edited"], "point": Point(1, 2)}
+
+
+def test_update_state_on_an_empty_thread_and_command_goto_end(store: Any, thread: dict) -> None:
+    g = StateGraph(Pair)
+    g.add_node("stop", lambda s: Command(goto=END, update={"log": ["stop"]}), destinations=(END,))
+    g.add_edge(START, "stop")
+    app = g.compile(checkpointer=store)
+    config = app.update_state(thread, {"log": ["seeded"]})
+    assert app.get_state(config).values == {"log": ["seeded"]}
+    assert app.get_state(config).next == ("stop",)  # LangGraph: as if START had run
+    assert app.invoke({"log": ["in"]}, thread) == {"log": ["seeded", "in", "stop"]}

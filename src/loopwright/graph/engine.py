@@ -312,11 +312,14 @@ class CompiledStateGraph:
         """Write ``values`` into the thread as a new checkpoint (a fork when ``config``
         names an earlier ``checkpoint_id``), through the reducers. With ``as_node`` the
         update counts as that node's output: its edges choose the next nodes; otherwise
-        the pending nodes stay pending. Returns the new checkpoint's config."""
+        the pending nodes stay pending (on an empty thread the update acts as the input:
+        START's edges choose). Returns the new checkpoint's config."""
         saver, thread, checkpoint_id = self._thread(config)
         saved = saver.at(thread, int(checkpoint_id)) if checkpoint_id else saver.latest(thread)
         if as_node is not None and as_node not in self.nodes and as_node not in (START, END):
             raise GraphError(f"update_state(as_node={as_node!r}): no such node")
+        if as_node is None and saved is None:
+            as_node = START  # as in LangGraph: the first update of a thread acts as its input
         run = _Run(self, {"configurable": {"thread_id": thread}})
         base = dict(saved.values) if saved is not None else dict(self.initial)
         writes, gotos = self.output_writes(as_node or "update_state", values)
