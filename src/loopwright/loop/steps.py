@@ -1,21 +1,25 @@
-"""The control loop: a short flat loop over phase helpers that return the next step.
+"""The control loop: a short flat loop over phases that return the next step.
 
 ``OBSERVE -> THINK -> (ACT -> REFLECT -> OBSERVE ...) -> DONE | ERROR | PAUSED``
 
-Each phase helper (:meth:`RunEngine.observe`, :meth:`~RunEngine.think`,
-:meth:`~RunEngine.act`, :meth:`~RunEngine.reflect`) returns either the next
-:class:`~loopwright.core.run.LoopState` or a :class:`Stop` naming why the run ends.
+Each phase (:meth:`RunEngine.observe`, :meth:`~RunEngine.think`, :meth:`~RunEngine.act`,
+:meth:`~RunEngine.reflect`) returns the next step as a value carrying the data that step
+needs (:class:`Act` holds the calls to run, :class:`Reflect` whether the turn failed,
+:class:`Stop` why the run ends). The run's :class:`~loopwright.core.run.RunState` is
+what the phases change; the engine keeps only what a run needs besides it (the request
+builder, the repetition detector, the batch in flight for repair on interruption).
+
+Every run takes the same path whether or not anyone observes it: events are built only
+when someone listens, behind one ``emit is not None`` check at each site.
 
 Performance contract (see ``benchmarks/loop.py``): a step never copies or rescans the
 history. The loop appends to one list and hands that list to the model; usage totals
-are incremental; repetition detection looks at a bounded tail; events are not even
-constructed when nobody listens (``RunEngine.emit is None``).
+are incremental; repetition detection looks at a bounded tail.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -49,11 +53,11 @@ from loopwright.core.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from loopwright.core.protocols import Fingerprinted, ModelRequest
+from loopwright.core.protocols import ModelRequest
 from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, RunStop
-from loopwright.core.tools import ToolSpec
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.detect import RepetitionDetector
+from loopwright.loop.request import ContextFailure, Requests, describe
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
 
 
@@ -97,8 +101,43 @@ class Stop:
     detail: str = ""
 
 
-Step = LoopState | Stop
+@dataclass(frozen=True, slots=True)
+class Observe:
+    """Take queued steering messages into the history."""
+
+
+@dataclass(frozen=True, slots=True)
+class Think:
+    """Call the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    """Run ``calls`` (the model's tool calls, or a paused state's pending ones with the
+    ``decisions`` given on resume)."""
+
+    calls: tuple[ToolCallPart, ...]
+    decisions: Mapping[str, Confirmation] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reflect:
+    """Account the turn: ``failed`` (every tool result was an error, or the reply was
+    empty) and the ``calls`` that ran (for repetition detection)."""
+
+    failed: bool = False
+    calls: tuple[ToolCallPart, ...] = ()
+
+
+Step = Observe | Think | Act | Reflect | Stop
+_OBSERVE, _THINK, _REFLECT, _FAILED = Observe(), Think(), Reflect(), Reflect(failed=True)
 _FINAL_ANSWER = Stop(RunStop.FINAL_ANSWER)
+_STATE_OF: dict[type, LoopState] = {
+    Observe: LoopState.OBSERVE,
+    Think: LoopState.THINK,
+    Act: LoopState.ACT,
+    Reflect: LoopState.REFLECT,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,40 +147,40 @@ class Resume:
     decisions: Mapping[str, Confirmation]
 
 
+class _Batch:
+    """The tool batch in flight: what :meth:`RunEngine.repair` needs if the run is cut
+    off (which calls started; the results once the batch ended)."""
+
+    __slots__ = ("calls", "results", "started")
+
+    def __init__(self, calls: tuple[ToolCallPart, ...]) -> None:
+        self.calls = calls
+        self.started: set[str] = set()
+        self.results: list[ToolResultPart] | None = None
+
+
 class RunEngine:
     """Drives one run over one :class:`RunState`. Not reusable; not thread-safe.
 
-    ``emit`` is ``None`` when nobody listens, and every emission site checks it first, so
-    an unobserved run builds no event objects at all.
+    ``emit`` is ``None`` when nobody listens (no event is built then).
     """
 
     # slots: a thousand concurrent runs mean a thousand engines (no per-engine __dict__)
     __slots__ = (
         "__weakref__",
-        "_fingerprints",
-        "_fp_scanned",
         "base_cost",
         "base_tokens",
-        "budget",
-        "calls",
+        "batch",
         "cancel_requested",
         "closer",
         "config",
-        "decisions",
         "detector",
         "dispatcher",
         "emit",
-        "finished",
-        "inflight",
-        "new_calls",
-        "request",
+        "requests",
         "resume",
         "running",
-        "specs",
-        "specs_version",
-        "started",
         "state",
-        "turn_failed",
         "turns",
     )
 
@@ -172,33 +211,17 @@ class RunEngine:
             )
             if state.messages:
                 self.detector.prime(state.messages)
-        self.specs = config.registry.specs(max_permission=config.dispatch.permission)
-        self.specs_version = config.registry.version
-        self.budget = config.context_budget()
-        # prompt fingerprints seen so far (system prompt + template-built messages); scanned
-        # incrementally so recording them never rescans the whole history
-        system = config.system
-        self._fingerprints: dict[str, None] = (
-            dict.fromkeys(system.fingerprints) if isinstance(system, Fingerprinted) else {}
-        )
-        self._fp_scanned = 0
-        self.request: ModelRequest | None = None  # reused when nothing reshapes the context
+        self.requests = Requests(config, state)
         self.turns = 0  # turns in this start()/resume; limits count these
         self.base_tokens = state.usage.total_tokens
         self.base_cost = state.usage.cost
-        self.calls: tuple[ToolCallPart, ...] = ()  # calls of the current batch to execute
-        self.inflight: tuple[ToolCallPart, ...] | None = None
-        self.started: list[str] = []
-        self.finished: list[ToolResultPart] | None = None  # batch results not yet appended
-        self.turn_failed = False
-        self.new_calls = False
-        self.decisions: Mapping[str, Confirmation] | None = None
+        self.batch: _Batch | None = None
 
     # ------------------------------------------------------------------ driving
     async def drive(self, input_message: Message | None) -> RunResult:
         """Run to a stop and return the result. Never raises for limits, model errors,
         timeouts or a cancel requested through :meth:`Run.cancel`; re-raises a foreign
-        cancellation (after making the history well-formed) and hook exceptions."""
+        cancellation (after making the history well-formed) and subscriber exceptions."""
         self.running = True
         timeout = self.config.limits.timeout
         deadline = None if timeout is None else asyncio.timeout(timeout)
@@ -238,37 +261,24 @@ class RunEngine:
     async def loop(self, input_message: Message | None) -> Stop:
         """The flat loop: enter the step's state, run its phase, take the next step."""
         step = self.begin(input_message)
-        state = self.state
-        emit = self.emit
-        start_turn, call_model, take_reply = self.start_turn, self.call_model, self.take_reply
-        act, reflect, observe = self.act, self.reflect, self.observe
-        THINK, ACT, REFLECT = LoopState.THINK, LoopState.ACT, LoopState.REFLECT
-        OBSERVE = LoopState.OBSERVE
-        while not isinstance(step, Stop):
-            previous = state.status
-            state.status = step
-            if emit is not None and previous is not step:
-                emit(StateChanged(previous, step, state.turn))
-            if step is THINK:
-                # think(), unrolled: no per-turn coroutine object lives across the model call
-                request = start_turn() or await self.build_request()
-                if type(request) is not Stop:
-                    step = take_reply(await call_model(request))  # type: ignore[arg-type]
-                else:
-                    step = request  # type: ignore[assignment]
-            elif step is ACT:
-                step = await act()
-                if emit is None and step is REFLECT:
-                    # nobody can see the states in between (reflect and observe never
-                    # suspend): take them without going round the loop
-                    step = reflect()
-                    if step is OBSERVE:
-                        step = observe()
-            elif step is REFLECT:
-                step = reflect()
+        while type(step) is not Stop:
+            self.enter(_STATE_OF[type(step)])
+            if type(step) is Think:
+                step = await self.think()
+            elif type(step) is Act:
+                step = await self.act(step)  # type: ignore[arg-type]
+            elif type(step) is Reflect:
+                step = self.reflect(step)  # type: ignore[arg-type]
             else:
-                step = observe()
-        return step
+                step = self.observe()
+        return step  # type: ignore[return-value]
+
+    def enter(self, status: LoopState) -> None:
+        state = self.state
+        previous = state.status
+        state.status = status
+        if self.emit is not None and previous is not status:
+            self.emit(StateChanged(previous, status, state.turn))
 
     def begin(self, input_message: Message | None) -> Step:
         state = self.state
@@ -282,7 +292,7 @@ class RunEngine:
             return self.prepare_resume(self.resume)
         if input_message is not None:
             self.append(input_message, "input")
-        return LoopState.OBSERVE
+        return _OBSERVE
 
     def append(self, message: Message, source: Source) -> None:
         self.state.messages.append(message)
@@ -299,80 +309,56 @@ class RunEngine:
                 self.append(message, "steering")
         if self.cancel_requested:
             return Stop(RunStop.CANCELLED, "cancelled by the caller")
-        return LoopState.THINK
+        return _THINK
 
     async def think(self) -> Step:
-        """Call the model (retrying transient errors) and decide what the reply means.
-        (:meth:`loop` runs the same three steps inline.)"""
-        request = self.start_turn() or await self.build_request()
-        if isinstance(request, Stop):
-            return request
-        return self.take_reply(await self.call_model(request))
-
-    def start_turn(self) -> ModelRequest | None:
-        """Count the turn; the reusable request, or ``None`` when one must be built."""
+        """Count the turn, call the model (retrying transient errors) and decide what the
+        reply means: tool calls to act on, an answer, or a stop."""
         self.state.turn += 1
         self.turns += 1
-        self.turn_failed = False
-        self.new_calls = False
-        request = self.request
-        if request is not None and self.config.registry.version != self.specs_version:
-            self.request = request = None  # tools changed (an MCP server's list_changed)
-        return request
-
-    def take_reply(self, done: ResponseDone | Stop) -> Step:
-        """What the model's reply means: tool calls to act on, an answer, or a stop."""
-        if isinstance(done, Stop):
+        try:
+            request = await self.requests.build()
+        except ContextFailure as failure:
+            return Stop(RunStop.CONTEXT_ERROR, str(failure))
+        done = await self.call_model(request)
+        if type(done) is Stop:
             return done
+        return self.take_reply(done)  # type: ignore[arg-type]
+
+    def take_reply(self, done: ResponseDone) -> Step:
         message = done.message
         parts = message.parts
         if message.role != "assistant" or any(type(p) is ToolResultPart for p in parts):
             message = _as_reply(message)
             parts = message.parts
-        if len(parts) == 1 and type(parts[0]) is ToolCallPart and parts[0].id:
-            calls: tuple[ToolCallPart, ...] = parts  # type: ignore[assignment]
-        else:
-            calls = message.tool_calls
-            if calls:
-                message, calls = _unique_ids(message, calls)
+        calls = message.tool_calls
         if calls:
+            message, calls = _unique_ids(message, calls)
             self.append(message, "model")
-            self.calls = calls
-            return LoopState.ACT
+            return Act(calls)
         if not message.text and done.stop_reason not in (StopReason.MAX_TOKENS, StopReason.REFUSAL):
             return self.empty_reply()
         self.append(message, "model")
         return self.answered(done.stop_reason)
 
-    async def act(self) -> Step:
+    async def act(self, step: Act) -> Step:
         """Run the batch; pause on deferred confirmations; append results in call order."""
         state = self.state
-        calls = self.calls
-        self.inflight = calls
-        self.started.clear()
-        decisions, self.decisions = self.decisions, None
-        cap = self.config.limits.max_tool_calls_per_turn
-        if self.emit is None:  # nobody listens: results only, no per-call outcome records
-            results = await self.dispatcher.run_results(
-                calls,
-                interrupted=self.steered,
-                on_start=self.on_start,
-                decisions=decisions,
-                max_calls=cap,
-            )
-            awaiting = self.collect(calls, results, None)
-        else:
-            outcomes = await self.dispatcher.run_batch(
-                calls,
-                interrupted=self.steered,
-                on_start=self.on_start,
-                decisions=decisions,
-                max_calls=cap,
-            )
-            results = [outcome.result for outcome in outcomes]
-            awaiting = self.collect(calls, results, outcomes)
-        self.inflight = None
-        self.finished = None
+        calls = step.calls
+        batch = self.batch = _Batch(calls)
+        outcomes = await self.dispatcher.run_batch(
+            calls,
+            interrupted=self.steered,
+            on_start=self.on_start,
+            decisions=step.decisions,
+            max_calls=self.config.limits.max_tool_calls_per_turn,
+        )
+        # kept before any event is emitted: a subscriber that raises cannot lose them
+        results = batch.results = [outcome.result for outcome in outcomes]
+        failed, awaiting = self.account(calls, results)
+        if self.emit is not None:
+            self.emit_finished(outcomes)
+        self.batch = None
         if state.held_results:
             results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
         if awaiting:
@@ -386,24 +372,22 @@ class RunEngine:
         if state.pending_calls:
             state.pending_calls = []
         self.append(Message("tool", tuple(results)), "tools")
-        if self.detector is not None:
-            self.detector.add(calls)
-            self.new_calls = True
-        return LoopState.REFLECT
+        return Reflect(failed, calls)
 
-    def reflect(self) -> Step:
+    def reflect(self, step: Reflect) -> Step:
         """Account the turn and check every limit; continue or stop."""
         state = self.state
         limits = self.config.limits
         state.updated_at = time.time()
-        if self.turn_failed:
+        if step.failed:
             state.consecutive_errors += 1
             cap = limits.max_consecutive_errors
             if cap is not None and state.consecutive_errors >= cap:
                 return Stop(RunStop.TOO_MANY_ERRORS, f"{cap} turns in a row failed")
         else:
             state.consecutive_errors = 0
-        if self.new_calls and self.detector is not None:
+        if step.calls and self.detector is not None:
+            self.detector.add(step.calls)
             found = self.detector.check()
             if found is not None:
                 return Stop(RunStop.LOOP_DETECTED, found)
@@ -419,65 +403,9 @@ class RunEngine:
             )
         if limits.max_turns is not None and self.turns >= limits.max_turns:
             return Stop(RunStop.MAX_TURNS, f"reached max_turns={limits.max_turns}")
-        return LoopState.OBSERVE
+        return _OBSERVE
 
     # ------------------------------------------------------------------ think helpers
-    async def build_request(self) -> ModelRequest | Stop:
-        """The request for this turn, or a ``context_error`` stop when the context policy
-        or ``transform_context`` raised (the run ends; the history stays as it was)."""
-        config = self.config
-        messages: Sequence[Message] = self.state.messages
-        reshaped = False
-        where = "context_policy"
-        try:
-            if config.context_policy is not None:
-                messages = config.context_policy(messages, self.budget)
-                reshaped = True
-            transform = config.hooks.transform_context
-            if transform is not None:
-                where = "transform_context"
-                out = transform(messages)
-                messages = await out if inspect.isawaitable(out) else out
-                reshaped = True
-            registry = config.registry
-            if registry.version != self.specs_version:
-                self.specs = registry.specs(max_permission=config.dispatch.permission)
-                self.specs_version = registry.version
-            specs: Sequence[ToolSpec] = self.specs
-            if config.tool_selection is not None:
-                # per-turn tool selection (docs/tool-selection.md): it only narrows what the
-                # model is shown; the dispatcher still checks every call's permission
-                where = "tool_selection"
-                chosen = config.tool_selection(messages, specs, config.model)
-                specs = await chosen if inspect.isawaitable(chosen) else chosen
-                reshaped = True
-        except Exception as exc:
-            return Stop(RunStop.CONTEXT_ERROR, f"{where} raised {_describe(exc)}")
-        request = ModelRequest(
-            messages,
-            config.system,
-            specs,
-            config.settings,
-            {"session_id": self.state.session_id},
-        )
-        if not reshaped:  # the history list itself: the same request object serves every turn
-            self.request = request
-        return request
-
-    def prompt_fingerprints(self) -> tuple[str, ...]:
-        """Fingerprints (``name@version#hash``) of the prompts in this run's requests: the
-        system prompt's (a ``PromptText``) and those recorded by ``prompt_message`` in a
-        message's ``provider_meta["loopwright"]["prompt_fingerprints"]``."""
-        messages = self.state.messages
-        seen = self._fingerprints
-        for m in messages[self._fp_scanned :]:
-            own = m.provider_meta.get("loopwright") if m.provider_meta else None
-            if isinstance(own, dict):
-                for fp in own.get("prompt_fingerprints", ()):
-                    seen.setdefault(str(fp), None)
-        self._fp_scanned = len(messages)
-        return tuple(seen)
-
     async def call_model(self, request: ModelRequest) -> ResponseDone | Stop:
         """One model turn with retries. Returns the final ``ResponseDone`` or a ``Stop``."""
         config = self.config
@@ -488,7 +416,7 @@ class RunEngine:
         while True:
             attempt += 1
             if emit is not None:
-                fingerprints = self.prompt_fingerprints()
+                fingerprints = self.requests.fingerprints()
                 emit(
                     ModelCallStarted(
                         state.turn,
@@ -510,9 +438,7 @@ class RunEngine:
                 except StopAsyncIteration:
                     break
                 except (Exception, GeneratorExit) as exc:
-                    final = StreamError(
-                        ProviderError(f"the model's stream raised {_describe(exc)}")
-                    )
+                    final = StreamError(ProviderError(f"the model's stream raised {describe(exc)}"))
                     break
                 kind = type(event)
                 if kind is ResponseDone or kind is StreamError:
@@ -584,12 +510,11 @@ class RunEngine:
     def empty_reply(self) -> Step:
         """Malformed output: tell the model, count an error turn, and go on."""
         state = self.state
-        self.turn_failed = True
         state.log_error(
             ErrorRecord(state.turn, "reply", "empty_reply", "the model's reply was empty")
         )
         self.append(Message("user", (TextPart(EMPTY_REPLY_OBSERVATION),)), "observation")
-        return LoopState.REFLECT
+        return _FAILED
 
     def answered(self, stop_reason: StopReason) -> Step:
         """A reply without tool calls: stop, unless queued messages continue the run."""
@@ -599,10 +524,10 @@ class RunEngine:
         if stop_reason is StopReason.MAX_TOKENS:
             return Stop(RunStop.MAX_TOKENS, "the reply was cut at settings.max_tokens")
         if state.steering:
-            return LoopState.REFLECT  # OBSERVE takes them in
+            return _REFLECT  # OBSERVE takes them in
         if state.follow_ups:
             self.append(state.follow_ups.pop(0), "follow_up")
-            return LoopState.REFLECT
+            return _REFLECT
         return _FINAL_ANSWER
 
     # ------------------------------------------------------------------ act helpers
@@ -610,23 +535,17 @@ class RunEngine:
         return bool(self.state.steering) or self.cancel_requested
 
     def on_start(self, call: ToolCallPart) -> None:
-        self.started.append(call.id)
+        if self.batch is not None:
+            self.batch.started.add(call.id)
         if self.emit is not None:
             self.emit(ToolCallStarted(self.state.turn, call))
 
-    def collect(
-        self,
-        calls: Sequence[ToolCallPart],
-        results: list[ToolResultPart],
-        outcomes: Sequence[DispatchOutcome] | None,
-    ) -> list[ToolCallPart]:
-        """Deferred calls and error accounting for the turn (``results`` in call order);
-        ``ToolCallFinished`` events from ``outcomes`` when someone listens.
-
-        The results are kept in ``self.finished`` *before* any event is emitted, so a
-        subscriber that raises cannot lose them (see :meth:`repair`)."""
+    def account(
+        self, calls: Sequence[ToolCallPart], results: list[ToolResultPart]
+    ) -> tuple[bool, list[ToolCallPart]]:
+        """Whether the turn failed (errors and no success) and the calls deferred for
+        confirmation; tool errors go to the error log."""
         state = self.state
-        self.finished = results
         awaiting: list[ToolCallPart] = []
         ok = errors = 0
         for call, result in zip(calls, results, strict=True):
@@ -639,22 +558,23 @@ class RunEngine:
             elif kind != _SKIPPED:
                 errors += 1
                 state.log_error(ErrorRecord(state.turn, "tool", kind, result.content[:300]))
-        self.turn_failed = errors > 0 and ok == 0
+        return errors > 0 and ok == 0, awaiting
+
+    def emit_finished(self, outcomes: Sequence[DispatchOutcome]) -> None:
         emit = self.emit
-        if emit is not None and outcomes is not None:
-            turn = state.turn
-            for outcome in outcomes:
-                emit(
-                    ToolCallFinished(
-                        turn,
-                        outcome.call,
-                        outcome.result,
-                        outcome.duration_s,
-                        outcome.attempts,
-                        outcome.repairs,
-                    )
+        assert emit is not None
+        turn = self.state.turn
+        for outcome in outcomes:
+            emit(
+                ToolCallFinished(
+                    turn,
+                    outcome.call,
+                    outcome.result,
+                    outcome.duration_s,
+                    outcome.attempts,
+                    outcome.repairs,
                 )
-        return awaiting
+            )
 
     def prepare_resume(self, resume: Resume) -> Step:
         """Re-enter ACT for the pending calls of a paused state, with the decisions."""
@@ -671,31 +591,27 @@ class RunEngine:
                 f"Agent.resume: decisions name unknown call ids {sorted(unknown)}; "
                 f"pending calls are {[c.id for c in pending]}"
             )
-        self.decisions = resume.decisions
-        self.calls = pending
-        return LoopState.ACT
+        return Act(pending, resume.decisions)
 
     # ------------------------------------------------------------------ ending
     def repair(self, why: str) -> None:
         """Keep the history well-formed when a batch is cut off: every call of the last
         assistant message gets exactly one result (held, outcome unknown, or skipped)."""
-        calls = self.inflight
-        if calls is None:
+        batch = self.batch
+        if batch is None:
             return
-        self.inflight = None
+        self.batch = None
         state = self.state
-        results = self.finished  # set when the batch ended but a subscriber raised
-        self.finished = None
+        results = batch.results  # set when the batch ended but a subscriber raised
         if results is None:
-            started = set(self.started)
             unknown = ToolErrorKind.OUTCOME_UNKNOWN.value
             results = [
                 ToolResultPart(c.id, c.name, INTERRUPTED_RESULT.substitute(why=why), True, unknown)
-                if c.id in started
+                if c.id in batch.started
                 else ToolResultPart(
                     c.id, c.name, SKIPPED_RESULT.substitute(why=why), True, _SKIPPED
                 )
-                for c in calls
+                for c in batch.calls
             ]
         if state.held_results:
             results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
@@ -751,14 +667,6 @@ def _as_reply(message: Message) -> Message:
     (a model must not be able to speak as the user, or answer its own tool calls)."""
     parts = tuple(p for p in message.parts if type(p) is not ToolResultPart)
     return replace(message, role="assistant", parts=parts)
-
-
-def _describe(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:  # a broken __str__ must not hide the original failure
-        text = ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _in_call_order(

@@ -1,5 +1,5 @@
-"""A run nobody listens to takes cheaper paths (results without outcome records, no
-round trips through unobservable states). It must end exactly like an observed run."""
+"""A run nobody listens to takes the same path as an observed one (only event building
+is skipped): it must end exactly like an observed run and pass through the same states."""
 
 from __future__ import annotations
 
