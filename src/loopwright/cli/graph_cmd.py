@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from loopwright.cli.output import CliError
-from loopwright.graph import CompiledStateGraph, StateGraph
 
 
 @click.group("graph")
@@ -44,6 +43,9 @@ def draw_command(target: str) -> None:
 
 
 def load_graph(target: str) -> Any:
+    # imported here: the graph package is not needed by the CLI's other commands
+    from loopwright.graph import CompiledStateGraph, StateGraph
+
     where, sep, name = target.rpartition(":")
     if not sep or not where or not name:
         raise CliError(f"graph target {target!r} must be MODULE:NAME or FILE.py:NAME")

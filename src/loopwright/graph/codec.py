@@ -119,15 +119,15 @@ def _decode_tagged(tag: str, data: Mapping[str, Any]) -> Any:
         return base64.b64decode(data["v"])
     if tag == "datetime":
         return dt.datetime.fromisoformat(data["v"])
-    cls = _load_class(data["cls"])
+    if tag not in ("enum", "dataclass", "pydantic"):
+        raise CheckpointEncodeError(f"unknown value tag {tag!r} in a checkpoint")
+    cls = _load_class(str(data["cls"]), tag)
     if tag == "enum":
         return cls(decode(data["v"]))
     fields = {k: decode(v) for k, v in data["v"].items()}
     if tag == "dataclass":
         return cls(**fields)
-    if tag == "pydantic":
-        return cls.model_validate(fields)
-    raise CheckpointEncodeError(f"unknown value tag {tag!r} in a checkpoint")
+    return cls.model_validate(fields)
 
 
 def _class_path(cls: type, where: str) -> str:
@@ -139,9 +139,27 @@ def _class_path(cls: type, where: str) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _load_class(path: str) -> Any:
+def _load_class(path: str, tag: str) -> Any:
+    """The class a checkpoint names -- only if it is of the kind the tag says: a stored
+    row must never be able to call an arbitrary importable function (``os:system``)."""
     module, _, qualname = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
+    try:
+        target: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise CheckpointEncodeError(
+            f"checkpoint names class {path!r}, which cannot be imported: {exc}"
+        ) from exc
+    ok = isinstance(target, type) and (
+        (tag == "enum" and issubclass(target, enum.Enum))
+        or (tag == "dataclass" and dataclasses.is_dataclass(target))
+        or (
+            tag == "pydantic"
+            and hasattr(target, "model_validate")
+            and hasattr(target, "model_fields")
+        )
+    )
+    if not ok:
+        raise CheckpointEncodeError(f"checkpoint names {path!r} as a {tag} class, which it is not")
     return target
