@@ -48,7 +48,7 @@ def test_unsupported_and_local_classes_are_refused_when_encoding() -> None:
 
     with pytest.raises(CheckpointEncodeError, match="defined inside a function"):
         encode(Local(1), "state key 'k'")
-    with pytest.raises(CheckpointEncodeError, match="state key 'k'.*object"):
+    with pytest.raises(CheckpointEncodeError, match=r"state key 'k'.*object"):
         encode(object(), "state key 'k'")
 
 
