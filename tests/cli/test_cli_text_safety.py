@@ -139,3 +139,24 @@ def test_json_output_is_strict_json_even_with_non_finite_numbers(
     data = json.loads(result.stdout, parse_constant=refuse)
     call = data["messages"][1]["parts"][0]
     assert call["kind"] == "tool_call" and call["arguments"] == {"expression": None}
+
+
+def test_trace_of_a_run_with_a_lone_surrogate_is_complete(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _model(monkeypatch, [tool_call("get_weather", {"city": "\ud83d"})], "bad \ud800 text")
+    traces = tmp_path / "traces"
+    result = CliRunner().invoke(main, ["run", "--trace", str(traces), "--json", "x"])
+    assert result.exit_code == 0, result.output
+    (path,) = traces.glob("*.jsonl")
+    lines = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    assert lines[-1]["type"] == "run_finished"
+    assert lines[-1]["result"]["answer"] == "bad \ufffd text"
+    seqs = [line["seq"] for line in lines[1:]]
+    assert seqs == list(range(1, len(seqs) + 1))  # no event lost
+    html = tmp_path / "run.html"
+    viewed = CliRunner().invoke(
+        main, ["trace", "view", path.stem, "--dir", str(traces), "-o", str(html)]
+    )
+    assert viewed.exit_code == 0, viewed.output
+    html.read_text("utf-8")

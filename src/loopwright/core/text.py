@@ -25,6 +25,7 @@ pair split into two code points is joined into its character).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -33,8 +34,6 @@ from typing import Final
 
 REPLACEMENT: Final = "\ufffd"
 
-_STRICT: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_LAX: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 # C0 controls except tab and newline, DEL, C1 controls (0x9b is an 8-bit CSI, 0x9d an
 # 8-bit OSC), and the bidirectional overrides/isolates that reorder what a reader sees.
@@ -91,6 +90,19 @@ def _finite(value: object) -> object:
     return value
 
 
+@functools.lru_cache(maxsize=32)
+def _encoder(
+    strict: bool, indent: int | None, default: Callable[[object], object] | None
+) -> json.JSONEncoder:
+    return json.JSONEncoder(
+        ensure_ascii=False,
+        allow_nan=not strict,
+        indent=indent,
+        separators=None if indent is not None else (",", ":"),
+        default=default,
+    )
+
+
 def to_json(
     value: object,
     *,
@@ -104,20 +116,11 @@ def to_json(
     (a store reading its own rows back with Python): they are kept as Python writes them.
     ``default`` converts objects JSON cannot hold (as in :func:`json.dumps`).
     """
-    if indent is not None or default is not None:
-        encoder = json.JSONEncoder(
-            ensure_ascii=False,
-            allow_nan=not strict,
-            indent=indent,
-            separators=None if indent is not None else (",", ":"),
-            default=default,
-        )
-    else:
-        encoder = _STRICT if strict else _LAX
+    encoder = _encoder(strict, indent, default)
     try:
         text = encoder.encode(value)
-    except ValueError:
-        if not strict:
+    except ValueError as exc:
+        if not strict or "Out of range float" not in str(exc):
             raise
-        text = encoder.encode(_finite(value))  # out-of-range floats: the rare path
+        text = encoder.encode(_finite(value))  # non-finite floats: the rare path
     return scrub(text)

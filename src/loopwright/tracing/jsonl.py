@@ -29,6 +29,7 @@ redacted (:mod:`loopwright.tracing.redact`) before it is written.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -39,6 +40,7 @@ from typing import IO, Any, cast
 
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
 from loopwright.core.messages import JSONValue
+from loopwright.core.text import to_json
 from loopwright.tracing.redact import redact_json
 from loopwright.tracing.serialize import TRACE_FORMAT, event_to_dict
 from loopwright.tracing.worker import Worker
@@ -78,7 +80,7 @@ class JsonlRecorder:
             f"loopwright_jsonl_run_{id(self)}", default=None
         )
         self._files: dict[_RunFile, IO[str]] = {}  # the worker thread's own
-        self._dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+        self._dumps = functools.partial(to_json, strict=False, default=str)  # UTF-8-safe
         self._worker = Worker("loopwright-jsonl", self._write, self._flush_files, self._close_files)
 
     # -- the subscriber (event-loop side: no I/O, no serialization) --------------------

@@ -9,11 +9,11 @@ opens quickly.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from importlib import resources
 
 from loopwright.core.messages import JSONValue
+from loopwright.core.text import to_json
 from loopwright.tracing.spans import Trace
 
 _PLACEHOLDER = "/*__TRACE_DATA__*/null"
@@ -49,7 +49,7 @@ def trace_data(trace: Trace) -> dict[str, JSONValue]:
 def _script_json(data: object) -> str:
     """JSON safe inside a <script> element: no ``</script>``, no ``<!--``, and the
     two line separators JavaScript rejects in string literals escaped."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = to_json(data, strict=False, default=str)  # NaN is a JavaScript literal too
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
