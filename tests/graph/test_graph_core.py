@@ -482,8 +482,15 @@ def test_stream_events_mode_reports_tasks() -> None:
     g.add_node("a", say("a"))
     g.add_edge(START, "a")
     events = list(g.compile().stream({"log": []}, stream_mode="events"))
-    assert [(e.type, e.node) for e in events] == [("task_started", "a"), ("task_finished", "a")]
-    assert events[1].update == {"log": ["a"]}
+    assert [e.type for e in events] == [
+        "step_finished",  # superstep 0 applied the input; "a" is next
+        "task_started",
+        "task_finished",
+        "step_finished",
+    ]
+    assert (events[0].step, events[0].next) == (0, ("a",))
+    assert (events[1].node, events[2].update) == ("a", {"log": ["a"]})
+    assert (events[3].step, events[3].next) == (1, ())
 
 
 def test_invoke_inside_a_running_event_loop_from_a_sync_node() -> None:

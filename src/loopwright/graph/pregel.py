@@ -46,6 +46,7 @@ from loopwright.graph.types import (
     Overwrite,
     ParentCommand,
     Send,
+    StepFinished,
     TaskFinished,
     TaskStarted,
 )
@@ -519,6 +520,9 @@ class _Run:
         pending_next = chosen.pending()
         self._save("loop", pending_next, changes)
         self.emit("values", dict(new))
+        if self.wants("events"):
+            names = tuple(p.node if isinstance(p, Send) else p for p in pending_next)
+            self.emit("events", StepFinished(self.step, names))
         self.step += 1
         return self._tasks(pending_next)
 
