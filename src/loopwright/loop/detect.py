@@ -1,26 +1,25 @@
-"""Repetition and cycle detection over a bounded tail of tool calls.
+"""Repetition and cycle detection over a bounded tail of tool calls and their results.
 
-The detector keeps the last ``repeat_limit * max_cycle_period`` call signatures in a
-``deque`` and compares only those, so its cost per step does not depend on how long the
-run has been going. A call's signature is its ``(name, arguments)``; arguments are
-compared by equality (no serialisation, no hashing, so unhashable JSON values are fine).
-The tail holds the call parts themselves (already in the history: no new object per call).
+The detector keeps the last ``repeat_limit * max_cycle_period`` calls in a ``deque`` and
+compares only those, so its cost per step does not depend on how long the run has been
+going. Two calls repeat each other when they have the same name, equal arguments *and*
+the same result: polling a job whose status goes queued -> running -> done makes
+progress and is not a loop, while the same call getting the same answer again is.
+Arguments are compared by equality (no serialisation, no hashing, so unhashable JSON
+values are fine). The tail holds the call parts and result texts themselves (already in
+the history: no new object per call).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
-from loopwright.core.messages import JSONValue, Message, ToolCallPart
+from loopwright.core.messages import JSONValue, Message, ToolCallPart, ToolResultPart
 
 Signature: TypeAlias = tuple[str, Mapping[str, JSONValue]]
 """``(tool name, arguments)``: two calls repeat each other when their signatures are equal."""
-
-
-def _same(a: ToolCallPart, b: ToolCallPart) -> bool:
-    return a.name == b.name and a.arguments == b.arguments
 
 
 class RepetitionDetector:
@@ -31,7 +30,7 @@ class RepetitionDetector:
     description of the repetition found, or ``None``.
     """
 
-    __slots__ = ("_cycles", "_max_period", "_repeat", "_tail")
+    __slots__ = ("_cycles", "_max_period", "_repeat", "_results", "_tail")
 
     def __init__(self, repeat_limit: int, *, cycles: bool = True, max_period: int = 4) -> None:
         if repeat_limit < 2:
@@ -39,21 +38,37 @@ class RepetitionDetector:
         self._repeat = repeat_limit
         self._cycles = cycles
         self._max_period = max_period if cycles else 1
-        self._tail: deque[ToolCallPart] = deque(maxlen=repeat_limit * self._max_period)
+        size = repeat_limit * self._max_period
+        self._tail: deque[ToolCallPart] = deque(maxlen=size)
+        self._results: deque[str | None] = deque(maxlen=size)
 
-    def add(self, calls: Iterable[ToolCallPart]) -> None:
+    def add(
+        self, calls: Sequence[ToolCallPart], results: Sequence[ToolResultPart] | None = None
+    ) -> None:
+        """Record ``calls`` in order, with their ``results`` (in call order) when known."""
         self._tail.extend(calls)
+        if results is None or len(results) != len(calls):
+            self._results.extend([None] * len(calls))
+        else:
+            self._results.extend([r.content for r in results])
 
     def prime(self, messages: list[Message]) -> None:
         """Refill the tail from the end of a history (used when a run resumes)."""
         need = self._tail.maxlen or 0
         found: list[ToolCallPart] = []
+        answers: dict[str, ToolResultPart] = {}
         i = len(messages) - 1
         while i >= 0 and len(found) < need:
-            found[:0] = messages[i].tool_calls
+            message = messages[i]
+            for result in message.tool_results_parts:
+                answers.setdefault(result.call_id, result)
+            found[:0] = message.tool_calls
             i -= 1
         self._tail.clear()
-        self.add(found[-need:] if need else ())
+        self._results.clear()
+        kept = found[-need:] if need else []
+        self._tail.extend(kept)
+        self._results.extend([_content(answers.get(c.id)) for c in kept])
 
     def check(self) -> str | None:
         tail = self._tail
@@ -71,9 +86,15 @@ class RepetitionDetector:
             if prior.name != name or prior.arguments != arguments:
                 continue
             start = n - span
-            if all(_same(tail[start + k], tail[start + k + period]) for k in range(span - period)):
+            if all(self._same(start + k, start + k + period) for k in range(span - period)):
                 return self._describe(period, start)
         return None
+
+    def _same(self, i: int, j: int) -> bool:
+        a, b = self._tail[i], self._tail[j]
+        return (
+            a.name == b.name and a.arguments == b.arguments and self._results[i] == self._results[j]
+        )
 
     def _describe(self, period: int, start: int) -> str:
         tail = self._tail
@@ -81,10 +102,14 @@ class RepetitionDetector:
             name, args = tail[-1].name, tail[-1].arguments
             return (
                 f"tool {name!r} was called with the same arguments {self._repeat} times "
-                f"in a row ({_short(args)})"
+                f"in a row and got the same result each time ({_short(args)})"
             )
         names = " -> ".join(tail[start + k].name for k in range(period))
         return f"the cycle {names} repeated {self._repeat} times in a row"
+
+
+def _content(result: ToolResultPart | None) -> str | None:
+    return None if result is None else result.content
 
 
 def _short(args: Mapping[str, JSONValue], limit: int = 120) -> str:

@@ -17,8 +17,8 @@ class Limits:
       whose reply was empty; reaching it stops with ``too_many_errors``.
     * ``timeout`` -- wall-clock seconds for one ``start``/``run`` (a resumed run gets a
       fresh timeout). Stops with ``timeout``; tool calls cut off get a result saying so.
-    * ``repeat_limit`` -- the same tool with equal arguments this many times in a row
-      stops the run with ``loop_detected``. With ``cycle_detection`` a repeating cycle of
+    * ``repeat_limit`` -- the same tool with equal arguments and the same result this
+      many times in a row stops the run with ``loop_detected``. With ``cycle_detection`` a repeating cycle of
       2 to ``max_cycle_period`` calls seen ``repeat_limit`` times in a row does too.
     * ``model_retries`` -- retries of a retryable model error (rate limit, 5xx, timeout,
       cut stream) before the run stops with ``model_error``; the run makes at most

@@ -123,10 +123,12 @@ class Act:
 @dataclass(frozen=True, slots=True)
 class Reflect:
     """Account the turn: ``failed`` (every tool result was an error, or the reply was
-    empty) and the ``calls`` that ran (for repetition detection)."""
+    empty) and the ``calls`` that ran with their ``results`` in call order (for
+    repetition detection, which compares both)."""
 
     failed: bool = False
     calls: tuple[ToolCallPart, ...] = ()
+    results: tuple[ToolResultPart, ...] = ()
 
 
 Step = Observe | Think | Act | Reflect | Stop
@@ -371,8 +373,9 @@ class RunEngine:
             state.held_results = []
         if state.pending_calls:
             state.pending_calls = []
-        self.append(Message("tool", tuple(results)), "tools")
-        return Reflect(failed, calls)
+        parts = tuple(results)
+        self.append(Message("tool", parts), "tools")
+        return Reflect(failed, calls, parts)
 
     def reflect(self, step: Reflect) -> Step:
         """Account the turn and check every limit; continue or stop."""
@@ -387,7 +390,7 @@ class RunEngine:
         else:
             state.consecutive_errors = 0
         if step.calls and self.detector is not None:
-            self.detector.add(step.calls)
+            self.detector.add(step.calls, step.results)
             found = self.detector.check()
             if found is not None:
                 return Stop(RunStop.LOOP_DETECTED, found)
