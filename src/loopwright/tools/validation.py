@@ -102,6 +102,10 @@ class SchemaValidator:
 
 
 def _explain(err: ValidationError) -> list[Violation]:
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        inner = _branch_errors(err)
+        if inner:
+            return [v for e in inner for v in _explain(e)]
     base = list(err.absolute_path)
     inst = err.instance
     if err.validator == "required" and isinstance(inst, dict):
@@ -125,6 +129,31 @@ def _explain(err: ValidationError) -> list[Violation]:
     if len(msg) > _MESSAGE_LIMIT:
         msg = msg[: _MESSAGE_LIMIT - 1] + "…"
     return [Violation(pointer_from_path(base), msg)]
+
+
+def _branch_errors(err: ValidationError) -> list[ValidationError]:
+    """The errors of the one ``anyOf``/``oneOf`` branch the value was meant for, so a
+    mistake deep inside an optional object is reported at its own field, not as "not
+    valid under any of the given schemas" at the parent. A branch whose type does not
+    even match the value (``null`` for an object) is not meant; when several branches
+    remain, the most relevant error decides (``jsonschema``'s ``best_match``)."""
+    from jsonschema.exceptions import best_match
+
+    by_branch: dict[object, list[ValidationError]] = {}
+    for sub in err.context or ():
+        branch = sub.relative_schema_path[0] if sub.relative_schema_path else None
+        by_branch.setdefault(branch, []).append(sub)
+    meant = [
+        errors
+        for errors in by_branch.values()
+        if not any(e.validator == "type" and not e.relative_path for e in errors)
+    ]
+    if len(meant) == 1:
+        return meant[0]
+    if not meant:
+        return []
+    best = best_match([e for errors in meant for e in errors])
+    return [best] if best is not None else []
 
 
 _CACHE: dict[int, tuple[Mapping[str, Any], SchemaValidator]] = {}
