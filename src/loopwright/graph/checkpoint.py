@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import operator
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -93,6 +94,7 @@ class GraphSaver:
         self._reducers = reducers
         # thread -> (number of its newest store checkpoint, the graph checkpoint it shows)
         self._cache: OrderedDict[str, tuple[int, Saved]] = OrderedDict()
+        self._lock = threading.Lock()  # one compiled graph may run in several threads
 
     def replayable(self, key: str) -> bool:
         return self._reducers.get(key) in _REPLAYABLE
@@ -316,13 +318,11 @@ class GraphSaver:
         self._remember(thread, ref.checkpoint, saved)
 
     def _remember(self, thread: str, number: int, saved: Saved) -> None:
-        self._cache[thread] = (number, saved)
-        self._cache.move_to_end(thread)
-        if len(self._cache) > _CACHE_THREADS:
-            self._cache.popitem(last=False)
-
-    def forget(self, thread: str) -> None:
-        self._cache.pop(thread, None)
+        with self._lock:
+            self._cache[thread] = (number, saved)
+            self._cache.move_to_end(thread)
+            if len(self._cache) > _CACHE_THREADS:
+                self._cache.popitem(last=False)
 
 
 def _results(record: Mapping[str, Any]) -> dict[str, PendingResult]:
