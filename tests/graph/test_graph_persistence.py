@@ -420,3 +420,30 @@ def test_update_state_on_an_empty_thread_and_command_goto_end(store: Any, thread
     assert app.get_state(config).values == {"log": ["seeded"]}
     assert app.get_state(config).next == ("stop",)  # LangGraph: as if START had run
     assert app.invoke({"log": ["in"]}, thread) == {"log": ["seeded", "in", "stop"]}
+
+
+def _pre_then_ask(store: Any) -> Any:
+    def ask(state: Pair) -> dict:
+        return {"log": [interrupt("q?")]}
+
+    g = StateGraph(Pair)
+    g.add_node("pre", lambda s: {"log": ["pre"]})
+    g.add_node("ask", ask)
+    g.add_edge(START, "pre")
+    g.add_edge("pre", "ask")
+    return g.compile(checkpointer=store)
+
+
+def test_resume_streams_like_langgraph(store: Any, thread: dict) -> None:
+    # each expectation below is what LangGraph 1.2 prints for the same program
+    no_store = _pre_then_ask(None).invoke({"log": []})
+    assert no_store["log"] == ["pre"] and [i.value for i in no_store["__interrupt__"]] == ["q?"]
+    app = _pre_then_ask(store)
+    app.invoke({"log": []}, thread)
+    assert list(app.stream(Command(resume="A"), thread, stream_mode="values")) == [
+        {"log": ["pre"]},
+        {"log": ["pre", "A"]},
+    ]
+    app.invoke({"log": ["x"]}, thread)
+    assert list(app.stream(Command(resume="B"), thread)) == [{"ask": {"log": ["B"]}}]
+    assert app.invoke(None, thread) == {"log": ["pre", "A", "x", "pre", "B"]}
