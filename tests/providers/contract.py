@@ -7,7 +7,7 @@ discovered automatically (see :func:`load_kits`). A kit is a small object satisf
 :class:`WireKit`:
 
 * ``name``: the snapshot folder (``tests/providers/snapshots/<name>/``).
-* ``model(base_url, on_payload)``: the adapter under test, pointed at the fake
+* ``model(base_url, on_payload, call_limits)``: the adapter under test, pointed at the fake
   server (``base_url`` is ``http://127.0.0.1:PORT``; add ``/v1`` etc. as the SDK needs).
 * ``reply(answer, cut_after=None, noise=False)``: a :class:`~fakeserver.Reply` that speaks
   your protocol's wire format for the neutral :class:`Answer` (streamed, the default mode).
@@ -50,6 +50,7 @@ from loopwright.core.events import ModelEvent, ResponseDone, StreamError, ToolCa
 from loopwright.core.messages import Message, ReasoningPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, PayloadHook
 from loopwright.core.tools import ToolSpec
+from loopwright.providers.transport import CallLimits
 
 HERE = Path(__file__).parent
 SNAPSHOTS = HERE / "snapshots"
@@ -92,7 +93,12 @@ class WireKit(Protocol):
     native_ids: bool
     reasoning: bool
 
-    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model: ...
+    def model(
+        self,
+        base_url: str,
+        on_payload: PayloadHook | None = None,
+        call_limits: CallLimits | None = None,
+    ) -> Model: ...
 
     def reply(self, answer: Answer, cut_after: int | None = None, noise: bool = False) -> Reply: ...
 

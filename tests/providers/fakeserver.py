@@ -44,12 +44,14 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer. ``chunks`` are written one by one (chunked encoding);
-    ``cut`` closes the socket after them without finishing the body."""
+    """One scripted answer. ``chunks`` are written one by one (chunked encoding); a float
+    among them is a pause of that many seconds (a stalled or trickling stream); ``cut``
+    closes the socket after them without finishing the body; ``delay`` is slept before
+    the status line (a server that does not answer)."""
 
     status: int = 200
     headers: Mapping[str, str] = field(default_factory=dict)
-    chunks: Sequence[bytes] = ()
+    chunks: Sequence[bytes | float] = ()
     cut: bool = False
     delay: float = 0.0
 
@@ -128,6 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         for chunk in reply.chunks:
+            if isinstance(chunk, float):
+                time.sleep(chunk)
+                continue
             self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             self.wfile.flush()
         if reply.cut:

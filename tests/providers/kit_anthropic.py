@@ -18,6 +18,7 @@ from fakeserver import Recorded, Reply
 from loopwright.core.protocols import Model, PayloadHook
 from loopwright.providers._names import wire_name
 from loopwright.providers.anthropic import AnthropicModel
+from loopwright.providers.transport import CallLimits
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ID_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -64,12 +65,18 @@ class AnthropicKit:
     reasoning = True
     opaque_markers = (SIGNATURE,)  # must never reach another protocol
 
-    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
+    def model(
+        self,
+        base_url: str,
+        on_payload: PayloadHook | None = None,
+        call_limits: CallLimits | None = None,
+    ) -> Model:
         return AnthropicModel(
             "claude-sonnet-5",
             base_url=base_url,
             api_key="sk-ant-test",
             on_payload=on_payload,
+            call_limits=call_limits,
         )
 
     def events(self, answer: Answer) -> list[Any]:

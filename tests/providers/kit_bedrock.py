@@ -20,6 +20,7 @@ from fakeserver import Recorded, Reply
 from loopwright.core.protocols import Model, PayloadHook
 from loopwright.providers._names import wire_name
 from loopwright.providers.bedrock import BedrockModel, BedrockOptions
+from loopwright.providers.transport import CallLimits
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -89,8 +90,19 @@ class BedrockKit:
     opaque_markers = (SIGNATURE,)  # must never reach another protocol
     reasoning_tokens = False  # Converse's TokenUsage has no reasoning count
 
-    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
-        return BedrockModel(MODEL_ID, base_url=base_url, on_payload=on_payload, options=OPTIONS)
+    def model(
+        self,
+        base_url: str,
+        on_payload: PayloadHook | None = None,
+        call_limits: CallLimits | None = None,
+    ) -> Model:
+        return BedrockModel(
+            MODEL_ID,
+            base_url=base_url,
+            on_payload=on_payload,
+            call_limits=call_limits,
+            options=OPTIONS,
+        )
 
     def events(self, answer: Answer) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]

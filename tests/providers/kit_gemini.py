@@ -20,6 +20,7 @@ from fakeserver import Recorded, Reply
 from loopwright.core.protocols import Model, PayloadHook
 from loopwright.providers._names import wire_name
 from loopwright.providers.gemini import GeminiModel
+from loopwright.providers.transport import CallLimits
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 SIGNATURE = base64.b64encode(b"gemini-thought-signature-bytes-1").decode()
@@ -86,12 +87,18 @@ class GeminiKit:
     opaque_markers = (SIGNATURE, SIGNATURE.replace("+", "-").replace("/", "_"))
     streams_arguments = False
 
-    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
+    def model(
+        self,
+        base_url: str,
+        on_payload: PayloadHook | None = None,
+        call_limits: CallLimits | None = None,
+    ) -> Model:
         return GeminiModel(
             "gemini-2.5-flash",
             base_url=base_url,
             api_key="test-key",
             on_payload=on_payload,
+            call_limits=call_limits,
         )
 
     @staticmethod

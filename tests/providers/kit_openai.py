@@ -17,6 +17,7 @@ from loopwright.core.protocols import Model, PayloadHook
 from loopwright.providers.openai_chat import OpenAIChatModel
 from loopwright.providers.openai_responses import OpenAIResponsesModel
 from loopwright.providers.registry import VENDORS
+from loopwright.providers.transport import CallLimits
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # Lines a conforming SSE client ignores. (No bare "retry:" event: the openai SDK
@@ -106,12 +107,18 @@ class ChatKit:
         # DeepSeek's dialect exercises reasoning_content and max_tokens.
         self.vendor = VENDORS[vendor]
 
-    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
+    def model(
+        self,
+        base_url: str,
+        on_payload: PayloadHook | None = None,
+        call_limits: CallLimits | None = None,
+    ) -> Model:
         return OpenAIChatModel(
             "deepseek-chat",
             base_url=base_url + "/v1",
             api_key="sk-test",
             on_payload=on_payload,
+            call_limits=call_limits,
             vendor=self.vendor,
         )
 
@@ -218,12 +225,18 @@ class ResponsesKit:
     native_ids = True
     reasoning = True
 
-    def model(self, base_url: str, on_payload: PayloadHook | None = None) -> Model:
+    def model(
+        self,
+        base_url: str,
+        on_payload: PayloadHook | None = None,
+        call_limits: CallLimits | None = None,
+    ) -> Model:
         return OpenAIResponsesModel(
             "gpt-5-mini",
             base_url=base_url + "/v1",
             api_key="sk-test",
             on_payload=on_payload,
+            call_limits=call_limits,
         )
 
     def events(self, answer: Answer) -> list[Any]:

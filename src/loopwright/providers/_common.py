@@ -43,6 +43,7 @@ from loopwright.providers._names import ToolNameMap, wire_name
 from loopwright.providers._partial_json import parse_final, parse_partial
 from loopwright.providers._stream import StreamAccumulator, StreamPlan, drive
 from loopwright.providers.schema import UnsupportedSchema
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -383,7 +384,7 @@ class AdapterCall(Generic[C]):
     request and returns the wire chunks; ``decode`` is the adapter's chunk decoder (see
     :class:`StreamPlan`). ``hook`` is the ``on_payload`` hook; with one, every accumulator
     keeps the raw wire events and ``response(events)`` is the payload shown to it as
-    ``"response"``. ``model`` presets the accumulator's model name (for wires that may
+    ``"response"``. ``limits`` are the call's deadlines (see :mod:`.transport`). ``model`` presets the accumulator's model name (for wires that may
     not send it); ``prepare(acc)`` runs on the call's fresh accumulator, for the adapter's
     decoding state.
     """
@@ -396,6 +397,7 @@ class AdapterCall(Generic[C]):
     model: str = ""
     prepare: Callable[[StreamAccumulator], None] | None = None
     response: Callable[[list[JSONValue]], dict[str, Any]] = _events_payload
+    limits: CallLimits = DEFAULT_CALL_LIMITS
 
 
 async def stream_call(call: AdapterCall[C]) -> AsyncIterator[ModelEvent]:
@@ -433,6 +435,7 @@ async def stream_call(call: AdapterCall[C]) -> AsyncIterator[ModelEvent]:
         open=lambda: call.open(payload),
         decode=call.decode,
         new_accumulator=accumulator,
+        limits=call.limits,
         on_response=report if hook is not None else None,
     )
     async for event in drive(plan):

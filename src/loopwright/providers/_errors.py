@@ -27,6 +27,7 @@ from loopwright.core.errors import (
     BadRequest,
     ContextOverflow,
     MalformedResponse,
+    ModelTimeout,
     ProviderError,
     RateLimited,
     TransientProviderError,
@@ -266,6 +267,40 @@ def _body_and_headers(exc: BaseException) -> tuple[str, Mapping[str, str] | None
     return body, headers
 
 
+_TIMEOUT_PHASES = (("ConnectTimeout", "connect"), ("Timeout", "read"))
+"""Exception type names (httpx/httpx2 ``ConnectTimeout``/``ReadTimeout``, botocore
+``ConnectTimeoutError``/``ReadTimeoutError``, the SDKs' ``APITimeoutError``) -> phase."""
+
+
+def _raised_below(provider: str, exc: BaseException) -> ProviderError | None:
+    """A typed error raised under an SDK's wrapper: our HTTP layer's size/encoding errors
+    (``APIConnectionError`` from a ``ResponseTooLarge``) and transport timeouts, found
+    along the ``__cause__``/``__context__`` chain (``APITimeoutError`` wraps httpx's
+    ``ConnectTimeout``, which wraps a bare ``TimeoutError``: a connect timeout anywhere in
+    the chain makes the phase ``connect``)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    timeout: tuple[str, BaseException] | None = None
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        if isinstance(current, ProviderError):  # only loopwright raises these
+            return current
+        name = type(current).__name__
+        if _status_of(current) is None:
+            phase = next((p for marker, p in _TIMEOUT_PHASES if marker in name), None)
+            if phase is not None and (timeout is None or timeout[0] != "connect"):
+                timeout = (phase, current)  # a connect timeout anywhere names the phase
+        current = current.__cause__ or current.__context__
+    if timeout is None:
+        return None
+    phase, found = timeout
+    return ModelTimeout(
+        f"{provider}: {phase} timed out ({type(found).__name__}: {found})"[:300],
+        phase=phase,
+        provider=provider,
+    )
+
+
 def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
     """Map any exception raised while talking to a provider to the taxonomy.
 
@@ -277,6 +312,9 @@ def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
     """
     if isinstance(exc, ProviderError):
         return exc
+    inner = _raised_below(provider, exc)
+    if inner is not None:
+        return inner
     status = _status_of(exc)
     if status is not None:
         body, headers = _body_and_headers(exc)

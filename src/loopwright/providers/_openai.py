@@ -1,8 +1,9 @@
 """What the two OpenAI adapters share: the SDK client, keyword splitting, settings.
 
 The ``openai`` package is imported only inside functions (it is an optional extra).
-Clients are built with ``max_retries=0``: retries belong to :mod:`._retry` so every
-protocol follows one policy.
+Clients are built with ``max_retries=0`` (the loop owns retries, see ``docs/providers.md``)
+and the bounded HTTP client of :mod:`._http` (call limits, size cap, no ``__del__``
+scheduling ``aclose`` on a foreign event loop).
 """
 
 from __future__ import annotations
@@ -13,16 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopwright.core.errors import ConfigError
+from loopwright.providers._http import bounded_client
 from loopwright.providers.registry import PLACEHOLDER_KEY
-
-DEFAULT_TIMEOUT = 600.0
+from loopwright.providers.transport import CallLimits
 
 
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     base_url: str | None
     api_key: str | None
-    timeout: float
+    limits: CallLimits
     headers: Mapping[str, str]
 
 
@@ -38,8 +39,9 @@ def make_client(config: ClientConfig) -> Any:
         base_url=config.base_url,
         api_key=config.api_key or PLACEHOLDER_KEY,
         max_retries=0,
-        timeout=config.timeout,
+        timeout=config.limits.read_timeout,
         default_headers=dict(config.headers) or None,
+        http_client=bounded_client(openai.DefaultAsyncHttpxClient, config.limits),
     )
 
 

@@ -43,6 +43,7 @@ from loopwright.core.messages import (
 )
 from loopwright.providers._errors import error_from_exception
 from loopwright.providers._partial_json import ArgumentsError, parse_final, parse_partial
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, Deadline
 
 C = TypeVar("C")
 
@@ -370,13 +371,15 @@ class StreamPlan(Generic[C]):
     ``open`` performs the request and returns an async iterable of wire chunks (or a
     one-element iterable for a non-streamed response); ``decode`` turns one chunk into
     events through the accumulator (it may raise a ``ProviderError`` for an in-stream
-    error event); ``new_accumulator`` builds the call's accumulator.
+    error event); ``new_accumulator`` builds the call's accumulator. ``limits`` bounds
+    the waits (see :mod:`loopwright.providers.transport`).
     """
 
     provider: str
     open: Callable[[], Awaitable[AsyncIterable[C]]]
     decode: Callable[[C, StreamAccumulator], Iterable[ModelEvent | None]]
     new_accumulator: Callable[[], StreamAccumulator]
+    limits: CallLimits = DEFAULT_CALL_LIMITS
     on_response: Callable[[StreamAccumulator], None] | None = None
 
 
@@ -396,9 +399,17 @@ async def drive(plan: StreamPlan[C]) -> AsyncIterator[ModelEvent]:
     acc = plan.new_accumulator()
     yielded = False
     source: AsyncIterable[C] | None = None
+    clock = Deadline(plan.limits, plan.provider)
     try:
-        source = await plan.open()
-        async for chunk in source:
+        source = await clock.wait(plan.open(), first=True)
+        chunks = aiter(source)
+        first = True
+        while True:
+            try:
+                chunk = await clock.wait(anext(chunks), first)
+            except StopAsyncIteration:
+                break
+            first = False
             for event in plan.decode(chunk, acc):
                 if event is not None:
                     yielded = True

@@ -72,7 +72,9 @@ from loopwright.providers._common import (
     tool_definitions,
     tool_name_map,
 )
+from loopwright.providers._http import bounded_client
 from loopwright.providers.registry import VENDORS, Vendor
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 PROVIDER = "anthropic"
 
@@ -114,11 +116,10 @@ class AnthropicOptions:
 
     ``default_max_tokens`` is sent when the request sets none (the API requires the
     field); with thinking enabled it is raised to ``budget + default_max_tokens``.
-    ``timeout`` is the SDK's per-request timeout in seconds.
+    Deadlines and the response size cap are the adapter's ``call_limits``.
     """
 
     default_max_tokens: int = 4096
-    timeout: float = 600.0
 
 
 # ----------------------------------------------------------------------------- request
@@ -487,6 +488,7 @@ class AnthropicModel:
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
         options: AnthropicOptions | None = None,
+        call_limits: CallLimits | None = None,
     ) -> None:
         self.model = model
         self.vendor = vendor or VENDORS["anthropic"]
@@ -494,6 +496,7 @@ class AnthropicModel:
         self._api_key = api_key
         self.on_payload = on_payload
         self.options = options or AnthropicOptions()
+        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
         # Cached wire blocks are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
         self._client: PerLoop[Any] = PerLoop()
@@ -506,14 +509,15 @@ class AnthropicModel:
         return self._client.get(self._new_client)
 
     def _new_client(self) -> Any:
-        from anthropic import AsyncAnthropic
+        from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
         return AsyncAnthropic(
             api_key=self._api_key or "not-needed",
             base_url=self.base_url,
             max_retries=0,
-            timeout=self.options.timeout,
+            timeout=self.call_limits.read_timeout,
             default_headers=dict(self.vendor.extra_headers) or None,
+            http_client=bounded_client(DefaultAsyncHttpxClient, self.call_limits),
         )
 
     async def _open(self, payload: dict[str, Any]) -> AsyncIterable[Mapping[str, Any]]:
@@ -550,6 +554,7 @@ class AnthropicModel:
                 open=self._open,
                 decode=decode_event,
                 hook=self.on_payload,
+                limits=self.call_limits,
                 model=self.model,
             )
         )

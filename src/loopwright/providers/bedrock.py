@@ -40,6 +40,7 @@ from loopwright.core.errors import (
     MalformedResponse,
     ProviderError,
     RateLimited,
+    ResponseTooLarge,
     TransientProviderError,
 )
 from loopwright.core.events import ModelEvent
@@ -72,6 +73,7 @@ from loopwright.providers._common import (
     tool_name_map,
 )
 from loopwright.providers.registry import VENDORS, Vendor
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 PROVIDER = "bedrock"
 
@@ -120,7 +122,6 @@ class BedrockOptions:
     aws_access_key_id: str | None = None
     aws_secret_access_key: str | None = None
     aws_session_token: str | None = None
-    timeout: float = 600.0
     default_max_tokens: int = 4096
 
 
@@ -541,7 +542,7 @@ _CLIENTS: dict[tuple[Any, ...], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def _client_for(base_url: str | None, opts: BedrockOptions) -> Any:
+def _client_for(base_url: str | None, opts: BedrockOptions, limits: CallLimits) -> Any:
     """A shared ``bedrock-runtime`` client per endpoint + settings: building one loads the
     service model (tens of milliseconds) and boto3 clients are thread-safe."""
     import boto3
@@ -564,14 +565,17 @@ def _client_for(base_url: str | None, opts: BedrockOptions) -> Any:
             opts.aws_access_key_id,
             opts.aws_secret_access_key,
             opts.aws_session_token,
-            opts.timeout,
+            limits.connect,
+            limits.read_timeout,
         )
         client = _CLIENTS.get(key)
         if client is None:
             config = Config(
                 retries={"total_max_attempts": 1, "mode": "standard"},
-                read_timeout=opts.timeout,
-                connect_timeout=min(opts.timeout, 60.0),
+                # A blocked read in the worker thread must end too: the stream
+                # driver's deadlines cannot interrupt a thread.
+                read_timeout=limits.read_timeout,
+                connect_timeout=limits.connect,
             )
             client = session.client(
                 "bedrock-runtime",
@@ -605,12 +609,14 @@ class BedrockModel:
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
         options: BedrockOptions | None = None,
+        call_limits: CallLimits | None = None,
     ) -> None:
         self.model = model
         self.vendor = vendor or VENDORS["bedrock"]
         self.base_url = base_url
         self.on_payload = on_payload
         self.options = options or BedrockOptions()
+        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
         # Cached wire blocks are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
         self._client: Any = None
@@ -622,7 +628,7 @@ class BedrockModel:
 
     def _sdk(self) -> Any:
         if self._client is None:
-            self._client = _client_for(self.base_url, self.options)
+            self._client = _client_for(self.base_url, self.options, self.call_limits)
         return self._client
 
     def _call(self, kwargs: dict[str, Any]) -> Any:
@@ -635,7 +641,7 @@ class BedrockModel:
 
     async def _open(self, payload: Mapping[str, Any]) -> AsyncIterable[Mapping[str, Any]]:
         stream = await asyncio.to_thread(self._call, _sdk_kwargs(payload))
-        return _events(stream)
+        return _events(stream, self.call_limits.max_response_bytes)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         states: list[_Blocks] = []  # one per attempt: the decoding state of the current one
@@ -646,13 +652,14 @@ class BedrockModel:
                 open=self._open,
                 decode=lambda event, acc: decode_event(event, acc, states[-1]),
                 hook=self.on_payload,
+                limits=self.call_limits,
                 model=self.model,
                 prepare=lambda acc: states.append(_Blocks()),
             )
         )
 
 
-def _frames(stream: Any) -> Iterator[Mapping[str, Any]]:
+def _frames(stream: Any, cap: int) -> Iterator[Mapping[str, Any]]:
     """Decode the event-stream frames ourselves (botocore's ``EventStreamBuffer``) rather
     than botocore's parsed events: its parser turns an unparseable payload into an empty
     event, which would lose the raw bytes a malformed-response error must carry. Falls
@@ -664,7 +671,15 @@ def _frames(stream: Any) -> Iterator[Mapping[str, Any]]:
         yield from stream
         return
     buffer = EventStreamBuffer()
+    size = 0
     for chunk in raw_stream.stream():
+        size += len(chunk)
+        if size > cap:
+            raise ResponseTooLarge(
+                f"bedrock: the response exceeded {cap} bytes (raise"
+                " CallLimits.max_response_bytes or the model option max_response_bytes)",
+                provider=PROVIDER,
+            )
         buffer.add_data(chunk)
         try:
             messages = list(buffer)
@@ -702,9 +717,9 @@ def _frame_event(headers: Mapping[str, Any], payload: bytes) -> Mapping[str, Any
     return {str(headers.get(":event-type")): body}
 
 
-async def _events(stream: Any) -> AsyncIterator[Mapping[str, Any]]:
+async def _events(stream: Any, cap: int) -> AsyncIterator[Mapping[str, Any]]:
     """Bridge the blocking frame reader to async, one ``next()`` per thread hop."""
-    iterator = _frames(stream)
+    iterator = _frames(stream, cap)
     try:
         while True:
             try:

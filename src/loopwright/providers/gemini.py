@@ -67,6 +67,7 @@ from loopwright.providers._common import (
     tool_definitions,
     tool_name_map,
 )
+from loopwright.providers._http import bounded_client, default_httpx_client_class
 from loopwright.providers.gemini_stream import (
     FINISH_REASONS,
     MALFORMED_REASONS,
@@ -80,6 +81,7 @@ from loopwright.providers.gemini_stream import (
 )
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import UnsupportedSchema, gemini_schema
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 EFFORT_LEVELS: Mapping[str, str] = {
     "minimal": "MINIMAL",
@@ -100,10 +102,10 @@ _RETRY_DELAY = re.compile(r'"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"')
 
 @dataclass(frozen=True, slots=True)
 class GeminiOptions:
-    """``api_version`` is the REST version the SDK targets; ``timeout`` is seconds."""
+    """``api_version`` is the REST version the SDK targets. Deadlines and the response
+    size cap are the adapter's ``call_limits``."""
 
     api_version: str = "v1beta"
-    timeout: float = 600.0
 
 
 def _assistant_turns(messages: Sequence[Message]) -> int:
@@ -427,6 +429,7 @@ class GeminiModel:
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
         options: GeminiOptions | None = None,
+        call_limits: CallLimits | None = None,
     ) -> None:
         self.model = model
         self.vendor = vendor or VENDORS["gemini"]
@@ -434,6 +437,7 @@ class GeminiModel:
         self._api_key = api_key
         self.on_payload = on_payload
         self.options = options or GeminiOptions()
+        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
         # Cached wire parts are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
         self._client: PerLoop[Any] = PerLoop()
@@ -452,7 +456,8 @@ class GeminiModel:
         http = types.HttpOptions(
             base_url=self.base_url,
             api_version=self.options.api_version,
-            timeout=int(self.options.timeout * 1000),
+            timeout=int(self.call_limits.read_timeout * 1000),
+            httpx_async_client=bounded_client(default_httpx_client_class(), self.call_limits),
             headers=dict(self.vendor.extra_headers) or None,
             # Explicit "one attempt": the SDK's default may change, the loop owns retries.
             retry_options=types.HttpRetryOptions(attempts=1),
@@ -484,6 +489,7 @@ class GeminiModel:
                 open=self._open,
                 decode=lambda chunk, acc: decode(chunk, acc, turns[-1]),
                 hook=hook,
+                limits=self.call_limits,
                 model=self.model,
                 prepare=lambda acc: turns.append(_Turn(_assistant_turns(request.messages))),
                 response=_response_payload,

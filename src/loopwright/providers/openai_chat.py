@@ -57,6 +57,7 @@ from loopwright.providers._common import (
 from loopwright.providers._partial_json import is_arguments_json
 from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, VENDORS, Vendor
 from loopwright.providers.schema import openai_strict_schema
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 PROTOCOL = "openai-chat"
 MAX_ID = 40  # OpenAI rejects tool_call ids longer than 40 characters
@@ -382,7 +383,7 @@ class OpenAIChatModel:
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
         stream: bool = True,
-        timeout: float = _openai.DEFAULT_TIMEOUT,
+        call_limits: CallLimits | None = None,
     ) -> None:
         if vendor is None:
             vendor = GENERIC_OPENAI_COMPAT if base_url else VENDORS["openai"]
@@ -392,11 +393,12 @@ class OpenAIChatModel:
         cache = EncodeCache() if on_payload is None else None
         self.encoder = ChatEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
+        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
         self._clients: PerLoop[Any] = PerLoop()
         self._new_client = functools.partial(
             _openai.make_client,
             _openai.ClientConfig(
-                base_url or vendor.base_url, api_key, timeout, vendor.extra_headers
+                base_url or vendor.base_url, api_key, self.call_limits, vendor.extra_headers
             ),
         )
 
@@ -424,6 +426,7 @@ class OpenAIChatModel:
                 open=self._open,
                 decode=decode_chunk,
                 hook=self._on_payload,
+                limits=self.call_limits,
                 response=_response_payload,
             )
         )

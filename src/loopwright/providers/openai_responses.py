@@ -62,6 +62,7 @@ from loopwright.providers._common import (
 from loopwright.providers._partial_json import is_arguments_json
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import openai_strict_schema
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 PROTOCOL = "openai-responses"
 _REASONING_KEYS = ("id", "type", "summary", "content", "encrypted_content")
@@ -419,7 +420,7 @@ class OpenAIResponsesModel:
         on_payload: PayloadHook | None = None,
         vendor: Vendor | None = None,
         stream: bool = True,
-        timeout: float = _openai.DEFAULT_TIMEOUT,
+        call_limits: CallLimits | None = None,
     ) -> None:
         vendor = vendor or VENDORS["openai-responses"]
         self.model = model
@@ -427,11 +428,12 @@ class OpenAIResponsesModel:
         cache = EncodeCache() if on_payload is None else None  # a hook could mutate cached items
         self.encoder = ResponsesEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
+        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
         self._clients: PerLoop[Any] = PerLoop()
         self._new_client = functools.partial(
             _openai.make_client,
             _openai.ClientConfig(
-                base_url or vendor.base_url, api_key, timeout, vendor.extra_headers
+                base_url or vendor.base_url, api_key, self.call_limits, vendor.extra_headers
             ),
         )
 
@@ -456,6 +458,7 @@ class OpenAIResponsesModel:
                 open=self._open,
                 decode=decode_event,
                 hook=self._on_payload,
+                limits=self.call_limits,
                 prepare=_prepare,
                 response=_response_payload,
             )

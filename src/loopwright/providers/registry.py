@@ -8,7 +8,7 @@ OpenAI-compatible vendor is one :class:`Vendor` entry (see ``docs/providers.md``
 Adapter constructor convention (every protocol module follows it)::
 
     Adapter(model: str, *, base_url: str | None, api_key: str | None,
-            on_payload: PayloadHook | None, vendor: Vendor)
+            on_payload: PayloadHook | None, vendor: Vendor, call_limits: CallLimits | None)
 
 Adapters make one request per ``stream()`` (SDK retries off); the loop owns retries.
 
@@ -22,10 +22,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from loopwright.core.errors import ConfigError
 from loopwright.core.protocols import Model, PayloadHook
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, OPTION_NAMES, CallLimits
 
 Protocol: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock"]
 
@@ -256,19 +257,47 @@ def vendor_for(prefix: str, base_url: str | None) -> Vendor:
     return vendor
 
 
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
+    """``"openai:gpt-4o?total_timeout=60"`` -> ``("openai:gpt-4o", {"total_timeout": "60"})``.
+
+    Options are the call limits of :data:`~loopwright.providers.transport.OPTION_NAMES`;
+    a malformed query raises :class:`ConfigError`."""
+    base, sep, query = spec.partition("?")
+    if not sep:
+        return spec, {}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+    except ValueError:
+        raise ConfigError(
+            f"cannot read the options in {spec!r}; write them as ?name=value&name=value"
+            f" with names from: {', '.join(OPTION_NAMES)}"
+        ) from None
+    return base, dict(pairs)
+
+
 def resolve_model(
     spec: str,
     *,
     base_url: str | None = None,
     on_payload: PayloadHook | None = None,
     api_key: str | None = None,
+    call_limits: CallLimits | None = None,
 ) -> Model:
-    """Build the model adapter named by ``spec`` (``"prefix:model"``).
+    """Build the model adapter named by ``spec`` (``"prefix:model"``, optionally followed by
+    ``?option=value&...`` call-limit options, see :mod:`loopwright.providers.transport`).
 
     ``base_url`` overrides the vendor's endpoint (any protocol); ``api_key`` overrides the
-    environment. Unknown prefixes and missing keys raise :class:`ConfigError` (one line).
+    environment; ``call_limits`` replaces the default deadlines and size cap (options in the
+    string then adjust it). Unknown prefixes or options and missing keys raise
+    :class:`ConfigError` (one line).
     """
+    spec, options = split_options(spec)
     prefix, name = split_spec(spec)
+    if prefix == "local" and options:
+        raise ConfigError(
+            f"call-limit options ({', '.join(options)}) apply to network providers, not to"
+            f" the in-process model {spec!r}"
+        )
     if prefix == "local":
         if base_url is not None:
             raise ConfigError(
@@ -288,5 +317,6 @@ def resolve_model(
         api_key=key,
         on_payload=on_payload,
         vendor=vendor,
+        call_limits=(call_limits or DEFAULT_CALL_LIMITS).with_options(options),
     )
     return model
