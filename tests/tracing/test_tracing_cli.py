@@ -185,3 +185,10 @@ def test_run_otel_exports_to_the_configured_endpoint(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_trace_line_comes_after_a_streamed_answer(tmp_path: Path, script) -> None:
+    script(ScriptedModel(["streamed answer"]))
+    out = invoke("run", "--stream", "--trace", str(tmp_path), "hi")
+    lines = [x for x in out.output.splitlines() if x.strip()]
+    assert "streamed answer" in lines[-2] and lines[-1].startswith("trace: ")

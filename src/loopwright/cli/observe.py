@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import click
+
 from loopwright.cli.output import say
 from loopwright.core.errors import UserError
 from loopwright.core.events import RunEvent, RunFinished
@@ -73,7 +75,14 @@ def _finisher(
         if recorder is not None and recorder.paths:
             recorder.flush()
             path = recorder.paths[-1]
-            say(f"trace: {path} (view: loopwright trace view {path.stem} -o run.html)", err=True)
+            line = f"trace: {path} (view: loopwright trace view {path.stem} -o run.html)"
+            # said when the command ends, after its own output (a streamed answer is still
+            # being printed when this event arrives)
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:
+                ctx.call_on_close(lambda: say(line, err=True))
+            else:
+                say(line, err=True)
         if spans is not None:
             spans.flush()  # the spans are built on the subscriber's thread
             provider.force_flush()
