@@ -530,10 +530,26 @@ def test_unsupported_langgraph_options_fail_instead_of_being_ignored() -> None:
     g = StateGraph(Log)
     g.add_node("a", say("a"))
     g.add_edge(START, "a")
-    with pytest.raises(GraphError, match="interrupt_before"):
-        g.compile(interrupt_before=["a"])
+    with pytest.raises(GraphError, match="cache"):
+        g.compile(cache=object())
     with pytest.raises(GraphError, match="retry_policy"):
         g.add_node("b", say("b"), retry_policy=object())
     app = g.compile(debug=False)
     with pytest.raises(GraphError, match="durability"):
         app.invoke({"log": []}, durability="exit")
+
+
+def _abc() -> StateGraph:
+    g = StateGraph(Log)
+    for name in ("a", "b", "c"):
+        g.add_node(name, say(name))
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    return g
+
+
+def test_interrupt_before_works_without_a_checkpointer() -> None:
+    assert _abc().compile(interrupt_before=["b"]).invoke({"log": []}) == {"log": ["a"]}
+    with pytest.raises(GraphBuildError, match="interrupt node 'zz' not found"):
+        _abc().compile(interrupt_before=["zz"])

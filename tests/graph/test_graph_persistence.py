@@ -447,3 +447,23 @@ def test_resume_streams_like_langgraph(store: Any, thread: dict) -> None:
     app.invoke({"log": ["x"]}, thread)
     assert list(app.stream(Command(resume="B"), thread)) == [{"ask": {"log": ["B"]}}]
     assert app.invoke(None, thread) == {"log": ["pre", "A", "x", "pre", "B"]}
+
+
+def test_static_interrupts_before_and_after_a_node(store: Any, thread: dict) -> None:
+    # LangGraph 1.2 prints exactly these for the same program
+    g = StateGraph(Pair)
+    for name in ("a", "b", "c"):
+        g.add_node(name, lambda s, name=name: {"log": [name]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    app = g.compile(checkpointer=store, interrupt_before=["b"], interrupt_after=["b"])
+    assert app.invoke({"log": []}, thread) == {"log": ["a"]}
+    state = app.get_state(thread)
+    assert state.next == ("b",) and state.interrupts == ()
+    assert list(app.stream(None, thread)) == [{"b": {"log": ["b"]}}, {"__interrupt__": ()}]
+    assert app.get_state(thread).next == ("c",)
+    assert app.invoke(None, thread) == {"log": ["a", "b", "c"]}
+    assert app.invoke(None, thread) == {"log": ["a", "b", "c"]}
+    history = [(h.metadata["step"], h.next) for h in app.get_state_history(thread)]
+    assert history == [(3, ()), (2, ("c",)), (1, ("b",)), (0, ("a",)), (-1, ("__start__",))]

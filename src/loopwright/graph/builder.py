@@ -224,23 +224,41 @@ class StateGraph:
         checkpointer: Any = None,
         *,
         name: str | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
         **options: Any,
     ) -> Any:
         """Validate the graph and return a runnable :class:`CompiledStateGraph`.
 
         ``checkpointer`` is a loopwright store (``MemoryStore()``, ``SQLiteStore(path)``,
         ``RedisStore(url)``, ``PostgresStore(url)``): every superstep is checkpointed
-        under ``config["configurable"]["thread_id"]``.
+        under ``config["configurable"]["thread_id"]``. ``interrupt_before`` /
+        ``interrupt_after`` (node names, or ``"*"`` for all) stop the run before / after
+        those nodes; ``invoke(None, config)`` continues.
         """
         from loopwright.graph.engine import CompiledStateGraph
 
         refuse_options("compile", options, harmless=("debug",))
         validate(self)
+        before = _static_interrupts(self, interrupt_before)
+        after = _static_interrupts(self, interrupt_after)
         self.compiled = True
-        return CompiledStateGraph(self, checkpointer, name or "LangGraph")
+        return CompiledStateGraph(self, checkpointer, name or "LangGraph", (before, after))
 
 
 # ---------------------------------------------------------------------- validation
+
+
+def _static_interrupts(graph: StateGraph, nodes: Sequence[str] | str | None) -> frozenset[str]:
+    if nodes is None:
+        return frozenset()
+    if nodes == "*":
+        return frozenset(graph.nodes)
+    names = [nodes] if isinstance(nodes, str) else list(nodes)
+    for name in names:
+        if name not in graph.nodes:
+            raise GraphBuildError(f"interrupt node {name!r} not found")
+    return frozenset(names)
 
 
 def validate(graph: StateGraph) -> None:

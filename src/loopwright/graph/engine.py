@@ -46,8 +46,15 @@ _MODES = ("values", "updates", "events")
 class CompiledStateGraph:
     """A validated graph, ready to run. See ``docs/graph.md``."""
 
-    def __init__(self, builder: StateGraph, checkpointer: Any, name: str) -> None:
+    def __init__(
+        self,
+        builder: StateGraph,
+        checkpointer: Any,
+        name: str,
+        interrupts: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+    ) -> None:
         self.builder = builder
+        self.interrupt_before, self.interrupt_after = interrupts
         self.name = name
         self.schema = builder.schema
         keys = list(self.schema.keys)

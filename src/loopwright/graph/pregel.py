@@ -219,6 +219,8 @@ class _Run:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         tasks = self._start(input)
+        # a resumed run does not stop again before the superstep it stopped before
+        resumed = input is None or isinstance(input, Command)
         while True:
             if self.step > self.stop:
                 raise GraphRecursionError(
@@ -228,10 +230,24 @@ class _Run:
                 )
             if not tasks:
                 return self.values
+            if not resumed and self._stops_at(tasks, self.graph.interrupt_before):
+                return self.values
+            resumed = False
             await self._execute(tasks)
             if self._unfinished(tasks):
                 return self.values
+            ran = tasks
             tasks = await self._commit(tasks)
+            if self._stops_at(ran, self.graph.interrupt_after):
+                return self.values
+
+    def _stops_at(self, tasks: list[_Task], nodes: frozenset[str]) -> bool:
+        """A static interrupt (``interrupt_before``/``_after``): stop the run here, the
+        checkpoint says what runs next. Subgraph runs do not stop on their own."""
+        if not nodes or self.parent is not None or not any(t.name in nodes for t in tasks):
+            return False
+        self.emit("updates", {"__interrupt__": ()})
+        return True
 
     def _unfinished(self, tasks: list[_Task]) -> bool:
         """Handle a superstep with failed or interrupted tasks (True: stop here)."""
