@@ -100,6 +100,7 @@ async def test_intent_hooks_compose_with_user_hooks() -> None:
     assert started.status is IntentStatus.STARTED and started.idempotency_key == "k-ann"
     replaced = await rec.after(ann, ToolResultPart("c2", "send", "ann"))
     assert replaced is not None and replaced.content == "ANN"
+    await rec.flush()  # the result record is written in the background
     (done,) = store.intents(s)
     assert done.status is IntentStatus.DONE and done.result == replaced
     idem = ToolSpec("read", "Read.", idempotent=True)

@@ -131,6 +131,9 @@ class Checkpointer:
 
     async def _drain(self) -> None:
         while self._dirty:
+            # let the run finish its current step first: the messages it appends before
+            # its next suspension join this write instead of needing one of their own
+            await asyncio.sleep(0)
             self._dirty = False
             try:
                 await self._write()
@@ -193,6 +196,7 @@ class IntentRecorder:
         self._user_before = user_before
         self._user_after = user_after
         self._open: dict[str, IntentRecord] = {}
+        self._writes: set[asyncio.Task[None]] = set()
 
     def key_for(self, call: ToolCallPart) -> str | None:
         t = self.registry.get(call.name)
@@ -234,18 +238,29 @@ class IntentRecorder:
             done = replace(
                 intent, status=status, result=None if deferred else result, updated_at=time.time()
             )
-            try:
-                await self.store.put_intent(done)
-            except Exception as exc:
-                # The tool ran: its real result must reach the model (an error here would
-                # make the model retry the side effect). The record stays ``started``, so
-                # a crash before the next checkpoint reports the outcome as unknown
-                # instead of running the call again.
-                log.warning(
-                    "session %s: recording the result of call %s (%s) failed: %s",
-                    self.session_id,
-                    call.id,
-                    call.name,
-                    exc,
-                )
+            # written in the background: the run does not wait for it (until flush())
+            task = asyncio.get_running_loop().create_task(self._record(call, done))
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
         return replaced
+
+    async def _record(self, call: ToolCallPart, done: IntentRecord) -> None:
+        try:
+            await self.store.put_intent(done)
+        except Exception as exc:
+            # The tool ran and its real result reaches the model either way (an error
+            # there would make the model retry the side effect). The record stays
+            # ``started``, so a crash before the next checkpoint reports the outcome as
+            # unknown instead of running the call again.
+            log.warning(
+                "session %s: recording the result of call %s (%s) failed: %s",
+                self.session_id,
+                call.id,
+                call.name,
+                exc,
+            )
+
+    async def flush(self) -> None:
+        """Wait for the result records still being written."""
+        while self._writes:
+            await asyncio.gather(*self._writes)

@@ -217,7 +217,7 @@ class Durable:
             CheckpointConfig(cfg.policy, cfg.interval, owner, cfg.lock_ttl),
             persisted,
         )
-        agent = self._session_agent(state.session_id, checkpointer)
+        agent, recorder = self._session_agent(state.session_id, checkpointer)
         if len(state.messages) != persisted:
             await checkpointer.save()  # the recovered results, before anything runs
         if decisions is not None and state.pending_calls:
@@ -230,12 +230,16 @@ class Durable:
             # keep what the run repaired (results of a cut-off batch) if the store allows
             checkpointer.request()
             with contextlib.suppress(Exception):
+                await recorder.flush()
                 await checkpointer.flush()
             raise
+        await recorder.flush()  # result records written in the background
         await checkpointer.flush()  # the final checkpoint (requested by RunFinished)
         return result
 
-    def _session_agent(self, session_id: str, checkpointer: Checkpointer) -> Agent:
+    def _session_agent(
+        self, session_id: str, checkpointer: Checkpointer
+    ) -> tuple[Agent, IntentRecorder]:
         config = self.agent.config
         hooks = config.hooks
         dispatch = config.dispatch
@@ -269,7 +273,7 @@ class Durable:
             ),
             ledger=config.ledger if config.ledger is not None else self.aio,
         )
-        return Agent.from_config(new_config)
+        return Agent.from_config(new_config), recorder
 
 
 class _SessionLock:

@@ -61,16 +61,16 @@ def _registry(tools: ToolRegistry | Iterable[ToolLike]) -> ToolRegistry:
 class _EventFeed:
     """Single-consumer buffer of run events: ``put`` never blocks the loop."""
 
-    __slots__ = ("_closed", "_error", "_items", "_waiter")
+    __slots__ = ("_closed", "_error", "_waiter", "items")
 
     def __init__(self) -> None:
-        self._items: deque[RunEvent] = deque()
+        self.items: deque[RunEvent] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._closed = False
         self._error: BaseException | None = None
 
     def put(self, event: RunEvent) -> None:
-        self._items.append(event)
+        self.items.append(event)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -82,16 +82,30 @@ class _EventFeed:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def get(self) -> RunEvent:
-        while not self._items:
+    async def refill(self) -> bool:
+        """Wait until there are events (``True``) or the run ended without more
+        (``False``; re-raises the run's exception if it failed)."""
+        while not self.items:
             if self._closed:
                 if self._error is not None:
                     raise self._error
-                raise StopAsyncIteration
+                return False
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
             self._waiter = None
-        return self._items.popleft()
+        return True
+
+
+async def _drain(feed: _EventFeed) -> AsyncIterator[RunEvent]:
+    """Every event of ``feed`` up to ``RunFinished``. Events already buffered are yielded
+    without awaiting anything (one generator step per event)."""
+    items = feed.items
+    while await feed.refill():
+        while items:
+            event = items.popleft()
+            yield event
+            if type(event) is RunFinished:
+                return
 
 
 class Run:
@@ -159,18 +173,7 @@ class Run:
                 "this run was started with events=False; use agent.start(..., events=True) "
                 "or agent.stream(...) to iterate its events"
             )
-        return self._events(self._feed)
-
-    @staticmethod
-    async def _events(feed: _EventFeed) -> AsyncIterator[RunEvent]:
-        while True:
-            try:
-                event = await feed.get()
-            except StopAsyncIteration:
-                return
-            yield event
-            if type(event) is RunFinished:
-                return
+        return _drain(self._feed)
 
     def _check_open(self, what: str) -> None:
         if self._task.done():

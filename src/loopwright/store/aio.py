@@ -28,8 +28,9 @@ from loopwright.store.state import CheckpointRef, IntentRecord
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
-DEFAULT_WORKERS = 32
-"""Worker threads per adapter: concurrent store calls beyond this wait for a thread."""
+DEFAULT_WORKERS = 64
+"""Worker threads per adapter: concurrent store calls beyond this wait for a thread (a
+thread mostly waits on the server, so many cost little CPU; each may hold a connection)."""
 
 
 class AsyncStore:

@@ -1,0 +1,175 @@
+"""Durable runs under concurrency: does a slow store hold the runs up?
+
+100 durable runs in one event loop, each 4 model calls of 20 ms (two idempotent lookups,
+one non-idempotent ``notify`` with its intent records, then the answer), checkpointing
+every step. Compared, in the same process:
+
+* the same runs without a store (``Agent.arun``): the floor;
+* ``Durable`` over a store whose every write (save, intent, lock, ledger) takes 5 ms
+  (a ``MemoryStore`` that sleeps; blocking, like a database driver). Goal: wall time
+  within 1.5x of the floor;
+* ``Durable`` over the real Redis and PostgreSQL servers when
+  ``LOOPWRIGHT_TEST_REDIS_URL`` / ``LOOPWRIGHT_TEST_POSTGRES_URL`` are set
+  (``source .ci/services.sh``).
+
+Usage: ``python benchmarks/durable.py [--quick]``. Prints figures, then ONE JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from loopwright import Agent, FunctionModel, Reply, tool
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
+from loopwright.core.protocols import ModelRequest
+from loopwright.core.run import RunState
+from loopwright.durable import Durable
+from loopwright.store import CheckpointRef, CheckpointStore, IntentRecord, MemoryStore
+
+RUNS = 100
+MODEL_DELAY = 0.02
+WRITE_DELAY = 0.005
+
+
+@tool(idempotent=True)
+async def lookup(key: str) -> str:
+    """Look a key up (no side effect)."""
+    return f"value of {key}"
+
+
+@tool
+async def notify(text: str) -> str:
+    """Send a notification (a side effect: intent records guard it)."""
+    return f"sent {text!r}"
+
+
+def _reply(messages: Sequence[Message], request: ModelRequest) -> object:
+    step = sum(1 for m in messages if m.role == "tool")
+    if step < 2:
+        content: object = [ToolCallPart(f"l{step}", "lookup", {"key": f"k{step}"})]
+    elif step == 2:
+        content = [ToolCallPart("n1", "notify", {"text": "done"})]
+    else:
+        content = "all done"
+    return Reply(content, delay=MODEL_DELAY)  # type: ignore[arg-type]
+
+
+class SlowStore(MemoryStore):
+    """A MemoryStore whose writes take ``delay`` seconds, blocking like a driver call."""
+
+    blocking = True
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+        self.writes = 0
+
+    def _wait(self) -> None:
+        self.writes += 1
+        time.sleep(self.delay)
+
+    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
+        self._wait()
+        return super().save(state, rewrite_from=rewrite_from)
+
+    def put_intent(self, intent: IntentRecord) -> None:
+        self._wait()
+        super().put_intent(intent)
+
+    def acquire_lock(self, session_id: str, owner: str, ttl: float = 120.0) -> None:
+        self._wait()
+        super().acquire_lock(session_id, owner, ttl)
+
+    def release_lock(self, session_id: str, owner: str) -> None:
+        self._wait()
+        super().release_lock(session_id, owner)
+
+    def ledger_put(self, key: str, result: ToolResultPart) -> None:
+        self._wait()
+        super().ledger_put(key, result)
+
+
+def _agent() -> Agent:
+    return Agent(FunctionModel(_reply), [lookup, notify])  # type: ignore[arg-type]
+
+
+async def _plain(runs: int) -> float:
+    agent = _agent()
+    t0 = time.perf_counter()
+    results = await asyncio.gather(*(agent.arun("go") for _ in range(runs)))
+    assert all(r.ok for r in results)
+    return time.perf_counter() - t0
+
+
+async def _durable(runs: int, store: CheckpointStore) -> float:
+    durable = Durable(_agent(), store)
+    prefix = uuid.uuid4().hex[:8]
+    t0 = time.perf_counter()
+    results = await asyncio.gather(
+        *(durable.arun("go", session_id=f"bench-{prefix}-{i}") for i in range(runs))
+    )
+    elapsed = time.perf_counter() - t0
+    durable.aio.close()
+    assert all(r.ok for r in results), [r.detail for r in results if not r.ok][:3]
+    last = store.load(f"bench-{prefix}-0")
+    assert last.stop is not None and len(last.messages) == 8
+    return elapsed
+
+
+def _stores() -> dict[str, Callable[[], CheckpointStore]]:
+    stores: dict[str, Callable[[], CheckpointStore]] = {
+        "5 ms writes": lambda: SlowStore(WRITE_DELAY),
+        "memory": MemoryStore,
+    }
+    redis_url = os.environ.get("LOOPWRIGHT_TEST_REDIS_URL")
+    if redis_url:
+        from loopwright.store.redis_store import RedisStore
+
+        stores["redis"] = lambda: RedisStore(redis_url, prefix=f"bench-{uuid.uuid4().hex[:6]}")
+    pg_url = os.environ.get("LOOPWRIGHT_TEST_POSTGRES_URL")
+    if pg_url:
+        from loopwright.store.postgres import PostgresStore
+
+        stores["postgres"] = lambda: PostgresStore(pg_url)
+    return stores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else 5
+    stores = _stores()
+    times: dict[str, list[float]] = {"no store": [], **{k: [] for k in stores}}
+    for _ in range(repeats):  # interleaved, so load changes hit every variant alike
+        times["no store"].append(asyncio.run(_plain(RUNS)))
+        for name, make in stores.items():
+            store = make()
+            try:
+                times[name].append(asyncio.run(_durable(RUNS, store)))
+            finally:
+                store.close()
+    floor = statistics.median(times["no store"])
+    out: dict[str, Any] = {"runs": RUNS, "load": os.getloadavg()[0], "ms": {}, "ratio": {}}
+    print(
+        f"{RUNS} concurrent runs x 4 model calls x {MODEL_DELAY * 1e3:.0f} ms (median of {repeats})"
+    )
+    for name, values in times.items():
+        ms = statistics.median(values) * 1e3
+        out["ms"][name] = ms
+        out["ratio"][name] = ms / (floor * 1e3)
+        print(f"  {name:<12} {ms:8.1f} ms  {ms / (floor * 1e3):5.2f}x the no-store floor")
+    print(f"load average (1 min): {out['load']:.2f}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
