@@ -279,9 +279,9 @@ class Durable:
 class _SessionLock:
     """``async with``: hold the session lock for the duration of a run.
 
-    A heartbeat task refreshes the lock every ``ttl / 3`` seconds, so a tool that runs
-    longer than the TTL (between two checkpoints) does not lose the lock to another
-    process."""
+    A heartbeat refreshes the lock every ``ttl / 3`` seconds, so a tool that runs longer
+    than the TTL (between two checkpoints) does not lose the lock to another process. It
+    is a timer, not a sleeping task: most runs end before it ever fires."""
 
     def __init__(self, store: AsyncStore, session_id: str, ttl: float, break_lock: bool) -> None:
         self.store = store
@@ -289,28 +289,39 @@ class _SessionLock:
         self.ttl = ttl
         self.break_lock = break_lock
         self.owner = lock_owner_id()
-        self._beat: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._refresh: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> str:
         if self.break_lock:
             await self.store.break_lock(self.session_id)
         await self.store.acquire_lock(self.session_id, self.owner, self.ttl)
-        self._beat = asyncio.create_task(self._heartbeat(), name=f"lock-{self.session_id}")
+        self._arm()
         return self.owner
 
-    async def _heartbeat(self) -> None:
-        while True:
-            await asyncio.sleep(self.ttl / 3)
-            try:
-                await self.store.acquire_lock(self.session_id, self.owner, self.ttl)
-            except StoreError as exc:  # the next checkpoint reports a lasting problem
-                log.warning("session %s: lock refresh failed: %s", self.session_id, exc)
+    def _arm(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self.ttl / 3, self._beat)
+
+    def _beat(self) -> None:
+        self._refresh = asyncio.get_running_loop().create_task(self._refresh_lock())
+
+    async def _refresh_lock(self) -> None:
+        try:
+            await self.store.acquire_lock(self.session_id, self.owner, self.ttl)
+        except StoreError as exc:  # the next checkpoint reports a lasting problem
+            log.warning("session %s: lock refresh failed: %s", self.session_id, exc)
+        self._arm()
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._beat is not None:
-            self._beat.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._beat
+                await self._refresh
+        if self._timer is not None:
+            self._timer.cancel()  # re-armed by a refresh that finished meanwhile
         try:
             await self.store.release_lock(self.session_id, self.owner)
         except Exception:
