@@ -149,3 +149,49 @@ def test_flush_makes_a_running_trace_readable(tmp_path: Path) -> None:
     Agent(ScriptedModel(["b"]), hooks=Hooks(on_event=recorder)).run("q2")
     recorder.close()
     assert len(recorder.paths) == 2
+
+
+def test_events_fed_from_agent_stream(tmp_path: Path) -> None:
+    """A recorder also works as a plain consumer of ``agent.stream``."""
+    recorder = JsonlRecorder(tmp_path)
+
+    async def main() -> None:
+        agent = Agent(ScriptedModel([[tool_call("add", {"a": 1, "b": 1})], "2"]), [add])
+        async for event in agent.stream("1+1?"):
+            recorder(event)
+
+    asyncio.run(main())
+    recorder.close()
+    (path,) = recorder.paths
+    assert _lines(path)[-1]["result"]["answer"] == "2"
+
+
+def test_raw_payloads_of_a_real_adapter(tmp_path: Path) -> None:
+    """``payloads=True`` + ``on_payload=recorder.payload_hook``: the OpenAI Chat adapter's
+    request and response payloads land in the trace, redacted."""
+    import sys
+
+    providers = Path(__file__).parents[1] / "providers"
+    if str(providers) not in sys.path:
+        sys.path.insert(0, str(providers))
+    from contract import Answer
+    from fakeserver import FakeServer
+    from kit_openai import ChatKit
+
+    kit = ChatKit()
+    recorder = JsonlRecorder(tmp_path, payloads=True)
+    with FakeServer() as server:
+        server.push(
+            kit.reply(Answer(text="Hi! Authorization: Bearer sk-proj-ABCDEFGHIJKLMNOPQRST"))
+        )
+        model = kit.model(server.url, on_payload=recorder.payload_hook)
+        Agent(model, hooks=Hooks(on_event=recorder)).run("hello")
+    recorder.close()
+    lines = _lines(recorder.paths[0])
+    payloads = [x for x in lines if x["type"] == "payload"]
+    directions = [p["direction"] for p in payloads]
+    assert "request" in directions
+    request = next(p["payload"] for p in payloads if p["direction"] == "request")
+    assert request["messages"][-1]["content"] == "hello"
+    text = recorder.paths[0].read_text()
+    assert "sk-proj-ABCDEFGHIJKLMNOPQRST" not in text and REDACTED in text
