@@ -27,6 +27,7 @@ from loopwright.graph import (
     GraphRecursionError,
     InvalidUpdateError,
     Overwrite,
+    RetryPolicy,
     Send,
     StateGraph,
 )
@@ -532,8 +533,8 @@ def test_unsupported_langgraph_options_fail_instead_of_being_ignored() -> None:
     g.add_edge(START, "a")
     with pytest.raises(GraphError, match="cache"):
         g.compile(cache=object())
-    with pytest.raises(GraphError, match="retry_policy"):
-        g.add_node("b", say("b"), retry_policy=object())
+    with pytest.raises(GraphError, match="cache_policy"):
+        g.add_node("b", say("b"), cache_policy=object())
     app = g.compile(debug=False)
     with pytest.raises(GraphError, match="durability"):
         app.invoke({"log": []}, durability="exit")
@@ -553,3 +554,47 @@ def test_interrupt_before_works_without_a_checkpointer() -> None:
     assert _abc().compile(interrupt_before=["b"]).invoke({"log": []}) == {"log": ["a"]}
     with pytest.raises(GraphBuildError, match="interrupt node 'zz' not found"):
         _abc().compile(interrupt_before=["zz"])
+
+
+def test_retry_policy_retries_transient_failures_only() -> None:
+    calls = {"flaky": 0, "typo": 0, "async": 0}
+
+    def flaky(state: Log) -> dict:
+        calls["flaky"] += 1
+        if calls["flaky"] < 3:
+            raise ConnectionError("reset")
+        return {"log": ["flaky ok"]}
+
+    def typo(state: Log) -> dict:
+        calls["typo"] += 1
+        raise ValueError("a bug, not a transient failure")
+
+    async def picky(state: Log) -> dict:
+        calls["async"] += 1
+        raise KeyError("always")
+
+    fast = RetryPolicy(initial_interval=0, jitter=False)
+    g = StateGraph(Log)
+    g.add_node("flaky", flaky, retry_policy=fast)
+    g.add_edge(START, "flaky")
+    assert g.compile().invoke({"log": []})["log"] == ["flaky ok"] and calls["flaky"] == 3
+    g = StateGraph(Log)
+    g.add_node("typo", typo, retry_policy=fast)
+    g.add_edge(START, "typo")
+    with pytest.raises(ValueError):
+        g.compile().invoke({"log": []})
+    assert calls["typo"] == 1  # LangGraph's default retry_on skips programming errors
+    g = StateGraph(Log)
+    g.add_node(
+        "picky",
+        picky,
+        retry_policy=[RetryPolicy(max_attempts=2, initial_interval=0, retry_on=KeyError)],
+    )
+    g.add_edge(START, "picky")
+    with pytest.raises(KeyError):
+        g.compile().invoke({"log": []})
+    assert calls["async"] == 2
+    assert (
+        RetryPolicy(initial_interval=1, backoff_factor=3, max_interval=5, jitter=False).delay(3)
+        == 5
+    )

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from loopwright.graph.schema import Schema, parse_schema, schema_kind
-from loopwright.graph.types import END, START, Command, GraphBuildError, refuse_options
+from loopwright.graph.types import (
+    END,
+    START,
+    Command,
+    GraphBuildError,
+    RetryPolicy,
+    refuse_options,
+)
 
 NodeFn = Callable[..., Any]
 _RESERVED_CHARS = ("|", ":")
@@ -33,6 +40,8 @@ class NodeSpec:
     ``destinations=``); ``None`` when the node may go anywhere (``-> Command``)."""
     subgraph: Any = None
     """The compiled graph when this node is a subgraph."""
+    retry: tuple[RetryPolicy, ...] = ()
+    """Retry policies: the first whose ``retry_on`` matches a failure applies."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +98,7 @@ class StateGraph:
         destinations: Sequence[str] | Mapping[str, str] | None = None,
         input_schema: type | None = None,
         metadata: Mapping[str, Any] | None = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         **options: Any,
     ) -> StateGraph:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
@@ -106,7 +116,13 @@ class StateGraph:
         elif not isinstance(node, str):
             raise GraphBuildError("add_node(name, action): the name must be a string")
         self._check_new_name(node)
-        self.nodes[node] = self._node_spec(node, action, destinations, input_schema)
+        spec = self._node_spec(node, action, destinations, input_schema)
+        if retry_policy is not None:
+            policies = (
+                (retry_policy,) if isinstance(retry_policy, RetryPolicy) else tuple(retry_policy)
+            )
+            spec = replace(spec, retry=policies)
+        self.nodes[node] = spec
         return self
 
     def _check_new_name(self, name: str) -> None:

@@ -24,6 +24,7 @@ import asyncio
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
@@ -45,6 +46,7 @@ from loopwright.graph.types import (
     InvalidUpdateError,
     Overwrite,
     ParentCommand,
+    RetryPolicy,
     Send,
     StepFinished,
     TaskFinished,
@@ -451,13 +453,23 @@ class _Run:
     def _run_sync(self, task: _Task) -> None:
         token = _CURRENT.set(task)
         self._started(task)
+        spec = task.spec
+        assert spec is not None
+        failures = 0
         try:
-            spec = task.spec
-            assert spec is not None
-            if spec.takes_config:
-                out = spec.fn(task.input, config=self.config)
-            else:
-                out = spec.fn(task.input)
+            while True:
+                try:
+                    if spec.takes_config:
+                        out = spec.fn(task.input, config=self.config)
+                    else:
+                        out = spec.fn(task.input)
+                    break
+                except Exception as exc:
+                    failures += 1
+                    wait = _retry_delay(spec.retry, exc, failures)
+                    if wait is None:
+                        raise
+                    time.sleep(wait)  # a plain node blocks its own thread, as it would anyway
             self._absorb(task, out)
         except BaseException as exc:
             self._failed(task, exc)
@@ -467,15 +479,25 @@ class _Run:
     async def _run_async(self, task: _Task) -> None:
         token = _CURRENT.set(task)
         self._started(task)
+        spec = task.spec
+        assert spec is not None
+        failures = 0
         try:
-            spec = task.spec
-            assert spec is not None
-            if spec.subgraph is not None:
-                out = await spec.subgraph.run_nested(task.input, self.config, task)
-            elif spec.takes_config:
-                out = await spec.fn(task.input, config=self.config)
-            else:
-                out = await spec.fn(task.input)
+            while True:
+                try:
+                    if spec.subgraph is not None:
+                        out = await spec.subgraph.run_nested(task.input, self.config, task)
+                    elif spec.takes_config:
+                        out = await spec.fn(task.input, config=self.config)
+                    else:
+                        out = await spec.fn(task.input)
+                    break
+                except Exception as exc:
+                    failures += 1
+                    wait = _retry_delay(spec.retry, exc, failures)
+                    if wait is None:
+                        raise
+                    await asyncio.sleep(wait)
             self._absorb(task, out)
         except BaseException as exc:
             self._failed(task, exc)
@@ -665,6 +687,17 @@ def _reduce(reducer: Callable[[Any, Any], Any], current: Any, writes: Sequence[A
         elif not overwritten:
             current = write if current is MISSING else reducer(current, write)
     return current
+
+
+def _retry_delay(policies: Sequence[RetryPolicy], exc: Exception, failures: int) -> float | None:
+    """Seconds to wait before the next attempt, or ``None``: give up (no policy matches,
+    attempts exhausted, or the failure is the graph's own control flow)."""
+    if not policies or isinstance(exc, (GraphInterrupt, ParentCommand)):
+        return None
+    for policy in policies:
+        if policy.matches(exc):
+            return policy.delay(failures) if failures < policy.max_attempts else None
+    return None
 
 
 def _update_view(writes: list[tuple[str, Any]], out: Any) -> Any:

@@ -7,6 +7,7 @@ imports (see ``docs/graph.md``).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -148,6 +149,64 @@ class StateSnapshot:
     parent_config: dict[str, Any] | None
     tasks: tuple[GraphTask, ...] = ()
     interrupts: tuple[Interrupt, ...] = ()
+
+
+_NOT_RETRIED: tuple[type[BaseException], ...] = (
+    ValueError,
+    TypeError,
+    ArithmeticError,
+    ImportError,
+    LookupError,
+    NameError,
+    SyntaxError,
+    RuntimeError,
+    ReferenceError,
+    StopIteration,
+    StopAsyncIteration,
+    OSError,
+)
+
+
+def default_retry_on(exc: BaseException) -> bool:
+    """LangGraph's default: retry what may be transient (connection errors, a retryable
+    loopwright provider error, anything unexpected), not programming errors."""
+    if isinstance(exc, ConnectionError):
+        return True
+    retryable = getattr(exc, "retryable", None)
+    if isinstance(retryable, bool):
+        return retryable
+    return not isinstance(exc, _NOT_RETRIED)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Retry a failing node (``add_node(..., retry_policy=RetryPolicy(...))``).
+
+    Attempt ``n`` (counting failures) waits ``min(max_interval, initial_interval *
+    backoff_factor ** (n - 1))`` seconds, plus up to one second of jitter. ``retry_on``
+    is an exception class, a tuple of them, or a predicate.
+    """
+
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 128.0
+    max_attempts: int = 3
+    jitter: bool = True
+    retry_on: Any = default_retry_on
+
+    def matches(self, exc: BaseException) -> bool:
+        retry_on = self.retry_on
+        if isinstance(retry_on, type) and issubclass(retry_on, BaseException):
+            return isinstance(exc, retry_on)
+        if isinstance(retry_on, tuple | list):
+            return isinstance(exc, tuple(retry_on))
+        return bool(retry_on(exc))
+
+    def delay(self, failures: int) -> float:
+        interval = min(
+            self.max_interval, self.initial_interval * self.backoff_factor ** (failures - 1)
+        )
+        return interval + random.uniform(0, 1) if self.jitter else interval
 
 
 # ---------------------------------------------------------------- "events" stream mode
