@@ -44,6 +44,7 @@ from loopwright.graph.types import (
     GraphRecursionError,
     Interrupt,
     InvalidUpdateError,
+    NodeRunEvent,
     Overwrite,
     ParentCommand,
     RetryPolicy,
@@ -161,8 +162,6 @@ def current_task_emit() -> Callable[[Any], None] | None:
     if task is None or not task.run.wants("events"):
         return None
     run, step, name = task.run, task.run.step, task.name
-    from loopwright.graph.types import NodeRunEvent
-
     return lambda event: run.emit("events", NodeRunEvent(step, name, event))
 
 
