@@ -95,7 +95,7 @@ class Progress:
     errors: int = 0
     cost: float = 0.0
     started: float = field(default_factory=time.monotonic)
-    _last: float = 0.0
+    _last: float = float("-inf")  # the first result always draws a line
 
     def add(self, ok: bool, cost: float) -> None:
         self.done += 1
