@@ -15,11 +15,13 @@ and JSON export.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from loopwright.core.errors import ProviderError
 from loopwright.core.messages import (
+    JSONValue,
     Message,
     StopReason,
     ToolCallPart,
@@ -178,6 +180,21 @@ class LimitReached:
 
 
 @dataclass(frozen=True, slots=True)
+class StrategyStep:
+    """Progress of a reasoning strategy (``loopwright.strategies``) between its model
+    calls: a plan made, a step finished, a reflection's decision, a vote counted.
+
+    ``strategy`` names the strategy (``"plan_execute"``, ``"self_consistency"`` ...),
+    ``kind`` the step (``"plan"``, ``"step_finished"``, ``"vote"`` ...); ``detail`` is
+    JSON data whose keys each strategy documents in ``docs/strategies.md``."""
+
+    strategy: str
+    kind: str
+    detail: Mapping[str, JSONValue] = field(default_factory=dict)
+    type: Literal["strategy_step"] = "strategy_step"
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     result: RunResult
     type: Literal["run_finished"] = "run_finished"
@@ -194,5 +211,6 @@ RunEvent: TypeAlias = (
     | ToolCallFinished
     | MessageAppended
     | LimitReached
+    | StrategyStep
     | RunFinished
 )

@@ -28,6 +28,7 @@ from loopwright.core.events import (
     RunFinished,
     RunStarted,
     StateChanged,
+    StrategyStep,
     StreamError,
     TextDelta,
     ToolCallDelta,
@@ -152,6 +153,7 @@ def event_to_dict(event: RunEvent) -> dict[str, JSONValue]:
             | ToolCallFinished()
             | MessageAppended()
             | LimitReached()
+            | StrategyStep()
         ):
             return {f.name: _value(getattr(event, f.name)) for f in fields(event)}
         case _:
