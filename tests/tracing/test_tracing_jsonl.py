@@ -195,3 +195,20 @@ def test_raw_payloads_of_a_real_adapter(tmp_path: Path) -> None:
     assert request["messages"][-1]["content"] == "hello"
     text = recorder.paths[0].read_text()
     assert "sk-proj-ABCDEFGHIJKLMNOPQRST" not in text and REDACTED in text
+
+
+def test_a_bad_directory_fails_up_front_and_write_errors_are_kept(tmp_path: Path) -> None:
+    import pytest
+
+    from loopwright.core.errors import ConfigError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ConfigError, match="cannot create the trace directory"):
+        JsonlRecorder(blocker / "traces")
+    recorder = JsonlRecorder(tmp_path / "t")
+    (tmp_path / "t").rmdir()  # removed under the recorder's feet
+    result = Agent(ScriptedModel(["a"]), hooks=Hooks(on_event=recorder)).run("q")
+    recorder.close()
+    assert result.ok  # the run is not affected
+    assert isinstance(recorder.error, FileNotFoundError)

@@ -76,6 +76,8 @@ def _finisher(
             recorder.flush()
             path = recorder.paths[-1]
             line = f"trace: {path} (view: loopwright trace view {path.stem} -o run.html)"
+            if recorder.error is not None:
+                line = f"trace: could not write {path}: {recorder.error}"
             # said when the command ends, after its own output (a streamed answer is still
             # being printed when this event arrives)
             ctx = click.get_current_context(silent=True)

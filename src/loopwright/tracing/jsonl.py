@@ -38,6 +38,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any, cast
 
+from loopwright.core.errors import ConfigError
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
 from loopwright.core.messages import JSONValue
 from loopwright.core.text import to_json
@@ -82,6 +83,18 @@ class JsonlRecorder:
         self._files: dict[_RunFile, IO[str]] = {}  # the worker thread's own
         self._dumps = functools.partial(to_json, strict=False, default=str)  # UTF-8-safe
         self._worker = Worker("loopwright-jsonl", self._write, self._flush_files, self._close_files)
+        try:  # here, not on the event loop, and a bad directory fails before any run
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create the trace directory {self.directory}: {exc}"
+            ) from None
+
+    @property
+    def error(self) -> Exception | None:
+        """The last error the writer thread met (a full disk, a removed directory ...);
+        the run goes on without its trace lines."""
+        return self._worker.last_error
 
     # -- the subscriber (event-loop side: no I/O, no serialization) --------------------
     def __call__(self, event: RunEvent) -> None:
@@ -109,8 +122,6 @@ class JsonlRecorder:
     def _open(self, session_id: str | None) -> _RunFile:
         if self._worker.closed:
             raise RuntimeError("JsonlRecorder is closed")
-        if not self.paths:
-            self.directory.mkdir(parents=True, exist_ok=True)
         run = _RunFile(self.directory, session_id)
         self.paths.append(run.path)
         self._current.set(run)

@@ -49,8 +49,9 @@ class Worker:
         self._lock = threading.Lock()
         self.closed = False
         self.errors = 0
-        """How many items ``handle`` raised on (the worker logs nothing and goes on: a
-        recorder must never take the run down)."""
+        """How many items ``handle`` raised on (the worker goes on: a recorder must never
+        take the run down); ``last_error`` is the latest exception."""
+        self.last_error: Exception | None = None
 
     def put(self, item: object) -> None:
         if self._thread is None:
@@ -85,8 +86,9 @@ class Worker:
                 continue
             try:
                 self._handle(item)
-            except Exception:
+            except Exception as exc:
                 self.errors += 1
+                self.last_error = exc
             if self._idle is not None and q.empty():
                 self._idle()
             # Give the GIL back every YIELD_EVERY seconds of work: a CPU-bound thread keeps
