@@ -192,7 +192,7 @@ class RunResult:
     messages: Sequence[Message]
     session_id: str | None = None
     detail: str = ""
-    pending_calls: Sequence[Any] = field(default_factory=tuple)
+    pending_calls: Sequence[ToolCallPart] = field(default_factory=tuple)
 
     @property
     def ok(self) -> bool:

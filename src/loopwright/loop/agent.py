@@ -133,7 +133,7 @@ class Run:
         return self._engine.state
 
     @property
-    def session_id(self) -> str | None:
+    def session_id(self) -> str:
         return self._engine.state.session_id
 
     def done(self) -> bool:
