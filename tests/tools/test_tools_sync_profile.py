@@ -3,6 +3,7 @@ then the event loop; back to workers for good after one slow inline run."""
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 
@@ -50,7 +51,7 @@ async def test_a_blocking_def_tool_stays_on_workers() -> None:
     assert not napper.profile.inline
 
 
-async def test_one_slow_inline_run_demotes_for_good() -> None:
+async def test_slow_inline_runs_in_a_row_demote_for_good() -> None:
     slow = threading.Event()
 
     @tool
@@ -70,6 +71,8 @@ async def test_one_slow_inline_run_demotes_for_good() -> None:
     assert sometimes.profile.inline
     slow.set()
     await _threads_used(d, "sometimes", 1)
+    assert sometimes.profile.inline  # one slow run may be the loop being preempted
+    await _threads_used(d, "sometimes", SyncProfile.DEMOTE_AFTER - 1)
     slow.clear()
     assert not sometimes.profile.inline and sometimes.profile.demoted
     assert all(await _threads_used(d, "sometimes", 2 * SyncProfile.PROMOTE_AFTER))
@@ -83,3 +86,22 @@ async def test_inline_false_always_uses_a_worker() -> None:
 
     d = Dispatcher(ToolRegistry([pinned]))
     assert all(await _threads_used(d, "pinned", 2 * SyncProfile.PROMOTE_AFTER))
+
+
+async def test_context_variables_set_by_a_tool_do_not_leak_wherever_it_runs() -> None:
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    @tool
+    def setter(x: int) -> int:
+        """Set a context variable."""
+        var.set("leaked")
+        return x
+
+    d = Dispatcher(ToolRegistry([setter]))
+    for i in range(SyncProfile.PROMOTE_AFTER + 50):
+        await d.run_one(ToolCallPart(f"c{i}", "setter", {"x": i}))
+        if setter.profile.inline:
+            break
+    await d.run_one(ToolCallPart("last", "setter", {"x": 0}))
+    assert setter.profile.inline
+    assert var.get() == "unset"

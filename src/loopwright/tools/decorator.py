@@ -14,6 +14,7 @@ non-blocking, then on the event loop (:class:`~loopwright.tools.threads.SyncProf
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import re
 import time
@@ -149,7 +150,9 @@ class Tool:
             profile = self.profile
             if profile.inline:
                 started = time.perf_counter()
-                result = self.fn(**kwargs)
+                # in a copy of the context, as on a worker: a tool setting a context
+                # variable behaves the same wherever it was placed
+                result = contextvars.copy_context().run(self.fn, **kwargs)
                 profile.ran_inline(time.perf_counter() - started, self.spec.name)
             else:
                 result = await run_in_worker(

@@ -59,23 +59,26 @@ class SyncProfile:
     ``PROMOTE_AFTER`` runs in a row that each took under ``FAST_S`` and spent almost
     all of it computing (``wall - cpu`` under ``BLOCKED_S``: no sleeping, no waiting on
     I/O, locks or the event loop), the tool runs inline on the event loop, which saves
-    the thread hop (~50-150 us of a ~5 us dispatch, docs/tools.md). One inline run slower
-    than ``DEMOTE_S`` sends it back to workers for good. A tool that waits on anything
-    never shows a CPU-bound streak, so it is never inlined and never blocks the loop;
-    declare ``inline=False`` to opt out entirely.
+    the thread hop (~50-150 us of a ~5 us dispatch, docs/tools.md). ``DEMOTE_AFTER``
+    inline runs in a row slower than ``DEMOTE_S`` send it back to workers for good (one
+    slow run alone is usually the loop's thread being preempted on a busy machine, not
+    the tool). A tool that waits on anything never shows a CPU-bound streak, so it is
+    never inlined and never blocks the loop; declare ``inline=False`` to opt out.
     """
 
-    __slots__ = ("demoted", "inline", "streak")
+    __slots__ = ("demoted", "inline", "slow", "streak")
 
     PROMOTE_AFTER = 8
     FAST_S = 0.0005
     BLOCKED_S = 0.0001
     DEMOTE_S = 0.002
+    DEMOTE_AFTER = 2
 
     def __init__(self) -> None:
         self.inline = False
         self.demoted = False
         self.streak = 0
+        self.slow = 0
 
     def ran(self, wall: float, cpu: float) -> None:
         """Record one worker run (called on the worker thread; races only delay a
@@ -88,7 +91,11 @@ class SyncProfile:
             self.streak = 0
 
     def ran_inline(self, wall: float, name: str) -> None:
-        if wall > self.DEMOTE_S:
+        if wall <= self.DEMOTE_S:
+            self.slow = 0
+            return
+        self.slow += 1
+        if self.slow >= self.DEMOTE_AFTER:
             self.inline = False
             self.demoted = True
             log.info(
