@@ -1,5 +1,6 @@
 """Graph checkpoints on loopwright's stores -- the ONLY module of the graph that talks
-to a store, through the stores' public API (``save``, ``load``, ``history``).
+to a store, through the stores' public API (``save``, ``load``, ``history`` and the
+``AsyncStore`` adapter).
 
 Each superstep is one store checkpoint of the session named by the thread id; the
 graph's record lives in the checkpoint's ``metadata["graph"]``:
@@ -16,11 +17,14 @@ graph's record lives in the checkpoint's ``metadata["graph"]``:
   checkpoint it belongs to, so ``get_state`` can show them and a resume re-runs only
   the tasks that did not finish.
 
-The checkpoint number the store assigns is the graph's ``checkpoint_id``.
+The checkpoint number the store assigns is the graph's ``checkpoint_id``. Runs (async
+code) save through :class:`~loopwright.store.AsyncStore` and load on a worker thread, so
+a blocking store never stalls the event loop; ``get_state`` and friends are synchronous.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 import threading
@@ -34,7 +38,7 @@ from loopwright.core.run import LoopState, RunState
 from loopwright.graph.codec import decode, encode
 from loopwright.graph.messages import add_messages
 from loopwright.graph.types import MISSING, Interrupt, Overwrite, Send
-from loopwright.store import CheckpointStore, SessionNotFound
+from loopwright.store import AsyncStore, CheckpointStore, SessionNotFound
 
 RECORD_VERSION = 1
 MAX_CHAIN = 256
@@ -91,6 +95,9 @@ class GraphSaver:
 
     def __init__(self, store: CheckpointStore, reducers: Mapping[str, Callable[..., Any]]):
         self.store = store
+        # async runs save through the store's one async face (worker threads for a
+        # blocking backend, inline for the memory store)
+        self.aio = AsyncStore(store)
         self._reducers = reducers
         # thread -> (number of its newest store checkpoint, the graph checkpoint it shows)
         self._cache: OrderedDict[str, tuple[int, Saved]] = OrderedDict()
@@ -236,6 +243,37 @@ class GraphSaver:
         ``changes`` describes how ``new.values`` differs from ``parent.values``; without
         it (or without a parent) a snapshot is written.
         """
+        state = self.checkpoint_state(thread, parent, new, changes)
+        return self._stored(thread, new, self.store.save(state).checkpoint)
+
+    async def aput(
+        self,
+        thread: str,
+        parent: Saved | None,
+        new: Saved,
+        changes: Mapping[str, Change] | None,
+    ) -> Saved:
+        """:meth:`put` from async code: the store call runs off the event loop."""
+        return await self.awrite(thread, new, self.checkpoint_state(thread, parent, new, changes))
+
+    async def awrite(self, thread: str, new: Saved, state: RunState) -> Saved:
+        """Store the row :meth:`checkpoint_state` made for ``new``; returns ``new`` numbered."""
+        return self._stored(thread, new, (await self.aio.save(state)).checkpoint)
+
+    def _stored(self, thread: str, new: Saved, number: int) -> Saved:
+        new.number = number
+        self._remember(thread, number, new)
+        return new
+
+    def checkpoint_state(
+        self,
+        thread: str,
+        parent: Saved | None,
+        new: Saved,
+        changes: Mapping[str, Change] | None,
+    ) -> RunState:
+        """The store row of checkpoint ``new``: a delta on ``parent`` or a snapshot (sets
+        ``new``'s delta bookkeeping and parent)."""
         record: dict[str, Any] = {
             "v": RECORD_VERSION,
             "kind": "checkpoint",
@@ -246,38 +284,32 @@ class GraphSaver:
             "barriers": new.barriers,
             "created": new.created_at,
         }
+        new.parent = record["parent"]
         delta = None
         if parent is not None and changes is not None and parent.chain < MAX_CHAIN:
             delta = {k: self._change(k, c) for k, c in changes.items()}
             size = len(_dumps(delta))
             if parent.since + size <= max(parent.snap, 1024):
-                record.update(base=parent.base if parent.base is not None else parent.number)
-                record.update(delta=delta, chain=parent.chain + 1, since=parent.since + size)
+                base = parent.base if parent.base is not None else parent.number
+                record.update(base=base, delta=delta, chain=parent.chain + 1)
+                record.update(since=parent.since + size, snap=parent.snap)
                 new.base, new.chain, new.since, new.snap = (
-                    record["base"],
-                    record["chain"],
-                    record["since"],
+                    base,
+                    parent.chain + 1,
+                    parent.since + size,
                     parent.snap,
                 )
             else:
                 delta = None
         if delta is None:
             values = {k: encode(v, f"state key {k!r}") for k, v in new.values.items()}
-            record.update(values=values, base=None, chain=0, since=0)
-            record["snap"] = len(_dumps(values))
-            new.base, new.chain, new.since, new.snap = None, 0, 0, record["snap"]
-        else:
-            record["snap"] = new.snap
+            size = len(_dumps(values))
+            record.update(values=values, base=None, chain=0, since=0, snap=size)
+            new.base, new.chain, new.since, new.snap = None, 0, 0, size
         status = LoopState.OBSERVE if new.next else LoopState.DONE
-        ref = self.store.save(
-            RunState(
-                session_id=thread, status=status, turn=max(new.step, 0), metadata={"graph": record}
-            )
+        return RunState(
+            session_id=thread, status=status, turn=max(new.step, 0), metadata={"graph": record}
         )
-        new.number = ref.checkpoint
-        new.parent = record["parent"]
-        self._remember(thread, ref.checkpoint, new)
-        return new
 
     def _change(self, key: str, change: Change) -> list[Any]:
         where = f"state key {key!r}"
@@ -293,6 +325,21 @@ class GraphSaver:
     def put_results(self, thread: str, saved: Saved, results: Mapping[str, PendingResult]) -> None:
         """Record what the tasks of ``saved``'s pending superstep left (replacing any
         earlier record for it)."""
+        ref = self.store.save(self._results_state(thread, saved, results))
+        saved.results = dict(results)
+        self._remember(thread, ref.checkpoint, saved)
+
+    async def aput_results(
+        self, thread: str, saved: Saved, results: Mapping[str, PendingResult]
+    ) -> None:
+        """:meth:`put_results` from async code."""
+        ref = await self.aio.save(self._results_state(thread, saved, results))
+        saved.results = dict(results)
+        self._remember(thread, ref.checkpoint, saved)
+
+    def _results_state(
+        self, thread: str, saved: Saved, results: Mapping[str, PendingResult]
+    ) -> RunState:
         tasks: dict[str, Any] = {}
         for task_id, result in results.items():
             tasks[task_id] = {
@@ -306,16 +353,24 @@ class GraphSaver:
             }
         record = {"v": RECORD_VERSION, "kind": "writes", "of": saved.number, "tasks": tasks}
         paused = any(r.interrupts for r in results.values())
-        ref = self.store.save(
-            RunState(
-                session_id=thread,
-                status=LoopState.PAUSED if paused else LoopState.ERROR,
-                turn=max(saved.step, 0),
-                metadata={"graph": record},
-            )
+        return RunState(
+            session_id=thread,
+            status=LoopState.PAUSED if paused else LoopState.ERROR,
+            turn=max(saved.step, 0),
+            metadata={"graph": record},
         )
-        saved.results = dict(results)
-        self._remember(thread, ref.checkpoint, saved)
+
+    async def alatest(self, thread: str) -> Saved | None:
+        """:meth:`latest` from async code (off the event loop for a blocking store)."""
+        if not self.store.blocking:
+            return self.latest(thread)
+        return await asyncio.to_thread(self.latest, thread)
+
+    async def aat(self, thread: str, number: int) -> Saved:
+        """:meth:`at` from async code."""
+        if not self.store.blocking:
+            return self.at(thread, number)
+        return await asyncio.to_thread(self.at, thread, number)
 
     def _remember(self, thread: str, number: int, saved: Saved) -> None:
         with self._lock:

@@ -201,6 +201,7 @@ class _Run:
         self.stop = 0
         self.interrupts: list[Interrupt] = []
         self._pending_changes: dict[str, Change] | None = None
+        self._inflight: asyncio.Future[Saved] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
 
@@ -219,7 +220,13 @@ class _Run:
     async def run(self, input: Any) -> dict[str, Any]:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        tasks = self._start(input)
+        try:
+            return await self._supersteps(input)
+        finally:
+            await self._settle()  # the last checkpoint is stored before the run returns
+
+    async def _supersteps(self, input: Any) -> dict[str, Any]:
+        tasks = await self._start(input)
         # a resumed run does not stop again before the superstep it stopped before
         resumed = input is None or isinstance(input, Command)
         while True:
@@ -235,7 +242,7 @@ class _Run:
                 return self.values
             resumed = False
             await self._execute(tasks)
-            if self._unfinished(tasks):
+            if await self._unfinished(tasks):
                 return self.values
             ran = tasks
             tasks = await self._commit(tasks)
@@ -250,7 +257,7 @@ class _Run:
         self.emit("updates", {"__interrupt__": ()})
         return True
 
-    def _unfinished(self, tasks: list[_Task]) -> bool:
+    async def _unfinished(self, tasks: list[_Task]) -> bool:
         """Handle a superstep with failed or interrupted tasks (True: stop here)."""
         failed = [t for t in tasks if t.error is not None]
         paused = [t for t in tasks if t.interrupts]
@@ -258,7 +265,8 @@ class _Run:
         if not failed and not paused and not lifted:
             return False
         if self.saver is not None and self.saved is not None:
-            self.saver.put_results(self.thread, self.saved, self._results(tasks))
+            await self._settle()
+            await self.saver.aput_results(self.thread, self.saved, self._results(tasks))
         if failed:
             raise failed[0].error  # type: ignore[misc]
         if lifted and self.parent is not None:
@@ -289,10 +297,10 @@ class _Run:
         return out
 
     # ------------------------------------------------------------------ starting
-    def _start(self, input: Any) -> list[_Task]:
-        saved = self._load()
+    async def _start(self, input: Any) -> list[_Task]:
+        saved = await self._load()
         if input is None or isinstance(input, Command):
-            return self._resume(saved, input)
+            return await self._resume(saved, input)
         if saved is not None:  # a new input on a thread: its pending tasks are dropped
             self.saved = saved
             self.values = dict(saved.values)
@@ -305,18 +313,18 @@ class _Run:
         start = _Task(self, f"{self.step + 1}:0", START, None)
         start.writes = self.graph.input_writes(input)
         start.done = True
-        self._save("input", [START], {})
+        await self._save("input", [START], {})
         self.step += 1
         return [start]
 
-    def _load(self) -> Saved | None:
+    async def _load(self) -> Saved | None:
         if self.saver is None:
             return None
         if self.checkpoint_id is not None:
-            return self.saver.at(self.thread, int(self.checkpoint_id))
-        return self.saver.latest(self.thread)
+            return await self.saver.aat(self.thread, int(self.checkpoint_id))
+        return await self.saver.alatest(self.thread)
 
-    def _resume(self, saved: Saved | None, command: Command[Any] | None) -> list[_Task]:
+    async def _resume(self, saved: Saved | None, command: Command[Any] | None) -> list[_Task]:
         if command is not None and command.resume is not None and self.saver is None:
             raise GraphError("Cannot use Command(resume=...) without a checkpointer")
         if saved is None:
@@ -332,7 +340,7 @@ class _Run:
         results = saved.results
         if self.checkpoint_id is not None and (command is None or command.resume is None):
             results = {}  # time travel: the pending superstep runs again from scratch
-            self._save("fork", list(saved.next), {}, step=saved.step)
+            await self._save("fork", list(saved.next), {}, step=saved.step)
             self.step = saved.step + 1
         tasks = self._tasks(list(saved.next))
         for task in tasks:
@@ -555,7 +563,7 @@ class _Run:
                 barriers[key] = set()
         self.values, self.barriers = new, barriers
         pending_next = chosen.pending()
-        self._save("loop", pending_next, changes)
+        await self._save("loop", pending_next, changes)
         self.emit("values", dict(new))
         if self.wants("events"):
             names = tuple(p.node if isinstance(p, Send) else p for p in pending_next)
@@ -601,7 +609,7 @@ class _Run:
         merge_writes(self.graph, view, [task.writes], False)
 
     # ------------------------------------------------------------------ checkpoints
-    def _save(
+    async def _save(
         self,
         source: str,
         pending: list[str | Send],
@@ -621,7 +629,23 @@ class _Run:
             parent=None,
             created_at=now(),
         )
-        self.saved = self.saver.put(self.thread, self.saved, new, changes)
+        saver = self.saver
+        await self._settle()  # its number is the new checkpoint's parent
+        if not saver.store.blocking:
+            self.saved = await saver.aput(self.thread, self.saved, new, changes)
+            return
+        # write-behind: the store writes this checkpoint while the next superstep runs
+        # (at most one write in flight; the run waits for it before the next one, before
+        # recording unfinished work and before returning)
+        state = saver.checkpoint_state(self.thread, self.saved, new, changes)
+        self._inflight = asyncio.ensure_future(saver.awrite(self.thread, new, state))
+        self.saved = new
+        await asyncio.sleep(0)  # hand the write to the store's worker thread now
+
+    async def _settle(self) -> None:
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            await inflight
 
 
 def merge_writes(
