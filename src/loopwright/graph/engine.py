@@ -177,6 +177,7 @@ class CompiledStateGraph:
                 yield item
         finally:
             loop.run_until_complete(agen.aclose())
+            loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()
 
     async def run_nested(
@@ -486,7 +487,7 @@ def _run_sync(coro: Any) -> Any:
             loop = _LOCAL.loop = asyncio.new_event_loop()
         return loop.run_until_complete(coro)
     with ThreadPoolExecutor(1, thread_name_prefix="loopwright-graph-sync") as pool:
-        return pool.submit(_run_sync, coro).result()
+        return pool.submit(asyncio.run, coro).result()  # its loop closes with the call
 
 
 def _no_running_loop(name: str, alternative: str) -> None:
