@@ -1,9 +1,9 @@
 """Tracing overhead (issue 15): per-step cost with JSONL recording or OTel spans on vs off.
 
-Runs of N steps (one schema-validated tool call per step, the zero-cost model of
-``loop.py``), median over interleaved repeats. Rows:
+Runs of N steps (one schema-validated tool call per step, a model that returns prebuilt
+replies), median over interleaved repeats. Rows:
 
-* ``floor``    -- the plain-Python loop of ``loop.py`` (same appends, same tool call);
+* ``floor``    -- a plain-Python loop doing the same appends and the same tool call;
 * ``off``      -- ``agent.arun`` with no subscriber (events are not even built);
 * ``events``   -- a no-op ``on_event`` subscriber (the cost of building the events);
 * ``jsonl``    -- :class:`~loopwright.tracing.JsonlRecorder` (the run's time: lines are
@@ -40,7 +40,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -48,12 +48,70 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from loop import ZeroModel, _floor, _limits, add  # the loop benchmark's model and floor
-from loopwright import Agent, Hooks
+from loopwright import Agent, Hooks, Limits, tool
+from loopwright.core.events import ModelEvent, ResponseDone
+from loopwright.core.messages import Message, StopReason, ToolCallPart, ToolResultPart, Usage
+from loopwright.core.protocols import ModelRequest
 from loopwright.tracing import JsonlRecorder
 from loopwright.tracing.otel import OtelSubscriber
 
 Timing = tuple[float, float, float]  # wall, this thread's CPU, the whole process's CPU
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def _call(i: int) -> ToolCallPart:
+    return ToolCallPart(f"c{i}", "add", {"a": i, "b": 2}, "")
+
+
+class ZeroModel:
+    """Prebuilt replies: ``steps - 1`` tool calls, then a final answer; no per-call work
+    beyond one async-generator step, so the figures are the loop's and the recorders'.
+    ``stamps`` gets ``(perf_counter_ns, process_time_ns)`` at each call."""
+
+    name = "zero"
+
+    def __init__(self, steps: int, stamps: list[tuple[int, int]], delay: float = 0.0) -> None:
+        self._replies = [
+            ResponseDone(Message("assistant", (_call(i),)), StopReason.TOOL_USE, Usage(), "zero")
+            for i in range(steps - 1)
+        ]
+        self._final = ResponseDone(
+            Message.assistant("done"), StopReason.FINAL_ANSWER, Usage(), "zero"
+        )
+        self._i = 0
+        self._stamps = stamps
+        self._delay = delay
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self._stamps.append((time.perf_counter_ns(), time.process_time_ns()))
+        if self._delay:
+            await asyncio.sleep(self._delay)
+        i = self._i
+        self._i = i + 1
+        yield self._replies[i] if i < len(self._replies) else self._final
+
+
+async def _floor(steps: int) -> tuple[float, float]:
+    """The same work as a plain loop: append the call, run the tool, append the result."""
+    replies = [Message("assistant", (_call(i),)) for i in range(steps - 1)]
+    messages: list[Message] = [Message.user("go")]
+    w0, c0 = time.perf_counter(), time.thread_time()
+    for reply in replies:
+        messages.append(reply)
+        call = reply.parts[0]
+        assert isinstance(call, ToolCallPart)
+        value = await add.fn(**call.arguments)
+        messages.append(Message("tool", (ToolResultPart(call.id, call.name, str(value)),)))
+    messages.append(Message.assistant("done"))
+    return time.perf_counter() - w0, time.thread_time() - c0
+
+
+_LIMITS = Limits(max_turns=None, repeat_limit=None)
 
 
 class DropExporter(SpanExporter):
@@ -93,7 +151,7 @@ async def _run(
     stamps: list[tuple[int, int]] = []
     hooks = Hooks(on_event=on_event) if on_event is not None else None
     model = ZeroModel(steps, stamps, delay=delay)
-    agent = Agent(model, [add], limits=_limits(), hooks=hooks)
+    agent = Agent(model, [add], limits=_LIMITS, hooks=hooks)
     w0, t0, c0 = time.perf_counter(), time.thread_time(), time.process_time()
     result = await agent.arun("go")
     elapsed = (time.perf_counter() - w0, time.thread_time() - t0, time.process_time() - c0)

@@ -52,11 +52,16 @@ class Worker:
         """How many items ``handle`` raised on (the worker goes on: a recorder must never
         take the run down); ``last_error`` is the latest exception."""
         self.last_error: Exception | None = None
+        self.put: Callable[[object], None] = self._first_put
+        """Queue an item. Once the thread runs this is the queue's own ``put`` (no Python
+        frame per event: it runs on the event loop's thread for every event)."""
 
-    def put(self, item: object) -> None:
-        if self._thread is None:
-            self._start()
-        self._queue.put(item)
+    def _first_put(self, item: object) -> None:
+        self._start()
+        self.put(item)
+
+    def _closed_put(self, item: object) -> None:
+        raise RuntimeError(f"{self._name} is closed")
 
     def _start(self) -> None:
         with self._lock:
@@ -66,6 +71,7 @@ class Worker:
                 thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 thread.start()
                 self._thread = thread
+                self.put = self._queue.put
                 _live.add(self)
 
     def _loop(self) -> None:
@@ -115,6 +121,7 @@ class Worker:
             if self.closed:
                 return
             self.closed = True
+            self.put = self._closed_put
             thread = self._thread
         if thread is None:
             return
