@@ -1,0 +1,33 @@
+"""Reasoning strategies built on the loop: plan-and-execute with a reflector, and the
+strategies for small embedded models (:mod:`loopwright.strategies.embedded`).
+
+Each strategy makes its model calls through one
+:class:`~loopwright.strategies.runtime.StrategyContext`, so ``Limits`` bound the whole
+strategy run and every call and step is an event. See ``docs/strategies.md``.
+"""
+
+from loopwright.strategies.plan_execute import (
+    Decision,
+    PlanAndExecute,
+    PlanConfig,
+    PlannerDeclined,
+    PlanRun,
+    PlanStep,
+    StepResult,
+    rule_reflector,
+)
+from loopwright.strategies.runtime import Strategy, StrategyContext, StrategyResult
+
+__all__ = [
+    "Decision",
+    "PlanAndExecute",
+    "PlanConfig",
+    "PlanRun",
+    "PlanStep",
+    "PlannerDeclined",
+    "StepResult",
+    "Strategy",
+    "StrategyContext",
+    "StrategyResult",
+    "rule_reflector",
+]

@@ -1,0 +1,489 @@
+"""Plan-and-execute: a planner writes a step DAG, an executor runs it, a reflector judges.
+
+1. The **planner** (the built-in ``planner`` prompt pattern) answers with steps -- id,
+   tool, input, ``depends_on`` -- and may refer to an earlier step's result as
+   ``$step_N_result``. The pattern's parser refuses references to later or missing steps
+   and cycles with a message addressed to the planner, which is sent back (up to
+   ``planner_attempts`` tries).
+2. The **executor** runs every step whose dependencies are finished, all at once (at
+   most ``max_concurrency`` at a time), through the tool dispatcher (validation,
+   permissions and timeouts apply as in an agent run). References are resolved first: an
+   input that *is* ``$step_N_result`` gets the result's value (parsed JSON when it is
+   JSON), a reference inside a longer string gets the result's text.
+3. After each batch the **reflector** (the built-in ``reflector`` pattern, or rules when
+   no reflector model is given) decides: ``accept`` (go on), ``retry_step`` (run a step
+   again -- its dependents too; ``retry_details.modification`` may be a JSON object
+   replacing the step's input), ``replan`` (the planner revises the plan, keeping the
+   finished steps and their results) or ``escalate``: the run pauses with
+   ``awaiting_confirmation`` and a JSON ``state`` holding the plan and results so far;
+   :meth:`PlanAndExecute.aresume` continues it (with a person's guidance: a replan).
+
+Retries per step and replans per run are bounded; past either bound the run escalates.
+See ``docs/strategies.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final
+
+from loopwright.core.events import ToolCallFinished, ToolCallStarted
+from loopwright.core.messages import JSONValue, ToolCallPart
+from loopwright.core.protocols import Model
+from loopwright.loop.agent import ToolLike
+from loopwright.loop.limits import Limits
+from loopwright.prompts import OutputParseError, Pattern, PromptText, load_pattern
+from loopwright.prompts import tool_descriptions as describe_tools
+from loopwright.strategies.prompts import ask_parsed, strategy_prompt
+from loopwright.strategies.runtime import (
+    EventSink,
+    Outcome,
+    Paused,
+    Strategy,
+    StrategyContext,
+    StrategyResult,
+)
+from loopwright.tools import DispatchConfig, Dispatcher, ToolRegistry
+
+_REF: Final = "$step_{}_result"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    """One step of a plan: a tool call whose input may name earlier results."""
+
+    step_id: int
+    description: str
+    tool_name: str
+    tool_input: Mapping[str, JSONValue]
+    depends_on: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {
+            "step_id": self.step_id,
+            "description": self.description,
+            "tool_name": self.tool_name,
+            "tool_input": dict(self.tool_input),
+            "depends_on": list(self.depends_on),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JSONValue]) -> PlanStep:
+        tool_input = data.get("tool_input") or {}
+        deps = data.get("depends_on") or []
+        assert isinstance(tool_input, dict) and isinstance(deps, list)
+        return cls(
+            int(data["step_id"]),  # type: ignore[arg-type]
+            str(data.get("description", "")),
+            str(data["tool_name"]),
+            tool_input,
+            tuple(int(d) for d in deps),  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """What a step produced: the tool's result text, whether it failed, and how many times
+    the step has run."""
+
+    step_id: int
+    output: str
+    ok: bool
+    attempts: int
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {
+            "step_id": self.step_id,
+            "output": self.output,
+            "ok": self.ok,
+            "attempts": self.attempts,
+        }
+
+
+@dataclass(slots=True)
+class PlanRun:
+    """The progress of one plan: JSON round-trips through :meth:`to_dict` /
+    :meth:`from_dict` (what a paused run's ``state`` holds)."""
+
+    request: str
+    steps: list[PlanStep] = field(default_factory=list)
+    results: dict[int, StepResult] = field(default_factory=dict)
+    retries: dict[int, int] = field(default_factory=dict)
+    replans: int = 0
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {
+            "request": self.request,
+            "plan": [s.to_dict() for s in self.steps],
+            "results": [r.to_dict() for r in self.results.values()],
+            "retries": {str(k): v for k, v in self.retries.items()},
+            "replans": self.replans,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JSONValue]) -> PlanRun:
+        plan = data.get("plan") or []
+        results = data.get("results") or []
+        retries = data.get("retries") or {}
+        assert isinstance(plan, list) and isinstance(results, list) and isinstance(retries, dict)
+        run = cls(str(data["request"]), [PlanStep.from_dict(s) for s in plan])  # type: ignore[arg-type]
+        for r in results:
+            assert isinstance(r, dict)
+            sid = int(r["step_id"])  # type: ignore[arg-type]
+            run.results[sid] = StepResult(sid, str(r["output"]), bool(r["ok"]), int(r["attempts"]))  # type: ignore[arg-type]
+        run.retries = {int(k): int(v) for k, v in retries.items()}  # type: ignore[arg-type]
+        run.replans = int(data.get("replans") or 0)  # type: ignore[arg-type]
+        return run
+
+    def ready(self) -> list[PlanStep]:
+        """Steps not yet finished whose dependencies all finished successfully."""
+        done = {sid for sid, r in self.results.items() if r.ok}
+        return [
+            s
+            for s in self.steps
+            if s.step_id not in self.results and all(d in done for d in s.depends_on)
+        ]
+
+    def finished(self) -> bool:
+        return all(s.step_id in self.results and self.results[s.step_id].ok for s in self.steps)
+
+    def forget(self, step_id: int) -> None:
+        """Drop a step's result and those of every step depending on it."""
+        self.results.pop(step_id, None)
+        for s in self.steps:
+            if step_id in s.depends_on and s.step_id in self.results:
+                self.forget(s.step_id)
+
+    def answer(self) -> str:
+        """The results no finished step consumed: the plan's outputs once it is finished,
+        the latest results before (what a limit-stopped run returns)."""
+        done = [s for s in self.steps if s.step_id in self.results and self.results[s.step_id].ok]
+        used = {d for s in done for d in s.depends_on}
+        return "\n".join(self.results[s.step_id].output for s in done if s.step_id not in used)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A reflector's verdict on the plan so far."""
+
+    action: str  # accept | retry_step | replan | escalate
+    step_id: int | None = None
+    modification: str = ""
+
+
+def resolve(value: JSONValue, results: Mapping[int, StepResult]) -> JSONValue:
+    """``value`` with every ``$step_N_result`` replaced (see the module docstring)."""
+    if isinstance(value, str):
+        for sid, result in results.items():
+            ref = _REF.format(sid)
+            if value == ref:
+                try:
+                    parsed: JSONValue = json.loads(result.output)
+                except ValueError:
+                    return result.output
+                return parsed
+            if ref in value:
+                value = value.replace(ref, result.output)
+        return value
+    if isinstance(value, dict):
+        return {k: resolve(v, results) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, results) for v in value]
+    return value
+
+
+def rule_reflector(run: PlanRun, max_retries: int) -> Decision:
+    """The reflector used when no reflector model is given: a failed step is retried
+    while it has retries left, then the run escalates; otherwise accept."""
+    for sid, result in run.results.items():
+        if not result.ok:
+            if run.retries.get(sid, 0) < max_retries:
+                return Decision("retry_step", sid, "the tool reported an error")
+            return Decision("escalate", sid, f"step {sid} failed {result.attempts} times")
+    return Decision("accept")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanConfig:
+    """Bounds of :class:`PlanAndExecute`: steps in a plan, tries for a valid plan, steps
+    run at once, retries per step, replans per run; ``reflect_each_batch`` asks the
+    reflector after every batch (else only when the plan is finished or a step failed)."""
+
+    max_steps: int = 8
+    planner_attempts: int = 3
+    max_concurrency: int = 4
+    max_retries: int = 2
+    max_replans: int = 2
+    reflect_each_batch: bool = True
+
+
+class PlanAndExecute(Strategy):
+    """Plan-and-execute with a reflector (module docstring).
+
+    ``planner`` writes the plan; ``reflector`` judges results (``None``: the rules of
+    :func:`rule_reflector`); ``tools`` are what steps may call (an agent wrapped with
+    ``Agent.as_tool`` makes a step a small ReAct loop of its own).
+    """
+
+    name = "plan_execute"
+
+    def __init__(
+        self,
+        planner: Model,
+        tools: ToolRegistry | Iterable[ToolLike],
+        *,
+        reflector: Model | None = None,
+        limits: Limits | None = None,
+        config: PlanConfig | None = None,
+        dispatch: DispatchConfig | None = None,
+    ) -> None:
+        super().__init__(limits)
+        self.planner = planner
+        self.reflector = reflector
+        self.config = config or PlanConfig()
+        registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.dispatcher = Dispatcher(registry, dispatch)
+        self._planner_pattern: Pattern = load_pattern("planner")
+        self._reflector_pattern: Pattern = load_pattern("reflector")
+
+    # -- entry points -----------------------------------------------------------------
+    async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
+        run = PlanRun(prompt)
+        try:
+            await self._plan(ctx, run, feedback="")
+            return await self._drive(ctx, run)
+        except PlannerDeclined as exc:
+            return exc.text, {"action": exc.action, **run.to_dict()}
+
+    async def aresume(
+        self,
+        state: Mapping[str, JSONValue],
+        guidance: str | None = None,
+        *,
+        on_event: EventSink | None = None,
+    ) -> StrategyResult:
+        """Continue a paused run from its ``state``. With ``guidance`` (a person's
+        instructions) the planner revises the plan first; without, failed steps get a
+        fresh set of retries. Finished steps are never run again."""
+        run = PlanRun.from_dict(state)
+        ctx = self._context(on_event, None)
+        ctx.step("resumed", guidance=guidance or "")
+
+        async def work() -> Outcome:
+            run.retries.clear()
+            try:
+                if guidance:
+                    run.replans = 0
+                    await self._plan(ctx, run, feedback=guidance)
+                else:
+                    for sid in [s for s, r in run.results.items() if not r.ok]:
+                        run.forget(sid)
+                return await self._drive(ctx, run)
+            except PlannerDeclined as exc:
+                return exc.text, {"action": exc.action, **run.to_dict()}
+
+        return await self._finish(ctx, work())
+
+    # -- the cycle --------------------------------------------------------------------
+    async def _drive(self, ctx: StrategyContext, run: PlanRun) -> Outcome:
+        while True:
+            batch = run.ready()
+            if batch:
+                await self._execute(ctx, run, batch)
+                ctx.best, ctx.record = run.answer(), run.to_dict()
+            failed = any(not r.ok for r in run.results.values())
+            if not batch and not failed and run.finished():
+                return run.answer(), run.to_dict()
+            if batch and not failed and not run.finished() and not self.config.reflect_each_batch:
+                continue
+            decision = await self._reflect(ctx, run)
+            paused = await self._apply(ctx, run, decision)
+            if paused is not None:
+                return run.answer(), paused
+            if decision.action == "accept" and run.finished():
+                return run.answer(), run.to_dict()
+            if decision.action == "accept" and not run.ready():
+                # accepted, yet nothing can run (a failed step the reflector let stand)
+                return run.answer(), self._pause(ctx, run, "no step can run: a step failed")
+
+    async def _apply(self, ctx: StrategyContext, run: PlanRun, decision: Decision) -> Paused | None:
+        cfg = self.config
+        if decision.action == "retry_step":
+            sid = _retry_target(run, decision.step_id)
+            if sid is None:
+                return self._pause(ctx, run, "the reflector asked to retry a step the plan lacks")
+            if run.retries.get(sid, 0) >= cfg.max_retries:
+                return self._pause(ctx, run, f"step {sid} is out of retries ({cfg.max_retries})")
+            run.retries[sid] = run.retries.get(sid, 0) + 1
+            self._modify(run, sid, decision.modification)
+            run.forget(sid)
+        elif decision.action == "replan":
+            if run.replans >= cfg.max_replans:
+                return self._pause(ctx, run, f"out of replans ({cfg.max_replans})")
+            run.replans += 1
+            await self._plan(ctx, run, feedback=decision.modification)
+        elif decision.action == "escalate":
+            return self._pause(ctx, run, decision.modification or "the reflector escalated")
+        return None
+
+    def _pause(self, ctx: StrategyContext, run: PlanRun, reason: str) -> Paused:
+        ctx.step("escalated", reason=reason)
+        data = run.to_dict()
+        return Paused(f"escalated: {reason}", data, data)
+
+    @staticmethod
+    def _modify(run: PlanRun, sid: int, modification: str) -> None:
+        """A modification that is a JSON object replaces the step's input."""
+        try:
+            new_input = json.loads(modification)
+        except ValueError:
+            return
+        if isinstance(new_input, dict):
+            run.steps = [
+                replace(s, tool_input=new_input) if s.step_id == sid else s for s in run.steps
+            ]
+
+    # -- planning ---------------------------------------------------------------------
+    async def _plan(self, ctx: StrategyContext, run: PlanRun, feedback: str) -> None:
+        registry = self.dispatcher.registry
+        prompt: PromptText = self._planner_pattern.render(
+            max_steps=self.config.max_steps,
+            tool_descriptions=describe_tools(registry.specs()),
+            user_request=run.request,
+        )
+        if run.steps:
+            prompt = strategy_prompt(
+                "replan",
+                prefix=prompt,
+                plan=[s.to_dict() for s in run.steps],
+                finished=[r.to_dict() for r in run.results.values() if r.ok],
+                feedback=feedback or "(none)",
+            )
+        parsed = await ask_parsed(
+            ctx,
+            self.planner,
+            prompt,
+            lambda text: self._planner_pattern.parse(text, allowed_tools=registry.names()),
+            self.config.planner_attempts,
+        )
+        value = parsed.value
+        if value["action"] != "plan":
+            text = value.get("question") or value.get("reason") or ""
+            raise PlannerDeclined(str(value["action"]), str(text))
+        steps = [PlanStep.from_dict(s) for s in value["plan"]]  # type: ignore[union-attr, arg-type]
+        self._keep_finished(run, steps)
+        ctx.step("plan", steps=[s.to_dict() for s in steps], replans=run.replans)
+
+    @staticmethod
+    def _keep_finished(run: PlanRun, steps: Sequence[PlanStep]) -> None:
+        """Install a new plan, keeping results of finished steps it repeats unchanged."""
+        old = {s.step_id: s for s in run.steps}
+        kept = {
+            s.step_id: run.results[s.step_id]
+            for s in steps
+            if s.step_id in run.results and run.results[s.step_id].ok and old.get(s.step_id) == s
+        }
+        run.steps, run.results = list(steps), kept
+
+    # -- execution --------------------------------------------------------------------
+    async def _execute(self, ctx: StrategyContext, run: PlanRun, batch: Sequence[PlanStep]) -> None:
+        ctx.check()
+        ctx.step("batch", step_ids=[s.step_id for s in batch])
+        sem = asyncio.Semaphore(self.config.max_concurrency)
+
+        async def one(step: PlanStep) -> StepResult:
+            async with sem:
+                return await self._run_step(ctx, run, step)
+
+        for result in await asyncio.gather(*(one(s) for s in batch)):
+            run.results[result.step_id] = result
+
+    async def _run_step(self, ctx: StrategyContext, run: PlanRun, step: PlanStep) -> StepResult:
+        arguments = resolve(dict(step.tool_input), run.results)
+        assert isinstance(arguments, dict)
+        attempts = run.retries.get(step.step_id, 0) + 1
+        call = ToolCallPart(f"step_{step.step_id}_{attempts}", step.tool_name, arguments)
+        ctx.emit(ToolCallStarted(ctx.calls, call))
+        outcome = await self.dispatcher.run_one(call)
+        ctx.emit(
+            ToolCallFinished(
+                ctx.calls,
+                call,
+                outcome.result,
+                outcome.duration_s,
+                outcome.attempts,
+                outcome.repairs,
+            )
+        )
+        ok = not outcome.result.is_error
+        ctx.step("step_finished", step_id=step.step_id, ok=ok, attempts=attempts)
+        return StepResult(step.step_id, outcome.result.content, ok, attempts)
+
+    # -- reflection -------------------------------------------------------------------
+    async def _reflect(self, ctx: StrategyContext, run: PlanRun) -> Decision:
+        if self.reflector is None:
+            decision = rule_reflector(run, self.config.max_retries)
+        else:
+            decision = await self._model_reflection(ctx, run, self.reflector)
+        ctx.step(
+            "reflection",
+            action=decision.action,
+            step_id=decision.step_id,
+            modification=decision.modification,
+        )
+        return decision
+
+    async def _model_reflection(self, ctx: StrategyContext, run: PlanRun, model: Model) -> Decision:
+        prompt = self._reflector_pattern.render(
+            user_request=run.request,
+            plan=[s.to_dict() for s in run.steps],
+            results=[r.to_dict() for r in run.results.values()],
+            retry_count=sum(run.retries.values()),
+        )
+        try:
+            parsed = await ask_parsed(
+                ctx, model, prompt, self._reflector_pattern.parse, self.config.planner_attempts
+            )
+        except OutputParseError as exc:
+            return Decision("escalate", None, f"the reflector's reply was unusable: {exc}")
+        value = parsed.value
+        details = value.get("retry_details")
+        step_id: int | None = None
+        modification = ""
+        if isinstance(details, dict):
+            raw_id = details.get("step_id")
+            step_id = raw_id if isinstance(raw_id, int) else None
+            modification = str(details.get("modification") or "")
+        return Decision(str(value["action"]), step_id, modification or _low_scores(value))
+
+
+def _low_scores(value: Mapping[str, JSONValue]) -> str:
+    """The reflector's reasons for scores below 4: what a replan must fix."""
+    evaluation = value.get("evaluation")
+    if not isinstance(evaluation, dict):
+        return ""
+    reasons = []
+    for name, item in evaluation.items():
+        if isinstance(item, dict) and isinstance(item.get("score"), int) and item["score"] < 4:  # type: ignore[operator]
+            reasons.append(f"{name} {item['score']}/5: {item.get('reason', '')}")
+    return "; ".join(reasons)
+
+
+def _retry_target(run: PlanRun, step_id: int | None) -> int | None:
+    """The step a ``retry_step`` names, else the first failed step, else ``None``."""
+    if step_id is not None and any(s.step_id == step_id for s in run.steps):
+        return step_id
+    return next((sid for sid, r in run.results.items() if not r.ok), None)
+
+
+class PlannerDeclined(Exception):
+    """The planner answered ``clarify`` or ``refuse`` instead of a plan: the run ends with
+    the planner's question or reason as its answer."""
+
+    def __init__(self, action: str, text: str) -> None:
+        super().__init__(f"the planner chose {action}: {text}")
+        self.action = action
+        self.text = text

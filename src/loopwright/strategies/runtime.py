@@ -1,0 +1,295 @@
+"""What every reasoning strategy shares: limits over all its model calls, events, results.
+
+A strategy (plan-and-execute, self-consistency, tree of thoughts ...) makes many model
+calls for one question. :class:`StrategyContext` is the one place those calls go
+through, so that
+
+* :class:`~loopwright.loop.Limits` bound the whole strategy run: ``max_turns`` counts
+  every model call (reserved when the call starts, so concurrent calls cannot overshoot
+  it), ``token_budget`` / ``cost_budget`` sum the usage of every call (and of any agent
+  run a strategy starts, via :meth:`StrategyContext.add_usage`), ``timeout`` is the wall
+  clock of the whole run, and ``model_retries`` retries retryable provider errors;
+* every call is visible as ``ModelCallStarted`` / ``ModelCallFinished`` events (with the
+  fingerprints of the prompt templates it was rendered from), and strategy progress as
+  :class:`~loopwright.core.events.StrategyStep` events, between one ``RunStarted`` and
+  one ``RunFinished`` -- the same stream shape an agent run has, so tracing and the CLI's
+  ``--stream`` work unchanged.
+
+:class:`Strategy` turns a subclass's ``_solve`` into ``run`` / ``arun`` / ``stream``.
+See ``docs/strategies.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from loopwright.core.errors import ProviderError
+from loopwright.core.events import (
+    LimitReached,
+    ModelCallFailed,
+    ModelCallFinished,
+    ModelCallStarted,
+    ResponseDone,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StrategyStep,
+)
+from loopwright.core.messages import JSONValue, Message, Usage
+from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
+from loopwright.core.run import RunResult, RunStop, new_session_id
+from loopwright.loop.limits import Limits
+from loopwright.prompts.template import prompt_message, request_fingerprints
+
+EventSink = Callable[[RunEvent], None]
+_DEFAULT_LIMITS = Limits(max_turns=None)
+_NO_USAGE = Usage()
+
+
+class BudgetExhausted(Exception):
+    """Raised inside a strategy when a limit is reached; :class:`Strategy` turns it into
+    a result with the best answer so far and the limit's stop reason."""
+
+    def __init__(self, stop: RunStop, detail: str) -> None:
+        super().__init__(detail)
+        self.stop = stop
+        self.detail = detail
+
+
+class ModelFailed(Exception):
+    """A model call failed for good (not retryable, or out of retries)."""
+
+    def __init__(self, error: ProviderError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyResult:
+    """What a strategy run returns.
+
+    ``answer`` is the final answer (or the best so far when a limit stopped the run);
+    ``calls`` counts model calls; ``data`` is the strategy's own record (the plan and
+    each step's result, the votes, the search tree ...), JSON-ready. ``state`` is set
+    when a run paused (``stop`` is ``awaiting_confirmation``): pass it to the strategy's
+    ``resume`` to continue.
+    """
+
+    answer: str
+    stop: RunStop
+    calls: int
+    usage: Usage
+    duration_s: float
+    session_id: str
+    detail: str = ""
+    data: Mapping[str, JSONValue] = field(default_factory=dict)
+    state: Mapping[str, JSONValue] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.stop is RunStop.FINAL_ANSWER
+
+    def run_result(self) -> RunResult:
+        """The same outcome as the loop's :class:`RunResult` (what the CLI prints)."""
+        messages = (Message.assistant(self.answer),) if self.answer else ()
+        return RunResult(
+            self.answer, self.stop, self.calls, self.usage, messages, self.session_id, self.detail
+        )
+
+
+class StrategyContext:
+    """The bookkeeping of one strategy run (see the module docstring). Strategies call
+    :meth:`ask` for every model call and :meth:`step` to report progress; ``best`` and
+    ``record`` are the answer and the data a limit-stopped run returns."""
+
+    def __init__(self, name: str, limits: Limits, emit: EventSink | None, session_id: str):
+        self.name = name
+        self.limits = limits
+        self.session_id = session_id
+        self.calls = 0
+        self.usage = _NO_USAGE
+        self.best = ""
+        self.record: Mapping[str, JSONValue] = {}
+        self.started = time.perf_counter()
+        self._emit = emit
+
+    # -- limits -----------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise :class:`BudgetExhausted` if a budget is used up (before new work)."""
+        limits = self.limits
+        if limits.token_budget is not None and self.usage.total_tokens >= limits.token_budget:
+            raise BudgetExhausted(
+                RunStop.TOKEN_BUDGET,
+                f"{self.usage.total_tokens} tokens used of a budget of {limits.token_budget}",
+            )
+        if limits.cost_budget is not None and self.usage.cost >= limits.cost_budget:
+            raise BudgetExhausted(
+                RunStop.COST_BUDGET,
+                f"cost {self.usage.cost:.4f} of a budget of {limits.cost_budget}",
+            )
+
+    def _reserve_call(self) -> int:
+        self.check()
+        cap = self.limits.max_turns
+        if cap is not None and self.calls >= cap:
+            raise BudgetExhausted(RunStop.MAX_TURNS, f"{cap} model calls used (Limits.max_turns)")
+        self.calls += 1
+        return self.calls
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count usage spent outside :meth:`ask` (an agent run a strategy started)."""
+        self.usage = self.usage + usage
+
+    # -- events -----------------------------------------------------------------------
+    def emit(self, event: RunEvent) -> None:
+        if self._emit is not None:
+            self._emit(event)
+
+    def step(self, kind: str, **detail: JSONValue) -> None:
+        """Report strategy progress as a :class:`StrategyStep` event."""
+        if self._emit is not None:
+            self._emit(StrategyStep(self.name, kind, detail))
+
+    # -- model calls ------------------------------------------------------------------
+    async def ask(
+        self,
+        model: Model,
+        prompt: str,
+        *,
+        system: str | None = None,
+        settings: ModelSettings | None = None,
+    ) -> str:
+        """One model call with ``prompt`` as the user message; returns the reply text.
+
+        Counts against the limits, retries retryable provider errors up to
+        ``Limits.model_retries`` and raises :class:`ModelFailed` past them."""
+        turn = self._reserve_call()
+        messages = [prompt_message(prompt)]
+        fingerprints = request_fingerprints(system, messages)
+        request = ModelRequest(messages, system, (), settings or ModelSettings())
+        attempt = 0
+        while True:
+            attempt += 1
+            self.emit(ModelCallStarted(turn, model.name, 1, fingerprints, attempt))
+            started = time.perf_counter()
+            final = await complete(model, request)
+            self.usage = self.usage + final.usage
+            if isinstance(final, ResponseDone):
+                message = final.message
+                self.emit(
+                    ModelCallFinished(
+                        turn,
+                        message,
+                        final.stop_reason,
+                        final.usage,
+                        time.perf_counter() - started,
+                        fingerprints,
+                        final.model,
+                    )
+                )
+                return message.text
+            error = final.error
+            retry = error.retryable and attempt <= self.limits.model_retries
+            self.emit(ModelCallFailed(turn, error, attempt, retry))
+            if not retry:
+                raise ModelFailed(error)
+            delay = self.limits.retry_base_delay * 2 ** (attempt - 1)
+            await asyncio.sleep(min(delay, self.limits.retry_max_delay))
+
+
+@dataclass(frozen=True, slots=True)
+class Paused:
+    """Returned as a strategy's data when the run pauses for a person: ``reason`` says
+    why, ``state`` is what ``resume`` needs (JSON), ``data`` the record so far."""
+
+    reason: str
+    state: Mapping[str, JSONValue]
+    data: Mapping[str, JSONValue]
+
+
+Outcome = tuple[str, Mapping[str, JSONValue] | Paused]
+"""What ``_solve`` returns: the answer and the strategy's record (or a pause)."""
+
+
+class Strategy:
+    """Base of every strategy: ``run`` / ``arun`` / ``stream`` around ``_solve``.
+
+    A subclass sets ``name`` and implements ``async _solve(ctx, prompt) -> (answer, data)``;
+    it keeps ``ctx.best`` current so a limit-stopped run still has an answer.
+    """
+
+    name = "strategy"
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or _DEFAULT_LIMITS
+
+    async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
+        raise TypeError(f"{type(self).__name__} must implement _solve")
+
+    def _context(self, on_event: EventSink | None, session_id: str | None) -> StrategyContext:
+        return StrategyContext(self.name, self.limits, on_event, session_id or new_session_id())
+
+    async def arun(
+        self, prompt: str, *, on_event: EventSink | None = None, session_id: str | None = None
+    ) -> StrategyResult:
+        """Run to the end; ``on_event`` receives every event of the run."""
+        ctx = self._context(on_event, session_id)
+        ctx.emit(RunStarted(ctx.session_id, Message.user(prompt)))
+        return await self._finish(ctx, self._solve(ctx, prompt))
+
+    async def _finish(self, ctx: StrategyContext, work: Awaitable[Outcome]) -> StrategyResult:
+        """Await ``work`` (the strategy's coroutine) under the wall-clock limit and turn
+        its outcome -- or the limit that ended it -- into a :class:`StrategyResult`."""
+        stop, detail = RunStop.FINAL_ANSWER, ""
+        data: Mapping[str, JSONValue] = {}
+        state: Mapping[str, JSONValue] | None = None
+        try:
+            async with asyncio.timeout(self.limits.timeout):
+                answer, outcome = await work
+            ctx.best = answer
+            if isinstance(outcome, Paused):
+                stop, detail = RunStop.AWAITING_CONFIRMATION, outcome.reason
+                state, data = outcome.state, outcome.data
+            else:
+                data = outcome
+        except BudgetExhausted as exc:
+            stop, detail, data = exc.stop, exc.detail, ctx.record
+        except TimeoutError:
+            stop, detail = RunStop.TIMEOUT, f"wall clock over {self.limits.timeout}s"
+            data = ctx.record
+        except ModelFailed as exc:
+            stop, detail, data = RunStop.MODEL_ERROR, str(exc.error), ctx.record
+        if stop not in (RunStop.FINAL_ANSWER, RunStop.MODEL_ERROR, RunStop.AWAITING_CONFIRMATION):
+            ctx.emit(LimitReached(ctx.calls, stop, detail))
+        result = StrategyResult(
+            ctx.best,
+            stop,
+            ctx.calls,
+            ctx.usage,
+            time.perf_counter() - ctx.started,
+            ctx.session_id,
+            detail,
+            data,
+            state,
+        )
+        ctx.emit(RunFinished(result.run_result()))
+        return result
+
+    def run(self, prompt: str, *, on_event: EventSink | None = None) -> StrategyResult:
+        """Synchronous :meth:`arun` (``asyncio.run``)."""
+        return asyncio.run(self.arun(prompt, on_event=on_event))
+
+    async def stream(self, prompt: str) -> AsyncIterator[RunEvent]:
+        """Every event of one run, ending with ``RunFinished``."""
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+        task = asyncio.create_task(self.arun(prompt, on_event=queue.put_nowait))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task
+        finally:
+            task.cancel()
