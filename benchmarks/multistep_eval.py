@@ -3,7 +3,9 @@
 Each question needs two tool calls where the second uses the first call's *result*
 (e.g. "What is (3 + 5) * 8?" -> add(3, 5) = 8 -> multiply(8, 8) = 64 -> answer 64).
 Only ``add``, ``multiply`` and ``divide`` are offered, and each question runs through the
-real agent loop (the same path as ``loopwright run --tools add,multiply,divide``).
+real agent loop with the embedded model inside its CLI strategy
+(``loopwright.strategies.embedded``: the same path as
+``loopwright run --tools add,multiply,divide``).
 
 A question counts as solved when the call sequence is exactly the expected two calls
 (operands compared as sets, since the model may swap the order of a commutative pair
@@ -26,6 +28,7 @@ from loopwright.agent import Agent
 from loopwright.core.run import RunResult
 from loopwright.loop.limits import Limits
 from loopwright.providers.local import LocalModel
+from loopwright.strategies.embedded import embedded_strategy
 from loopwright.tools.builtin import make_tools
 
 TOOLS = ["add", "multiply", "divide"]
@@ -88,7 +91,7 @@ def evaluate(model: LocalModel, questions: Sequence[tuple[str, list, str]]) -> d
     solved = chained = 0
     times: list[float] = []
     for question, want_calls, want_answer in questions:
-        agent = Agent(model, tools, limits=Limits(max_turns=5))
+        agent = Agent(embedded_strategy(model), tools, limits=Limits(max_turns=5))
         start = time.perf_counter()
         result = asyncio.run(_run(agent, question))
         times.append(time.perf_counter() - start)

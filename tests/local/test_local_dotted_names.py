@@ -44,6 +44,8 @@ def test_openai_wire_name_is_valid_and_maps_back() -> None:
 
 def test_embedded_prompt_and_output_keep_the_dotted_name() -> None:
     spec = factorial_tool().spec
-    assert '"tool": "math.factorial"' in lp.render_prefix([spec], None)
+    assert "\nmath.factorial: Factorial of a number." in lp.render_prefix([spec], None)
+    schema = lp.output_schema([spec], "tools", lp.GrammarBounds())
+    assert schema["properties"]["tool"] == {"const": "math.factorial"}
     parsed = lp.parse_output('{"tool": "math.factorial", "arguments": {"number": 5}}', [spec.name])
     assert parsed == lp.ParsedCall("math.factorial", {"number": 5})

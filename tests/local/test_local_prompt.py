@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwright.core.messages import Message, ToolResultPart
+from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_prompt as lp
 from loopwright.providers.local import (
     _awaits_first_call,
@@ -164,3 +166,63 @@ def test_registry_resolves_local_specs_without_loading(tmp_path) -> None:
     other = resolve_model(f"local:{tmp_path / 'm.gguf'}")
     assert other.name == f"local:{tmp_path / 'm.gguf'}"
     assert default.context_window == 4096
+
+
+def test_no_worked_example_is_made_up_from_parameter_names() -> None:
+    """A schema without example values gets no generated example: values made up from
+    the parameter's name ("start location") were copied into real calls."""
+    directions = ToolSpec(
+        "get_directions",
+        "Get driving directions.",
+        {
+            "type": "object",
+            "properties": {
+                "start_location": {"type": "string"},
+                "end_location": {"type": "string"},
+            },
+            "required": ["start_location", "end_location"],
+        },
+    )
+    text = lp.render_prefix([directions], None)
+    assert "start location" not in text and '"tool": "get_directions"' not in text
+    assert not lp.has_examples(directions.parameters)
+    assert all(lp.has_examples(s.parameters) for s in SPECS if s.name != "sql_query")
+
+
+@pytest.mark.parametrize(
+    ("schema", "name", "request_text", "expected"),
+    [
+        (
+            {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "unit",
+            "Oslo in Fahrenheit",
+            {"type": "string", "enum": ["fahrenheit"]},
+        ),
+        ({"type": "string", "enum": ["celsius", "fahrenheit"]}, "unit", "weather in Oslo", None),
+        ({"type": "integer"}, "limit", "show 5 rows", {"enum": [5]}),
+        ({"type": "number"}, "abv_min", "a bitter lager", None),
+        ({"type": "number"}, "ratio", "use 9.8 and 2", {"enum": [9.8, 2]}),
+        ({"type": "boolean"}, "aligned", "with the timelines aligned", {"type": "boolean"}),
+        ({"type": "string"}, "device_id", "play Roar", None),
+    ],
+)
+def test_optional_parameters_are_offered_only_when_the_request_gives_them(
+    schema: dict, name: str, request_text: str, expected: dict | None
+) -> None:
+    assert lp.grounded_optional(schema, name, request_text) == expected
+
+
+def test_output_schema_keeps_required_parameters_whatever_the_request() -> None:
+    spec = ToolSpec(
+        "f",
+        "d",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    )
+    args = lp.output_schema([spec], "tools", BOUNDS, "weather in Oslo")["properties"]["arguments"]
+    assert list(args["properties"]) == ["city"]
+    full = lp.output_schema([spec], "tools", BOUNDS)["properties"]["arguments"]
+    assert list(full["properties"]) == ["city", "days"]

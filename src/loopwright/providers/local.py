@@ -87,7 +87,8 @@ class LocalConfig:
     (``local_answer``), capped at ``answer_max_tokens``, with ``no_repeat_ngram``
     (0 turns the repetition rule off); tool calls and plans use the longer
     ``call_no_repeat_ngram`` (JSON repeats short token sequences legitimately).
-    ``max_digit_run`` bounds a run of digits in any
+    ``ground_optional``: offer an optional parameter only when the request gives it
+    (``local_prompt.grounded_optional``). ``max_digit_run`` bounds a run of digits in any
     constrained output (see ``local_sampler``)."""
 
     n_ctx: int = 4096
@@ -101,6 +102,7 @@ class LocalConfig:
     no_repeat_ngram: int = 4
     max_digit_run: int = 12
     call_no_repeat_ngram: int = 10
+    ground_optional: bool = True
     no_repeat_calls: bool = True
     fast_grammar: bool = True
     score_tools: bool = True
@@ -258,6 +260,7 @@ class _Plan:
     choices: tuple[ToolSpec, ...] = ()  # the tools ``schema`` offers
     answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
     answer_guide: la.FieldBinder | None = None
+    request: str | None = None  # the user's text optional arguments are grounded in
 
 
 class LocalModel:
@@ -436,7 +439,7 @@ class LocalModel:
         names = [_tokenize(llm, lp.name_option(spec.name), bos=False) for spec in offered]
         scores = ls.continuation_logprobs(llm, head, names)
         best = offered[max(range(len(offered)), key=scores.__getitem__)]
-        schema = lp.output_schema([best], "tools", self._config.bounds)
+        schema = lp.output_schema([best], "tools", self._config.bounds, plan.request)
         return replace(plan, schema=schema, mode="tools")
 
     def _scores(self, llm: Any) -> bool:
@@ -450,7 +453,8 @@ class LocalModel:
         call, answer = ls.continuation_logprobs(llm, plan.tokens, kinds)
         if answer > call + self._config.answer_margin:
             return self._answer_plan(plan)
-        return replace(plan, mode="tools")
+        schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.request)
+        return replace(plan, schema=schema, mode="tools")
 
     def _answer_plan(self, plan: _Plan) -> _Plan:
         schema = lp.output_schema(plan.choices, "answer", self._config.bounds)
@@ -493,7 +497,8 @@ class LocalModel:
         llm = self._loaded.llm
         tools = _visible_tools(request)
         mode = mode or _mode(request, tools)
-        schema = lp.output_schema(tools, mode, self._config.bounds)
+        request_text = _last_user_text(request.messages) if self._config.ground_optional else None
+        schema = lp.output_schema(tools, mode, self._config.bounds, request_text)
         want = request.settings.max_tokens or self._config.max_tokens
         max_tokens = max(16, min(want, self._config.max_tokens))
         budget = self._config.n_ctx - max_tokens - 8
@@ -523,6 +528,7 @@ class LocalModel:
             choices=tuple(tools),
             answer_gbnf=answer,
             answer_guide=guide,
+            request=request_text,
         )
         if planning and mode != "answer" and _awaits_first_call(request.messages):
             grammar = lpl.plan_grammar(tools, self._config.bounds.max_string_chars)
@@ -532,7 +538,9 @@ class LocalModel:
     def _plans(self, tools: Sequence[ToolSpec]) -> bool:
         """Whether this request uses plan lines (see :class:`LocalConfig`)."""
         if self._config.plan is None:
-            return lpl.can_chain(tools)
+            # Plan lines were measured on tools whose schemas give example values (the
+            # plan examples are generated from them); others use one call per turn.
+            return lpl.can_chain(tools) and all(lp.has_examples(t.parameters) for t in tools)
         return self._config.plan
 
 
@@ -626,6 +634,13 @@ def _repeats_answered_call(reply: Message, history: Sequence[Message]) -> bool:
             ):
                 return True
     return False
+
+
+def _last_user_text(messages: Sequence[Message]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            return message.text
+    return ""
 
 
 def _awaits_first_call(messages: Sequence[Message]) -> bool:

@@ -22,6 +22,7 @@ Contract: the prompt is a pure function of (tools, system, messages); its prefix
 from __future__ import annotations
 
 import json
+import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -140,6 +141,18 @@ def example_arguments(
     return {k: example_value(props[k], k, depth, variant) for k in required if k in props}
 
 
+def has_examples(schema: Mapping[str, Any]) -> bool:
+    """Whether every parameter a worked example fills (the required ones, all when none
+    is) has example values of its own (``examples``, ``enum``, ``const``)."""
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    needed = [k for k in (schema.get("required") or props) if k in props]
+    return all(
+        isinstance(props[k], Mapping)
+        and any(key in props[k] for key in ("examples", "enum", "const"))
+        for k in needed
+    )
+
+
 def example_count(schema: Mapping[str, Any]) -> int:
     """How many distinct worked examples the schema's ``examples`` lists support (1-2)."""
     props: Mapping[str, Any] = schema.get("properties") or {}
@@ -187,8 +200,64 @@ def _bounded(schema: Mapping[str, Any], bounds: GrammarBounds, depth: int) -> di
     }
 
 
-def output_schema(tools: Sequence[ToolSpec], mode: Mode, bounds: GrammarBounds) -> dict[str, Any]:
-    """The JSON Schema every model turn is constrained to (see the module docstring)."""
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\d)")
+_WORDS = re.compile(r"[a-z]+")
+
+
+def _name_words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower()
+    return [w for w in _WORDS.findall(spaced) if len(w) >= 3]
+
+
+def grounded_optional(schema: Mapping[str, Any], name: str, request: str) -> dict[str, Any] | None:
+    """An optional parameter's schema narrowed to what ``request`` gives, or ``None``
+    to leave the parameter out.
+
+    A small model fills every optional parameter it is offered, with invented values
+    ("abv_min": 10.0, "device_id": "100000000000"). So an optional parameter is offered
+    only when the request gives it: an enum keeps the values the request names; a
+    number takes one of the request's numbers; anything else is offered when the
+    request uses a word of the parameter's name ("aligned", "unit"). Generic: it reads
+    only the schema and the request text."""
+    text = request.lower()
+    words = set(_WORDS.findall(text))
+    if isinstance(schema.get("enum"), list):
+        named = [v for v in schema["enum"] if str(v).lower() in text]
+        return {**schema, "enum": named} if named else None
+    kind = schema.get("type")
+    if kind in ("number", "integer"):
+        found = [float(n) for n in _NUMBER.findall(request)]
+        if kind == "integer":
+            values: list[Any] = [int(v) for v in found if v.is_integer()]
+        else:
+            values = [int(v) if v.is_integer() else v for v in found]
+        return {"enum": list(dict.fromkeys(values))} if values else None
+    mentioned = any(w in words or any(x.startswith(w) for x in words) for w in _name_words(name))
+    return dict(schema) if mentioned else None
+
+
+def _grounded_arguments(schema: Mapping[str, Any], request: str | None) -> Mapping[str, Any]:
+    """``schema`` (a tool's parameters) with its optional top-level parameters narrowed
+    by :func:`grounded_optional` (unchanged when ``request`` is ``None``)."""
+    props = schema.get("properties")
+    if request is None or not isinstance(props, Mapping):
+        return schema
+    required = set(schema.get("required") or ())
+    kept: dict[str, Any] = {}
+    for key, sub in props.items():
+        if key in required or not isinstance(sub, Mapping):
+            kept[key] = sub
+        elif (narrowed := grounded_optional(sub, key, request)) is not None:
+            kept[key] = narrowed
+    return {**schema, "properties": kept}
+
+
+def output_schema(
+    tools: Sequence[ToolSpec], mode: Mode, bounds: GrammarBounds, request: str | None = None
+) -> dict[str, Any]:
+    """The JSON Schema every model turn is constrained to (see the module docstring).
+    With ``request`` (the user's text), optional parameters are grounded in it
+    (:func:`grounded_optional`)."""
     options: list[dict[str, Any]] = []
     if mode in ("tools", "both"):
         for spec in tools:
@@ -197,7 +266,9 @@ def output_schema(tools: Sequence[ToolSpec], mode: Mode, bounds: GrammarBounds) 
                     "type": "object",
                     "properties": {
                         "tool": {"const": spec.name},
-                        "arguments": _bounded(spec.parameters, bounds, 0),
+                        "arguments": _bounded(
+                            _grounded_arguments(spec.parameters, request), bounds, 0
+                        ),
                     },
                     "required": ["tool", "arguments"],
                     "additionalProperties": False,
@@ -465,18 +536,23 @@ def render_prefix(tools: Sequence[ToolSpec], system: str | None, *, plan: bool =
         if system and system.strip():
             text += render("system", text=" ".join(system.split()))
         return text
+    # Worked examples from a tool's own schema only when the schema gives example
+    # values: values made up from a parameter's name ("start location") were copied
+    # into real calls. Other tools learn from the fixed examples on invented tools
+    # (``grounded/examples``), which show values taken from the request.
+    shown = [t for t in tools if has_examples(t.parameters)]
     # Round-robin over tools so no tool's examples sit all together (small models copy
     # whatever example is nearest).
-    rounds = max((example_count(t.parameters) for t in tools), default=1)
+    rounds = max((example_count(t.parameters) for t in shown), default=1)
     examples = "".join(
         render_example(spec, i)
         for i in range(rounds)
-        for spec in tools
+        for spec in shown
         if i < example_count(spec.parameters)
     )
     # Chains between tools whose numeric inputs can take a previous (numeric) result.
-    if len(tools) > 1:
-        pairs = [(tools[i], tools[(i + 1) % len(tools)]) for i in range(min(3, len(tools)))]
+    if len(shown) > 1:
+        pairs = [(shown[i], shown[(i + 1) % len(shown)]) for i in range(min(3, len(shown)))]
         examples += "".join(render_chain_example(a, b) for a, b in pairs if a is not b)
     answers = render("grounded/examples", no_tool=render("grounded/no_tool"))
     text = render("preamble", answers=answers, examples=examples, tools="\n".join(lines))
