@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as semconv
@@ -283,19 +284,49 @@ def test_no_global_provider_needed() -> None:
 def test_spans_are_built_off_the_event_loop_thread(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    """The SDK's span work (tens of microseconds each) never runs on the loop's thread."""
+    """The SDK's span work (tens of microseconds each) runs on the subscriber's thread;
+    only the run span (one per run, current while the run executes) starts on the loop's
+    thread."""
     import threading
 
     from opentelemetry.sdk.trace import SpanProcessor
 
-    threads: set[int] = set()
+    started: list[tuple[str, int]] = []
 
     class Spy(SpanProcessor):
         def on_start(self, span, parent_context=None) -> None:  # type: ignore[no-untyped-def]
-            threads.add(threading.get_ident())
+            started.append((span.name, threading.get_ident()))
 
     provider.add_span_processor(Spy())
     model = ScriptedModel([[tool_call("add", {"a": 1, "b": 2})], "3"])
     Agent(model, [add], hooks=Hooks(on_event=OtelSubscriber(provider))).run("x")
     assert len(_finished(exporter)) == 4
-    assert threads and threading.get_ident() not in threads
+    here = threading.get_ident()
+    assert [name for name, thread in started if thread == here] == ["invoke_agent loopwright"]
+    assert len([name for name, thread in started if thread != here]) == 3
+
+
+def test_tools_run_inside_the_run_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """While a run executes, its span is the current one: a tool's outgoing calls (an MCP
+    request, whose SDK injects the current trace context, an instrumented HTTP client) join
+    the run's trace. After the run the caller's context is back."""
+    seen = []
+
+    @tool
+    def probe(x: int) -> int:
+        """Record the current span."""
+        seen.append(trace.get_current_span().get_span_context())
+        with provider.get_tracer("client").start_as_current_span("mcp tools/call"):
+            pass
+        return x
+
+    model = ScriptedModel([[tool_call("probe", {"x": 1})], "done"])
+    Agent(model, [probe], hooks=Hooks(on_event=OtelSubscriber(provider))).run("go")
+    spans = _finished(exporter)
+    (run,) = _by_name(spans, "invoke_agent")
+    (client,) = _by_name(spans, "mcp tools/call")
+    assert seen[0].trace_id == run.context.trace_id and seen[0].span_id == run.context.span_id
+    assert client.parent is not None and client.parent.span_id == run.context.span_id
+    assert not trace.get_current_span().get_span_context().is_valid  # detached

@@ -36,7 +36,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -157,11 +157,13 @@ def capture_from_env() -> bool:
 
 @dataclass(slots=True)
 class _RunSpans:
-    """One run's spans. ``parent`` and ``awaiting_chunk`` are touched on the event loop's
-    thread; everything else only on the worker thread."""
+    """One run's spans. The run span is started on the event loop's thread (``span``,
+    ``context``, ``token``: it is the current span while the run executes); the others
+    are built and every span is ended on the worker thread."""
 
     parent: otel_context.Context
     awaiting_chunk: bool = False
+    token: Token[otel_context.Context] | None = None
     span: Span | None = None
     context: otel_context.Context | None = None
     messages: list[Message] = field(default_factory=list)
@@ -180,8 +182,9 @@ class OtelSubscriber:
     ``capture_content``: record message contents (default: the environment switch).
     ``agent_name``: ``gen_ai.agent.name`` and the run span's name suffix.
 
-    On the event loop's thread the subscriber only timestamps the event and queues it;
-    the spans are built, with those timestamps, on a background thread
+    On the event loop's thread the subscriber starts the run span (once per run) and
+    otherwise only timestamps each event and queues it; the model-call and tool-call spans
+    are built, with those timestamps, on a background thread
     (:mod:`loopwright.tracing.worker`): the OpenTelemetry SDK costs tens of microseconds
     per span, which the run does not wait for. :meth:`flush` waits until every span of the
     events received so far has ended (then ``provider.force_flush()`` exports them).
@@ -214,14 +217,37 @@ class OtelSubscriber:
         if kind is StateChanged or (kind is MessageAppended and not self.capture_content):
             return
         if kind is RunStarted or run is None:
-            # the caller's current span (a strategy step, a request) becomes the parent
-            run = _RunSpans(otel_context.get_current())
-            self._current.set(run)
+            run = self._open_run(event)
         elif kind is ModelCallStarted:
             run.awaiting_chunk = True
         self._worker.put((run, time.time_ns(), event))
         if kind is RunFinished:
             self._current.set(None)
+            if run.token is not None:
+                otel_context.detach(run.token)
+                run.token = None
+
+    def _open_run(self, event: RunEvent) -> _RunSpans:
+        """The run span, started here (one per run) and made the current span for the
+        rest of the run: whatever the run's tools call -- an MCP server (the MCP SDK puts
+        the current trace context in each request's ``_meta``), an instrumented HTTP client
+        -- joins the run's trace. Its parent is the span current where the run starts (a
+        strategy step, a graph node, a request)."""
+        parent = otel_context.get_current()
+        run = _RunSpans(parent)
+        attributes = {OPERATION: "invoke_agent", AGENT_NAME: self.agent_name}
+        if isinstance(event, RunStarted) and event.session_id:
+            attributes[CONVERSATION_ID] = event.session_id
+        run.span = self._tracer.start_span(
+            f"invoke_agent {self.agent_name}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        run.context = trace.set_span_in_context(run.span, parent)
+        run.token = otel_context.attach(run.context)
+        self._current.set(run)
+        return run
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Wait until the spans of every event received so far have ended."""
@@ -233,8 +259,6 @@ class OtelSubscriber:
     # -- the worker thread -------------------------------------------------------------
     def _handle(self, item: object) -> None:
         run, t, event = cast("tuple[_RunSpans, int, Any]", item)
-        if run.span is None:
-            self._start_run(run, t, event)
         if event is _FIRST_CHUNK:
             if run.chat is not None:
                 run.chat.set_attribute(TIME_TO_FIRST_CHUNK, (t - run.chat_started) / 1e9)
@@ -263,20 +287,6 @@ class OtelSubscriber:
             self._finish_run(run, t, event)
 
     # -- run ---------------------------------------------------------------------------
-    def _start_run(self, run: _RunSpans, t: int, event: object) -> None:
-        attributes = {OPERATION: "invoke_agent", AGENT_NAME: self.agent_name}
-        if isinstance(event, RunStarted) and event.session_id:
-            attributes[CONVERSATION_ID] = event.session_id
-        span = self._tracer.start_span(
-            f"invoke_agent {self.agent_name}",
-            context=run.parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=t,
-        )
-        run.span = span
-        run.context = trace.set_span_in_context(span, run.parent)
-
     def _finish_run(self, run: _RunSpans, t: int, event: RunFinished) -> None:
         result = event.result
         span = run.span
