@@ -7,7 +7,8 @@
 # * Waits until both accept connections, creates the database `loopwright_test`.
 # * Exports LOOPWRIGHT_TEST_REDIS_URL and LOOPWRIGHT_TEST_POSTGRES_URL.
 # * Installs the npm tools the MCP tests drive (install-node-tools.sh) and Debian's chromium for
-#   the trace viewer's browser test (install-chromium.sh); both skip what is present.
+#   the trace viewer's browser test (install-chromium.sh) and bubblewrap for the code sandbox
+#   (install-sandbox.sh); each skips what is present.
 # * Idempotent: sourcing it again reuses servers that are still alive.
 #
 # Stop them with: lw_services_stop
@@ -150,6 +151,7 @@ lw_services_start() {
   _lw_start_postgres || return 1
   bash "$LW_CI_DIR/install-node-tools.sh" >&2 || return 1
   bash "$LW_CI_DIR/install-chromium.sh" >&2 || return 1
+  bash "$LW_CI_DIR/install-sandbox.sh" >&2 || return 1
   _lw_log "LOOPWRIGHT_TEST_REDIS_URL=$LOOPWRIGHT_TEST_REDIS_URL"
   _lw_log "LOOPWRIGHT_TEST_POSTGRES_URL=$LOOPWRIGHT_TEST_POSTGRES_URL"
 }

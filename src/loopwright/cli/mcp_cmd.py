@@ -15,7 +15,7 @@ from loopwright.cli.output import Painted, say
 from loopwright.core.errors import UserError
 from loopwright.core.text import to_json
 from loopwright.tools import Tool, ToolRegistry
-from loopwright.tools.builtin import BUILTIN_TOOLS, BuiltinConfig, make_tools
+from loopwright.tools.builtin import BUILTIN_TOOLS, OPT_IN_TOOLS, BuiltinConfig, make_tools
 
 
 def load_registry(spec: str) -> ToolRegistry:
@@ -119,7 +119,11 @@ def serve_command(names: str | None, registry: str | None, port: int | None, **k
         tools = _selected(load_registry(registry), names)
     else:
         config = BuiltinConfig(root=kw["root"] or Path.cwd())
-        chosen = names.split(",") if names is not None else list(BUILTIN_TOOLS)
+        chosen = (
+            names.split(",")
+            if names is not None
+            else [n for n in BUILTIN_TOOLS if n not in OPT_IN_TOOLS]
+        )
         tools = ToolRegistry(make_tools(chosen, config))
     server = build_server(tools, permission=kw["permission"], confirm=kw["confirm"])
     if port is None:

@@ -8,7 +8,7 @@ import click
 
 from loopwright.cli.output import Painted, say
 from loopwright.core.text import to_json
-from loopwright.tools.builtin import BUILTIN_TOOLS, DEFAULT_TOOLS
+from loopwright.tools.builtin import DEFAULT_TOOLS, OPT_IN_TOOLS, builtin_specs
 
 
 @click.command("tools")
@@ -21,30 +21,34 @@ def tools_command(as_json: bool) -> None:
       loopwright tools
       loopwright tools --json | jq '.[].name'
       loopwright run --tools read_file,sql_query --root docs --db shop.db "..."
+      loopwright run --tools python_exec "What is the 30th Fibonacci number?"
     """
-    tools = [factory(None) for factory in BUILTIN_TOOLS.values()]
+    specs = builtin_specs()
     if as_json:
         out = []
-        for t in tools:
-            item = t.spec.definition()
-            item["requires_confirmation"] = t.spec.requires_confirmation
-            item["permission"] = t.spec.permission.name.lower()
-            item["default"] = t.name in DEFAULT_TOOLS
+        for spec in specs:
+            item = spec.definition()
+            item["requires_confirmation"] = spec.requires_confirmation
+            item["permission"] = spec.permission.name.lower()
+            item["default"] = spec.name in DEFAULT_TOOLS
+            item["opt_in"] = spec.name in OPT_IN_TOOLS
             out.append(item)
         click.echo(to_json(out, indent=2))
         return
-    for t in tools:
+    for spec in specs:
         flags = []
-        if t.name in DEFAULT_TOOLS:
+        if spec.name in DEFAULT_TOOLS:
             flags.append("default")
-        if t.spec.requires_confirmation:
+        if spec.name in OPT_IN_TOOLS:
+            flags.append("opt-in, runs in the OS sandbox")
+        if spec.requires_confirmation:
             flags.append("asks for confirmation")
-        if t.spec.permission.name != "READ":
-            flags.append(f"permission {t.spec.permission.name.lower()}")
+        if spec.permission.name != "READ":
+            flags.append(f"permission {spec.permission.name.lower()}")
         suffix = f"  ({', '.join(flags)})" if flags else ""
-        say(Painted(t.name, bold=True), suffix)
-        say(f"  {t.spec.description}")
-        say("  parameters: " + json.dumps(dict(t.spec.parameters), ensure_ascii=False))
+        say(Painted(spec.name, bold=True), suffix)
+        say(f"  {spec.description}")
+        say("  parameters: " + json.dumps(dict(spec.parameters), ensure_ascii=False))
 
 
 COMMANDS: tuple[click.Command, ...] = (tools_command,)

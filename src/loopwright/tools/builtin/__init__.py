@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,21 +19,25 @@ from typing import Any
 
 from loopwright.core.errors import UserError
 from loopwright.core.tools import ToolSpec
-from loopwright.tools.builtin import arithmetic, calculator, email, files, sql, weather
+from loopwright.tools.builtin import arithmetic, calculator, code, email, files, sql, weather
 from loopwright.tools.decorator import Tool
 from loopwright.tools.invocation import ToolContext
+from loopwright.tools.sandbox import Sandbox, SandboxConfig
 
 
 @dataclass(frozen=True, slots=True)
 class BuiltinConfig:
     """Where the file-touching built-ins work. ``root``: read_file's root directory;
-    ``database``: sql_query's SQLite file; ``outbox``: send_email's JSON-lines file."""
+    ``database``: sql_query's SQLite file; ``outbox``: send_email's JSON-lines file;
+    ``sandbox``: where python_exec/shell run (``None``: the default backend, overridable
+    with ``LOOPWRIGHT_SANDBOX``)."""
 
     root: Path = field(default_factory=Path.cwd)
     database: Path = field(default_factory=lambda: Path("loopwright.db"))
     outbox: Path = field(default_factory=lambda: Path("outbox.jsonl"))
     max_file_bytes: int = files.DEFAULT_MAX_BYTES
     max_rows: int = sql.DEFAULT_MAX_ROWS
+    sandbox: SandboxConfig | None = None
 
 
 def _from_spec(spec: ToolSpec, fn: Callable[..., Any], **flags: Any) -> Tool:
@@ -110,6 +115,31 @@ def make_send_email(config: BuiltinConfig | None = None) -> Tool:
     )
 
 
+def _sandbox_for(config: BuiltinConfig | None) -> Sandbox:
+    cfg = config or BuiltinConfig()
+    return Sandbox(cfg.sandbox or code.sandbox_config_from_env())
+
+
+def make_python_exec(config: BuiltinConfig | None = None) -> Tool:
+    sandbox = _sandbox_for(config)
+
+    async def python_exec(code: str) -> dict[str, object]:
+        return (await sandbox.run_python(code)).to_dict()
+
+    weakref.finalize(python_exec, sandbox.close)  # the work directory lives as long as the tool
+    return _from_spec(code.python_spec(sandbox.config), python_exec, untrusted_output=True)
+
+
+def make_shell(config: BuiltinConfig | None = None) -> Tool:
+    sandbox = _sandbox_for(config)
+
+    async def shell(command: str) -> dict[str, object]:
+        return (await sandbox.run_shell(command)).to_dict()
+
+    weakref.finalize(shell, sandbox.close)
+    return _from_spec(code.shell_spec(sandbox.config), shell, untrusted_output=True)
+
+
 BUILTIN_TOOLS: Mapping[str, Callable[[BuiltinConfig | None], Tool]] = {
     "calculator": make_calculator,
     "get_weather": make_get_weather,
@@ -119,8 +149,26 @@ BUILTIN_TOOLS: Mapping[str, Callable[[BuiltinConfig | None], Tool]] = {
     "add": make_add,
     "multiply": make_multiply,
     "divide": make_divide,
+    "python_exec": make_python_exec,
+    "shell": make_shell,
 }
 DEFAULT_TOOLS: tuple[str, ...] = ("calculator", "get_weather")
+# run model-written code: only when named explicitly (never part of "every built-in")
+OPT_IN_TOOLS: tuple[str, ...] = ("python_exec", "shell")
+
+
+def builtin_specs() -> list[ToolSpec]:
+    """The spec of every built-in, without building the opt-in tools (building one needs
+    a working sandbox; listing them must not)."""
+    specs = []
+    for name, factory in BUILTIN_TOOLS.items():
+        if name == "python_exec":
+            specs.append(code.python_spec(SandboxConfig()))
+        elif name == "shell":
+            specs.append(code.shell_spec(SandboxConfig()))
+        else:
+            specs.append(factory(None).spec)
+    return specs
 
 
 def make_tools(names: Iterable[str], config: BuiltinConfig | None = None) -> list[Tool]:
@@ -141,6 +189,8 @@ def make_tools(names: Iterable[str], config: BuiltinConfig | None = None) -> lis
 __all__ = [
     "BUILTIN_TOOLS",
     "DEFAULT_TOOLS",
+    "OPT_IN_TOOLS",
     "BuiltinConfig",
+    "builtin_specs",
     "make_tools",
 ]
