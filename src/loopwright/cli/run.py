@@ -31,6 +31,7 @@ from loopwright.cli.results import print_result
 from loopwright.cli.stored import may_pause, observed, run_durably
 from loopwright.core.text import to_json
 from loopwright.store import open_store
+from loopwright.strategies.catalog import STRATEGY_NAMES, for_agent
 
 MAX_PROMPT_BYTES = 4_000_000
 
@@ -48,6 +49,7 @@ Examples:
   loopwright run --trace traces "What is 2 + 3?"           then: loopwright trace list
   loopwright run --batch prompts.jsonl --concurrency 8 --json
   loopwright run --mcp mcp-server-time --mcp http://127.0.0.1:8000/mcp "Time in Tokyo?"
+  loopwright run --strategy self_consistency "What is 17 * 23?"
 
 Tools that require confirmation (send_email) ask on a terminal; --yes approves and
 --no denies every such call. Without a terminal and without either flag the call is
@@ -131,6 +133,13 @@ def _payload_printer(direction: str, payload: Mapping[str, object]) -> None:
     show_default=True,
     help="With --batch: how many runs at a time.",
 )
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGY_NAMES),
+    default=None,
+    help="Answer with a reasoning strategy over the agent's model, tools and limits "
+    "(docs/strategies.md).",
+)
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -145,6 +154,7 @@ def run_command(
     mcp: tuple[str, ...],
     batch: Path | None,
     concurrency: int,
+    strategy: str | None,
     **agent_params: object,
 ) -> None:
     recipe = recipe_from(given_fields(ctx, agent_params))
@@ -166,6 +176,10 @@ def run_command(
     agent = instrument(agent, trace_dir, otel)
     if stream:
         agent = observed(agent, StreamRenderer(sys.stderr if as_json else sys.stdout))
+    if strategy is not None:  # the strategy's events reach the same subscribers
+        outcome = for_agent(strategy, agent).run(text, on_event=agent.config.hooks.on_event)
+        print_result(outcome.run_result(), as_json=as_json, streamed=stream)
+        ctx.exit(exit_code(outcome.stop))
     if may_pause(agent, yes, deny, interactive):
         store = open_store()
         try:

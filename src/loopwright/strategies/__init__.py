@@ -17,6 +17,7 @@ from loopwright.strategies.plan_execute import (
     rule_reflector,
 )
 from loopwright.strategies.runtime import Strategy, StrategyContext, StrategyResult
+from loopwright.strategies.self_consistency import SelfConsistency, extract_answer
 
 __all__ = [
     "Decision",
@@ -25,9 +26,11 @@ __all__ = [
     "PlanRun",
     "PlanStep",
     "PlannerDeclined",
+    "SelfConsistency",
     "StepResult",
     "Strategy",
     "StrategyContext",
     "StrategyResult",
+    "extract_answer",
     "rule_reflector",
 ]

@@ -1,0 +1,65 @@
+"""``loopwright run --strategy NAME``: a strategy over the agent's model and tools, its
+events reaching the CLI's subscribers (here the JSONL trace)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loopwright import Agent, FunctionModel, ScriptedModel, tool
+from loopwright.cli.main import main
+
+
+def sc_agent() -> Agent:
+    answers = iter(["Answer: 42", "Answer: 41", "Answer: 42", "Answer: 42", "Answer: 40"])
+    return Agent(FunctionModel(lambda messages, request: next(answers)))
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+def plan_agent() -> Agent:
+    step = {"step_id": 1, "description": "shout", "tool_name": "shout",
+            "tool_input": {"text": "hello"}, "depends_on": []}  # fmt: skip
+    accept = {
+        "evaluation": {k: {"score": 5} for k in ("completeness", "correctness", "format")},
+        "overall_pass": True,
+        "action": "accept",
+    }
+    replies = [json.dumps({"action": "plan", "plan": [step]}), json.dumps(accept)]
+    return Agent(ScriptedModel(replies), [shout])
+
+
+def invoke(monkeypatch: pytest.MonkeyPatch, agent: Agent, *args: str):  # type: ignore[no-untyped-def]
+    # `run` builds its agent from a model string; a test double stands in for that agent
+    monkeypatch.setattr("loopwright.cli.run.build_agent", lambda *a, **k: agent)
+    return CliRunner().invoke(main, list(args), prog_name="loopwright")
+
+
+def test_self_consistency_from_the_cli_is_traced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = invoke(
+        monkeypatch, sc_agent(), "run", "--strategy", "self_consistency",
+        "--json", "--trace", str(tmp_path), "What is 6 * 7?",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["answer"] == "42" and data["stop_reason"] == "final_answer"
+    lines = [json.loads(ln) for f in tmp_path.glob("*.jsonl") for ln in f.read_text().splitlines()]
+    kinds = [ln.get("kind") for ln in lines if ln.get("type") == "strategy_step"]
+    assert "vote" in kinds and kinds.count("sample") == 5
+
+
+def test_plan_execute_from_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = invoke(
+        monkeypatch, plan_agent(), "run", "--strategy", "plan_execute", "--json", "Shout hello"
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["answer"] == "HELLO"
