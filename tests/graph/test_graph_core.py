@@ -598,3 +598,16 @@ def test_retry_policy_retries_transient_failures_only() -> None:
         RetryPolicy(initial_interval=1, backoff_factor=3, max_interval=5, jitter=False).delay(3)
         == 5
     )
+
+
+def test_stopping_a_stream_early_stops_the_run() -> None:
+    ran: list[int] = []
+    g = StateGraph(Log)
+    g.add_node("inc", lambda s: ran.append(s["n"]) or {"n": s["n"] + 1})
+    g.add_edge(START, "inc")
+    g.add_conditional_edges("inc", lambda s: "inc")
+    app = g.compile()
+    for chunk in app.stream({"n": 0, "log": []}, {"recursion_limit": 1000}):
+        if chunk["inc"]["n"] == 3:
+            break
+    assert ran == [0, 1, 2]

@@ -8,6 +8,7 @@ checkpoints go through :mod:`loopwright.graph.checkpoint`; the diagram is drawn 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
@@ -136,7 +137,7 @@ class CompiledStateGraph:
             if mode not in _MODES:
                 raise GraphError(f"unknown stream_mode {mode!r}; use one of {', '.join(_MODES)}")
         feed = _Feed()
-        run = _Run(self, config or {}, feed.put, frozenset(modes))
+        run = _Run(self, config or {}, feed.put, frozenset(modes), drain=feed.drained)
         task = asyncio.ensure_future(run.run(input))
         task.add_done_callback(feed.finished)
         multi = not isinstance(stream_mode, str)
@@ -151,8 +152,10 @@ class CompiledStateGraph:
                 yield (mode, chunk) if multi else chunk
             await task
         finally:
-            if not task.done():
+            if not task.done():  # the consumer stopped early: stop the run, let it unwind
                 task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
     def stream(
         self,
@@ -436,13 +439,21 @@ class CompiledStateGraph:
 class _Feed:
     """Chunks from a running graph to one consumer (thread-safe put via the run)."""
 
-    __slots__ = ("_done", "_error", "_items", "_waiter")
+    __slots__ = ("_done", "_drainer", "_error", "_items", "_waiter")
 
     def __init__(self) -> None:
         self._items: deque[tuple[str, Any]] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._drainer: asyncio.Future[None] | None = None
         self._done = False
         self._error: BaseException | None = None
+
+    async def drained(self) -> None:
+        """Wait until the consumer has taken every chunk: the run advances a superstep
+        only when the consumer asks for more, as iterating a generator would."""
+        if self._items:
+            self._drainer = asyncio.get_running_loop().create_future()
+            await self._drainer
 
     def put(self, mode: str, chunk: Any) -> None:
         self._items.append((mode, chunk))
@@ -460,6 +471,10 @@ class _Feed:
             waiter.set_result(None)
 
     async def get(self) -> tuple[str, Any] | None:
+        if not self._items:
+            drainer = self._drainer
+            if drainer is not None and not drainer.done():
+                drainer.set_result(None)
         while not self._items:
             if self._done:
                 if self._error is not None:

@@ -25,7 +25,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import replace
@@ -175,6 +175,7 @@ class _Run:
         emit: Emit | None = None,
         modes: frozenset[str] = frozenset(),
         parent: _Task | None = None,
+        drain: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.graph = graph
         self.config = config
@@ -192,6 +193,7 @@ class _Run:
             raise GraphError("recursion_limit must be at least 1")
         self.workers = int(config.get("max_concurrency") or DEFAULT_WORKERS)
         self._emit = emit
+        self._drain = drain
         self.modes = modes
         self.parent = parent
         self.saved: Saved | None = None
@@ -248,6 +250,8 @@ class _Run:
             tasks = await self._commit(tasks)
             if self._stops_at(ran, self.graph.interrupt_after):
                 return self.values
+            if self._drain is not None:
+                await self._drain()
 
     def _stops_at(self, tasks: list[_Task], nodes: frozenset[str]) -> bool:
         """A static interrupt (``interrupt_before``/``_after``): stop the run here, the
