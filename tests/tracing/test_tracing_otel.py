@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -12,9 +13,10 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as se
 from opentelemetry.semconv.attributes import error_attributes
 from opentelemetry.trace import SpanKind, StatusCode
 
-from loopwright import Agent, Hooks, Limits, Reply, ScriptedModel, tool, tool_call
+from loopwright import Agent, FunctionModel, Hooks, Limits, Reply, ScriptedModel, tool, tool_call
 from loopwright.core.errors import RateLimited
 from loopwright.core.messages import Usage
+from loopwright.strategies.runtime import Strategy
 from loopwright.tracing import otel
 from loopwright.tracing.otel import OtelSubscriber
 from loopwright.tracing.worker import flush_all
@@ -330,3 +332,46 @@ def test_tools_run_inside_the_run_span(
     assert seen[0].trace_id == run.context.trace_id and seen[0].span_id == run.context.span_id
     assert client.parent is not None and client.parent.span_id == run.context.span_id
     assert not trace.get_current_span().get_span_context().is_valid  # detached
+
+
+class _TwoVotes(Strategy):
+    """Two concurrent model calls, then a vote (a minimal self-consistency)."""
+
+    name = "self_consistency"
+
+    def __init__(self, model: FunctionModel) -> None:
+        super().__init__()
+        self.model = model
+
+    async def _solve(self, ctx, prompt):  # type: ignore[no-untyped-def]
+        a, b = await asyncio.gather(ctx.ask(self.model, prompt), ctx.ask(self.model, prompt))
+        ctx.step("vote", answers=[a, b], winner=a)
+        return a, {}
+
+
+def test_a_strategy_run_with_concurrent_calls(
+    provider: TracerProvider, exporter: InMemorySpanExporter, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    from loopwright.tracing import JsonlRecorder, fanout
+    from loopwright.tracing.spans import load_trace
+
+    model = FunctionModel(lambda messages, request: Reply("42", delay=0.01), name="openai:gpt-4o")
+    recorder = JsonlRecorder(tmp_path)
+    result = _TwoVotes(model).run("6 * 7?", on_event=fanout(OtelSubscriber(provider), recorder))
+    recorder.close()
+    assert result.answer == "42"
+
+    spans = _finished(exporter)
+    (run,) = _by_name(spans, "invoke_agent")
+    chats = _by_name(spans, "chat")
+    assert len(chats) == 2 and len(spans) == 3  # both overlapping calls ended
+    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
+    assert chats[0].start_time < chats[1].end_time and chats[1].start_time < chats[0].end_time
+    assert run.attributes["loopwright.strategy"] == "self_consistency"
+    (vote,) = [e for e in run.events if e.name == "loopwright.strategy.vote"]
+    assert json.loads(vote.attributes["loopwright.detail"])["winner"] == "42"
+
+    trace_ = load_trace(recorder.paths[0])
+    assert [s.kind for s in trace_.spans] == ["run", "chat", "chat", "step"]
+    assert trace_.spans[-1].name == "self_consistency vote"
+    assert trace_.totals.model_calls == 2

@@ -61,6 +61,9 @@ def _span_line(span: SpanRecord) -> str:
                 bits.append(_money(float(usage["cost"])))
         if d.get("stop_reason"):
             bits.append(str(d["stop_reason"]))
+    elif span.kind == "step" and isinstance(d.get("detail"), dict):
+        text = json.dumps(d["detail"], ensure_ascii=False)
+        bits = [span.name, text if len(text) <= 80 else text[:77] + "..."]
     elif span.kind == "tool":
         args = json.dumps(d.get("arguments") or {}, ensure_ascii=False)
         bits.insert(1, args if len(args) <= 60 else args[:57] + "...")

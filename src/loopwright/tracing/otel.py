@@ -58,6 +58,7 @@ from loopwright.core.events import (
     RunFinished,
     RunStarted,
     StateChanged,
+    StrategyStep,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -104,6 +105,7 @@ TURN = "loopwright.turn"
 ATTEMPT = "loopwright.attempt"
 STOP_REASON = "loopwright.stop_reason"
 WILL_RETRY = "loopwright.will_retry"
+STRATEGY = "loopwright.strategy"
 
 # model-string prefix -> gen_ai.provider.name (the conventions' well-known values)
 _PROVIDERS = {
@@ -162,14 +164,15 @@ class _RunSpans:
     are built and every span is ended on the worker thread."""
 
     parent: otel_context.Context
-    awaiting_chunk: bool = False
+    awaiting_chunk: int = 0
     token: Token[otel_context.Context] | None = None
     span: Span | None = None
     context: otel_context.Context | None = None
     messages: list[Message] = field(default_factory=list)
-    chat: Span | None = None
-    chat_started: int = 0
+    chats: dict[int, tuple[Span, int]] = field(default_factory=dict)
+    """Open model-call spans by turn (a strategy may have several calls in flight)."""
     tools: dict[str, tuple[Span, int]] = field(default_factory=dict)
+    strategy: bool = False
 
 
 _FIRST_CHUNK = object()
@@ -210,16 +213,16 @@ class OtelSubscriber:
         kind = type(event)
         run = self._current.get()
         if kind is ModelStreamed:  # only the first chunk of a call matters (its latency)
-            if run is not None and run.awaiting_chunk:
-                run.awaiting_chunk = False
-                self._worker.put((run, time.time_ns(), _FIRST_CHUNK))
+            if run is not None and run.awaiting_chunk == event.turn:  # type: ignore[union-attr]
+                run.awaiting_chunk = 0
+                self._worker.put((run, time.time_ns(), (_FIRST_CHUNK, event.turn)))  # type: ignore[union-attr]
             return
         if kind is StateChanged or (kind is MessageAppended and not self.capture_content):
             return
         if kind is RunStarted or run is None:
             run = self._open_run(event)
         elif kind is ModelCallStarted:
-            run.awaiting_chunk = True
+            run.awaiting_chunk = event.turn  # type: ignore[union-attr]
         self._worker.put((run, time.time_ns(), event))
         if kind is RunFinished:
             self._current.set(None)
@@ -259,9 +262,10 @@ class OtelSubscriber:
     # -- the worker thread -------------------------------------------------------------
     def _handle(self, item: object) -> None:
         run, t, event = cast("tuple[_RunSpans, int, Any]", item)
-        if event is _FIRST_CHUNK:
-            if run.chat is not None:
-                run.chat.set_attribute(TIME_TO_FIRST_CHUNK, (t - run.chat_started) / 1e9)
+        if type(event) is tuple:  # (_FIRST_CHUNK, turn)
+            opened = run.chats.get(event[1])
+            if opened is not None:
+                opened[0].set_attribute(TIME_TO_FIRST_CHUNK, (t - opened[1]) / 1e9)
             return
         kind = type(event)
         if kind is MessageAppended:
@@ -283,6 +287,16 @@ class OtelSubscriber:
                 {STOP_REASON: event.stop.value, "loopwright.detail": event.detail},
                 timestamp=t,
             )
+        elif kind is StrategyStep:
+            assert run.span is not None
+            if not run.strategy:
+                run.strategy = True
+                run.span.set_attribute(STRATEGY, event.strategy)
+            run.span.add_event(
+                f"loopwright.strategy.{event.kind}",
+                {STRATEGY: event.strategy, "loopwright.detail": json.dumps(dict(event.detail))},
+                timestamp=t,
+            )
         elif kind is RunFinished:
             self._finish_run(run, t, event)
 
@@ -291,9 +305,9 @@ class OtelSubscriber:
         result = event.result
         span = run.span
         assert span is not None
-        if run.chat is not None:
-            run.chat.set_status(Status(StatusCode.ERROR, "the run ended during the call"))
-            run.chat.end(end_time=t)
+        for chat, _ in run.chats.values():
+            chat.set_status(Status(StatusCode.ERROR, "the run ended during the call"))
+            chat.end(end_time=t)
         for tool_span, _ in run.tools.values():
             tool_span.set_status(Status(StatusCode.ERROR, "the run ended before the result"))
             tool_span.end(end_time=t)
@@ -323,22 +337,22 @@ class OtelSubscriber:
         if self.capture_content:
             sent = run.messages[-event.message_count :] if event.message_count else []
             attributes[INPUT_MESSAGES] = _messages_json(sent)
-        run.chat = self._tracer.start_span(
+        chat = self._tracer.start_span(
             f"chat {model}",
             context=run.context,
             kind=SpanKind.CLIENT,
             attributes=attributes,
             start_time=t,
         )
-        run.chat_started = t
+        run.chats[event.turn] = (chat, t)
         if event.turn == 1 and event.attempt == 1 and run.span is not None:
             run.span.set_attributes({PROVIDER: provider, REQUEST_MODEL: model})
 
     def _chat_finished(self, run: _RunSpans, t: int, event: ModelCallFinished) -> None:
-        span = run.chat
-        if span is None:
+        opened = run.chats.pop(event.turn, None)
+        if opened is None:
             return
-        run.chat = None
+        span = opened[0]
         attributes: dict[str, str | int | float | Sequence[str]] = {
             **_usage_attributes(event.usage),
             FINISH_REASONS: [_FINISH.get(event.stop_reason, event.stop_reason)],
@@ -352,10 +366,10 @@ class OtelSubscriber:
         span.end(end_time=t)
 
     def _chat_failed(self, run: _RunSpans, t: int, event: ModelCallFailed) -> None:
-        span = run.chat
-        if span is None:
+        opened = run.chats.pop(event.turn, None)
+        if opened is None:
             return
-        run.chat = None
+        span = opened[0]
         span.set_attributes({ERROR_TYPE: event.error.kind, WILL_RETRY: event.will_retry})
         span.set_status(Status(StatusCode.ERROR, redact_text(str(event.error))[:500]))
         span.end(end_time=t)

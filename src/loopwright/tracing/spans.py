@@ -18,7 +18,7 @@ from typing import Literal
 
 from loopwright.core.messages import JSONValue
 
-SpanKind = Literal["run", "chat", "tool"]
+SpanKind = Literal["run", "chat", "tool", "step"]
 
 
 class TraceError(ValueError):
@@ -131,7 +131,7 @@ class _Builder:
         self.t0 = float(events[0]["t"]) if events else 0.0  # type: ignore[arg-type]
         self.spans: list[SpanRecord] = []
         self.history: list[JSONValue] = []
-        self.chat: dict[str, JSONValue] | None = None
+        self.chats: dict[int, dict[str, JSONValue]] = {}  # open model calls by turn
         self.tools: dict[str, tuple[float, Mapping[str, JSONValue]]] = {}
         self.fingerprints: dict[str, None] = {}
         self.result: Mapping[str, JSONValue] | None = None
@@ -158,7 +158,7 @@ class _Builder:
         count = int(event.get("message_count") or 0)  # type: ignore[call-overload]
         for fp in event.get("prompt_fingerprints") or ():  # type: ignore[union-attr]
             self.fingerprints.setdefault(str(fp), None)
-        self.chat = {
+        self.chats[int(event.get("turn") or 0)] = {  # type: ignore[call-overload]
             "start": t,
             "model": event.get("model"),
             "turn": event.get("turn"),
@@ -172,15 +172,17 @@ class _Builder:
         }
 
     def on_model_streamed(self, event: Mapping[str, JSONValue], t: float) -> None:
-        if self.chat is not None:
-            self.chat["deltas"] = int(self.chat["deltas"]) + 1  # type: ignore[call-overload]
-            self.chat.setdefault("first_chunk", t - float(self.chat["start"]))  # type: ignore[arg-type]
+        chat = self.chats.get(int(event.get("turn") or 0))  # type: ignore[call-overload]
+        if chat is not None:
+            chat["deltas"] = int(chat["deltas"]) + 1  # type: ignore[call-overload]
+            chat.setdefault("first_chunk", t - float(chat["start"]))  # type: ignore[arg-type]
 
-    def _close_chat(self, t: float, error: str | None, extra: Mapping[str, JSONValue]) -> None:
-        chat = self.chat
+    def _close_chat(
+        self, turn: int, t: float, error: str | None, extra: Mapping[str, JSONValue]
+    ) -> None:
+        chat = self.chats.pop(turn, None)
         if chat is None:
             return
-        self.chat = None
         model = str(chat.pop("model") or "")
         start = float(chat.pop("start"))  # type: ignore[arg-type]
         name = "chat " + (model.partition(":")[2] or model)
@@ -194,13 +196,19 @@ class _Builder:
             "usage": event.get("usage") or {},
             "response_model": event.get("response_model") or "",
         }
-        self._close_chat(t, None, extra)
+        self._close_chat(int(event.get("turn") or 0), t, None, extra)  # type: ignore[call-overload]
 
     def on_model_call_failed(self, event: Mapping[str, JSONValue], t: float) -> None:
         error = event.get("error") or {}
         kind = str(error.get("kind", "error")) if isinstance(error, Mapping) else "error"
         self.errors += 1
-        self._close_chat(t, kind, {"error": error, "will_retry": event.get("will_retry")})
+        turn = int(event.get("turn") or 0)  # type: ignore[call-overload]
+        self._close_chat(turn, t, kind, {"error": error, "will_retry": event.get("will_retry")})
+
+    def on_strategy_step(self, event: Mapping[str, JSONValue], t: float) -> None:
+        name = f"{event.get('strategy')} {event.get('kind')}"
+        detail = {"strategy": event.get("strategy"), "kind": event.get("kind"), **_detail(event)}
+        self.spans.append(SpanRecord(self._next_id(), 0, "step", name, t, t, None, detail))
 
     def on_tool_call_started(self, event: Mapping[str, JSONValue], t: float) -> None:
         call = event.get("call")
@@ -250,7 +258,7 @@ class _Builder:
 
     def totals(self) -> Totals:
         chats = sum(1 for s in self.spans if s.kind == "chat")
-        tools = len(self.spans) - chats
+        tools = sum(1 for s in self.spans if s.kind == "tool")
         # the run's own total is authoritative (it also counts failed attempts' usage);
         # a trace cut short sums its finished model calls instead
         usages = [self.result.get("usage")] if self.result is not None else []
@@ -267,6 +275,11 @@ class _Builder:
 
     def prompts(self) -> tuple[str, ...]:
         return tuple(self.fingerprints)
+
+
+def _detail(event: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+    detail = event.get("detail")
+    return {"detail": detail} if isinstance(detail, Mapping) and detail else {}
 
 
 def trace_files(directory: str | os.PathLike[str]) -> list[Path]:
