@@ -84,3 +84,25 @@ def large_trace(directory: Path, min_events: int = 10_000) -> Path:
     ).run("count")
     recorder.close()
     return recorder.paths[0]
+
+
+def strategy_trace(directory: Path) -> Path:
+    """A strategy run: two concurrent model calls and a vote step."""
+    import asyncio
+
+    from loopwright.strategies.runtime import Strategy
+
+    model = FunctionModel(lambda messages, request: Reply("42", delay=0.01), name="openai:gpt-4o")
+
+    class TwoVotes(Strategy):
+        name = "self_consistency"
+
+        async def _solve(self, ctx, prompt):  # type: ignore[no-untyped-def]
+            a, b = await asyncio.gather(ctx.ask(model, prompt), ctx.ask(model, prompt))
+            ctx.step("vote", answers=[a, b], winner=a)
+            return a, {}
+
+    recorder = JsonlRecorder(directory)
+    TwoVotes().run("6 * 7?", on_event=recorder)
+    recorder.close()
+    return recorder.paths[0]

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.tracing.samples import FINGERPRINT, large_trace, sample_trace
+from tests.tracing.samples import FINGERPRINT, large_trace, sample_trace, strategy_trace
 
 from loopwright.tracing.spans import load_trace
 from loopwright.tracing.viewer import render_html
@@ -31,7 +31,11 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     # recorded before the browser starts: Playwright's sync API runs an event loop of
     # its own in this thread, and Agent.run refuses to start inside a running loop
     root = tmp_path_factory.mktemp("traces")
-    return {"sample": sample_trace(root / "sample"), "large": large_trace(root / "large")}
+    return {
+        "sample": sample_trace(root / "sample"),
+        "large": large_trace(root / "large"),
+        "strategy": strategy_trace(root / "strategy"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -152,4 +156,18 @@ def test_viewer_stays_responsive_with_10000_events(browser, traces, tmp_path: Pa
     assert loaded < 20, loaded
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "trace-viewer-10k.png"))
+    page.close()
+
+
+def test_viewer_shows_strategy_steps(browser, traces, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    html = tmp_path / "strategy.html"
+    html.write_text(render_html(load_trace(traces["strategy"])), encoding="utf-8")
+    page, _, errors = _open(browser, html)
+    assert errors == []
+    assert page.locator(".row.chat").count() == 2
+    step = page.locator(".row.step")
+    assert step.inner_text().startswith("◇self_consistency vote")
+    step.click()
+    detail = page.locator(".details").inner_text()
+    assert "self_consistency" in detail and '"winner": "42"' in detail
     page.close()
