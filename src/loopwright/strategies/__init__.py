@@ -18,6 +18,7 @@ from loopwright.strategies.plan_execute import (
 )
 from loopwright.strategies.runtime import Strategy, StrategyContext, StrategyResult
 from loopwright.strategies.self_consistency import SelfConsistency, extract_answer
+from loopwright.strategies.tot import SearchConfig, ThoughtHooks, TreeOfThoughts
 
 __all__ = [
     "Decision",
@@ -26,11 +27,14 @@ __all__ = [
     "PlanRun",
     "PlanStep",
     "PlannerDeclined",
+    "SearchConfig",
     "SelfConsistency",
     "StepResult",
     "Strategy",
     "StrategyContext",
     "StrategyResult",
+    "ThoughtHooks",
+    "TreeOfThoughts",
     "extract_answer",
     "rule_reflector",
 ]

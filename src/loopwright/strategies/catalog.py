@@ -10,6 +10,7 @@ from loopwright.loop.agent import Agent
 from loopwright.strategies.plan_execute import PlanAndExecute
 from loopwright.strategies.runtime import Strategy
 from loopwright.strategies.self_consistency import SelfConsistency
+from loopwright.strategies.tot import SearchConfig, TreeOfThoughts
 
 
 def _plan_execute(agent: Agent) -> Strategy:
@@ -23,9 +24,14 @@ def _self_consistency(agent: Agent) -> Strategy:
     return SelfConsistency(agent.model, k=5, concurrency=5, limits=agent.config.limits)
 
 
+def _tree_of_thoughts(agent: Agent) -> Strategy:
+    return TreeOfThoughts(agent.model, search=SearchConfig(beam=3), limits=agent.config.limits)
+
+
 BUILDERS: Final[dict[str, Callable[[Agent], Strategy]]] = {
     "plan_execute": _plan_execute,
     "self_consistency": _self_consistency,
+    "tree_of_thoughts": _tree_of_thoughts,
 }
 STRATEGY_NAMES: Final = tuple(BUILDERS)
 

@@ -1,0 +1,301 @@
+"""Tree of Thoughts: search over partial solutions with a thought generator and a state
+evaluator.
+
+A *state* is the problem plus the steps (thoughts) taken so far. The **generator**
+proposes next steps -- ``"propose"``: one call of the ``tot_propose`` prompt returns up
+to ``n_generate`` steps, one per line; ``"sample"``: ``n_generate`` calls of
+``tot_sample`` return one step each -- or is your function ``(problem, steps) ->
+next steps``. The **evaluator** scores states -- ``"value"``: one ``tot_value`` call per
+state (``sure`` / ``likely`` / ``impossible`` scored 20 / 1 / 0.001, averaged over
+``n_evaluate`` calls); ``"vote"``: ``n_evaluate`` ``tot_vote`` calls over all candidate
+states, a state's score is its votes -- or is your function ``(problem, steps) -> score``.
+
+Search: ``"bfs"`` keeps the ``beam`` best states at each depth; every frontier state is
+expanded concurrently and every new state evaluated concurrently (a level costs about
+two model latencies, not one per node). ``"dfs"`` goes deepest-first through the
+children in score order, prunes states scoring below ``threshold`` and backtracks, up
+to ``max_nodes`` evaluated states. Evaluations are cached by ``state_key(steps)``
+(default: the steps themselves), so identical states reached by different paths are
+scored once. ``is_solution(problem, steps)`` ends the search early; ``answer(problem,
+steps)`` turns the chosen path into the answer (default: its last step).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
+
+from loopwright.core.messages import JSONValue
+from loopwright.core.protocols import Model, ModelSettings
+from loopwright.loop.limits import Limits
+from loopwright.strategies.prompts import strategy_prompt
+from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
+
+Steps: TypeAlias = tuple[str, ...]
+GenerateFn: TypeAlias = Callable[[str, Steps], "Sequence[str] | Awaitable[Sequence[str]]"]
+EvaluateFn: TypeAlias = Callable[[str, Steps], "float | Awaitable[float]"]
+
+VALUE_SCORES: Final = {"sure": 20.0, "likely": 1.0, "impossible": 0.001}
+_VALUE_WORD: Final = re.compile(r"\b(sure|likely|impossible)\b", re.IGNORECASE)
+_VOTE: Final = re.compile(r"best choice is\s*(\d+)", re.IGNORECASE)
+_BULLET: Final = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+def parse_steps(text: str) -> list[str]:
+    """Proposed steps: the non-empty lines, without list bullets or numbering."""
+    return [s for s in (_BULLET.sub("", line).strip() for line in text.splitlines()) if s]
+
+
+def parse_value(text: str) -> float:
+    """The score of a ``tot_value`` reply: its last sure/likely/impossible (0 if none)."""
+    words = _VALUE_WORD.findall(text)
+    return VALUE_SCORES[words[-1].lower()] if words else 0.0
+
+
+def parse_vote(text: str, choices: int) -> int | None:
+    """The 0-based choice a ``tot_vote`` reply names, or ``None``."""
+    found = _VOTE.findall(text)
+    if not found:
+        return None
+    index = int(found[-1]) - 1
+    return index if 0 <= index < choices else None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """How the tree is searched (module docstring)."""
+
+    method: Literal["bfs", "dfs"] = "bfs"
+    depth: int = 3
+    beam: int = 5
+    n_generate: int = 5
+    n_evaluate: int = 1
+    threshold: float = 0.5
+    max_nodes: int = 200
+    max_concurrency: int = 32
+
+
+def _default_key(steps: Steps) -> Hashable:
+    return steps
+
+
+def _last_step(problem: str, steps: Steps) -> str:
+    return steps[-1] if steps else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtHooks:
+    """The problem-specific functions of a :class:`TreeOfThoughts` (all optional)."""
+
+    generate: GenerateFn | None = None
+    evaluate: EvaluateFn | None = None
+    is_solution: Callable[[str, Steps], bool] | None = None
+    answer: Callable[[str, Steps], str] = _last_step
+    state_key: Callable[[Steps], Hashable] = _default_key
+
+
+class TreeOfThoughts(Strategy):
+    """Tree of Thoughts (module docstring)."""
+
+    name = "tree_of_thoughts"
+
+    def __init__(
+        self,
+        model: Model | None = None,
+        *,
+        generator: Literal["propose", "sample"] = "propose",
+        evaluator: Literal["value", "vote"] = "value",
+        search: SearchConfig | None = None,
+        hooks: ThoughtHooks | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        super().__init__(limits)
+        self.hooks = hooks or ThoughtHooks()
+        if model is None and (self.hooks.generate is None or self.hooks.evaluate is None):
+            raise ValueError(
+                "TreeOfThoughts needs a model unless both generate and evaluate are functions"
+            )
+        self.model = model
+        self.generator = generator
+        self.evaluator = evaluator
+        self.search = search or SearchConfig()
+
+    # -- search -----------------------------------------------------------------------
+    async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
+        run = _Search(self, ctx, prompt)
+        if self.search.method == "bfs":
+            best = await run.bfs()
+        else:
+            best = await run.dfs((), 0) or run.best_seen()
+        answer = self.hooks.answer(prompt, best)
+        data: dict[str, JSONValue] = {
+            "path": list(best),
+            "score": run.scores.get(self.hooks.state_key(best), 0.0),
+            "evaluated": run.evaluated,
+            "expanded": run.expanded,
+            "cache_hits": run.cache_hits,
+            "solved": run.solved is not None,
+        }
+        ctx.step("result", **data)
+        return answer, data
+
+
+class _Search:
+    """The state of one search: scores (the evaluation cache), counters, the solution."""
+
+    def __init__(self, owner: TreeOfThoughts, ctx: StrategyContext, problem: str) -> None:
+        self.owner = owner
+        self.ctx = ctx
+        self.problem = problem
+        self.cfg = owner.search
+        self.hooks = owner.hooks
+        self.scores: dict[Hashable, float] = {}
+        self.pending: dict[Hashable, asyncio.Future[float]] = {}
+        self.sem = asyncio.Semaphore(self.cfg.max_concurrency)
+        self.evaluated = self.expanded = self.cache_hits = 0
+        self.solved: Steps | None = None
+        self.seen: list[Steps] = []
+
+    async def bfs(self) -> Steps:
+        frontier: list[Steps] = [()]
+        for depth in range(1, self.cfg.depth + 1):
+            expansions = await asyncio.gather(*(self.expand(s) for s in frontier))
+            children = list(dict.fromkeys(c for group in expansions for c in group))
+            if not children:
+                break
+            scores = await self.score_all(children)
+            ranked = sorted(zip(scores, range(len(children)), children, strict=True), reverse=True)
+            frontier = [c for _, _, c in ranked[: self.cfg.beam]]
+            self.ctx.best = self.hooks.answer(self.problem, frontier[0])
+            self.ctx.step(
+                "level", depth=depth, candidates=len(children), kept=[list(s) for s in frontier]
+            )
+            if self.solved is not None:
+                return self.solved
+        return frontier[0]
+
+    async def dfs(self, steps: Steps, depth: int) -> Steps | None:
+        if self.solved is not None:
+            return self.solved
+        if depth >= self.cfg.depth or self.evaluated >= self.cfg.max_nodes:
+            return None
+        children = await self.expand(steps)
+        scores = await self.score_all(children)
+        for score, _, child in sorted(
+            zip(scores, range(len(children)), children, strict=True), reverse=True
+        ):
+            if self.solved is not None:
+                return self.solved
+            if score < self.cfg.threshold:
+                self.ctx.step("pruned", steps=list(child), score=score)
+                continue
+            found = await self.dfs(child, depth + 1)
+            if found is not None:
+                return found
+            self.ctx.step("backtrack", steps=list(child))
+        return None
+
+    def best_seen(self) -> Steps:
+        if not self.seen:
+            return ()
+        key = self.hooks.state_key
+        return max(self.seen, key=lambda s: (len(s), self.scores.get(key(s), 0.0)))
+
+    # -- generation ---------------------------------------------------------------------
+    async def expand(self, steps: Steps) -> list[Steps]:
+        self.expanded += 1
+        fn = self.hooks.generate
+        if fn is not None:
+            proposed = fn(self.problem, steps)
+            found = list(await proposed if inspect.isawaitable(proposed) else proposed)
+        elif self.owner.generator == "propose":
+            text = await self.ask(
+                strategy_prompt(
+                    "tot_propose", problem=self.problem, steps=_show(steps), n=self.cfg.n_generate
+                )
+            )
+            found = parse_steps(text)[: self.cfg.n_generate]
+        else:
+            prompt = strategy_prompt("tot_sample", problem=self.problem, steps=_show(steps))
+            replies = await asyncio.gather(
+                *(self.ask(prompt, sample=True) for _ in range(self.cfg.n_generate))
+            )
+            found = [s for r in replies for s in parse_steps(r)[:1]]
+        children = [(*steps, step) for step in dict.fromkeys(found)]
+        self.seen.extend(children)
+        return children
+
+    # -- evaluation ---------------------------------------------------------------------
+    async def score_all(self, states: Sequence[Steps]) -> list[float]:
+        if not states:
+            return []
+        if self.owner.evaluator == "vote" and self.hooks.evaluate is None:
+            scores = await self.vote(states)
+        else:
+            scores = list(await asyncio.gather(*(self.score(s) for s in states)))
+        solve = self.hooks.is_solution
+        if solve is not None and self.solved is None:
+            self.solved = next((s for s in states if solve(self.problem, s)), None)
+        return scores
+
+    async def score(self, steps: Steps) -> float:
+        """The cached score of a state; concurrent requests for one state share a call."""
+        key = self.hooks.state_key(steps)
+        if key in self.scores:
+            self.cache_hits += 1
+            return self.scores[key]
+        waiting = self.pending.get(key)
+        if waiting is not None:
+            self.cache_hits += 1
+            return await waiting
+        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self.pending[key] = future
+        try:
+            value = await self._evaluate(steps)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here: waiters re-raise it, nobody logs it twice
+            raise
+        finally:
+            self.pending.pop(key, None)
+        self.scores[key] = value
+        future.set_result(value)
+        self.evaluated += 1
+        return value
+
+    async def _evaluate(self, steps: Steps) -> float:
+        fn = self.hooks.evaluate
+        if fn is not None:
+            value = fn(self.problem, steps)
+            return float(await value if inspect.isawaitable(value) else value)
+        prompt = strategy_prompt("tot_value", problem=self.problem, steps=_show(steps))
+        replies = await asyncio.gather(*(self.ask(prompt) for _ in range(self.cfg.n_evaluate)))
+        return sum(parse_value(r) for r in replies) / len(replies)
+
+    async def vote(self, states: Sequence[Steps]) -> list[float]:
+        choices = "\n".join(f"Choice {i}:\n{_show(s)}" for i, s in enumerate(states, 1))
+        prompt = strategy_prompt("tot_vote", problem=self.problem, choices=choices)
+        replies = await asyncio.gather(
+            *(self.ask(prompt, sample=True) for _ in range(self.cfg.n_evaluate))
+        )
+        votes = [0.0] * len(states)
+        for reply in replies:
+            choice = parse_vote(reply, len(states))
+            if choice is not None:
+                votes[choice] += 1
+        self.evaluated += len(states)
+        return votes
+
+    async def ask(self, prompt: str, *, sample: bool = False) -> str:
+        assert self.owner.model is not None
+        settings = ModelSettings(temperature=0.7) if sample else None
+        async with self.sem:
+            return await self.ctx.ask(self.owner.model, prompt, settings=settings)
+
+
+def _show(steps: Steps) -> str:
+    return "\n".join(steps) if steps else "(none yet)"
