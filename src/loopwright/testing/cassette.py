@@ -129,7 +129,7 @@ def request_to_dict(
     return json.loads(json.dumps(redact(out), default=str))
 
 
-def event_from_dict(data: Mapping[str, Any]) -> ModelEvent:
+def event_from_dict(data: Mapping[str, JSONValue]) -> ModelEvent:
     kind = data.get("type")
     if kind == "text_delta":
         return TextDelta(str(data["text"]))
@@ -159,7 +159,7 @@ def event_from_dict(data: Mapping[str, Any]) -> ModelEvent:
     raise ValueError(f"unknown event type {kind!r} in cassette")
 
 
-def _error_from_dict(data: Mapping[str, Any]) -> ProviderError:
+def _error_from_dict(data: Mapping[str, JSONValue]) -> ProviderError:
     kind = str(data.get("kind", "provider_error"))
     cls = _ERRORS.get(kind, ProviderError)
     error = cls(
