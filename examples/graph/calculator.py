@@ -1,7 +1,7 @@
 """The concepts document's toy agent as a state graph: an LLM node and a tool node in a
 loop, with add / multiply / divide tools, on loopwright's embedded offline model.
 
-    python examples/graph/calculator.py "Calculate (3 + 5) * 8"
+    python examples/graph/calculator.py "What is (3 + 5) * 8?"
     python examples/graph/calculator.py --model openai:gpt-4o-mini "What is 7 * 6?"
     loopwright graph draw examples/graph/calculator.py:graph
 
@@ -67,7 +67,7 @@ graph = build()  # the embedded model loads on its first call, not here
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("question", nargs="?", default="Calculate (3 + 5) * 8")
+    parser.add_argument("question", nargs="?", default="What is (3 + 5) * 8?")
     parser.add_argument("--model", default=DEFAULT_MODEL)
     args = parser.parse_args()
     app = graph if args.model == DEFAULT_MODEL else build(args.model)

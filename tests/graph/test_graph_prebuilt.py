@@ -125,7 +125,7 @@ def test_calculator_example_on_the_embedded_model() -> None:
     pytest.importorskip("llama_cpp")
     calculator = load_example("calculator")
     out = calculator.graph.invoke(
-        {"messages": [Message.user("Calculate (3 + 5) * 8")]}, {"recursion_limit": 12}
+        {"messages": [Message.user("What is (3 + 5) * 8?")]}, {"recursion_limit": 12}
     )
     calls = [c.name for m in out["messages"] for c in m.tool_calls]
     assert calls == ["add", "multiply"]
