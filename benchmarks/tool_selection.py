@@ -62,7 +62,7 @@ def fetch_wheel(cache: Path) -> Path:
     return path
 
 
-def load(wheel: Path) -> tuple[list[ToolSpec], list[tuple[str, str]]]:
+def load(wheel: Path) -> tuple[list[ToolSpec], list[tuple[str, str, str]]]:
     with zipfile.ZipFile(wheel) as z:
 
         def lines(name: str) -> list[dict[str, object]]:
@@ -75,7 +75,7 @@ def load(wheel: Path) -> tuple[list[ToolSpec], list[tuple[str, str]]]:
                 for entry in lines(name):
                     for fn in entry.get("function", []):  # type: ignore[union-attr]
                         pool.setdefault(fn["name"], fn)
-        queries: list[tuple[str, str]] = []
+        queries: list[tuple[str, str, str]] = []
         for category in QUERY_CATEGORIES:
             answers = {
                 a["id"]: a for a in lines(f"bfcl_eval/data/possible_answer/BFCL_v3_{category}.json")
@@ -83,7 +83,7 @@ def load(wheel: Path) -> tuple[list[ToolSpec], list[tuple[str, str]]]:
             for entry in lines(f"bfcl_eval/data/BFCL_v3_{category}.json"):
                 turns = [m for turn in entry["question"] for m in turn if m["role"] == "user"]  # type: ignore[union-attr]
                 [call] = answers[entry["id"]]["ground_truth"]  # type: ignore[misc]
-                queries.append((turns[-1]["content"], next(iter(call))))
+                queries.append((turns[-1]["content"], next(iter(call)), category))
     specs = [
         ToolSpec(str(f["name"]), str(f.get("description", "")), f.get("parameters", {}))  # type: ignore[arg-type]
         for f in pool.values()
@@ -109,7 +109,7 @@ def evaluate(
     name: str,
     build: Callable[[], object],
     specs: Sequence[ToolSpec],
-    queries: Sequence[tuple[str, str]],
+    queries: Sequence[tuple[str, str, str]],
     repeat: int,
 ) -> dict[str, object]:
     builds = []
@@ -120,18 +120,22 @@ def evaluate(
     ranked = index.ranked  # type: ignore[attr-defined]
     names = [s.name for s in specs]
     hits = dict.fromkeys(KS, 0)
+    per_category: dict[str, list[int]] = {c: [0, 0] for c in QUERY_CATEGORIES}
     times: list[float] = []
-    for query, target in queries:
+    for query, target, category in queries:
         started = time.perf_counter()
         top = ranked(query, max(KS))
         times.append(time.perf_counter() - started)
         found = [names[i] for i in top]
         for k in KS:
             hits[k] += target in found[:k]
+        per_category[category][0] += target in found[:5]
+        per_category[category][1] += 1
     n = len(queries)
     return {
         "method": name,
         **{f"recall_at_{k}": round(hits[k] / n, 4) for k in KS},
+        "recall_at_5_by_category": {c: round(h / t, 4) for c, (h, t) in per_category.items()},
         "ms_per_query": round(1000 * statistics.median(times), 3),
         "ms_per_query_p90": round(1000 * statistics.quantiles(times, n=10)[-1], 3),
         "build_s": round(statistics.median(builds), 3),
@@ -180,6 +184,8 @@ def main() -> None:
             f"{r['method']:<10} {r['recall_at_1']:>6} {r['recall_at_5']:>6} {r['recall_at_10']:>6} "
             f"{r['ms_per_query']:>9} {r['ms_per_query_p90']:>7} {r['build_s']:>8}"
         )
+    for r in rows:
+        print(f"recall@5 by category, {r['method']}: {r['recall_at_5_by_category']}")
     first_thousand = specs[:1000]
     started = time.perf_counter()
     ToolIndex(first_thousand, "hybrid")
