@@ -29,7 +29,6 @@ import json
 import operator
 import threading
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -99,8 +98,6 @@ class GraphSaver:
         # async runs save through the store's one async face (worker threads for a
         # blocking backend, inline for the memory store)
         self.aio = AsyncStore(store)
-        # its worker threads end with the compiled graph that owns this saver
-        weakref.finalize(self, self.aio.close)
         self._reducers = reducers
         # thread -> (number of its newest store checkpoint, the graph checkpoint it shows)
         self._cache: OrderedDict[str, tuple[int, Saved]] = OrderedDict()
