@@ -18,6 +18,7 @@ import pytest
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from loopwright.core import Message
 from loopwright.graph import (
     END,
     START,
@@ -30,6 +31,7 @@ from loopwright.graph import (
     RetryPolicy,
     Send,
     StateGraph,
+    add_messages,
 )
 
 
@@ -611,3 +613,20 @@ def test_stopping_a_stream_early_stops_the_run() -> None:
         if chunk["inc"]["n"] == 3:
             break
     assert ran == [0, 1, 2]
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list, add_messages]
+
+
+def test_a_subgraph_handing_back_messages_does_not_duplicate_them() -> None:
+    child = StateGraph(ChatState)
+    child.add_node("reply", lambda s: {"messages": [Message.assistant("from child")]})
+    child.add_edge(START, "reply")
+    parent = StateGraph(ChatState)
+    parent.add_node("greet", lambda s: {"messages": [Message.assistant("hello")]})
+    parent.add_node("child", child.compile())
+    parent.add_edge(START, "greet")
+    parent.add_edge("greet", "child")
+    out = parent.compile().invoke({"messages": ["hi"]})
+    assert [m.text for m in out["messages"]] == ["hi", "hello", "from child"]
