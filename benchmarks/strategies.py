@@ -1,0 +1,234 @@
+"""Reasoning strategies: overhead over their raw model calls, and CoT-SC accuracy vs k.
+
+**Overhead.** Each strategy runs with an instant stand-in model (a ``Model`` replaying a
+prebuilt reply: no latency, no parsing of its own); the floor is the same number of raw
+``complete(model, request)`` calls made directly in the same concurrency shape (one
+``asyncio.gather`` per round of concurrent calls), plus the same tool calls for
+plan-and-execute. Both are timed over many runs, interleaved, and compared by median;
+``overhead = strategy / floor - 1``.
+
+**CoT-SC.** 300 questions; a stand-in answers correctly with probability 0.4 and spreads
+wrong answers over 12 values (so the right answer is the most frequent single answer).
+Accuracy for k = 1, 5, 10, 20 with every sample drawn, then with adaptive stopping;
+samples are drawn one at a time in both (``concurrency=1``), so adaptive stopping must
+reach exactly the same accuracy with fewer calls.
+
+Run: ``python benchmarks/strategies.py [--repeats N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import hashlib
+import json
+import os
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+
+from loopwright import FunctionModel, Message, ModelRequest, StopReason, tool
+from loopwright.core.events import ModelEvent, ResponseDone
+from loopwright.core.protocols import complete
+from loopwright.strategies import (
+    PlanAndExecute,
+    SearchConfig,
+    SelfConsistency,
+    TreeOfThoughts,
+)
+
+
+class Instant:
+    """A model replying instantly with one of a few prebuilt messages, chosen by a
+    marker in the prompt (the cheapest possible model: the floor's calls cost only this)."""
+
+    name = "instant"
+
+    def __init__(self, replies: dict[str, str], default: str) -> None:
+        self._done = {
+            k: ResponseDone(Message.assistant(v), StopReason.FINAL_ANSWER)
+            for k, v in replies.items()
+        }
+        self._default = ResponseDone(Message.assistant(default), StopReason.FINAL_ANSWER)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        text = request.messages[-1].text
+        for marker, done in self._done.items():
+            if marker in text:
+                yield done
+                return
+        yield self._default
+
+
+REQUEST = ModelRequest([Message.user("q")])
+
+
+async def floor_rounds(model: Instant, rounds: Sequence[int]) -> None:
+    """Raw calls: ``rounds[i]`` concurrent calls in round i."""
+    for n in rounds:
+        if n == 1:
+            await complete(model, REQUEST)
+        else:
+            await asyncio.gather(*(complete(model, REQUEST) for _ in range(n)))
+
+
+# ---------------------------------------------------------------------- the cases
+
+PLAN = json.dumps(
+    {
+        "action": "plan",
+        "plan": [
+            {"step_id": 1, "description": "a", "tool_name": "query", "tool_input": {"q": "a"}, "depends_on": []},
+            {"step_id": 2, "description": "b", "tool_name": "query", "tool_input": {"q": "b"}, "depends_on": []},
+            {"step_id": 3, "description": "c", "tool_name": "join", "tool_input": {"a": "$step_1_result", "b": "$step_2_result"}, "depends_on": [1, 2]},
+        ],
+    }
+)  # fmt: skip
+ACCEPT = json.dumps(
+    {
+        "evaluation": {k: {"score": 5} for k in ("completeness", "correctness", "format")},
+        "overall_pass": True,
+        "action": "accept",
+    }
+)
+
+
+@tool
+async def query(q: str) -> str:
+    """Look something up."""
+    return q * 2
+
+
+@tool
+async def join(a: str, b: str) -> str:
+    """Join two texts."""
+    return a + b
+
+
+def cases() -> dict[str, tuple[Callable[[], Awaitable[object]], Callable[[], Awaitable[None]]]]:
+    sc_model = Instant({}, "thinking...\nAnswer: 42")
+    sc = SelfConsistency(sc_model, k=10, adaptive=False)
+
+    tot_model = Instant({"Propose up to": "+1\n+2\n+3"}, "left 3\nlikely")
+    tot = TreeOfThoughts(tot_model, search=SearchConfig(depth=3, beam=2, n_generate=3))
+    # ToT rounds: per level, the frontier's proposals, then the new states' values
+    tot_rounds = [1, 3, 2, 6, 2, 6]
+
+    plan_model = Instant({"task planner": PLAN}, ACCEPT)
+    plan = PlanAndExecute(plan_model, [query, join], reflector=plan_model)
+
+    async def plan_floor() -> None:
+        await complete(plan_model, ModelRequest([Message.user("task planner")]))
+        a, b = await asyncio.gather(query.fn(q="a"), query.fn(q="b"))  # level 1
+        await complete(plan_model, REQUEST)
+        await join.fn(a=a, b=b)  # level 2
+        await complete(plan_model, REQUEST)
+
+    return {
+        "self_consistency k=10": (lambda: sc.arun("q"), lambda: floor_rounds(sc_model, [10])),
+        "tree_of_thoughts bfs": (
+            lambda: tot.arun("q"),
+            lambda: floor_rounds(tot_model, tot_rounds),
+        ),
+        "plan_execute (3 steps)": (lambda: plan.arun("q"), plan_floor),
+    }
+
+
+async def timed(fn: Callable[[], Awaitable[object]], n: int) -> float:
+    started = time.perf_counter()
+    for _ in range(n):
+        await fn()
+    return (time.perf_counter() - started) / n
+
+
+async def overheads(repeats: int, n: int) -> dict[str, dict[str, float]]:
+    out = {}
+    for name, (strategy, floor) in cases().items():
+        await strategy()  # warm caches (prompt files, schemas)
+        s_times, f_times = [], []
+        for _ in range(repeats):
+            gc.collect()
+            s_times.append(await timed(strategy, n))
+            f_times.append(await timed(floor, n))
+        s, f = statistics.median(s_times), statistics.median(f_times)
+        out[name] = {"strategy_us": s * 1e6, "floor_us": f * 1e6, "overhead": s / f - 1}
+    return out
+
+
+# ---------------------------------------------------------------------- CoT-SC accuracy
+
+
+def sc_model(p_correct: float = 0.4, spread: int = 12) -> FunctionModel:
+    seen: Counter[str] = Counter()
+
+    def reply(messages: Sequence[Message], request: ModelRequest) -> str:
+        prompt = messages[-1].text
+        seen[prompt] += 1
+        key = hashlib.sha256(f"{seen[prompt]}:{prompt}".encode()).digest()
+        rng = random.Random(int.from_bytes(key[:8], "big"))
+        right = int(prompt.rsplit("#", 1)[1].split()[0])
+        answer = right if rng.random() < p_correct else right + rng.randint(1, spread)
+        return f"Reasoning...\nAnswer: {answer}"
+
+    return FunctionModel(reply)
+
+
+async def accuracy(k: int, adaptive: bool, questions: int) -> tuple[float, int]:
+    model = sc_model()
+    # one sample at a time in both modes: the same samples in the same order, so adaptive
+    # stopping must give exactly the answers of the full vote
+    sc = SelfConsistency(model, k=k, adaptive=adaptive, concurrency=1)
+    right = calls = 0
+    for q in range(questions):
+        result = await sc.arun(f"Question #{q} ")
+        right += result.answer == str(q)
+        calls += result.calls
+    return right / questions, calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--questions", type=int, default=300)
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    rows = asyncio.run(overheads(args.repeats, args.runs))
+    print(f"{'strategy':26} {'per run':>10} {'raw calls':>10} {'overhead':>9}")
+    for name, row in rows.items():
+        print(
+            f"{name:26} {row['strategy_us']:8.1f}us {row['floor_us']:8.1f}us {row['overhead']:8.0%}"
+        )
+    sc_rows = {}
+    print(f"\nCoT-SC, {args.questions} questions, p(correct) = 0.4")
+    print(
+        f"{'k':>3} {'accuracy':>9} {'calls':>7} {'adaptive acc':>13} {'adaptive calls':>15} {'saved':>6}"
+    )
+    for k in (1, 5, 10, 20):
+        acc, calls = asyncio.run(accuracy(k, False, args.questions))
+        a_acc, a_calls = asyncio.run(accuracy(k, True, args.questions))
+        sc_rows[k] = {
+            "accuracy": acc,
+            "calls": calls,
+            "adaptive_accuracy": a_acc,
+            "adaptive_calls": a_calls,
+        }
+        print(f"{k:3} {acc:9.1%} {calls:7} {a_acc:13.1%} {a_calls:15} {1 - a_calls / calls:6.0%}")
+    summary: dict[str, object] = {
+        f"overhead_{n.split()[0]}": round(r["overhead"], 3) for n, r in rows.items()
+    }
+    summary.update({f"sc_accuracy_k{k}": r["accuracy"] for k, r in sc_rows.items()})
+    summary.update(
+        {
+            f"sc_adaptive_calls_saved_k{k}": round(1 - r["adaptive_calls"] / r["calls"], 3)
+            for k, r in sc_rows.items()
+        }
+    )
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
