@@ -387,13 +387,33 @@ async def unknown_stop_reason(run: Run) -> None:
 
 
 async def arguments_never_close(run: Run) -> None:
+    """Arguments cut off by max_tokens are a malformed response (never run on a guess)."""
     bad = Call("call_x", "get_weather", {}, raw='{"city": "Par')
-    run.script(run.kit.reply(Answer(calls=(bad,), stop="tool_use")))
+    run.script(run.kit.reply(Answer(calls=(bad,), stop="max_tokens")))
     err = failed(await collect(run.model(), request([USER])))
     assert err.error.kind == "malformed_response"
-    assert err.error.raw and '{"city": "Par' in err.error.raw
     if getattr(run.kit, "streams_arguments", True):  # Gemini: the whole chunk is unparseable
+        assert err.error.raw and '{"city": "Par' in err.error.raw
+        assert "max_tokens" in str(err.error)
         assert err.partial is not None and err.partial.tool_calls
+
+
+async def sloppy_arguments_reach_the_dispatcher(run: Run) -> None:
+    """Arguments that are not strict JSON (a model's fault, not the wire's) arrive as a tool
+    call with ``arguments={}`` and the exact ``raw_arguments``, for the dispatcher to repair
+    or to answer ``invalid_arguments``; the turn does not fail."""
+    sloppy = "{'expression': '1+1',}"
+    bad = Call("call_y", "calculate", {}, raw=sloppy)
+    run.script(run.kit.reply(Answer(calls=(bad,), stop="tool_use")))
+    last = final(await collect(run.model(), request([USER])))
+    if not getattr(run.kit, "streams_arguments", True):
+        # Gemini's arguments are JSON inside the chunk itself: the chunk is unparseable.
+        assert isinstance(last, StreamError) and last.error.kind == "malformed_response"
+        return
+    assert isinstance(last, ResponseDone), last
+    (call,) = last.message.tool_calls
+    assert call.name == "calculate" and call.arguments == {} and call.raw_arguments == sloppy
+    assert last.stop_reason == "tool_use"
 
 
 async def max_tokens_stop(run: Run) -> None:
@@ -447,6 +467,7 @@ SCENARIOS: dict[str, Scenario] = {
     "garbage_stream": garbage_stream,
     "unknown_stop_reason": unknown_stop_reason,
     "arguments_never_close": arguments_never_close,
+    "sloppy_arguments_reach_the_dispatcher": sloppy_arguments_reach_the_dispatcher,
     "max_tokens_stop": max_tokens_stop,
     "retry_after_reported": retry_after_reported,
 }

@@ -110,6 +110,16 @@ class HasContextWindow(Protocol):
 
 
 @runtime_checkable
+class ReportsCost(Protocol):
+    """A model that fills ``Usage.cost`` says so with ``reports_cost = True``: provider
+    adapters for models in the price table, test doubles whose script carries the cost. A
+    ``Limits.cost_budget`` on any other model could never fire, so the loop refuses it."""
+
+    @property
+    def reports_cost(self) -> bool: ...
+
+
+@runtime_checkable
 class Fingerprinted(Protocol):
     """A text that remembers the prompt templates it was rendered from
     (``loopwright.prompts.PromptText``): a system prompt that is one has its fingerprints

@@ -6,7 +6,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from loopwright.core.protocols import ContextPolicy, HasContextWindow, Model, ModelSettings
+from loopwright.core.errors import ConfigError
+from loopwright.core.protocols import (
+    ContextPolicy,
+    HasContextWindow,
+    Model,
+    ModelSettings,
+    ReportsCost,
+)
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.tools import DispatchConfig, IdempotencyLedger, ToolRegistry
@@ -36,6 +43,17 @@ class AgentConfig:
     ledger: IdempotencyLedger | None = None
     sleep: Sleep = asyncio.sleep
     tool_selection: ToolSelection | None = None
+
+    def __post_init__(self) -> None:
+        model = self.model
+        if self.limits.cost_budget is not None and not (
+            isinstance(model, ReportsCost) and model.reports_cost
+        ):
+            raise ConfigError(
+                f"Limits.cost_budget needs a model that reports cost, and {model.name!r} has"
+                " no prices (every call would count as 0): add its rates to a price file"
+                " named by $LOOPWRIGHT_PRICES (see docs/providers.md), or use token_budget"
+            )
 
     def context_budget(self) -> int | None:
         """Token budget handed to ``context_policy``: ``limits.context_budget``, else the

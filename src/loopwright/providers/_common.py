@@ -42,6 +42,7 @@ from loopwright.providers._errors import (
 from loopwright.providers._names import ToolNameMap, wire_name
 from loopwright.providers._partial_json import parse_final, parse_partial
 from loopwright.providers._stream import StreamAccumulator, StreamPlan, drive
+from loopwright.providers.pricing import Prices
 from loopwright.providers.schema import UnsupportedSchema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
@@ -384,7 +385,8 @@ class AdapterCall(Generic[C]):
     request and returns the wire chunks; ``decode`` is the adapter's chunk decoder (see
     :class:`StreamPlan`). ``hook`` is the ``on_payload`` hook; with one, every accumulator
     keeps the raw wire events and ``response(events)`` is the payload shown to it as
-    ``"response"``. ``limits`` are the call's deadlines (see :mod:`.transport`). ``model`` presets the accumulator's model name (for wires that may
+    ``"response"``. ``limits`` are the call's deadlines (see :mod:`.transport`);
+    ``prices`` fill ``Usage.cost`` (see :mod:`.pricing`). ``model`` presets the accumulator's model name (for wires that may
     not send it); ``prepare(acc)`` runs on the call's fresh accumulator, for the adapter's
     decoding state.
     """
@@ -398,6 +400,7 @@ class AdapterCall(Generic[C]):
     prepare: Callable[[StreamAccumulator], None] | None = None
     response: Callable[[list[JSONValue]], dict[str, Any]] = _events_payload
     limits: CallLimits = DEFAULT_CALL_LIMITS
+    prices: Prices | None = None
 
 
 async def stream_call(call: AdapterCall[C]) -> AsyncIterator[ModelEvent]:
@@ -436,6 +439,7 @@ async def stream_call(call: AdapterCall[C]) -> AsyncIterator[ModelEvent]:
         decode=call.decode,
         new_accumulator=accumulator,
         limits=call.limits,
+        prices=call.prices,
         on_response=report if hook is not None else None,
     )
     async for event in drive(plan):

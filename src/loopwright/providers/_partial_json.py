@@ -13,6 +13,7 @@ SDKs) and a small stdlib completer otherwise; both are property-tested to agree 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -75,7 +76,7 @@ def complete_partial(text: str) -> Any:
         if closed is None:
             continue
         try:
-            return json.loads(closed)
+            return json.loads(closed, parse_float=_finite_float, parse_constant=_no_constant)
         except ValueError:
             continue
     return None
@@ -90,7 +91,7 @@ def _jiter_parser() -> Callable[[str], Any] | None:
     from_json = jiter.from_json
 
     def parse(text: str) -> Any:
-        return from_json(text.encode(), partial_mode="trailing-strings")
+        return from_json(text.encode(), partial_mode="trailing-strings", allow_inf_nan=False)
 
     return parse
 
@@ -106,20 +107,60 @@ def _parser() -> Callable[[str], Any] | None:
     return _PARSER[0]
 
 
+MAX_DEPTH = 64
+"""Deepest nesting of containers accepted in tool arguments. Real tool schemas nest a few
+levels; a model (or server) sending ``[[[[...`` a thousand deep made ``json.loads`` and
+everything that later walks the value (validation, hashing, JSON output) raise
+``RecursionError``. Deeper arguments are rejected here, as data."""
+
+
+def _too_deep(raw: str, value: Any) -> bool:
+    """Whether ``value`` (parsed from ``raw``) nests deeper than :data:`MAX_DEPTH`. Counting
+    brackets in C first makes the common case free; the walk is iterative."""
+    if raw.count("[") + raw.count("{") <= MAX_DEPTH:
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if type(item) is dict:
+            stack.extend((v, depth + 1) for v in item.values() if type(v) in (dict, list))
+        elif type(item) is list:
+            stack.extend((v, depth + 1) for v in item if type(v) in (dict, list))
+    return False
+
+
 def parse_partial(text: str) -> dict[str, Any] | None:
     """The arguments object implied by a fragment, or ``None``. Never raises."""
     if not text.strip():
         return None
     value: Any = None
     parser = _PARSER[0] if _PARSER else _parser()
-    if parser is not None:
-        try:
-            value = parser(text)
-        except ValueError:
+    try:
+        if parser is not None:
+            try:
+                value = parser(text)
+            except ValueError:
+                value = complete_partial(text)
+        else:
             value = complete_partial(text)
-    else:
-        value = complete_partial(text)
+        if isinstance(value, dict) and _too_deep(text, value):
+            return None
+    except (RecursionError, MemoryError, ValueError):  # hostile input: no preview, no crash
+        return None
     return value if isinstance(value, dict) else None
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # "1e999": JSON has no infinity, and it breaks JSON output later
+        raise ValueError(f"number {text[:40]!r} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")  # NaN / Infinity / -Infinity
 
 
 class ArgumentsError(ValueError):
@@ -127,15 +168,23 @@ class ArgumentsError(ValueError):
 
 
 def parse_final(raw: str) -> dict[str, Any]:
-    """Strictly parse complete arguments. ``""`` (a no-argument call) is ``{}``."""
+    """Strictly parse complete arguments. ``""`` (a no-argument call) is ``{}``.
+
+    Raises :class:`ArgumentsError` (never ``RecursionError``) for anything but one strict
+    JSON object nested at most :data:`MAX_DEPTH` deep (``NaN``, ``Infinity`` and numbers
+    that overflow to infinity are not JSON: they would make later JSON output invalid)."""
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_float=_finite_float, parse_constant=_no_constant)
     except ValueError as exc:
         raise ArgumentsError(f"arguments are not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise ArgumentsError(f"arguments nest deeper than {MAX_DEPTH} levels") from None
     if not isinstance(value, dict):
         raise ArgumentsError(f"arguments must be a JSON object, got {type(value).__name__}")
+    if _too_deep(raw, value):
+        raise ArgumentsError(f"arguments nest deeper than {MAX_DEPTH} levels")
     _remember(raw)
     return value
 

@@ -43,6 +43,7 @@ from loopwright.core.messages import (
 )
 from loopwright.providers._errors import error_from_exception
 from loopwright.providers._partial_json import ArgumentsError, parse_final, parse_partial
+from loopwright.providers.pricing import Prices, settle
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, Deadline
 
 C = TypeVar("C")
@@ -332,22 +333,23 @@ class StreamAccumulator:
                 message if message.parts else None,
                 self.usage,
             )
-        if bad:
+        if bad and self.stop is StopReason.MAX_TOKENS:
+            # Cut off mid-arguments: running the call on a guess would be wrong.
             name, raw, why = bad[0]
-            hint = (
-                " (the answer hit max_tokens: raise it)"
-                if self.stop is StopReason.MAX_TOKENS
-                else ""
-            )
             return StreamError(
                 MalformedResponse(
-                    f"{self.provider}: tool call {name!r} {why}{hint}",
+                    f"{self.provider}: tool call {name!r} {why} (the answer hit max_tokens:"
+                    " raise it)",
                     raw=raw,
                     provider=self.provider,
                 ),
                 message,
                 self.usage,
             )
+        # Other unparseable arguments are the model's fault, not the wire's: the call goes
+        # out with ``arguments={}`` and its ``raw_arguments``, and the dispatcher repairs
+        # them (single quotes, trailing commas ...) or answers ``invalid_arguments`` so the
+        # model can correct itself, instead of the whole turn failing.
         if not message.parts and self.stop in (StopReason.FINAL_ANSWER, StopReason.TOOL_USE):
             return StreamError(
                 MalformedResponse(
@@ -372,7 +374,8 @@ class StreamPlan(Generic[C]):
     one-element iterable for a non-streamed response); ``decode`` turns one chunk into
     events through the accumulator (it may raise a ``ProviderError`` for an in-stream
     error event); ``new_accumulator`` builds the call's accumulator. ``limits`` bounds
-    the waits (see :mod:`loopwright.providers.transport`).
+    the waits (see :mod:`loopwright.providers.transport`); ``prices`` price the usage
+    (see :mod:`loopwright.providers.pricing`).
     """
 
     provider: str
@@ -380,6 +383,7 @@ class StreamPlan(Generic[C]):
     decode: Callable[[C, StreamAccumulator], Iterable[ModelEvent | None]]
     new_accumulator: Callable[[], StreamAccumulator]
     limits: CallLimits = DEFAULT_CALL_LIMITS
+    prices: Prices | None = None
     on_response: Callable[[StreamAccumulator], None] | None = None
 
 
@@ -423,14 +427,36 @@ async def drive(plan: StreamPlan[C]) -> AsyncIterator[ModelEvent]:
                 raw=error.raw,
                 provider=plan.provider,
             )
+        acc.usage = settle(acc.usage, plan.prices)
         _report(plan, acc)
-        yield StreamError(error, acc.partial(), acc.usage)
+        try:
+            partial = acc.partial()
+        except Exception:  # the partial is a courtesy; the error is what matters
+            partial = None
+        yield StreamError(error, partial, acc.usage)
         return
     finally:
         if source is not None:
             await _close(source)
+    acc.usage = settle(acc.usage, plan.prices)  # the one place usage is checked and priced
     _report(plan, acc)
-    yield acc.finish()
+    yield _finished(plan.provider, acc)
+
+
+def _finished(provider: str, acc: StreamAccumulator) -> ResponseDone | StreamError:
+    """``acc.finish()``, with any failure building the final message as data: nothing
+    from parsing a model's output may escape ``stream()`` as an exception."""
+    try:
+        return acc.finish()
+    except Exception as exc:
+        return StreamError(
+            MalformedResponse(
+                f"{provider}: could not build the response ({type(exc).__name__}: {exc})"[:500],
+                provider=provider,
+            ),
+            None,
+            acc.usage,
+        )
 
 
 def _report(plan: StreamPlan[Any], acc: StreamAccumulator) -> None:

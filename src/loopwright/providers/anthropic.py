@@ -73,6 +73,7 @@ from loopwright.providers._common import (
     tool_name_map,
 )
 from loopwright.providers._http import bounded_client
+from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
@@ -497,6 +498,7 @@ class AnthropicModel:
         self.on_payload = on_payload
         self.options = options or AnthropicOptions()
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS
+        self.prices = prices_for(self.vendor.name, model)
         # Cached wire blocks are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
         self._client: PerLoop[Any] = PerLoop()
@@ -504,6 +506,11 @@ class AnthropicModel:
     @property
     def name(self) -> str:
         return f"{self.vendor.name}:{self.model}"
+
+    @property
+    def reports_cost(self) -> bool:
+        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
+        return self.prices is not None
 
     def _sdk(self) -> Any:
         return self._client.get(self._new_client)
@@ -555,6 +562,7 @@ class AnthropicModel:
                 decode=decode_event,
                 hook=self.on_payload,
                 limits=self.call_limits,
+                prices=self.prices,
                 model=self.model,
             )
         )

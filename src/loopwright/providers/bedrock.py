@@ -72,6 +72,7 @@ from loopwright.providers._common import (
     tool_definitions,
     tool_name_map,
 )
+from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
@@ -617,6 +618,7 @@ class BedrockModel:
         self.on_payload = on_payload
         self.options = options or BedrockOptions()
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS
+        self.prices = prices_for(self.vendor.name, model)
         # Cached wire blocks are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
         self._client: Any = None
@@ -625,6 +627,11 @@ class BedrockModel:
     @property
     def name(self) -> str:
         return f"{self.vendor.name}:{self.model}"
+
+    @property
+    def reports_cost(self) -> bool:
+        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
+        return self.prices is not None
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -653,6 +660,7 @@ class BedrockModel:
                 decode=lambda event, acc: decode_event(event, acc, states[-1]),
                 hook=self.on_payload,
                 limits=self.call_limits,
+                prices=self.prices,
                 model=self.model,
                 prepare=lambda acc: states.append(_Blocks()),
             )

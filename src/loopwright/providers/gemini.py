@@ -79,6 +79,7 @@ from loopwright.providers.gemini_stream import (
     synthesize_call_id,
     wire_chunk,
 )
+from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import UnsupportedSchema, gemini_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
@@ -438,6 +439,7 @@ class GeminiModel:
         self.on_payload = on_payload
         self.options = options or GeminiOptions()
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS
+        self.prices = prices_for(self.vendor.name, model)
         # Cached wire parts are shared between requests: off when a hook could mutate them.
         self._cache = EncodeCache() if on_payload is None else None
         self._client: PerLoop[Any] = PerLoop()
@@ -445,6 +447,11 @@ class GeminiModel:
     @property
     def name(self) -> str:
         return f"{self.vendor.name}:{self.model}"
+
+    @property
+    def reports_cost(self) -> bool:
+        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
+        return self.prices is not None
 
     def _sdk(self) -> Any:
         return self._client.get(self._new_client)
@@ -490,6 +497,7 @@ class GeminiModel:
                 decode=lambda chunk, acc: decode(chunk, acc, turns[-1]),
                 hook=hook,
                 limits=self.call_limits,
+                prices=self.prices,
                 model=self.model,
                 prepare=lambda acc: turns.append(_Turn(_assistant_turns(request.messages))),
                 response=_response_payload,

@@ -55,6 +55,7 @@ from loopwright.providers._common import (
     tool_definitions,
 )
 from loopwright.providers._partial_json import is_arguments_json
+from loopwright.providers.pricing import count, prices_for
 from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, VENDORS, Vendor
 from loopwright.providers.schema import openai_strict_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
@@ -274,7 +275,7 @@ def usage_from(raw: Any) -> Usage:
         cached = field(raw, "prompt_cache_hit_tokens")  # DeepSeek
     details = field(raw, "completion_tokens_details")
     reasoning = field(details, "reasoning_tokens") if details else None
-    return Usage(int(prompt), int(completion), int(cached or 0), int(reasoning or 0))
+    return Usage(count(prompt), count(completion), count(cached), count(reasoning))
 
 
 def _reasoning_of(obj: Any) -> str | None:
@@ -394,6 +395,7 @@ class OpenAIChatModel:
         self.encoder = ChatEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS
+        self.prices = prices_for(self.vendor.name, model)
         self._clients: PerLoop[Any] = PerLoop()
         self._new_client = functools.partial(
             _openai.make_client,
@@ -405,6 +407,11 @@ class OpenAIChatModel:
     @property
     def name(self) -> str:
         return f"{self.vendor.name}:{self.model}"
+
+    @property
+    def reports_cost(self) -> bool:
+        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
+        return self.prices is not None
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
         return self.encoder.encode(request)
@@ -427,6 +434,7 @@ class OpenAIChatModel:
                 decode=decode_chunk,
                 hook=self._on_payload,
                 limits=self.call_limits,
+                prices=self.prices,
                 response=_response_payload,
             )
         )

@@ -60,6 +60,7 @@ from loopwright.providers._common import (
     tool_definitions,
 )
 from loopwright.providers._partial_json import is_arguments_json
+from loopwright.providers.pricing import count, prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import openai_strict_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
@@ -251,10 +252,10 @@ def usage_from(raw: Any) -> Usage:
     details_in = field(raw, "input_tokens_details")
     details_out = field(raw, "output_tokens_details")
     return Usage(
-        int(field(raw, "input_tokens") or 0),
-        int(field(raw, "output_tokens") or 0),
-        int((field(details_in, "cached_tokens") if details_in else 0) or 0),
-        int((field(details_out, "reasoning_tokens") if details_out else 0) or 0),
+        count(field(raw, "input_tokens")),
+        count(field(raw, "output_tokens")),
+        count(field(details_in, "cached_tokens") if details_in else 0),
+        count(field(details_out, "reasoning_tokens") if details_out else 0),
     )
 
 
@@ -429,6 +430,7 @@ class OpenAIResponsesModel:
         self.encoder = ResponsesEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS
+        self.prices = prices_for(self.vendor.name, model)
         self._clients: PerLoop[Any] = PerLoop()
         self._new_client = functools.partial(
             _openai.make_client,
@@ -440,6 +442,11 @@ class OpenAIResponsesModel:
     @property
     def name(self) -> str:
         return f"{self.vendor.name}:{self.model}"
+
+    @property
+    def reports_cost(self) -> bool:
+        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
+        return self.prices is not None
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
         return self.encoder.encode(request)
@@ -459,6 +466,7 @@ class OpenAIResponsesModel:
                 decode=decode_event,
                 hook=self._on_payload,
                 limits=self.call_limits,
+                prices=self.prices,
                 prepare=_prepare,
                 response=_response_payload,
             )

@@ -140,6 +140,9 @@ class RecordedRequest:
 class _StreamingDouble:
     """Shared machinery: turning a reply into stream events and recording requests."""
 
+    reports_cost = True
+    """The cost is whatever the script's ``Usage`` says (a cost budget can be tested)."""
+
     def __init__(
         self, name: str, record_tail: int, chunk_size: int | None, max_requests: int
     ) -> None:
