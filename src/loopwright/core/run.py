@@ -27,6 +27,8 @@ from loopwright.core.messages import (
 
 ERROR_LOG_SIZE = 100
 """How many :class:`ErrorRecord` entries a state keeps (oldest dropped first)."""
+TAINT_LOG_SIZE = 8
+"""How many :class:`TaintSource` entries a state keeps (oldest dropped first)."""
 _NO_USAGE = Usage()
 _SESSION_PREFIX = "s-" + os.urandom(6).hex()
 _session_numbers = itertools.count(1)
@@ -81,6 +83,17 @@ class ErrorRecord:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class TaintSource:
+    """An untrusted tool result the model has read in this run: the tool, the call and
+    a short excerpt of the content. While a state holds one, side-effect tools need a
+    person's confirmation (docs/security.md, "Taint")."""
+
+    tool: str
+    call_id: str
+    excerpt: str
+
+
 @dataclass(slots=True)
 class RunState:
     """Everything a run needs to continue, in this process or another.
@@ -96,6 +109,8 @@ class RunState:
     * ``stop`` / ``detail`` -- why the last run over this state ended (``None`` while it
       runs); ``parent`` -- ``"<session>@<checkpoint>"`` for a forked session;
       ``metadata`` -- the caller's JSON data kept with the session.
+    * ``taint`` -- the untrusted tool results read so far (empty: the run is clean); it
+      persists with the state so a paused run resumes as tainted as it was.
     * ``created_at`` / ``updated_at`` -- ``time.time()`` stamps.
     """
 
@@ -117,6 +132,11 @@ class RunState:
     metadata: Mapping[str, JSONValue] = field(default_factory=dict)
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
+    taint: tuple[TaintSource, ...] = ()  # a tuple: no allocation for the clean runs
+
+    def mark_tainted(self, source: TaintSource) -> None:
+        """Record an untrusted result read, keeping the last :data:`TAINT_LOG_SIZE`."""
+        self.taint = (*self.taint[1 - TAINT_LOG_SIZE :], source)
 
     def log_error(self, record: ErrorRecord) -> None:
         """Append to ``error_log``, keeping only the last :data:`ERROR_LOG_SIZE` records."""
@@ -177,6 +197,7 @@ class RunState:
             dict(self.metadata),
             self.created_at,
             self.updated_at,
+            self.taint,
         )
 
 

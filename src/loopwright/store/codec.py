@@ -35,7 +35,15 @@ from loopwright.core.messages import (
     part_from_dict,
     part_to_dict,
 )
-from loopwright.core.run import ERROR_LOG_SIZE, ErrorRecord, LoopState, RunState, RunStop
+from loopwright.core.run import (
+    ERROR_LOG_SIZE,
+    TAINT_LOG_SIZE,
+    ErrorRecord,
+    LoopState,
+    RunState,
+    RunStop,
+    TaintSource,
+)
 from loopwright.core.text import to_json
 from loopwright.store.errors import CorruptCheckpoint, HistoryConflict, SchemaVersionError
 from loopwright.store.state import SCHEMA_VERSION, IntentRecord, IntentStatus
@@ -79,6 +87,9 @@ def encode_header(state: RunState) -> str:
             "metadata": dict(state.metadata),
             "created_at": state.created_at,
             "updated_at": state.updated_at,
+            "taint": [
+                {"tool": t.tool, "call_id": t.call_id, "excerpt": t.excerpt} for t in state.taint
+            ],
         }
     )
 
@@ -211,6 +222,7 @@ def _state_from_header(data: Mapping[str, Any], history: tuple[Message, ...]) ->
         metadata=dict(data.get("metadata") or {}),
         created_at=float(data["created_at"]),
         updated_at=float(data["updated_at"]),
+        taint=_taint(data.get("taint") or ()),
     )
 
 
@@ -224,6 +236,17 @@ def _error_log(entries: Sequence[Mapping[str, Any]]) -> list[ErrorRecord]:
         except (KeyError, TypeError, ValueError):
             continue  # an error-log entry is diagnostic only; a malformed one is dropped
     return records
+
+
+def _taint(entries: Sequence[Mapping[str, Any]]) -> tuple[TaintSource, ...]:
+    # Unlike the error log, a malformed entry is not dropped: the taint gates side
+    # effects, so a damaged record still marks the state (with what can be read of it).
+    return tuple(
+        TaintSource(str(e.get("tool", "?")), str(e.get("call_id", "?")), str(e.get("excerpt", "")))
+        if isinstance(e, Mapping)
+        else TaintSource("?", "?", str(e))
+        for e in entries[-TAINT_LOG_SIZE:]
+    )
 
 
 def _typed(data: Mapping[str, Any], cls: type[_P]) -> _P:
