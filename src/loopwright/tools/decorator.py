@@ -58,7 +58,13 @@ class Tool:
     """Check ``spec.parameters`` against the metaschema (skipped for derived schemas)."""
     untrusted_output: bool = False
     """The result carries outside content (files, rows, web pages...): the dispatcher
-    delimits it as data (see docs/tools.md, "Untrusted output")."""
+    delimits it as data and the run becomes tainted (see docs/tools.md, "Untrusted output").
+    """
+    confirm_when_tainted: bool | None = None
+    """Whether calls need a person's approval once the run has read untrusted content:
+    ``None`` decides from the spec (write/admin permission or not idempotent), ``True``
+    always, ``False`` never (a tool without side effects that is not marked idempotent).
+    See :func:`loopwright.tools.taint.gated`."""
     schema_validator: SchemaValidator = field(init=False, repr=False, compare=False)
     is_async: bool = field(init=False, repr=False, compare=False)
     profile: SyncProfile = field(init=False, repr=False, compare=False)
@@ -101,6 +107,7 @@ class Tool:
             opts.inline,
             context_param,
             untrusted_output=opts.untrusted_output,
+            confirm_when_tainted=opts.confirm_when_tainted,
         )
 
     # -- use ------------------------------------------------------------------------------
@@ -192,6 +199,7 @@ class _ToolOptions:
     outcome_check: OutcomeCheck | None = None
     inline: bool | None = None
     untrusted_output: bool = False
+    confirm_when_tainted: bool | None = None
 
     def spec(self, name: str, description: str, parameters: Mapping[str, Any]) -> ToolSpec:
         if self.timeout is not None and self.timeout <= 0:
@@ -241,8 +249,10 @@ def tool(
     ``timeout`` (seconds, ``None`` = no limit), ``max_result_chars``, ``validators``,
     ``idempotency_key`` (``args -> str | None``), ``unknown_outcome``, ``outcome_check``
     (``key -> result | None``), ``inline`` (``True``/``False``/``None``: module doc),
-    ``untrusted_output`` (results are outside content, delimited as data). The schema comes from type hints and the
-    docstring; the description is the docstring without its parameter section.
+    ``untrusted_output`` (results are outside content, delimited as data; they taint the
+    run), ``confirm_when_tainted`` (``True``/``False``/``None``: see :class:`Tool`). The
+    schema comes from type hints and the docstring; the description is the docstring
+    without its parameter section.
     """
 
     def wrap(func: Callable[..., Any]) -> Tool:
@@ -264,6 +274,7 @@ def tool(
             derived.converters,
             check_parameters=False,  # built by schema.py, valid by construction
             untrusted_output=opts.untrusted_output,
+            confirm_when_tainted=opts.confirm_when_tainted,
         )
 
     if fn is not None:

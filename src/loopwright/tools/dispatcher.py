@@ -7,13 +7,14 @@ result of a :class:`~loopwright.core.errors.ToolErrorKind`:
 2. permission check against ``DispatchConfig.permission`` (``permission_denied``). This
    comes before argument checks: a caller that may not use a tool learns nothing about
    its schema, and hiding a tool from the model is never the only protection;
-3. arguments: the parsed dict, else the raw string through :func:`repair_arguments`
+3. arguments: the parsed dict, else the raw string through :func:`~loopwright.tools.repair.repair_arguments`
    (``invalid_arguments``);
 4. schema + business validation, every violation with its JSON pointer
    (``invalid_arguments``);
 5. ``before_tool_call`` hook: a returned string blocks the call (``permission_denied``);
-6. confirmation for ``requires_confirmation`` tools (``denied_by_user`` /
-   ``awaiting_confirmation``);
+6. confirmation for ``requires_confirmation`` tools, and for side-effect tools while the
+   run is tainted by an untrusted result (``denied_by_user`` / ``awaiting_confirmation``;
+   see :mod:`loopwright.tools.taint`);
 7. idempotency ledger lookup when the tool derives a key from the arguments: a known
    key returns the stored result without running the tool;
 8. run with the tool's timeout (``timeout``); classify failures: ``ToolError`` carries
@@ -43,6 +44,7 @@ from typing import Any, TypeVar
 
 from loopwright.core.errors import ToolErrorKind
 from loopwright.core.messages import ToolCallPart, ToolResultPart
+from loopwright.core.run import TaintSource
 from loopwright.core.tools import Permission, ToolSpec
 from loopwright.core.untrusted import wrap_tool_result
 from loopwright.tools import inflight
@@ -59,8 +61,17 @@ from loopwright.tools.decorator import Tool
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.ledger import IdempotencyLedger, MemoryLedger
 from loopwright.tools.registry import ToolRegistry
-from loopwright.tools.repair import repair_arguments
+from loopwright.tools.repair import call_arguments
+from loopwright.tools.results import (
+    ERROR_CHARS,
+    error_result,
+    over_cap_result,
+    refuse_permission,
+    skipped_result,
+)
 from loopwright.tools.retry import RetryPolicy
+from loopwright.tools.taint import TaintConfirmHandler, gated, source_of
+from loopwright.tools.taint import describe as describe_taint
 from loopwright.tools.threads import Execution
 from loopwright.tools.truncate import cut_text, truncate_result
 
@@ -73,7 +84,6 @@ AfterToolCall = Callable[
 ]
 """Return a ``ToolResultPart`` to replace the result, ``None`` to keep it."""
 
-_ERROR_CHARS = 4_000
 _T = TypeVar("_T")
 _DEFAULT_RETRY = RetryPolicy()
 
@@ -88,6 +98,10 @@ class DispatchConfig:
     waiting, deterministic jitter). ``metadata`` is handed to tools in ``ToolContext``.
     ``delimit_untrusted`` wraps results of ``untrusted_output`` tools as data (the
     default; turn it off only when something else delimits them).
+    ``confirm_when_tainted`` (on by default) makes side-effect calls of a run that has
+    read untrusted content wait for a person: ``confirm_tainted`` answers for them
+    (``None``: the call is deferred and the run pauses), ``confirm`` is never asked for
+    them (see :mod:`loopwright.tools.taint`).
     """
 
     permission: Permission = Permission.ADMIN
@@ -103,6 +117,8 @@ class DispatchConfig:
     clock: Callable[[], float] = time.perf_counter
     max_violations: int = 20
     delimit_untrusted: bool = True
+    confirm_when_tainted: bool = True
+    confirm_tainted: TaintConfirmHandler | None = None
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -114,7 +130,9 @@ class DispatchConfig:
 @dataclass(frozen=True, slots=True)
 class DispatchOutcome:
     """One call's result. ``attempts`` is 0 when the tool never ran (refused, invalid,
-    answered from the ledger). ``repairs`` names argument repairs that were applied."""
+    answered from the ledger). ``repairs`` names argument repairs that were applied.
+    ``taint`` is set when the result is untrusted content the model will read (the
+    caller adds it to the run's taint: :mod:`loopwright.tools.taint`)."""
 
     call: ToolCallPart
     result: ToolResultPart
@@ -122,31 +140,7 @@ class DispatchOutcome:
     duration_s: float
     repairs: tuple[str, ...] = ()
     from_ledger: bool = False
-
-
-def error_result(call: ToolCallPart, kind: ToolErrorKind | str, message: str) -> ToolResultPart:
-    """An error result for ``call``: content ``"<kind>: <message>"`` (cut to 4,000 chars)."""
-    kind_s = kind.value if isinstance(kind, ToolErrorKind) else str(kind)
-    name = call.name if isinstance(call.name, str) else str(call.name)
-    return ToolResultPart(
-        str(call.id), name, cut_text(f"{kind_s}: {message}", _ERROR_CHARS), True, kind_s
-    )
-
-
-def skipped_result(call: ToolCallPart, reason: str = "") -> ToolResultPart:
-    """Result for a call that was never started because the run was interrupted."""
-    why = reason or "a new user message arrived before this call started"
-    return error_result(call, ToolErrorKind.SKIPPED, f"not run: {why}")
-
-
-def over_cap_result(call: ToolCallPart, cap: int, asked: int) -> ToolResultPart:
-    """Result for a call past the per-turn cap on tool calls: it was not run."""
-    return error_result(
-        call,
-        ToolErrorKind.SKIPPED,
-        f"not run: the reply asked for {asked} tool calls and at most {cap} run per turn; "
-        "call the tools that are still needed again, fewer at a time",
-    )
+    taint: TaintSource | None = None
 
 
 _Step = tuple[ToolResultPart, int, tuple[str, ...], bool]
@@ -167,6 +161,8 @@ class _Plan:
     """A before-hook, a confirmation or an idempotency key applies (steps 5-7)."""
     direct: bool
     """No converters and no context parameter: the arguments are the keyword arguments."""
+    gated: bool
+    """Calls need a person's approval while the run is tainted (:func:`gated`)."""
 
     @classmethod
     def of(cls, t: Tool, permission: Permission, hooked: bool) -> _Plan:
@@ -178,6 +174,7 @@ class _Plan:
             accepts=None if t.validators else t.schema_validator.fast_check,
             guarded=hooked or t.spec.requires_confirmation or t.idempotency_key is not None,
             direct=not t.converters and t.context_param is None,
+            gated=gated(t),
         )
 
 
@@ -247,11 +244,14 @@ class Dispatcher:
         on_start: Callable[[ToolCallPart], None] | None = None,
         decisions: Mapping[str, Confirmation] | None = None,
         max_calls: int | None = None,
+        taint: Sequence[TaintSource] = (),
     ) -> list[DispatchOutcome]:
         """Run ``calls`` concurrently (at most ``max_concurrency`` at once); outcomes in
         call order. A call not yet started when ``interrupted()`` is true gets a
         ``skipped`` result. ``decisions`` maps call ids to confirmations already given
         (resuming a paused run); they replace the confirm handler for those calls.
+        ``taint`` is the run's taint when the model wrote these calls (non-empty: the
+        side-effect calls among them need a person's approval).
         Calls past the first ``max_calls`` are not run: each gets a ``skipped`` result
         naming the cap (see :func:`over_cap_result`)."""
         if not calls:
@@ -264,12 +264,12 @@ class Dispatcher:
             ]
             calls = calls[:max_calls]
         if len(calls) == 1:
-            return [await self._slot(calls[0], interrupted, on_start, decisions), *over]
+            return [await self._slot(calls[0], interrupted, on_start, decisions, taint), *over]
         sem = asyncio.Semaphore(self.config.max_concurrency)
 
         async def limited(call: ToolCallPart) -> DispatchOutcome:
             async with sem:
-                return await self._slot(call, interrupted, on_start, decisions)
+                return await self._slot(call, interrupted, on_start, decisions, taint)
 
         return [*await asyncio.gather(*(limited(c) for c in calls)), *over]
 
@@ -279,6 +279,7 @@ class Dispatcher:
         interrupted: Callable[[], bool] | None,
         on_start: Callable[[ToolCallPart], None] | None,
         decisions: Mapping[str, Confirmation] | None,
+        taint: Sequence[TaintSource],
     ) -> Awaitable[DispatchOutcome]:
         """The awaitable outcome of one call of a batch (a plain function returning
         ``run_one``'s coroutine: one coroutine frame less per call on the hot path)."""
@@ -290,7 +291,7 @@ class Dispatcher:
             except Exception:
                 log.exception("on_start raised; continuing")
         decision = decisions.get(call.id) if decisions else None
-        return self.run_one(call, confirmation=decision)
+        return self.run_one(call, confirmation=decision, taint=taint)
 
     async def run_results(
         self,
@@ -300,6 +301,7 @@ class Dispatcher:
         on_start: Callable[[ToolCallPart], None] | None = None,
         decisions: Mapping[str, Confirmation] | None = None,
         max_calls: int | None = None,
+        taint: Sequence[TaintSource] = (),
     ) -> list[ToolResultPart]:
         """:meth:`run_batch`, returning only each call's result (in call order): for a
         caller that reports no durations or attempts, a little cheaper per call."""
@@ -310,6 +312,7 @@ class Dispatcher:
                 on_start=on_start,
                 decisions=decisions,
                 max_calls=max_calls,
+                taint=taint,
             )
             return [o.result for o in outcomes]
         call = calls[0]
@@ -327,24 +330,36 @@ class Dispatcher:
             except Exception:
                 log.exception("on_start raised; continuing")
         decision = decisions.get(call.id) if decisions else None
-        return [(await self._complete(call, decision))[0]]
+        return [(await self._complete(call, decision, taint))[0]]
 
     # -- one call -----------------------------------------------------------------------
     async def run_one(
-        self, call: ToolCallPart, *, confirmation: Confirmation | None = None
+        self,
+        call: ToolCallPart,
+        *,
+        confirmation: Confirmation | None = None,
+        taint: Sequence[TaintSource] = (),
     ) -> DispatchOutcome:
         """Run one call through the whole pipeline (module doc). Never raises for tool
-        faults. ``confirmation`` is a decision already made (skips the handler)."""
+        faults. ``confirmation`` is a decision already made (skips the handler);
+        ``taint`` the run's taint (see :meth:`run_batch`)."""
         started = self.config.clock()
-        result, attempts, repairs, cached = await self._complete(call, confirmation)
+        result, attempts, repairs, cached = await self._complete(call, confirmation, taint)
+        source = None
+        if attempts or cached:  # the tool's content reached the result (module doc, 8)
+            plan = self._plans.get(call.name) or self._plan(call.name)
+            if plan is not None and plan.tool.untrusted_output:
+                source = source_of(result)
         return DispatchOutcome(
-            call, result, attempts, self.config.clock() - started, repairs, cached
+            call, result, attempts, self.config.clock() - started, repairs, cached, source
         )
 
-    async def _complete(self, call: ToolCallPart, confirmation: Confirmation | None) -> _Step:
+    async def _complete(
+        self, call: ToolCallPart, confirmation: Confirmation | None, taint: Sequence[TaintSource]
+    ) -> _Step:
         """:meth:`_dispatch` made safe (faults become results) plus the after-hook."""
         try:
-            step = await self._dispatch(call, confirmation)
+            step = await self._dispatch(call, confirmation, taint)
         except asyncio.CancelledError:
             if being_cancelled():
                 raise
@@ -385,7 +400,9 @@ class Dispatcher:
             plan = plans[name] = _Plan.of(t, config.permission, config.before_tool_call is not None)
         return plan
 
-    async def _dispatch(self, call: ToolCallPart, confirmation: Confirmation | None) -> _Step:
+    async def _dispatch(
+        self, call: ToolCallPart, confirmation: Confirmation | None, taint: Sequence[TaintSource]
+    ) -> _Step:
         plan = (
             self._plans.get(call.name)
             if self._plans_version == self.registry.version and self._plans_config is self.config
@@ -395,11 +412,11 @@ class Dispatcher:
             return self._not_found(call), 0, (), False
         t = plan.tool
         if not plan.allowed:
-            return _refuse_permission(call, t.spec, self.config.permission), 0, (), False
+            return refuse_permission(call, t.spec, self.config.permission), 0, (), False
         args = call.arguments
         repairs: tuple[str, ...] = ()
         if not args or type(args) is not dict:
-            args, repairs, problem = _arguments(call)
+            args, repairs, problem = call_arguments(call)
             if problem is not None:
                 return (
                     error_result(call, ToolErrorKind.INVALID_ARGUMENTS, problem),
@@ -413,8 +430,10 @@ class Dispatcher:
             if violations:
                 return self._invalid(call, violations), 0, repairs, False
         key: str | None = None
-        if plan.guarded or confirmation is not None:
-            early, key = await self._guard(call, t, args, confirmation)
+        if taint and (not plan.gated or not self.config.confirm_when_tainted):
+            taint = ()  # the gate does not apply to this call
+        if plan.guarded or confirmation is not None or taint:
+            early, key = await self._guard(call, t, args, confirmation, taint)
             if early is not None:
                 return early[0], 0, repairs, early[1]
         if plan.direct:  # no converters, no context: ``fn(**args)`` copies, never mutates
@@ -560,16 +579,18 @@ class Dispatcher:
         t: Tool,
         args: Mapping[str, Any],
         confirmation: Confirmation | None,
+        taint: Sequence[TaintSource],
     ) -> tuple[tuple[ToolResultPart, bool] | None, str | None]:
         """Steps 5-7 (hook, confirmation, ledger lookup): ``((result, from_ledger), key)``
-        when the call ends here, else ``(None, key)``."""
+        when the call ends here, else ``(None, key)``. A non-empty ``taint`` means the
+        call is gated by it (one approval answers both that and ``requires_confirmation``)."""
         spec = t.spec
         if self.config.before_tool_call is not None:
             blocked = await self._before(call, spec)
             if blocked is not None:
                 return (blocked, False), None
-        if spec.requires_confirmation or confirmation is not None:
-            refused = await self._confirm(call, spec, confirmation)
+        if taint or spec.requires_confirmation or confirmation is not None:
+            refused = await self._confirm(call, spec, confirmation, taint)
             if refused is not None:
                 return (refused, False), None
         if t.idempotency_key is None:
@@ -639,7 +660,7 @@ class Dispatcher:
                 message = f"{message} (failed {n} attempts; {earlier})"
             elif kind in policy.retry_on and not repeatable and policy.max_attempts > 1:
                 message += " (not retried: the tool is not idempotent and the call has no key)"
-            budget = min(t.spec.max_result_chars, _ERROR_CHARS)
+            budget = min(t.spec.max_result_chars, ERROR_CHARS)
             res = error_result(call, kind, message)
             return replace(res, content=cut_text(res.content, budget)), n
 
@@ -677,14 +698,28 @@ class Dispatcher:
         return error_result(call, ToolErrorKind.PERMISSION_DENIED, f"blocked: {text}")
 
     async def _confirm(
-        self, call: ToolCallPart, spec: ToolSpec, decision: Confirmation | None
+        self,
+        call: ToolCallPart,
+        spec: ToolSpec,
+        decision: Confirmation | None,
+        taint: Sequence[TaintSource],
     ) -> ToolResultPart | None:
+        """The confirmation step: ``None`` when the call may run, else its result. A
+        tainted call is answered by ``confirm_tainted`` (never by ``confirm``, which may
+        approve everything) and waits when there is none."""
         if decision is None:
-            handler = self.config.confirm
-            if handler is None:
-                return None
             try:
-                decision = await _maybe_await(handler(call, spec))
+                if taint:
+                    tainted = self.config.confirm_tainted
+                    if tainted is None:
+                        msg = f"waiting for a person to approve this call: {describe_taint(taint)}"
+                        return error_result(call, ToolErrorKind.AWAITING_CONFIRMATION, msg)
+                    decision = await _maybe_await(tainted(call, spec, tuple(taint)))
+                else:
+                    handler = self.config.confirm
+                    if handler is None:
+                        return None
+                    decision = await _maybe_await(handler(call, spec))
             except Exception as exc:
                 msg = f"confirmation handler raised {describe(exc)}; the call was not run"
                 return error_result(call, ToolErrorKind.PERMANENT, msg)
@@ -728,34 +763,6 @@ class Dispatcher:
 
 
 # -- helpers ------------------------------------------------------------------------------
-def _arguments(call: ToolCallPart) -> tuple[dict[str, Any], tuple[str, ...], str | None]:
-    args = call.arguments
-    if args:
-        return (args if type(args) is dict else dict(args)), (), None
-    raw = call.raw_arguments
-    if not raw:
-        return {}, (), None
-    repaired = repair_arguments(raw)
-    if repaired.arguments is None:
-        return (
-            {},
-            repaired.repairs,
-            (
-                f"could not read the arguments as a JSON object ({repaired.error}); "
-                "send one JSON object matching the tool's parameters"
-            ),
-        )
-    return repaired.arguments, repaired.repairs, None
-
-
-def _refuse_permission(call: ToolCallPart, spec: ToolSpec, level: Permission) -> ToolResultPart:
-    msg = (
-        f"tool {spec.name!r} needs {spec.permission.name.lower()} permission; this caller "
-        f"has {level.name.lower()}. Use another tool or ask the user."
-    )
-    return error_result(call, ToolErrorKind.PERMISSION_DENIED, msg)
-
-
 async def _ready(value: _T) -> _T:
     return value
 

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from loopwright.core.messages import ToolCallPart
+
 _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*[ \t]*\r?\n?(.*?)(?:```|$)", re.DOTALL)
 _PY_WORDS = {"True": "true", "False": "false", "None": "null"}
 _JSON_WORDS = frozenset({"true", "false", "null"})
@@ -228,3 +230,25 @@ def _next_nonspace(text: str, i: int) -> str:
     while i < n and text[i] in " \t\r\n":
         i += 1
     return text[i] if i < n else ""
+
+
+def call_arguments(call: ToolCallPart) -> tuple[dict[str, Any], tuple[str, ...], str | None]:
+    """The arguments of ``call`` as a dict, the repairs applied to its raw text, and the
+    problem when none could be read (the message the model is shown)."""
+    args = call.arguments
+    if args:
+        return (args if type(args) is dict else dict(args)), (), None
+    raw = call.raw_arguments
+    if not raw:
+        return {}, (), None
+    repaired = repair_arguments(raw)
+    if repaired.arguments is None:
+        return (
+            {},
+            repaired.repairs,
+            (
+                f"could not read the arguments as a JSON object ({repaired.error}); "
+                "send one JSON object matching the tool's parameters"
+            ),
+        )
+    return repaired.arguments, repaired.repairs, None

@@ -1,0 +1,93 @@
+"""Taint: text read from outside must not be able to trigger a side effect on its own.
+
+Delimiting untrusted results as data (:mod:`loopwright.core.untrusted`) asks the model
+not to follow instructions inside them; a model that follows them anyway must still not
+be able to act on them unsupervised. So a run that has read an untrusted result is
+*tainted* (the result's tool, call id and an excerpt are kept in
+:attr:`~loopwright.core.run.RunState.taint`, which persists with the state), and while it
+is, a call to a tool with side effects runs only with a person's approval of that call:
+the blanket ``DispatchConfig.confirm`` handler (often an auto-approver for unattended
+runs) is not asked, :attr:`DispatchConfig.confirm_tainted` is, and without one the call
+waits (``awaiting_confirmation``: the run pauses; resuming it with a decision for the
+call is the approval).
+
+What marks a run: a result of a tool flagged ``untrusted_output`` whose function ran or
+whose stored result was replayed, error results included (an exception message can quote
+outside content). What a side effect is: :func:`gated` (the tool's own
+``confirm_when_tainted`` flag, else write/admin permission or not idempotent).
+Only results of *earlier* turns taint a call: the calls of one batch were all written
+before the model saw any of that batch's results. See docs/security.md, "Taint".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from loopwright.core.messages import ToolCallPart, ToolResultPart
+from loopwright.core.run import TaintSource
+from loopwright.core.tools import Permission, ToolSpec
+from loopwright.tools.confirm import Confirmation
+from loopwright.tools.decorator import Tool
+
+EXCERPT_CHARS = 160
+"""Characters of an untrusted result kept as its excerpt (enough to recognise it)."""
+
+TaintConfirmHandler = Callable[
+    [ToolCallPart, ToolSpec, Sequence[TaintSource]], "Confirmation | Awaitable[Confirmation]"
+]
+"""Asked for a side-effect call of a tainted run: the call, its tool, and the untrusted
+results read before it (oldest first). Answer as a person would; see :class:`Confirmation`."""
+
+_OPEN = "<untrusted-data "
+_CLOSE = "\n</untrusted-data "
+
+
+def gated(t: Tool) -> bool:
+    """Whether calls to ``t`` need a person's approval while the run is tainted: its
+    ``confirm_when_tainted`` flag when set, else write/admin permission or not idempotent
+    (a tool that may change something, or that the runtime may not repeat freely)."""
+    flag = t.confirm_when_tainted
+    if flag is not None:
+        return flag
+    spec = t.spec
+    return spec.permission >= Permission.WRITE or not spec.idempotent
+
+
+def source_of(result: ToolResultPart) -> TaintSource:
+    """The taint record of an untrusted ``result``: tool, call id, excerpt of its content
+    (the delimiters the dispatcher added are left out)."""
+    return TaintSource(result.name, result.call_id, excerpt(_unwrapped(result.content)))
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def describe(taint: Sequence[TaintSource]) -> str:
+    """One line naming the untrusted results a run has read, most recent first; what a
+    confirmation request shows a person."""
+    if not taint:
+        return "the run has read no untrusted content"
+    *earlier, last = taint
+    text = f"the run read untrusted content before this call: {_one(last)}"
+    if earlier:
+        names = ", ".join(f"{s.tool} ({s.call_id})" for s in reversed(earlier))
+        text += f"; earlier: {names}"
+    return text
+
+
+def _one(source: TaintSource) -> str:
+    return f'{source.tool} (call {source.call_id}): "{source.excerpt}"'
+
+
+def _unwrapped(content: str) -> str:
+    start = content.find(_OPEN)
+    if start == -1:
+        return content
+    body = content.find(">\n", start)
+    end = content.rfind(_CLOSE)
+    if body == -1 or end < body:
+        return content
+    return content[body + 2 : end]
