@@ -59,6 +59,7 @@ from loopwright.loop.config import AgentConfig
 from loopwright.loop.detect import RepetitionDetector
 from loopwright.loop.request import ContextFailure, Requests, describe
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
+from loopwright.tools.taint import describe as describe_taint
 
 
 def _prompt(name: str) -> str:
@@ -354,9 +355,13 @@ class RunEngine:
             on_start=self.on_start,
             decisions=step.decisions,
             max_calls=self.config.limits.max_tool_calls_per_turn,
+            taint=state.taint,
         )
         # kept before any event is emitted: a subscriber that raises cannot lose them
         results = batch.results = [outcome.result for outcome in outcomes]
+        for outcome in outcomes:  # untrusted content read: later side effects need a person
+            if outcome.taint is not None:
+                state.mark_tainted(outcome.taint)
         failed, awaiting = self.account(calls, results)
         if self.emit is not None:
             self.emit_finished(outcomes)
@@ -366,9 +371,10 @@ class RunEngine:
         if awaiting:
             state.pending_calls = awaiting
             state.held_results = [r for r in results if r.error_kind != _AWAITING]
-            return Stop(
-                RunStop.AWAITING_CONFIRMATION, f"{len(awaiting)} tool call(s) await confirmation"
-            )
+            detail = f"{len(awaiting)} tool call(s) await confirmation"
+            if state.taint:
+                detail += f"; {describe_taint(state.taint)}"
+            return Stop(RunStop.AWAITING_CONFIRMATION, detail)
         if state.held_results:  # fresh lists only when needed: no garbage per turn
             state.held_results = []
         if state.pending_calls:
