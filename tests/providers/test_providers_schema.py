@@ -80,6 +80,29 @@ def test_anyof_of_constants_becomes_enum():
     assert out["properties"]["m"]["enum"] == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        ([1, 2, 3], "integer"),
+        ([0.5, 2], "number"),
+        ([True, False], "boolean"),
+        (["a", "b"], "string"),
+    ],
+)
+@pytest.mark.parametrize("key", ["oneOf", "anyOf"])
+def test_union_of_constants_is_accepted_like_the_same_enum(values, kind, key):
+    as_enum = gemini_schema(obj(n={"type": kind, "enum": values}))
+    as_union = gemini_schema(obj(n={key: [{"const": v, "title": str(v)} for v in values]}))
+    assert as_union == as_enum
+    nullable = gemini_schema(obj(n={key: [*({"const": v} for v in values), {"type": "null"}]}))
+    assert nullable["properties"]["n"] == {"type": kind, "enum": values, "nullable": True}
+
+
+def test_union_of_constants_of_different_types_is_still_rejected():
+    with pytest.raises(UnsupportedSchema, match="oneOf"):
+        gemini_schema(obj(n={"oneOf": [{"const": 1}, {"const": "one"}]}))
+
+
 def test_allof_objects_are_merged():
     schema = {
         "allOf": [obj(a={"type": "string"}) | {"required": ["a"]}, obj(b={"type": "integer"})]

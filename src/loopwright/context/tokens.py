@@ -197,8 +197,13 @@ def _bpe_count_function(encoding: str) -> Callable[[str], int] | None:
 
 
 def encoding_for_model(model: str) -> str | None:
-    """The OpenAI BPE encoding of a model string (``"openai:gpt-4o"`` -> ``"o200k_base"``)."""
-    name = model.split(":", 1)[1] if ":" in model else model
+    """The OpenAI BPE encoding of a model string (``"openai:gpt-4o"`` -> ``"o200k_base"``).
+
+    Fine-tuned models (``"openai:ft:gpt-4o-mini-2024-07-18:acme::abc123"``, OpenAI's
+    ``ft:BASE:ORG:SUFFIX:ID`` ids) use their base model's encoding."""
+    name = model.split(":", 1)[1] if ":" in model and not model.startswith("ft:") else model
+    if name.startswith("ft:"):
+        name = name.split(":", 2)[1]
     name = name.rsplit("/", 1)[-1].lower()
     if name in ("o200k_base", "cl100k_base"):
         return name

@@ -5,7 +5,8 @@ Tools declare Draft 2020-12 schemas; providers accept subsets:
 * :func:`gemini_schema` -- Gemini function declarations (an OpenAPI-3 subset): ``$ref``
   inlined from ``$defs``/``definitions``; ``const`` -> single-value ``enum``; ``type:
   [X, "null"]`` and ``anyOf: [X, {"type": "null"}]`` -> ``X`` + ``nullable``; ``anyOf``/
-  ``oneOf`` of constants -> one ``enum``; ``allOf`` of objects merged. What it cannot take
+  ``oneOf`` of constants of one type (strings, integers, numbers or booleans) -> one
+  ``enum``, exactly as if written as one; ``allOf`` of objects merged. What it cannot take
   is dropped when dropping keeps the meaning (``additionalProperties: false``,
   annotations, validation-only keywords, which are moved into the description) and
   rejected with :class:`UnsupportedSchema` naming the construct, the tool and the path
@@ -170,6 +171,19 @@ def _constant_values(branches: list[Any]) -> list[Any] | None:
     return values
 
 
+def _constants_type(values: list[Any]) -> str | None:
+    """The one JSON type of ``values`` (``None`` when they mix types: a real union)."""
+    if all(isinstance(v, str) for v in values):
+        return "string"
+    if all(isinstance(v, bool) for v in values):
+        return "boolean"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "integer"
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return "number"
+    return None
+
+
 class _Gemini:
     def __init__(self, tool: str) -> None:
         self.tool = tool
@@ -191,8 +205,10 @@ class _Gemini:
                 merged["nullable"] = True
             return merged
         values = _constant_values(others)
-        if values is not None and values and all(isinstance(v, str) for v in values):
-            out = {**rest, "type": "string", "enum": values}
+        kind = _constants_type(values) if values else None
+        if values and kind is not None:
+            # The same values written as an ``enum`` are accepted: they must be here too.
+            out = {**rest, "type": kind, "enum": values}
             if nulls:
                 out["nullable"] = True
             return self.convert(out, path)
