@@ -171,3 +171,19 @@ def test_cli_graph_draw_errors_name_the_fix(target: str, message: str) -> None:
     result = CliRunner().invoke(main, ["graph", "draw", target])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_model_node_streams_its_text_deltas_in_events_mode() -> None:
+    from loopwright.core.events import ResponseDone, TextDelta
+
+    g = StateGraph(Chat)
+    g.add_node("llm", model_node(FunctionModel(lambda messages, request: "hello there"), []))
+    g.add_edge(START, "llm")
+    events = [
+        e
+        for e in g.compile().stream({"messages": ["hi"]}, stream_mode="events")
+        if isinstance(e, NodeRunEvent)
+    ]
+    deltas = "".join(e.event.text for e in events if isinstance(e.event, TextDelta))
+    assert deltas == "hello there"
+    assert isinstance(events[-1].event, ResponseDone) and events[-1].node == "llm"

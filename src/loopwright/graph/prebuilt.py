@@ -4,7 +4,8 @@
   node (its tools, limits, hooks, retries); the messages it adds are returned for an
   ``add_messages`` key. Its run events appear in ``stream_mode="events"``.
 * :func:`model_node`, :class:`ToolNode`, :func:`tools_condition` -- the pieces of an
-  agent loop drawn as a graph (an LLM node and a tool node with a conditional edge
+  agent loop drawn as a graph (the model node's stream events, text deltas included,
+  appear in ``stream_mode="events"``) (an LLM node and a tool node with a conditional edge
   between them), like LangGraph's ``ToolNode``/``tools_condition``. Tool calls go
   through loopwright's dispatcher: argument validation and repair, permissions,
   timeouts, typed error results.
@@ -15,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from loopwright.core.errors import UserError
-from loopwright.core.events import ResponseDone, RunFinished
+from loopwright.core.errors import MalformedResponse, UserError
+from loopwright.core.events import ResponseDone, RunFinished, StreamError
 from loopwright.core.messages import Message
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
 from loopwright.core.run import RunResult
@@ -90,13 +91,28 @@ def model_node(
 
     async def call_model(state: Any) -> dict[str, Any]:
         request = ModelRequest(_messages(state, messages_key), system, specs, settings)
-        final = await complete(model, request)
+        emit = current_task_emit()
+        final = await (complete(model, request) if emit is None else _forward(model, request, emit))
         if not isinstance(final, ResponseDone):
             raise final.error
         return {messages_key: [final.message]}
 
     call_model.__name__ = "llm"
     return call_model
+
+
+async def _forward(
+    model: Model, request: ModelRequest, emit: Callable[[Any], None]
+) -> ResponseDone | StreamError:
+    """:func:`complete`, sending every model event to the graph's ``events`` stream."""
+    final: ResponseDone | StreamError | None = None
+    async for event in model.stream(request):
+        emit(event)
+        if isinstance(event, (ResponseDone, StreamError)):
+            final = event
+    if final is None:
+        return StreamError(MalformedResponse("model stream ended without a final event"))
+    return final
 
 
 class ToolNode:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from loopwright.core.errors import UserError
-from loopwright.core.events import RunEvent
+from loopwright.core.events import ModelEvent, RunEvent
 
 START: Literal["__start__"] = "__start__"
 """The virtual first node: edges from it choose the first nodes to run."""
@@ -236,11 +236,13 @@ class TaskFinished:
 
 @dataclass(frozen=True, slots=True)
 class NodeRunEvent:
-    """A loopwright run event emitted by an agent node (see :func:`agent_node`)."""
+    """An event of loopwright's runtime inside a node: the run events of an agent node,
+    or the model stream events (text deltas ...) of a model node (see
+    :mod:`loopwright.graph.prebuilt`)."""
 
     step: int
     node: str
-    event: RunEvent
+    event: RunEvent | ModelEvent
     type: Literal["node_run_event"] = "node_run_event"
 
 
