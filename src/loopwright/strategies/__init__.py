@@ -6,6 +6,7 @@ Each strategy makes its model calls through one
 strategy run and every call and step is an event. See ``docs/strategies.md``.
 """
 
+from loopwright.strategies.memory import ReflectionMemory
 from loopwright.strategies.plan_execute import (
     Decision,
     PlanAndExecute,
@@ -16,19 +17,25 @@ from loopwright.strategies.plan_execute import (
     StepResult,
     rule_reflector,
 )
+from loopwright.strategies.reflexion import Evaluation, Reflexion
 from loopwright.strategies.runtime import Strategy, StrategyContext, StrategyResult
 from loopwright.strategies.self_consistency import SelfConsistency, extract_answer
+from loopwright.strategies.self_refine import SelfRefine
 from loopwright.strategies.tot import SearchConfig, ThoughtHooks, TreeOfThoughts
 
 __all__ = [
     "Decision",
+    "Evaluation",
     "PlanAndExecute",
     "PlanConfig",
     "PlanRun",
     "PlanStep",
     "PlannerDeclined",
+    "ReflectionMemory",
+    "Reflexion",
     "SearchConfig",
     "SelfConsistency",
+    "SelfRefine",
     "StepResult",
     "Strategy",
     "StrategyContext",

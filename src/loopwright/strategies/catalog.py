@@ -10,6 +10,7 @@ from loopwright.loop.agent import Agent
 from loopwright.strategies.plan_execute import PlanAndExecute
 from loopwright.strategies.runtime import Strategy
 from loopwright.strategies.self_consistency import SelfConsistency
+from loopwright.strategies.self_refine import SelfRefine
 from loopwright.strategies.tot import SearchConfig, TreeOfThoughts
 
 
@@ -28,10 +29,15 @@ def _tree_of_thoughts(agent: Agent) -> Strategy:
     return TreeOfThoughts(agent.model, search=SearchConfig(beam=3), limits=agent.config.limits)
 
 
+def _self_refine(agent: Agent) -> Strategy:
+    return SelfRefine(agent.model, max_rounds=2, limits=agent.config.limits)
+
+
 BUILDERS: Final[dict[str, Callable[[Agent], Strategy]]] = {
     "plan_execute": _plan_execute,
     "self_consistency": _self_consistency,
     "tree_of_thoughts": _tree_of_thoughts,
+    "self_refine": _self_refine,
 }
 STRATEGY_NAMES: Final = tuple(BUILDERS)
 

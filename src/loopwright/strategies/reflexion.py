@@ -1,0 +1,138 @@
+"""Reflexion: an actor tries, an evaluator judges, the actor reflects and tries again.
+
+* The **actor** is an :class:`~loopwright.loop.Agent` (a ReAct loop with its tools); each
+  trial is one agent run on the task plus the lessons remembered so far
+  (``reflexion_task``). Its events appear in the strategy's stream (between the
+  strategy's own ``RunStarted`` and ``RunFinished``), its usage counts against the
+  strategy's limits and its turns as model calls.
+* The **evaluator** is any function ``(task, answer) -> Evaluation`` (sync or async):
+  unit tests, an exact-match check, a model.
+* On failure the ``reflector`` model (default: the actor's model) writes a lesson
+  (``reflexion_reflect``), kept as long-term memory under ``key`` in a
+  :class:`~loopwright.strategies.memory.ReflectionMemory` (short-term memory: the lessons
+  of this run's trials are in the next trial's prompt too). Lessons persist in the store,
+  so a later task with the same key -- in another process -- starts with them.
+
+The run ends at the first passing trial, or after ``max_trials`` (stop ``final_answer``
+with ``data["passed"] = False`` and the last answer).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from loopwright.core.events import RunFinished, RunStarted
+from loopwright.core.messages import JSONValue
+from loopwright.core.protocols import Model
+from loopwright.core.run import RunResult, RunStop
+from loopwright.loop.agent import Agent
+from loopwright.loop.limits import Limits
+from loopwright.prompts import prompt_message
+from loopwright.strategies.memory import ReflectionMemory
+from loopwright.strategies.prompts import strategy_prompt
+from loopwright.strategies.runtime import BudgetExhausted, Outcome, Strategy, StrategyContext
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """An evaluator's verdict: passed or not, and what it saw (sent to the reflection)."""
+
+    passed: bool
+    feedback: str = ""
+
+
+Evaluator: TypeAlias = Callable[[str, str], "Evaluation | Awaitable[Evaluation]"]
+
+
+class Reflexion(Strategy):
+    """Reflexion (module docstring)."""
+
+    name = "reflexion"
+
+    def __init__(
+        self,
+        actor: Agent,
+        evaluator: Evaluator,
+        memory: ReflectionMemory,
+        *,
+        key: str,
+        reflector: Model | None = None,
+        max_trials: int = 3,
+        limits: Limits | None = None,
+    ) -> None:
+        super().__init__(limits)
+        self.actor = actor
+        self.evaluator = evaluator
+        self.memory = memory
+        self.key = key
+        self.reflector = reflector or actor.model
+        self.max_trials = max_trials
+
+    async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
+        trials: list[JSONValue] = []
+        ctx.record = {"trials": trials, "passed": False}
+        answer = ""
+        for trial in range(1, self.max_trials + 1):
+            lessons = self.memory.recall(self.key)
+            result = await self._attempt(ctx, prompt, lessons)
+            answer = ctx.best = result.answer
+            verdict = await self._evaluate(prompt, answer)
+            trials.append(
+                {
+                    "answer": answer,
+                    "passed": verdict.passed,
+                    "feedback": verdict.feedback,
+                    "lessons": len(lessons),
+                }
+            )
+            ctx.step("trial", trial=trial, passed=verdict.passed, feedback=verdict.feedback)
+            if verdict.passed:
+                return answer, {"trials": trials, "passed": True}
+            lesson = await ctx.ask(
+                self.reflector,
+                strategy_prompt(
+                    "reflexion_reflect",
+                    task=prompt,
+                    answer=answer,
+                    feedback=verdict.feedback or "(no details)",
+                    reflections=_listed(lessons),
+                ),
+            )
+            self.memory.remember(self.key, lesson.strip())
+            ctx.step("reflection", trial=trial, lesson=lesson.strip())
+        return answer, {"trials": trials, "passed": False}
+
+    async def _attempt(self, ctx: StrategyContext, task: str, lessons: list[str]) -> RunResult:
+        """One actor run; its events go to the strategy's stream, its usage to the budget."""
+        ctx.check()
+        prompt = strategy_prompt("reflexion_task", task=task, reflections=_listed(lessons))
+        result: RunResult | None = None
+        # as a message carrying the template's fingerprint (recorded on the actor's calls)
+        async for event in self.actor.stream(prompt_message(prompt)):
+            if isinstance(event, RunFinished):
+                result = event.result
+            elif not isinstance(event, RunStarted):
+                ctx.emit(event)
+        assert result is not None
+        ctx.add_usage(result.usage)
+        ctx.calls += result.turns
+        cap = self.limits.max_turns
+        if cap is not None and ctx.calls > cap:
+            raise BudgetExhausted(
+                RunStop.MAX_TURNS, f"{ctx.calls} model calls used (Limits.max_turns {cap})"
+            )
+        return result
+
+    async def _evaluate(self, task: str, answer: str) -> Evaluation:
+        verdict = self.evaluator(task, answer)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        assert isinstance(verdict, Evaluation)
+        return verdict
+
+
+def _listed(lessons: list[str]) -> str:
+    return "\n".join(f"- {lesson}" for lesson in lessons) if lessons else "(none yet)"

@@ -1,0 +1,100 @@
+"""Self-Refine: generate a draft, ask for feedback on it, refine it, repeat.
+
+The generator answers the task (``refine_draft``); the critic -- the same model or
+``critic`` -- gives feedback (``refine_feedback``) ending with ``Score: N/10`` and
+``STOP`` when nothing needs changing; the generator rewrites the draft to address it
+(``refine_improve``). The cycle ends when the feedback says ``STOP``, when the score
+reaches ``threshold``, after ``max_rounds`` refinements, or when a limit is reached.
+Every draft and its feedback are kept in ``data["drafts"]``; the answer is the
+highest-scored draft (the latest among equals).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from loopwright.core.messages import JSONValue
+from loopwright.core.protocols import Model
+from loopwright.loop.limits import Limits
+from loopwright.strategies.prompts import strategy_prompt
+from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
+
+_SCORE: Final = re.compile(r"score\s*:\s*(\d+(?:\.\d+)?)\s*(?:/\s*(\d+))?", re.IGNORECASE)
+_STOP: Final = re.compile(r"^\s*STOP\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A critic's reply: its text, its score (0-1, ``None`` if it gave none), and
+    whether it asked to stop."""
+
+    text: str
+    score: float | None
+    stop: bool
+
+
+def parse_feedback(text: str) -> Feedback:
+    """``Score: N/M`` (the last one; ``/10`` assumed) and a ``STOP`` line."""
+    scores = _SCORE.findall(text)
+    score = None
+    if scores:
+        value, scale = scores[-1]
+        score = min(1.0, float(value) / float(scale or 10))
+    return Feedback(text, score, bool(_STOP.search(text)))
+
+
+class SelfRefine(Strategy):
+    """Self-Refine (module docstring). ``threshold`` is a score in 0-1 (``None``: only
+    ``STOP`` or the round limit end the cycle)."""
+
+    name = "self_refine"
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        critic: Model | None = None,
+        max_rounds: int = 3,
+        threshold: float | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        super().__init__(limits)
+        self.model = model
+        self.critic = critic or model
+        self.max_rounds = max_rounds
+        self.threshold = threshold
+
+    async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
+        draft = await ctx.ask(self.model, strategy_prompt("refine_draft", task=prompt))
+        drafts: list[JSONValue] = []
+        best: tuple[float, int, str] = (-1.0, 0, draft)
+        ctx.best, ctx.record = draft, {"drafts": drafts}
+        for round_ in range(self.max_rounds + 1):
+            reply = await ctx.ask(
+                self.critic, strategy_prompt("refine_feedback", task=prompt, draft=draft)
+            )
+            feedback = parse_feedback(reply)
+            drafts.append({"draft": draft, "feedback": reply, "score": feedback.score})
+            score = -1.0 if feedback.score is None else feedback.score
+            if score >= best[0]:
+                best = (score, round_, draft)
+            ctx.best = best[2]
+            ctx.step("feedback", round=round_, score=feedback.score, stop=feedback.stop)
+            if self._done(feedback) or round_ == self.max_rounds:
+                break
+            draft = await ctx.ask(
+                self.model,
+                strategy_prompt("refine_improve", task=prompt, draft=draft, feedback=reply),
+            )
+        return best[2], {"drafts": drafts, "chosen": best[1]}
+
+    def _done(self, feedback: Feedback) -> bool:
+        if feedback.stop:
+            return True
+        return (
+            self.threshold is not None
+            and feedback.score is not None
+            and feedback.score >= self.threshold
+        )
