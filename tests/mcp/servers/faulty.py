@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 
 server = MCPServer("faulty")
 
@@ -42,10 +42,25 @@ def huge(megabytes: int = 5) -> str:
 
 
 @server.tool()
-def slow(seconds: float) -> str:
-    """Sleep, then answer."""
-    time.sleep(seconds)
+async def slow(seconds: float) -> str:
+    """Sleep (without blocking the server), then answer."""
+    import anyio
+
+    await anyio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add a tool named 'grown' and announce that the tool list changed."""
+
+    def grown() -> str:
+        """A tool that did not exist at connect time."""
+        return "grown"
+
+    server.add_tool(grown)
+    await ctx.notify_tools_changed()
+    return "added"
 
 
 if __name__ == "__main__":
