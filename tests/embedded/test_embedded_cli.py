@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -72,3 +73,51 @@ def test_one_megabyte_prompt_is_handled() -> None:
     code, data = run_cli("--max-turns", "2", "-", stdin=prompt)
     assert data["stop_reason"] in {"final_answer", "max_turns", "loop_detected"}
     assert code in {0, 10, 14}
+
+
+# Useful answers (benchmarks/answers_eval.py has the full set): the final answer states
+# the tool's result and nothing that contradicts it, and is not the fallback.
+
+
+def _no_fallback(data: dict) -> None:
+    assert not any("grounding" in m.get("provider_meta", {}) for m in data["messages"]), data
+
+
+def test_answer_states_the_calculator_result() -> None:
+    code, data = run_cli("What is 45 * 12?")
+    assert code == 0
+    assert calls(data) == [("calculator", {"expression": "45 * 12"})]
+    assert "540" in data["answer"]
+    _no_fallback(data)
+
+
+def test_answer_states_the_field_asked_about_with_its_own_value() -> None:
+    from loopwright.tools.builtin.weather import get_weather
+
+    humidity = str(get_weather("Mumbai")["humidity_pct"])
+    temperature = str(get_weather("Mumbai")["temperature_c"])
+    code, data = run_cli("What is the humidity in Mumbai?")
+    assert code == 0
+    assert humidity in data["answer"] and "humidity" in data["answer"].lower()
+    assert temperature not in data["answer"] and "degree" not in data["answer"].lower()
+    _no_fallback(data)
+
+
+def test_answer_states_the_temperature_without_inventing_numbers() -> None:
+    from loopwright.tools.builtin.weather import get_weather
+
+    report = get_weather("Cairo")
+    code, data = run_cli("Tell me the current temperature in Cairo.")
+    assert code == 0
+    answer = data["answer"]
+    assert str(report["temperature_c"]) in answer
+    assert "fahrenheit" not in answer.lower()
+    assert set(re.findall(r"\d+", answer)) <= {str(v) for v in report.values()}
+    _no_fallback(data)
+
+
+def test_a_question_no_tool_fits_is_answered_without_a_tool_call() -> None:
+    code, data = run_cli("Who wrote Hamlet?")
+    assert code == 0
+    assert calls(data) == []
+    assert data["answer"].strip()

@@ -70,3 +70,17 @@ def test_answer_grammar_compiles(sentences: int) -> None:
     for ground in (la.Grounding(("540", "-3.5"), ("45",)), la.Grounding()):
         text = la.answer_grammar(ground, max_sentences=sentences)
         assert grammar.LlamaGrammar.from_string(text, verbose=False)._root == "root"
+
+
+def test_untrusted_wrapped_results_are_read_by_their_content() -> None:
+    from loopwright.core.untrusted import wrap_tool_result
+    from loopwright.providers import local_prompt as lp
+    from loopwright.strategies.embedded.grounded import current_turn
+
+    wrapped = wrap_tool_result('{"columns": ["COUNT(*)"], "rows": [[7]]}', "sql_query")
+    history = _history("How many orders?", wrapped)
+    ground = la.grounding(history)
+    assert ground.results == ("7",)  # the nonce's digits are not numbers of the result
+    rendered = lp.render_message(history[1])
+    assert rendered == '\nResult: {"columns": ["COUNT(*)"], "rows": [[7]]}'
+    assert current_turn(history).results[0].content.startswith('{"columns"')

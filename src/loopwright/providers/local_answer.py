@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from loopwright.core.messages import Message
+from loopwright.core.untrusted import unwrap_untrusted
 
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\d])")
 MAX_NUMBERS = 64
@@ -76,8 +77,9 @@ def grounding(messages: Sequence[Message]) -> Grounding:
             break
         for part in message.tool_results_parts:
             if not part.is_error:
-                results[:0] = numbers_in(part.content)
-                fields[:0] = _fields(part.content)
+                content = unwrap_untrusted(part.content) or part.content
+                results[:0] = numbers_in(content)
+                fields[:0] = _fields(content)
     keep = [n for n in results if len(n) <= MAX_NUMBER_CHARS]
     asked = [n for n in question if len(n) <= MAX_NUMBER_CHARS]
     allowed = set(keep)

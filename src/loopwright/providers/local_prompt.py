@@ -38,6 +38,7 @@ from loopwright.core.messages import (
     ToolResultPart,
 )
 from loopwright.core.tools import ToolSpec
+from loopwright.core.untrusted import unwrap_untrusted
 from loopwright.providers import local_plan as lp_plan
 
 Mode = Literal["tools", "answer", "both"]
@@ -583,10 +584,20 @@ def render_message(message: Message) -> str:
                     render("error_result", kind=str(kind or "error"), content=content.strip())
                 )
             case ToolResultPart(content=content):
-                out.append(render("result", content=content.strip()))
+                out.append(render("result", content=result_text(content).strip()))
             case TextPart() | ReasoningPart():
                 pass  # reasoning is not replayed to a model that cannot produce it
     return "".join(out)
+
+
+def result_text(content: str) -> str:
+    """A tool result as the model reads it. A result the dispatcher wrapped as untrusted
+    data (``core.untrusted``) is shown unwrapped: on a ``Result:`` line it is already
+    data by its position in the few-shot format, the base model cannot act on an
+    instruction either way, and the wrapper's notice and nonce were copied into answers
+    (and the nonce's digits into the numbers an answer may use)."""
+    inner = unwrap_untrusted(content)
+    return content if inner is None else inner
 
 
 def cue() -> str:

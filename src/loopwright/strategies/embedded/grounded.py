@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
 from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest
+from loopwright.core.untrusted import unwrap_untrusted
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\d)")
 _WORD = re.compile(r"[a-z0-9']+")
@@ -44,11 +45,15 @@ class Turn:
 
 
 def current_turn(messages: Sequence[Message]) -> Turn:
+    """The question and the results since it (results the dispatcher wrapped as
+    untrusted data are checked and shown by their content)."""
     results: list[ToolResultPart] = []
     for message in reversed(messages):
         if message.role == "user":
             return Turn(message.text, tuple(reversed(results)))
-        results.extend(reversed(message.tool_results_parts))
+        for part in reversed(message.tool_results_parts):
+            inner = unwrap_untrusted(part.content)
+            results.append(part if inner is None else replace(part, content=inner))
     return Turn("", tuple(reversed(results)))
 
 
