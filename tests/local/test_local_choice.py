@@ -20,7 +20,8 @@ BOUNDS = lp.GrammarBounds()
 def test_scored_text_is_what_the_worked_examples_write() -> None:
     prefix = lp.render_prefix(SPECS, None)
     for spec in SPECS:
-        assert "Assistant:" + lp.CALL_HEAD + lp.name_option(spec.name) in prefix
+        if lp.has_examples(spec.parameters):
+            assert "Assistant:" + lp.CALL_HEAD + lp.name_option(spec.name) in prefix
     call, answer = lp.kind_options()
     assert "Assistant:" + answer in prefix  # the no-tool example answers directly
     assert call + ' "' == lp.CALL_HEAD
