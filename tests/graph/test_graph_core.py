@@ -538,8 +538,9 @@ def test_unsupported_langgraph_options_fail_instead_of_being_ignored() -> None:
     with pytest.raises(GraphError, match="cache_policy"):
         g.add_node("b", say("b"), cache_policy=object())
     app = g.compile(debug=False)
-    with pytest.raises(GraphError, match="durability"):
+    with pytest.raises(GraphError, match="durability='exit' is not supported"):
         app.invoke({"log": []}, durability="exit")
+    assert app.invoke({"log": []}, durability="sync") == {"log": ["a"]}
 
 
 def _abc() -> StateGraph:

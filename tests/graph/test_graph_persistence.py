@@ -502,3 +502,22 @@ def test_concurrent_runs_do_not_wait_on_each_others_checkpoint_writes() -> None:
     # writes on the event loop would take 4 runs x 3 writes x 50 ms = 0.6 s
     assert elapsed < 0.4, elapsed
     assert app.get_state({"configurable": {"thread_id": "slow-3"}}).values == {"log": ["a"]}
+
+
+def test_sync_durability_stores_each_checkpoint_before_the_next_superstep() -> None:
+    store = SlowStore()
+    seen: list[int] = []
+
+    def count(state: Pair) -> dict:
+        seen.append(len(store.history(thread_id)))  # checkpoints stored when this node runs
+        return {"log": ["x"]}
+
+    thread_id = "durable-sync"
+    g = StateGraph(Pair)
+    g.add_node("a", count)
+    g.add_node("b", count)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    app = g.compile(checkpointer=store)
+    app.invoke({"log": []}, {"configurable": {"thread_id": thread_id}}, durability="sync")
+    assert seen == [2, 3]  # input + START before "a"; + "a" before "b"

@@ -104,8 +104,10 @@ class CompiledStateGraph:
     ) -> dict[str, Any]:
         """Run until the graph ends or is interrupted; return the state (with
         ``"__interrupt__": [Interrupt, ...]`` when a node is waiting for an answer)."""
+        durability = _durability(options.pop("durability", None))
         refuse_options("invoke", options, harmless=("stream_mode",))
         run = _Run(self, config or {})
+        run.write_behind = durability == "async"
         values = await run.run(input)
         out = self.output(values)
         if run.interrupts:
@@ -131,6 +133,7 @@ class CompiledStateGraph:
         ``"events"`` (:data:`~loopwright.graph.types.GraphEvent` values, including the
         run events of agent nodes), or a list of them (chunks become ``(mode, chunk)``).
         """
+        durability = _durability(options.pop("durability", None))
         refuse_options("stream", options)
         modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
         for mode in modes:
@@ -138,6 +141,7 @@ class CompiledStateGraph:
                 raise GraphError(f"unknown stream_mode {mode!r}; use one of {', '.join(_MODES)}")
         feed = _Feed()
         run = _Run(self, config or {}, feed.put, frozenset(modes), drain=feed.drained)
+        run.write_behind = durability == "async"
         task = asyncio.ensure_future(run.run(input))
         task.add_done_callback(feed.finished)
         multi = not isinstance(stream_mode, str)
@@ -503,6 +507,17 @@ def _run_sync(coro: Any) -> Any:
         return loop.run_until_complete(coro)
     with ThreadPoolExecutor(1, thread_name_prefix="loopwright-graph-sync") as pool:
         return pool.submit(asyncio.run, coro).result()  # its loop closes with the call
+
+
+def _durability(value: object) -> str:
+    """LangGraph's ``durability``: ``"async"`` (default: a checkpoint is written while
+    the next superstep runs, settled before returning) or ``"sync"`` (written before the
+    next superstep starts). ``"exit"`` is not supported."""
+    if value is None:
+        return "async"
+    if value in ("async", "sync"):
+        return str(value)
+    raise GraphError(f"durability={value!r} is not supported; use 'async' (default) or 'sync'")
 
 
 def _no_running_loop(name: str, alternative: str) -> None:

@@ -204,6 +204,8 @@ class _Run:
         self.interrupts: list[Interrupt] = []
         self._pending_changes: dict[str, Change] | None = None
         self._inflight: asyncio.Future[Saved] | None = None
+        self.write_behind = True
+        """Write a superstep's checkpoint while the next one runs (``durability="async"``)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
 
@@ -635,7 +637,7 @@ class _Run:
         )
         saver = self.saver
         await self._settle()  # its number is the new checkpoint's parent
-        if not saver.store.blocking:
+        if not saver.store.blocking or not self.write_behind:
             self.saved = await saver.aput(self.thread, self.saved, new, changes)
             return
         # write-behind: the store writes this checkpoint while the next superstep runs
