@@ -32,6 +32,7 @@ from loopwright.graph import (
     Send,
     StateGraph,
     add_messages,
+    get_stream_writer,
 )
 
 
@@ -631,3 +632,26 @@ def test_a_subgraph_handing_back_messages_does_not_duplicate_them() -> None:
     parent.add_edge("greet", "child")
     out = parent.compile().invoke({"messages": ["hi"]})
     assert [m.text for m in out["messages"]] == ["hi", "hello", "from child"]
+
+
+def test_custom_stream_mode_carries_what_nodes_write() -> None:
+    def work(state: Log) -> dict:
+        write = get_stream_writer()
+        for pct in (50, 100):
+            write({"progress": pct})
+        return {"log": ["done"]}
+
+    g = StateGraph(Log)
+    g.add_node("work", work)
+    g.add_edge(START, "work")
+    app = g.compile()
+    assert list(app.stream({"log": []}, stream_mode="custom")) == [
+        {"progress": 50},
+        {"progress": 100},
+    ]
+    assert list(app.stream({"log": []}, stream_mode=["custom", "updates"])) == [
+        ("custom", {"progress": 50}),
+        ("custom", {"progress": 100}),
+        ("updates", {"work": {"log": ["done"]}}),
+    ]
+    assert app.invoke({"log": []}) == {"log": ["done"]}  # nobody streams: the writer is a no-op

@@ -9,7 +9,7 @@ ports by changing its imports. Checkpoints go to loopwright's stores. See
 from loopwright.graph.builder import StateGraph
 from loopwright.graph.engine import CompiledStateGraph
 from loopwright.graph.messages import RemoveMessage, add_messages
-from loopwright.graph.pregel import interrupt
+from loopwright.graph.pregel import get_stream_writer, interrupt
 from loopwright.graph.types import (
     END,
     START,
@@ -56,5 +56,6 @@ __all__ = [
     "TaskFinished",
     "TaskStarted",
     "add_messages",
+    "get_stream_writer",
     "interrupt",
 ]

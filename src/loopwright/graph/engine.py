@@ -41,7 +41,7 @@ DEFAULT_RECURSION_LIMIT = 10007
 """LangGraph 1.2's default ``recursion_limit``."""
 Config = Mapping[str, Any]
 StreamMode = str | Sequence[str]
-_MODES = ("values", "updates", "events")
+_MODES = ("values", "updates", "events", "custom")
 
 
 class CompiledStateGraph:
@@ -131,7 +131,8 @@ class CompiledStateGraph:
         ``stream_mode``: ``"updates"`` (``{node: update}`` per finished task, in the
         order tasks finish), ``"values"`` (the whole state after each superstep),
         ``"events"`` (:data:`~loopwright.graph.types.GraphEvent` values, including the
-        run events of agent nodes), or a list of them (chunks become ``(mode, chunk)``).
+        run events of agent nodes), ``"custom"`` (what nodes send through
+        :func:`get_stream_writer`), or a list of them (chunks become ``(mode, chunk)``).
         """
         durability = _durability(options.pop("durability", None))
         refuse_options("stream", options)

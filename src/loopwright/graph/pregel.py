@@ -155,6 +155,20 @@ def interrupt(value: Any) -> Any:
     raise GraphInterrupt([Interrupt(value, digest)])
 
 
+def get_stream_writer() -> Callable[[Any], None]:
+    """Inside a node: a function that sends any value to ``stream_mode="custom"``
+    (progress, partial results). It does nothing when nobody streams ``custom``."""
+    task = _CURRENT.get()
+    if task is None or not task.run.wants("custom"):
+        return _ignore
+    run = task.run
+    return lambda chunk: run.emit("custom", chunk)
+
+
+def _ignore(chunk: Any) -> None:
+    return None
+
+
 def current_task_emit() -> Callable[[Any], None] | None:
     """For nodes that produce their own events (the agent node): where to send them, or
     ``None`` when nobody streams ``events``."""
