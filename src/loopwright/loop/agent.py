@@ -11,11 +11,12 @@ import asyncio
 import inspect
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, TypeAlias
 
-from loopwright.core.errors import UserError
-from loopwright.core.events import RunEvent, RunFinished
+from loopwright.core.errors import ToolError, ToolErrorKind, UserError
+from loopwright.core.events import RunEvent, RunFinished, RunStarted
 from loopwright.core.messages import Message
 from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
 from loopwright.core.run import RunResult, RunState, new_session_id
@@ -30,6 +31,7 @@ from loopwright.tools import (
     IdempotencyLedger,
     Tool,
     ToolRegistry,
+    tool,
 )
 from loopwright.tools.selection import ToolSelection
 
@@ -39,6 +41,9 @@ ToolLike: TypeAlias = Tool | Callable[..., Any]
 _NO_HOOKS = Hooks()
 _DEFAULT_LIMITS = Limits()
 Prompt: TypeAlias = str | Message
+# The run a tool is executing in (set around each run's engine; the tasks a run creates
+# inherit it): what an agent called as a tool (Agent.as_tool) rolls its usage up into.
+_CURRENT_RUN: ContextVar[RunEngine | None] = ContextVar("loopwright_current_run", default=None)
 
 
 def _as_message(value: Prompt, what: str) -> Message:
@@ -284,7 +289,11 @@ class Agent:
         engine, message = self._prepare(prompt, history, session_id, state, decisions, feed)
         if feed is not None:
             engine.closer = feed.close
-        return Run(engine, feed, asyncio.create_task(engine.drive(message)))
+        token = _CURRENT_RUN.set(engine)  # copied into the run's task, then restored here
+        try:
+            return Run(engine, feed, asyncio.create_task(engine.drive(message)))
+        finally:
+            _CURRENT_RUN.reset(token)
 
     def resume(
         self,
@@ -315,7 +324,11 @@ class Agent:
         cancels the run, and the cancellation propagates after the history was made
         well-formed."""
         engine, message = self._prepare(prompt, history, session_id, state, decisions, None)
-        return await engine.drive(message)
+        token = _CURRENT_RUN.set(engine)
+        try:
+            return await engine.drive(message)
+        finally:
+            _CURRENT_RUN.reset(token)
 
     def run(
         self,
@@ -363,6 +376,54 @@ class Agent:
                 yield event
         finally:
             run.cancel()
+
+    def as_tool(self, name: str, description: str) -> Tool:
+        """This agent as a tool taking ``task: str``, for an orchestrator agent to call.
+
+        Called from inside another agent's run, the child run's events (except its own
+        ``RunStarted`` / ``RunFinished``) appear in the parent's stream, its usage is added
+        to the parent's, and its token and cost budgets are capped by what the parent has
+        left. A child run that does not end with a final answer is an error result.
+        """
+
+        async def run_agent(task: str) -> str:
+            parent = _CURRENT_RUN.get()
+            child = self if parent is None else self._under(parent)
+            result = await child.arun(task)
+            if parent is not None:
+                parent.state.usage = parent.state.usage + result.usage
+            if not result.ok:
+                raise ToolError(
+                    f"the {name} agent stopped with {result.stop.value}: {result.detail} "
+                    f"(its best answer: {result.answer!r})",
+                    kind=ToolErrorKind.PERMANENT,
+                )
+            return result.answer
+
+        return tool(name=name, description=description, timeout=None)(run_agent)
+
+    def _under(self, parent: RunEngine) -> Agent:
+        """This agent configured to run inside ``parent`` (see :meth:`as_tool`)."""
+        config = self.config
+        forward = parent.emit
+        on_event = config.hooks.on_event
+
+        def both(event: RunEvent) -> None:
+            if on_event is not None:
+                on_event(event)
+            if forward is not None and not isinstance(event, (RunStarted, RunFinished)):
+                forward(event)
+
+        limits, caps = config.limits, parent.config.limits
+        used = parent.state.usage
+        if caps.token_budget is not None:
+            left = max(1, caps.token_budget - (used.total_tokens - parent.base_tokens))
+            limits = replace(limits, token_budget=min(left, limits.token_budget or left))
+        if caps.cost_budget is not None:
+            left_cost = max(1e-9, caps.cost_budget - (used.cost - parent.base_cost))
+            limits = replace(limits, cost_budget=min(left_cost, limits.cost_budget or left_cost))
+        hooks = replace(config.hooks, on_event=both)
+        return Agent.from_config(replace(config, hooks=hooks, limits=limits))
 
     # ------------------------------------------------------------------ helpers
     def _prepare(
