@@ -191,3 +191,27 @@ class Doc(BaseModel):
     title: str = ""
     notes: Annotated[list, operator.add] = []
     point: Point | None = None
+
+
+class Mixed(TypedDict):
+    """Keys of every checkpoint delta kind: replayable writes, a non-replayable reducer,
+    a plain key."""
+
+    items: Annotated[list, operator.add]
+    merged: Annotated[dict, lambda a, b: {**a, **b}]
+    plain: Any
+    step: int
+
+
+def scripted_graph(store: Any, script: list[dict]) -> Any:
+    """Superstep k writes ``script[k]`` (plus the step count); loops until the script ends."""
+
+    def play(state: Mixed) -> dict:
+        k = state["step"]
+        return {**script[k], "step": k + 1}
+
+    g = StateGraph(Mixed)
+    g.add_node("play", play)
+    g.add_edge(START, "play")
+    g.add_conditional_edges("play", lambda s: "play" if s["step"] < len(script) else END)
+    return g.compile(checkpointer=store)
