@@ -521,3 +521,18 @@ def test_sync_durability_stores_each_checkpoint_before_the_next_superstep() -> N
     app = g.compile(checkpointer=store)
     app.invoke({"log": []}, {"configurable": {"thread_id": thread_id}}, durability="sync")
     assert seen == [2, 3]  # input + START before "a"; + "a" before "b"
+
+
+def test_async_thread_api(store: Any, thread: dict) -> None:
+    app = counter_graph(store, stop=2)
+
+    async def main() -> tuple[Any, list, Any]:
+        await app.ainvoke({"n": 0, "log": []}, thread)
+        state = await app.aget_state(thread)
+        history = [h async for h in app.aget_state_history(thread, limit=2)]
+        forked = await app.aupdate_state(thread, {"n": 7})
+        return state, history, await app.aget_state(forked)
+
+    state, history, forked = asyncio.run(main())
+    assert state.values["n"] == 2 and [h.values["n"] for h in history] == [2, 1]
+    assert forked.values["n"] == 7 and forked.metadata["source"] == "update"

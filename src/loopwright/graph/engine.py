@@ -310,7 +310,27 @@ class CompiledStateGraph:
         return self._snapshot(thread, saved, apply_pending=checkpoint_id is None)
 
     async def aget_state(self, config: Config) -> StateSnapshot:
-        return self.get_state(config)
+        """:meth:`get_state` from async code (a blocking store is read on a thread)."""
+        return await self._off_loop(self.get_state, config)
+
+    async def aget_state_history(
+        self, config: Config, *, limit: int | None = None
+    ) -> AsyncIterator[StateSnapshot]:
+        """:meth:`get_state_history` from async code."""
+        snapshots = await self._off_loop(lambda: list(self.get_state_history(config, limit=limit)))
+        for snapshot in snapshots:
+            yield snapshot
+
+    async def aupdate_state(
+        self, config: Config, values: Any, as_node: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`update_state` from async code."""
+        return await self._off_loop(self.update_state, config, values, as_node)
+
+    async def _off_loop(self, fn: Any, *args: Any) -> Any:
+        if self.saver is not None and self.saver.store.blocking:
+            return await asyncio.to_thread(fn, *args)
+        return fn(*args)
 
     def get_state_history(
         self, config: Config, *, limit: int | None = None, **_: Any
