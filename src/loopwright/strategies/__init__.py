@@ -17,6 +17,7 @@ from loopwright.strategies.plan_execute import (
     StepResult,
     rule_reflector,
 )
+from loopwright.strategies.react_text import ReActText, parse_hermes, parse_react
 from loopwright.strategies.reflexion import Evaluation, Reflexion
 from loopwright.strategies.runtime import Strategy, StrategyContext, StrategyResult
 from loopwright.strategies.self_consistency import SelfConsistency, extract_answer
@@ -31,6 +32,7 @@ __all__ = [
     "PlanRun",
     "PlanStep",
     "PlannerDeclined",
+    "ReActText",
     "ReflectionMemory",
     "Reflexion",
     "SearchConfig",
@@ -43,5 +45,7 @@ __all__ = [
     "ThoughtHooks",
     "TreeOfThoughts",
     "extract_answer",
+    "parse_hermes",
+    "parse_react",
     "rule_reflector",
 ]

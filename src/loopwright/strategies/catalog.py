@@ -8,6 +8,7 @@ from typing import Final
 
 from loopwright.loop.agent import Agent
 from loopwright.strategies.plan_execute import PlanAndExecute
+from loopwright.strategies.react_text import ReActText
 from loopwright.strategies.runtime import Strategy
 from loopwright.strategies.self_consistency import SelfConsistency
 from loopwright.strategies.self_refine import SelfRefine
@@ -33,11 +34,16 @@ def _self_refine(agent: Agent) -> Strategy:
     return SelfRefine(agent.model, max_rounds=2, limits=agent.config.limits)
 
 
+def _react_text(agent: Agent) -> Strategy:
+    return ReActText(agent.model, agent.tools, limits=agent.config.limits)
+
+
 BUILDERS: Final[dict[str, Callable[[Agent], Strategy]]] = {
     "plan_execute": _plan_execute,
     "self_consistency": _self_consistency,
     "tree_of_thoughts": _tree_of_thoughts,
     "self_refine": _self_refine,
+    "react_text": _react_text,
 }
 STRATEGY_NAMES: Final = tuple(BUILDERS)
 
