@@ -259,6 +259,34 @@ def test_list_changed_over_a_listen_stream_refreshes_the_registry(faulty: MCPToo
     assert "grown" in call(registry, "grown", {}).content
 
 
+def test_updates_reach_a_registry_on_the_agents_loop_not_the_mcp_thread(
+    faulty: MCPToolset,
+) -> None:
+    import threading
+
+    threads: list[str] = []
+
+    class Watched(ToolRegistry):
+        def register(self, tool_or_function):  # type: ignore[no-untyped-def]
+            threads.append(threading.current_thread().name)
+            return super().register(tool_or_function)
+
+    registry = faulty.attach(Watched())  # attached outside any event loop
+    threads.clear()
+
+    async def scenario() -> None:
+        model = ScriptedModel([[tool_call("grow", {})], "done"])
+        await Agent(model, registry).arun("grow")
+        for _ in range(400):
+            if "grown" in registry:
+                return
+            await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+    assert "grown" in registry
+    assert threads == [threading.main_thread().name]  # registered on the run's loop
+
+
 def test_a_huge_result_is_cut_to_budget_and_stays_wrapped(faulty_http: str) -> None:
     with MCPToolset.connect([faulty_http]) as toolset:
         registry = toolset.attach(ToolRegistry())

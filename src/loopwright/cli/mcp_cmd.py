@@ -3,13 +3,13 @@ run --mcp`` is :mod:`loopwright.cli.mcp_tools`.) See docs/mcp.md."""
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from loopwright.cli.agents import import_ref
 from loopwright.cli.mcp_tools import need_sdk, server_configs
 from loopwright.cli.output import Painted, say
 from loopwright.core.errors import UserError
@@ -21,23 +21,16 @@ from loopwright.tools.builtin import BUILTIN_TOOLS, OPT_IN_TOOLS, BuiltinConfig,
 def load_registry(spec: str) -> ToolRegistry:
     """``module:attribute`` naming a ToolRegistry, an iterable of tools, or a callable
     returning either."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise UserError(f"--registry {spec!r}: use module:attribute, e.g. myapp.tools:registry")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(f"--registry {spec!r}: cannot import {module_name} ({exc})") from None
-    try:
-        value = getattr(module, attr)
-    except AttributeError:
-        raise UserError(f"--registry {spec!r}: {module_name} has no attribute {attr!r}") from None
+    value = import_ref(spec, "--registry")
     if callable(value) and not isinstance(value, (ToolRegistry, Tool)):
-        value = value()
+        try:
+            value = value()
+        except Exception as exc:
+            raise UserError(f"--registry {spec!r}: the factory raised {exc!r}") from None
     if isinstance(value, ToolRegistry):
         return value
     try:
-        return ToolRegistry(value)
+        return ToolRegistry(value)  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
         raise UserError(
             f"--registry {spec!r} is not a registry or a list of tools ({exc})"

@@ -57,6 +57,8 @@ class MCPToolset:
         self.skipped: dict[str, str] = {}
         """Tools that could not be imported (name -> why), e.g. an invalid schema."""
         self._registries: list[tuple[ToolRegistry, asyncio.AbstractEventLoop | None]] = []
+        self._definitions: dict[tuple[str, str], str] = {}
+        """(server, tool name) -> the listing that built the current Tool."""
         self.connections = {c.name: MCPConnection(c, on_tools=self._listener(c)) for c in configs}
 
     # ---------------------------------------------------------------- building
@@ -132,6 +134,16 @@ class MCPToolset:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    def running_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Note the loop an agent runs on (each tool call tells it): registries attached
+        outside a running loop (or whose loop has ended, as ``agent.run`` loops do) get
+        their later updates on it rather than from the MCP thread."""
+        with self._lock:
+            self._registries = [
+                (r, known if known is not None and known.is_running() else loop)
+                for r, known in self._registries
+            ]
+
     # ---------------------------------------------------------------- keeping current
     def _listener(self, config: MCPServerConfig) -> Any:
         def on_tools(listing: list[mcp_types.Tool]) -> None:
@@ -141,13 +153,21 @@ class MCPToolset:
 
     def _apply(self, config: MCPServerConfig, listing: list[mcp_types.Tool]) -> None:
         connection = self.connections[config.name]
+        with self._lock:
+            known = dict(self._tools[config.name])
         fresh: dict[str, Tool] = {}
         for item in listing:
             if config.tools is not None and item.name not in config.tools:
                 continue
             name = convert.tool_name(config.prefix, item.name)
+            same = known.get(name)
+            definition = _definition(item)
+            if same is not None and self._definitions.get((config.name, name)) == definition:
+                fresh[name] = same  # unchanged: keep the Tool (and the dispatcher's plan)
+                continue
             try:
-                fresh[name] = mcp_tool(item, connection)
+                fresh[name] = mcp_tool(item, connection, self)
+                self._definitions[(config.name, name)] = definition
             except ValueError as exc:
                 self.skipped[name] = str(exc)
                 log.warning("MCP %s: tool %s skipped: %s", config.name, item.name, exc)
@@ -159,7 +179,9 @@ class MCPToolset:
             _schedule(loop, lambda r=registry: _sync_registry(r, old, fresh))
 
 
-def mcp_tool(item: mcp_types.Tool, connection: MCPConnection) -> Tool:
+def mcp_tool(
+    item: mcp_types.Tool, connection: MCPConnection, toolset: MCPToolset | None = None
+) -> Tool:
     """One MCP tool as a loopwright tool that calls it through ``connection``."""
     config = connection.config
     name = convert.tool_name(config.prefix, item.name)
@@ -167,6 +189,8 @@ def mcp_tool(item: mcp_types.Tool, connection: MCPConnection) -> Tool:
     flags = convert.flags(item.annotations, config.confirm_destructive)
 
     async def call_mcp_tool(**arguments: Any) -> str:
+        if toolset is not None:
+            toolset.running_on(asyncio.get_running_loop())
         result = await connection.call_tool(remote_name, arguments)
         text = convert.result_text(result)
         if result.is_error:
@@ -188,6 +212,11 @@ def mcp_tool(item: mcp_types.Tool, connection: MCPConnection) -> Tool:
         untrusted_output=not config.trusted,
         **flags,
     )
+
+
+def _definition(item: mcp_types.Tool) -> str:
+    """What makes two listings of a tool the same tool."""
+    return item.model_dump_json(exclude={"meta", "icons"})
 
 
 def _sync_registry(
