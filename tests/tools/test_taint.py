@@ -197,7 +197,7 @@ def test_excerpt_and_describe() -> None:
     assert len(long) == 160 and long.endswith("…")
     two = (TaintSource("sql_query", "c1", "rows"), TaintSource("read_file", "c2", "text"))
     text = describe(two)
-    assert text.index("read_file (call c2)") < text.index("sql_query (c1)")
+    assert text.index('sql_query (call c1): "rows"') < text.index('read_file (call c2): "text"')
     assert describe(()) == "the run has read no untrusted content"
 
 

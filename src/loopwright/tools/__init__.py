@@ -4,6 +4,7 @@ See ``docs/tools.md``. Everything public is re-exported here.
 """
 
 from loopwright.core.errors import ToolError, ToolErrorKind, TransientToolError
+from loopwright.core.run import TaintSource
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 from loopwright.tools.confirm import Confirmation, ConfirmHandler
 from loopwright.tools.decorator import BusinessValidator, IdempotencyKeyFn, Tool, as_tool, tool
@@ -24,6 +25,7 @@ from loopwright.tools.registry import ToolRegistry
 from loopwright.tools.repair import RepairResult, repair_arguments
 from loopwright.tools.retry import NO_RETRY, RetryPolicy
 from loopwright.tools.schema import FunctionSchema, function_schema, type_schema
+from loopwright.tools.taint import TaintConfirmHandler
 from loopwright.tools.truncate import render_result, truncate_result
 from loopwright.tools.validation import (
     SchemaValidator,
@@ -52,6 +54,8 @@ __all__ = [
     "RepairResult",
     "RetryPolicy",
     "SchemaValidator",
+    "TaintConfirmHandler",
+    "TaintSource",
     "Tool",
     "ToolContext",
     "ToolError",

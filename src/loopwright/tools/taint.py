@@ -66,16 +66,12 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 def describe(taint: Sequence[TaintSource]) -> str:
-    """One line naming the untrusted results a run has read, most recent first; what a
-    confirmation request shows a person."""
+    """One line naming the untrusted results a run has read, in the order read, each with
+    its excerpt: what a confirmation request shows a person (the instruction that asks
+    for this call may sit in any of them, not only the latest)."""
     if not taint:
         return "the run has read no untrusted content"
-    *earlier, last = taint
-    text = f"the run read untrusted content before this call: {_one(last)}"
-    if earlier:
-        names = ", ".join(f"{s.tool} ({s.call_id})" for s in reversed(earlier))
-        text += f"; earlier: {names}"
-    return text
+    return "the run read untrusted content before this call: " + "; ".join(map(_one, taint))
 
 
 def _one(source: TaintSource) -> str:
