@@ -655,3 +655,28 @@ def test_custom_stream_mode_carries_what_nodes_write() -> None:
         ("updates", {"work": {"log": ["done"]}}),
     ]
     assert app.invoke({"log": []}) == {"log": ["done"]}  # nobody streams: the writer is a no-op
+
+
+def test_a_bare_command_annotation_may_reach_any_node() -> None:
+    def jump(state: Log) -> Command:
+        return Command(goto="x")
+
+    g = StateGraph(Log)
+    g.add_node("jump", jump)
+    g.add_node("x", say("x"))
+    g.add_edge(START, "jump")
+    assert g.compile().invoke({"log": []})["log"] == ["x"]  # "x" counts as reachable
+
+    def unannotated(state: Log):  # type: ignore[no-untyped-def]
+        return Command(goto="x")
+
+    g = StateGraph(Log)
+    g.add_node("jump", unannotated)
+    g.add_node("x", say("x"))
+    g.add_edge(START, "jump")
+    with pytest.raises(GraphBuildError, match="'x' cannot be reached"):
+        g.compile()
+    g.nodes.clear()
+    g.add_node("jump", unannotated, destinations=("x",))
+    g.add_node("x", say("x"))
+    assert g.compile().invoke({"log": []})["log"] == ["x"]
