@@ -193,7 +193,11 @@ def correct(answer: str, numbers: Sequence[int]) -> bool:
         return False
     try:
         tree = ast.parse(expr, mode="eval")
-        used = sorted(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant))
+        used = sorted(
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, int)
+        )
         return used == sorted(numbers) and evaluate(tree) == 24
     except (SyntaxError, ValueError, ZeroDivisionError):
         return False

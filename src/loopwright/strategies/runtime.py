@@ -47,6 +47,7 @@ from loopwright.prompts.template import prompt_message, request_fingerprints
 EventSink = Callable[[RunEvent], None]
 _DEFAULT_LIMITS = Limits(max_turns=None)
 _NO_USAGE = Usage()
+_SETTINGS = ModelSettings()
 
 
 class BudgetExhausted(Exception):
@@ -154,43 +155,60 @@ class StrategyContext:
             self._emit(StrategyStep(self.name, kind, detail))
 
     # -- model calls ------------------------------------------------------------------
+    @staticmethod
+    def prepare(
+        prompt: str, *, system: str | None = None, settings: ModelSettings | None = None
+    ) -> Prepared:
+        """A request for ``prompt`` that many calls can share (the samples of one prompt:
+        built once, not per call)."""
+        messages = (prompt_message(prompt),)
+        return Prepared(
+            ModelRequest(messages, system, (), settings or _SETTINGS),
+            request_fingerprints(system, messages),
+        )
+
     async def ask(
         self,
         model: Model,
-        prompt: str,
+        prompt: str | Prepared,
         *,
         system: str | None = None,
         settings: ModelSettings | None = None,
     ) -> str:
-        """One model call with ``prompt`` as the user message; returns the reply text.
+        """One model call with ``prompt`` (or a :meth:`prepare`-d request) as the user
+        message; returns the reply text.
 
         Counts against the limits, retries retryable provider errors up to
         ``Limits.model_retries`` and raises :class:`ModelFailed` past them."""
         turn = self._reserve_call()
-        messages = [prompt_message(prompt)]
-        fingerprints = request_fingerprints(system, messages)
-        request = ModelRequest(messages, system, (), settings or ModelSettings())
+        call = (
+            prompt
+            if isinstance(prompt, Prepared)
+            else self.prepare(prompt, system=system, settings=settings)
+        )
+        emit = self._emit
         attempt = 0
         while True:
             attempt += 1
-            self.emit(ModelCallStarted(turn, model.name, 1, fingerprints, attempt))
+            if emit is not None:
+                emit(ModelCallStarted(turn, model.name, 1, call.fingerprints, attempt))
             started = time.perf_counter()
-            final = await complete(model, request)
+            final = await complete(model, call.request)
             self.usage = self.usage + final.usage
             if isinstance(final, ResponseDone):
-                message = final.message
-                self.emit(
-                    ModelCallFinished(
-                        turn,
-                        message,
-                        final.stop_reason,
-                        final.usage,
-                        time.perf_counter() - started,
-                        fingerprints,
-                        final.model,
+                if emit is not None:
+                    emit(
+                        ModelCallFinished(
+                            turn,
+                            final.message,
+                            final.stop_reason,
+                            final.usage,
+                            time.perf_counter() - started,
+                            call.fingerprints,
+                            final.model,
+                        )
                     )
-                )
-                return message.text
+                return final.message.text
             error = final.error
             retry = error.retryable and attempt <= self.limits.model_retries
             self.emit(ModelCallFailed(turn, error, attempt, retry))
@@ -198,6 +216,14 @@ class StrategyContext:
                 raise ModelFailed(error)
             delay = self.limits.retry_base_delay * 2 ** (attempt - 1)
             await asyncio.sleep(min(delay, self.limits.retry_max_delay))
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A model request and the prompt fingerprints recorded on its events."""
+
+    request: ModelRequest
+    fingerprints: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,7 +93,7 @@ class SelfConsistency(Strategy):
         self.settings = settings or ModelSettings(temperature=0.7)
 
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
-        question = strategy_prompt("cot", question=prompt)
+        question = ctx.prepare(strategy_prompt("cot", question=prompt), settings=self.settings)
         counts: Counter[str] = Counter()
         first_seen: dict[str, int] = {}
         pending: set[asyncio.Task[str]] = set()
@@ -101,9 +101,7 @@ class SelfConsistency(Strategy):
         try:
             while launched < self.k or pending:
                 while launched < self.k and len(pending) < self.concurrency:
-                    pending.add(
-                        asyncio.create_task(ctx.ask(self.model, question, settings=self.settings))
-                    )
+                    pending.add(asyncio.create_task(ctx.ask(self.model, question)))
                     launched += 1
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:

@@ -33,7 +33,7 @@ from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
+from loopwright.strategies.runtime import Outcome, Prepared, Strategy, StrategyContext
 
 Steps: TypeAlias = tuple[str, ...]
 GenerateFn: TypeAlias = Callable[[str, Steps], "Sequence[str] | Awaitable[Sequence[str]]"]
@@ -42,6 +42,7 @@ EvaluateFn: TypeAlias = Callable[[str, Steps], "float | Awaitable[float]"]
 VALUE_SCORES: Final = {"sure": 20.0, "likely": 1.0, "impossible": 0.001}
 _VALUE_WORD: Final = re.compile(r"\b(sure|likely|impossible)\b", re.IGNORECASE)
 _VOTE: Final = re.compile(r"best choice is\s*(\d+)", re.IGNORECASE)
+_SAMPLING: Final = ModelSettings(temperature=0.7)
 _BULLET: Final = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -220,10 +221,11 @@ class _Search:
             )
             found = parse_steps(text)[: self.cfg.n_generate]
         else:
-            prompt = strategy_prompt("tot_sample", problem=self.problem, steps=_show(steps))
-            replies = await asyncio.gather(
-                *(self.ask(prompt, sample=True) for _ in range(self.cfg.n_generate))
+            sample = self.ctx.prepare(
+                strategy_prompt("tot_sample", problem=self.problem, steps=_show(steps)),
+                settings=_SAMPLING,
             )
+            replies = await asyncio.gather(*(self.ask(sample) for _ in range(self.cfg.n_generate)))
             found = [s for r in replies for s in parse_steps(r)[:1]]
         children = [(*steps, step) for step in dict.fromkeys(found)]
         self.seen.extend(children)
@@ -272,16 +274,20 @@ class _Search:
         if fn is not None:
             value = fn(self.problem, steps)
             return float(await value if inspect.isawaitable(value) else value)
-        prompt = strategy_prompt("tot_value", problem=self.problem, steps=_show(steps))
+        prompt = self.ctx.prepare(
+            strategy_prompt("tot_value", problem=self.problem, steps=_show(steps))
+        )
+        if self.cfg.n_evaluate == 1:
+            return parse_value(await self.ask(prompt))
         replies = await asyncio.gather(*(self.ask(prompt) for _ in range(self.cfg.n_evaluate)))
         return sum(parse_value(r) for r in replies) / len(replies)
 
     async def vote(self, states: Sequence[Steps]) -> list[float]:
         choices = "\n".join(f"Choice {i}:\n{_show(s)}" for i, s in enumerate(states, 1))
-        prompt = strategy_prompt("tot_vote", problem=self.problem, choices=choices)
-        replies = await asyncio.gather(
-            *(self.ask(prompt, sample=True) for _ in range(self.cfg.n_evaluate))
+        prompt = self.ctx.prepare(
+            strategy_prompt("tot_vote", problem=self.problem, choices=choices), settings=_SAMPLING
         )
+        replies = await asyncio.gather(*(self.ask(prompt) for _ in range(self.cfg.n_evaluate)))
         votes = [0.0] * len(states)
         for reply in replies:
             choice = parse_vote(reply, len(states))
@@ -290,11 +296,10 @@ class _Search:
         self.evaluated += len(states)
         return votes
 
-    async def ask(self, prompt: str, *, sample: bool = False) -> str:
+    async def ask(self, prompt: str | Prepared) -> str:
         assert self.owner.model is not None
-        settings = ModelSettings(temperature=0.7) if sample else None
         async with self.sem:
-            return await self.ctx.ask(self.owner.model, prompt, settings=settings)
+            return await self.ctx.ask(self.owner.model, prompt)
 
 
 def _show(steps: Steps) -> str:
