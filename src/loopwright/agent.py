@@ -3,15 +3,25 @@
 ``Agent("anthropic:claude-sonnet-4-5", tools=[...])`` resolves the string through
 :func:`loopwright.providers.registry.resolve_model` (vendor SDKs are imported only when the
 adapter is built). Passing a :class:`~loopwright.core.protocols.Model` works as before.
+
+The loop may not import providers (the layers in ``pyproject.toml``), so resolving a
+string is the one thing this subclass adds; its signature repeats the loop's keyword for
+keyword so editors show every argument (``tests/loop/test_loop_api.py`` keeps the two in
+step).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
-from loopwright.core.protocols import Model
+from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
 from loopwright.loop import Agent as _LoopAgent
+from loopwright.loop import Hooks, Limits, Sleep, ToolLike
+from loopwright.loop.agent import OutputT
+from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES
 from loopwright.providers.registry import resolve_model
+from loopwright.tools import DispatchConfig, IdempotencyLedger, ToolRegistry
+from loopwright.tools.selection import ToolSelection
 
 
 def as_model(model: Model | str) -> Model:
@@ -19,9 +29,39 @@ def as_model(model: Model | str) -> Model:
     return resolve_model(model) if isinstance(model, str) else model
 
 
-class Agent(_LoopAgent):
+class Agent(_LoopAgent[OutputT]):
     """An agent whose ``model`` may be a Model or a model string (``"openai:gpt-4o"``,
     ``"local:gemma-3-270m"``, ...). See :class:`loopwright.loop.Agent` for everything else."""
 
-    def __init__(self, model: Model | str, *args: Any, **kwargs: Any) -> None:
-        super().__init__(as_model(model), *args, **kwargs)
+    def __init__(
+        self,
+        model: Model | str,
+        tools: ToolRegistry | Iterable[ToolLike] = (),
+        *,
+        system: str | None = None,
+        limits: Limits | None = None,
+        settings: ModelSettings | None = None,
+        dispatch: DispatchConfig | None = None,
+        hooks: Hooks | None = None,
+        context_policy: ContextPolicy | None = None,
+        ledger: IdempotencyLedger | None = None,
+        sleep: Sleep | None = None,
+        tool_selection: ToolSelection | None = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> None:
+        super().__init__(
+            as_model(model),
+            tools,
+            system=system,
+            limits=limits,
+            settings=settings,
+            dispatch=dispatch,
+            hooks=hooks,
+            context_policy=context_policy,
+            ledger=ledger,
+            sleep=sleep,
+            tool_selection=tool_selection,
+            output_type=output_type,
+            output_retries=output_retries,
+        )

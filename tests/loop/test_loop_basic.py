@@ -142,7 +142,7 @@ async def test_continue_from_a_finished_state() -> None:
     run = agent.start("one")
     first = await run.result()
     assert first.answer == "first"
-    second = await agent.arun("two", state=run.state)
+    second = await agent.aresume(run.state, prompt="two")
     assert second.answer == "second" and second.turns == 2
     assert [m.text for m in second.messages] == ["one", "first", "two", "second"]
 
@@ -210,10 +210,10 @@ async def test_state_ending_with_a_user_message_continues_without_prompt() -> No
     from loopwright import RunState
 
     state = RunState(session_id="s", messages=[Message.user("pending question")])
-    result = await Agent(ScriptedModel(["answer"])).arun(state=state)
+    result = await Agent(ScriptedModel(["answer"])).aresume(state)
     assert result.answer == "answer" and len(result.messages) == 2
     with pytest.raises(UserError, match="give the continued run a prompt"):
-        await Agent(ScriptedModel(["x"])).arun(state=state)
+        await Agent(ScriptedModel(["x"])).aresume(state)
 
 
 def test_facade_run_helpers() -> None:

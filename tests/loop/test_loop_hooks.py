@@ -53,13 +53,20 @@ def test_tool_hook_set_twice_is_an_error() -> None:
     def hook(call: ToolCallPart, spec: ToolSpec) -> None:
         return None
 
+    def other(call: ToolCallPart, spec: ToolSpec) -> None:
+        return None
+
     with pytest.raises(UserError, match="before_tool_call"):
         Agent(
             _script(),
             [add],
             hooks=Hooks(before_tool_call=hook),
-            dispatch=DispatchConfig(before_tool_call=hook),
+            dispatch=DispatchConfig(before_tool_call=other),
         )
+    # a config copied from an agent (the hook moved into its dispatch) builds again
+    agent = Agent(_script(), [add], hooks=Hooks(before_tool_call=hook))
+    again = Agent.from_config(agent.config)
+    assert again.config.dispatch.before_tool_call is hook
 
 
 async def test_transform_context_changes_what_is_sent_not_the_history() -> None:

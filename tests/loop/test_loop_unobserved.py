@@ -79,7 +79,7 @@ async def test_states_seen_from_inside_an_unobserved_run() -> None:
 
     state = RunState()
     holder.append(state)
-    result = await Agent(FunctionModel(reply), [look]).arun("go", state=state)
+    result = await Agent(FunctionModel(reply), [look]).aresume(state, prompt="go")
     assert result.stop is RunStop.FINAL_ANSWER
     assert seen == [
         ("model", LoopState.THINK),

@@ -34,6 +34,7 @@ STOP_CODES: Final[Mapping[RunStop, int]] = {
     RunStop.MAX_TOKENS: 19,
     RunStop.REFUSAL: 20,
     RunStop.CONTEXT_ERROR: 21,
+    RunStop.OUTPUT_INVALID: 22,
 }
 
 FAILURE_KINDS: Final[Mapping[int, str]] = {

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from loopwright.core.messages import (
     JSONValue,
@@ -32,6 +32,7 @@ TAINT_LOG_SIZE = 8
 _NO_USAGE = Usage()
 _SESSION_PREFIX = "s-" + os.urandom(6).hex()
 _session_numbers = itertools.count(1)
+OutputT_co = TypeVar("OutputT_co", covariant=True)
 
 
 def new_session_id() -> str:
@@ -70,6 +71,9 @@ class RunStop(enum.StrEnum):
     MAX_TOKENS = "max_tokens"
     REFUSAL = "refusal"
     CONTEXT_ERROR = "context_error"
+    OUTPUT_INVALID = "output_invalid"
+    """The model's final answer did not validate against the agent's ``output_type``
+    within ``output_retries`` re-asks (``detail`` holds the last validation errors)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +206,11 @@ class RunState:
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class RunResult:
+class RunResult(Generic[OutputT_co]):
     """What a run returns. ``answer`` is the final answer, or the best text so far when a
-    limit stopped the run (``stop`` says which)."""
+    limit stopped the run (``stop`` says which). ``output`` is the final answer as the
+    agent's ``output_type`` (validated; the answer text when the agent has none), or
+    ``None`` when the run did not end with a final answer (see ``docs/loop.md``)."""
 
     answer: str
     stop: RunStop
@@ -214,6 +220,7 @@ class RunResult:
     session_id: str | None = None
     detail: str = ""
     pending_calls: Sequence[ToolCallPart] = field(default_factory=tuple)
+    output: OutputT_co | None = None
 
     @property
     def ok(self) -> bool:

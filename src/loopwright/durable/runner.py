@@ -223,7 +223,7 @@ class Durable:
         if decisions is not None and state.pending_calls:
             run = agent.resume(state, decisions, prompt=prompt, events=False)
         else:
-            run = agent.start(prompt, state=state, events=False)
+            run = agent.resume(state, prompt=prompt, events=False)
         try:
             result = await run.result()
         except BaseException:

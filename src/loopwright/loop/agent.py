@@ -8,21 +8,23 @@ independent and may run concurrently in one event loop.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, TypeAlias
+from typing import Any, Generic, TypeAlias
 
-from loopwright.core.errors import ToolError, ToolErrorKind, UserError
+from typing_extensions import TypeVar
+
+from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind, UserError
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
 from loopwright.core.messages import Message
 from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
 from loopwright.core.run import RunResult, RunState, new_session_id
-from loopwright.loop.config import AgentConfig, Sleep
+from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
+from loopwright.loop.output import OutputSchema
 from loopwright.loop.steps import Resume, RunEngine
 from loopwright.tools import (
     Confirmation,
@@ -35,6 +37,8 @@ from loopwright.tools import (
 )
 from loopwright.tools.selection import ToolSelection
 
+OutputT = TypeVar("OutputT", default=str, covariant=True)
+"""The type of ``RunResult.output``: the agent's ``output_type`` (``str`` without one)."""
 ToolLike: TypeAlias = Tool | Callable[..., Any]
 # shared defaults (frozen, no mutable containers inside): an agent built without them
 # allocates none of its own
@@ -57,8 +61,18 @@ def _as_message(value: Prompt, what: str) -> Message:
 def _registry(tools: ToolRegistry | Iterable[ToolLike]) -> ToolRegistry:
     if isinstance(tools, ToolRegistry):
         return tools
+    if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
+        raise ConfigError(
+            f"Agent(tools=...) got {type(tools).__name__}; give a list of functions or "
+            "Tool objects (tools=[get_weather]) or a ToolRegistry"
+        )
     registry = ToolRegistry()
-    for item in tools:
+    for index, item in enumerate(tools):
+        if not callable(item):
+            raise ConfigError(
+                f"Agent(tools=[...]): item {index} is {type(item).__name__}, not a tool; give "
+                "a function (wrapped with @tool) or a Tool object"
+            )
         registry.register(item)
     return registry
 
@@ -113,7 +127,7 @@ async def _drain(feed: _EventFeed) -> AsyncIterator[RunEvent]:
                 return
 
 
-class Run:
+class Run(Generic[OutputT]):
     """Handle of one running (or finished) run.
 
     * ``async for event in run`` -- every run event in order, ending with
@@ -128,7 +142,9 @@ class Run:
     * ``run.state`` -- the live :class:`RunState` (checkpoint it from an event callback).
     """
 
-    def __init__(self, engine: RunEngine, feed: _EventFeed | None, task: asyncio.Task[RunResult]):
+    def __init__(
+        self, engine: RunEngine, feed: _EventFeed | None, task: asyncio.Task[RunResult[Any]]
+    ) -> None:
         self._engine = engine
         self._feed = feed
         self._task = task
@@ -168,7 +184,7 @@ class Run:
         if engine.running and asyncio.current_task() is not self._task:
             self._task.cancel()
 
-    async def result(self) -> RunResult:
+    async def result(self) -> RunResult[OutputT]:
         """Wait for the run to finish. Cancelling the waiter cancels the run too."""
         return await self._task
 
@@ -183,12 +199,13 @@ class Run:
     def _check_open(self, what: str) -> None:
         if self._task.done():
             raise UserError(
-                f"Run.{what}: the run has finished; start a new run with "
-                "history=result.messages to continue the conversation"
+                f"Run.{what}: the run has finished; continue the conversation with "
+                "agent.resume(run.state, prompt=...) or agent.start(prompt, "
+                "history=result.messages)"
             )
 
 
-class Agent:
+class Agent(Generic[OutputT]):
     """A model, its tools, and the rules of the loop that drives them.
 
     ``tools`` may be a :class:`~loopwright.tools.ToolRegistry`, or an iterable of
@@ -201,6 +218,14 @@ class Agent:
     ``tool_selection(messages, specs, model)`` narrows the tools shown each turn
     (:mod:`loopwright.tools.selection`); the registry may also change between turns (an
     MCP server's ``list_changed``): the next request shows the current tools.
+    ``output_type`` (a pydantic model, dataclass, TypedDict or any type pydantic can
+    validate) makes the final answer structured: ``result.output`` is the validated value,
+    and an invalid answer is re-asked with its validation errors at most
+    ``output_retries`` times (see ``docs/loop.md``, "Structured output").
+
+    Every argument is checked when the agent is built (here and in :meth:`from_config`
+    alike): a bad value raises :class:`~loopwright.core.errors.ConfigError` naming the
+    field and the fix.
     """
 
     def __init__(
@@ -217,40 +242,45 @@ class Agent:
         ledger: IdempotencyLedger | None = None,
         sleep: Sleep | None = None,
         tool_selection: ToolSelection | None = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> None:
-        if not hasattr(model, "stream"):
-            raise UserError(
-                f"Agent(model=...) needs a Model (an object with .stream(request)), got "
-                f"{type(model).__name__}; build one from loopwright.providers"
-            )
-        hooks = hooks or _NO_HOOKS
-        if hooks.on_event is not None and inspect.iscoroutinefunction(hooks.on_event):
-            raise UserError(
-                "Hooks.on_event must be a plain (synchronous) function; for async handling "
-                "iterate the run instead: `async for event in agent.start(...)`"
-            )
-        dispatch = _merge_tool_hooks(dispatch or DispatchConfig(), hooks)
-        self.config = AgentConfig(
+        config = AgentConfig(
             model=model,
             registry=_registry(tools),
             system=system,
-            limits=limits or _DEFAULT_LIMITS,
-            settings=settings or ModelSettings(),
-            dispatch=dispatch,
-            hooks=hooks,
+            limits=_DEFAULT_LIMITS if limits is None else limits,
+            settings=ModelSettings() if settings is None else settings,
+            dispatch=DispatchConfig() if dispatch is None else dispatch,
+            hooks=_NO_HOOKS if hooks is None else hooks,
             context_policy=context_policy,
             ledger=ledger,
-            sleep=sleep or asyncio.sleep,
+            sleep=asyncio.sleep if sleep is None else sleep,
             tool_selection=tool_selection,
+            output=_output(output_type, output_retries),
         )
-        self._dispatcher = Dispatcher(self.config.registry, dispatch, ledger)
+        self._setup(config)
 
     @classmethod
-    def from_config(cls, config: AgentConfig) -> Agent:
-        agent = cls.__new__(cls)
-        agent.config = config
-        agent._dispatcher = Dispatcher(config.registry, config.dispatch, config.ledger)
+    def from_config(cls, config: AgentConfig) -> Agent[Any]:
+        """An agent running with ``config`` (checked like the constructor's arguments)."""
+        if not isinstance(config, AgentConfig):
+            raise ConfigError(
+                f"Agent.from_config(config=...) needs an AgentConfig, got "
+                f"{type(config).__name__}; build one with AgentConfig(model=..., registry=...)"
+            )
+        agent: Agent[Any] = cls.__new__(cls)
+        agent._setup(config)
         return agent
+
+    def _setup(self, config: AgentConfig) -> None:
+        """The one place an agent takes its configuration (both constructors end here):
+        tool hooks set in ``hooks`` move into the dispatcher's configuration."""
+        dispatch = _merge_tool_hooks(config.dispatch, config.hooks)
+        if dispatch is not config.dispatch:
+            config = replace(config, dispatch=dispatch)
+        self.config = config
+        self._dispatcher = Dispatcher(config.registry, config.dispatch, config.ledger)
 
     @property
     def model(self) -> Model:
@@ -260,98 +290,60 @@ class Agent:
     def tools(self) -> ToolRegistry:
         return self.config.registry
 
-    # ------------------------------------------------------------------ entry points
+    # ------------------------------------------------------------------ starting
     def start(
         self,
-        prompt: Prompt | None = None,
+        prompt: Prompt,
         *,
         history: Sequence[Message] | None = None,
         session_id: str | None = None,
-        state: RunState | None = None,
-        decisions: Mapping[str, Confirmation] | None = None,
         events: bool = True,
-    ) -> Run:
-        """Start a run in the running event loop and return its handle.
+    ) -> Run[OutputT]:
+        """Start a new run in the running event loop and return its handle.
 
-        Give a ``prompt`` (with an optional prior ``history``), or a ``state`` to continue
-        (e.g. from a checkpoint); a paused state needs ``decisions`` for its pending calls
-        (see :meth:`resume`). ``events=False`` skips building events unless
-        ``hooks.on_event`` is set (what :meth:`arun` does).
+        ``history`` is the conversation so far (e.g. ``result.messages`` of an earlier
+        run); ``session_id`` names the run (a fresh id by default). To continue a saved or
+        paused :class:`RunState`, use :meth:`resume`. ``events=False`` skips building
+        events unless ``hooks.on_event`` is set (what :meth:`arun` does).
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            raise UserError(
-                "Agent.start() needs a running event loop; call it from async code, or use "
-                "agent.run(...) from synchronous code"
-            ) from None
-        feed = _EventFeed() if events else None
-        engine, message = self._prepare(prompt, history, session_id, state, decisions, feed)
-        if feed is not None:
-            engine.closer = feed.close
-        token = _CURRENT_RUN.set(engine)  # copied into the run's task, then restored here
-        try:
-            return Run(engine, feed, asyncio.create_task(engine.drive(message)))
-        finally:
-            _CURRENT_RUN.reset(token)
-
-    def resume(
-        self,
-        state: RunState,
-        decisions: Mapping[str, Confirmation],
-        *,
-        prompt: Prompt | None = None,
-        events: bool = True,
-    ) -> Run:
-        """Continue a run paused with ``awaiting_confirmation``: each pending call is
-        executed (``Confirmation.approve()``), refused with the reason the model sees
-        (``.deny(reason)``), or left pending (``.later()`` / no decision: the run pauses
-        again). A ``prompt`` is queued as steering, seen after the results."""
-        return self.start(prompt, state=state, decisions=decisions, events=events)
+        message = _as_message(prompt, "prompt")
+        state = RunState(
+            session_id=session_id or new_session_id(),
+            messages=list(history) if history else [],
+        )
+        return self._launch(state, None, message, events)
 
     async def arun(
         self,
-        prompt: Prompt | None = None,
+        prompt: Prompt,
         *,
         history: Sequence[Message] | None = None,
         session_id: str | None = None,
-        state: RunState | None = None,
-        decisions: Mapping[str, Confirmation] | None = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Run to the end and return the result (no events unless ``hooks.on_event``).
 
         The run executes in the caller's task (no extra task): cancelling the caller
         cancels the run, and the cancellation propagates after the history was made
         well-formed."""
-        engine, message = self._prepare(prompt, history, session_id, state, decisions, None)
-        token = _CURRENT_RUN.set(engine)
-        try:
-            return await engine.drive(message)
-        finally:
-            _CURRENT_RUN.reset(token)
+        message = _as_message(prompt, "prompt")
+        state = RunState(
+            session_id=session_id or new_session_id(),
+            messages=list(history) if history else [],
+        )
+        return await self._drive(self._engine(state, None, None), message)
 
     def run(
         self,
-        prompt: Prompt | None = None,
+        prompt: Prompt,
         *,
         history: Sequence[Message] | None = None,
         session_id: str | None = None,
-        state: RunState | None = None,
-        decisions: Mapping[str, Confirmation] | None = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Synchronous :meth:`arun` (uses ``asyncio.run``). Inside async code use ``arun``."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(
-                self.arun(
-                    prompt,
-                    history=history,
-                    session_id=session_id,
-                    state=state,
-                    decisions=decisions,
-                )
-            )
+            return asyncio.run(self.arun(prompt, history=history, session_id=session_id))
         raise UserError(
             "Agent.run() was called inside a running event loop; use `await agent.arun(...)` "
             "(or agent.start(...) / agent.stream(...)) there"
@@ -359,18 +351,14 @@ class Agent:
 
     async def stream(
         self,
-        prompt: Prompt | None = None,
+        prompt: Prompt,
         *,
         history: Sequence[Message] | None = None,
         session_id: str | None = None,
-        state: RunState | None = None,
-        decisions: Mapping[str, Confirmation] | None = None,
     ) -> AsyncIterator[RunEvent]:
         """Yield every run event, ending with ``RunFinished``. Closing the iterator early
         cancels the run."""
-        run = self.start(
-            prompt, history=history, session_id=session_id, state=state, decisions=decisions
-        )
+        run = self.start(prompt, history=history, session_id=session_id)
         try:
             async for event in run:
                 yield event
@@ -402,7 +390,7 @@ class Agent:
 
         return tool(name=name, description=description, timeout=None)(run_agent)
 
-    def _under(self, parent: RunEngine) -> Agent:
+    def _under(self, parent: RunEngine) -> Agent[OutputT]:
         """This agent configured to run inside ``parent`` (see :meth:`as_tool`)."""
         config = self.config
         forward = parent.emit
@@ -423,22 +411,77 @@ class Agent:
             left_cost = max(1e-9, caps.cost_budget - (used.cost - parent.base_cost))
             limits = replace(limits, cost_budget=min(left_cost, limits.cost_budget or left_cost))
         hooks = replace(config.hooks, on_event=both)
-        return Agent.from_config(replace(config, hooks=hooks, limits=limits))
+        return type(self).from_config(replace(config, hooks=hooks, limits=limits))
+
+    # ------------------------------------------------------------------ resuming
+    def resume(
+        self,
+        state: RunState,
+        decisions: Mapping[str, Confirmation] | None = None,
+        *,
+        prompt: Prompt | None = None,
+        events: bool = True,
+    ) -> Run[OutputT]:
+        """Continue ``state`` (a checkpoint, a paused run, a finished one) and return the
+        run's handle.
+
+        A state paused with ``awaiting_confirmation`` needs ``decisions`` for its pending
+        calls: each is executed (``Confirmation.approve()``), refused with the reason the
+        model sees (``.deny(reason)``), or left pending (``.later()`` / no decision: the
+        run pauses again); a ``prompt`` is then queued as steering, seen after the results.
+        Any other state continues with ``prompt`` (or with its queued messages, or with the
+        model turn it owes when its history ends with a user message or tool results, as
+        after a crash: see ``docs/durable.md``).
+        """
+        message = None if prompt is None else _as_message(prompt, "prompt")
+        resume, message = _continuation(state, decisions, message)
+        return self._launch(state, resume, message, events)
+
+    async def aresume(
+        self,
+        state: RunState,
+        decisions: Mapping[str, Confirmation] | None = None,
+        *,
+        prompt: Prompt | None = None,
+    ) -> RunResult[OutputT]:
+        """:meth:`resume` to the end, in the caller's task: the run's result."""
+        message = None if prompt is None else _as_message(prompt, "prompt")
+        resume, message = _continuation(state, decisions, message)
+        return await self._drive(self._engine(state, resume, None), message)
 
     # ------------------------------------------------------------------ helpers
-    def _prepare(
-        self,
-        prompt: Prompt | None,
-        history: Sequence[Message] | None,
-        session_id: str | None,
-        state: RunState | None,
-        decisions: Mapping[str, Confirmation] | None,
-        feed: _EventFeed | None,
-    ) -> tuple[RunEngine, Message | None]:
-        message = None if prompt is None else _as_message(prompt, "prompt")
-        state, resume, message = self._initial_state(message, history, session_id, state, decisions)
+    def _launch(
+        self, state: RunState, resume: Resume | None, message: Message | None, events: bool
+    ) -> Run[OutputT]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise UserError(
+                "Agent.start()/resume() need a running event loop; call them from async "
+                "code, or use agent.run(...) from synchronous code"
+            ) from None
+        feed = _EventFeed() if events else None
+        engine = self._engine(state, resume, feed)
+        if feed is not None:
+            engine.closer = feed.close
+        token = _CURRENT_RUN.set(engine)  # copied into the run's task, then restored here
+        try:
+            return Run(engine, feed, asyncio.create_task(engine.drive(message)))
+        finally:
+            _CURRENT_RUN.reset(token)
+
+    @staticmethod
+    async def _drive(engine: RunEngine, message: Message | None) -> RunResult[OutputT]:
+        """Drive ``engine`` in the caller's task, as the current run (see :meth:`as_tool`)."""
+        token = _CURRENT_RUN.set(engine)
+        try:
+            return await engine.drive(message)  # type: ignore[return-value]
+        finally:
+            _CURRENT_RUN.reset(token)
+
+    def _engine(self, state: RunState, resume: Resume | None, feed: _EventFeed | None) -> RunEngine:
         emit = _emitter(feed, self.config.hooks.on_event)
-        return RunEngine(self.config, state, self._run_dispatcher(state), emit, resume), message
+        return RunEngine(self.config, state, self._run_dispatcher(state), emit, resume)
 
     def _run_dispatcher(self, state: RunState) -> Dispatcher:
         """The agent's dispatcher, or a per-run one whose ``ToolContext.session_id`` is the
@@ -452,45 +495,40 @@ class Agent:
         dispatch = replace(config.dispatch, session_id=state.session_id)
         return Dispatcher(config.registry, dispatch, shared.ledger)
 
-    def _initial_state(
-        self,
-        message: Message | None,
-        history: Sequence[Message] | None,
-        session_id: str | None,
-        state: RunState | None,
-        decisions: Mapping[str, Confirmation] | None,
-    ) -> tuple[RunState, Resume | None, Message | None]:
-        if state is None:
-            if message is None:
-                raise UserError("give the run a prompt (or a state to continue)")
-            if decisions is not None:
-                raise UserError("decisions= resumes a paused state; pass state= as well")
-            state = RunState(
-                session_id=session_id or new_session_id(),
-                messages=list(history) if history else [],
-            )
-            return state, None, message
-        if history is not None:
-            raise UserError("pass either state= or history=, not both (the state has its history)")
-        if session_id is not None and session_id != state.session_id:
-            raise UserError(
-                f"session_id={session_id!r} differs from the state's {state.session_id!r}; "
-                "a state keeps its session id"
-            )
-        if state.paused or state.pending_calls:
-            return state, Resume(dict(decisions or {})), message
-        if decisions:
-            raise UserError("decisions= given, but the state is not paused on pending calls")
-        if message is None and not state.steering and not state.follow_ups:
-            # a restored state whose history ends with a user message or tool results
-            # owes a model turn: continue without a prompt (resuming after a crash, see
-            # docs/durable.md)
-            if state.messages and state.messages[-1].role in ("user", "tool"):
-                return state, None, None
-            raise UserError("give the continued run a prompt (the state has nothing queued)")
-        if message is None and not state.steering:  # continue with the next follow-up
-            message = state.follow_ups.pop(0)
-        return state, None, message
+
+def _continuation(
+    state: RunState,
+    decisions: Mapping[str, Confirmation] | None,
+    message: Message | None,
+) -> tuple[Resume | None, Message | None]:
+    """How ``state`` continues: decisions for its pending calls, or the next input."""
+    if not isinstance(state, RunState):
+        raise UserError(
+            f"Agent.resume(state=...) needs a RunState (run.state, or one loaded from a "
+            f"store), got {type(state).__name__}; to start a new run use agent.start(prompt)"
+        )
+    if state.paused or state.pending_calls:
+        return Resume(dict(decisions or {})), message
+    if decisions:
+        raise UserError("decisions= given, but the state is not paused on pending calls")
+    if message is None and not state.steering and not state.follow_ups:
+        # a restored state whose history ends with a user message or tool results owes a
+        # model turn: continue without a prompt (resuming after a crash, docs/durable.md)
+        if state.messages and state.messages[-1].role in ("user", "tool"):
+            return None, None
+        raise UserError("give the continued run a prompt (the state has nothing queued)")
+    if message is None and not state.steering:  # continue with the next follow-up
+        message = state.follow_ups.pop(0)
+    return None, message
+
+
+def _output(output_type: type[OutputT] | None, retries: int) -> OutputSchema[OutputT] | None:
+    if type(retries) is not int or retries < 0:
+        raise ConfigError(
+            f"Agent(output_retries={retries!r}): give a whole number >= 0 (how many invalid "
+            "final answers are re-asked before the run stops with output_invalid)"
+        )
+    return None if output_type is None else OutputSchema.build(output_type, retries)
 
 
 def _emitter(
@@ -513,12 +551,19 @@ def _emitter(
 
 
 def _merge_tool_hooks(dispatch: DispatchConfig, hooks: Hooks) -> DispatchConfig:
+    """``dispatch`` with the tool hooks set in ``hooks`` (the dispatcher runs them). A
+    hook already there (an agent's config copied with ``replace``) is not a conflict."""
     changes: dict[str, object] = {}
     for name in ("before_tool_call", "after_tool_call"):
         hook = getattr(hooks, name)
         if hook is None:
             continue
-        if getattr(dispatch, name) is not None:
-            raise UserError(f"{name} is set in both Hooks and DispatchConfig; set it in one place")
+        current = getattr(dispatch, name)
+        if current is hook:
+            continue
+        if current is not None:
+            raise ConfigError(
+                f"{name} is set in both Hooks and DispatchConfig; set it in one place"
+            )
         changes[name] = hook
     return replace(dispatch, **changes) if changes else dispatch  # type: ignore[arg-type]

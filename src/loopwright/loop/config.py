@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from loopwright.core.errors import ConfigError
 from loopwright.core.protocols import (
@@ -16,10 +18,41 @@ from loopwright.core.protocols import (
 )
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
+from loopwright.loop.output import FINAL_RESULT, OutputSchema
 from loopwright.tools import DispatchConfig, IdempotencyLedger, ToolRegistry
 from loopwright.tools.selection import ToolSelection
 
 Sleep = Callable[[float], Awaitable[None]]
+DEFAULT_OUTPUT_RETRIES = 2
+"""How many invalid structured answers are re-asked by default (``output_retries``)."""
+
+
+def check_model(model: object) -> None:
+    """Raise :class:`ConfigError` unless ``model`` is a Model (has ``.stream(request)``)."""
+    if isinstance(model, str):
+        raise ConfigError(
+            f"model={model!r}: this Agent takes a Model object; model strings are resolved "
+            "by loopwright.Agent (from loopwright import Agent), or build one with "
+            "loopwright.providers.registry.resolve_model"
+        )
+    if not callable(getattr(model, "stream", None)):
+        raise ConfigError(
+            f"Agent(model=...) needs a Model (an object with .stream(request)), got "
+            f"{type(model).__name__}; build one from loopwright.providers, or pass a model "
+            'string such as "openai:gpt-4o" to loopwright.Agent'
+        )
+
+
+# (field, the type it must have, how to write a good value): checked for every config
+_TYPED_FIELDS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("registry", ToolRegistry, "a ToolRegistry, or pass tools=[...] to Agent"),
+    ("system", (str, type(None)), 'a str (e.g. system="You are terse.") or a PromptText'),
+    ("limits", Limits, "a loopwright.Limits, e.g. limits=Limits(max_turns=10)"),
+    ("settings", ModelSettings, "a ModelSettings, e.g. settings=ModelSettings(max_tokens=512)"),
+    ("dispatch", DispatchConfig, "a DispatchConfig, e.g. dispatch=DispatchConfig(...)"),
+    ("hooks", Hooks, "a loopwright.Hooks, e.g. hooks=Hooks(on_event=print)"),
+)
+_CALLABLE_FIELDS = ("context_policy", "sleep", "tool_selection")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +76,27 @@ class AgentConfig:
     ledger: IdempotencyLedger | None = None
     sleep: Sleep = asyncio.sleep
     tool_selection: ToolSelection | None = None
+    output: OutputSchema[Any] | None = None
 
     def __post_init__(self) -> None:
+        """Check every field (however the config was built) and name the fix."""
+        check_model(self.model)
+        for name, expected, fix in _TYPED_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, expected):
+                raise ConfigError(f"Agent({name}=...) got {type(value).__name__}; give {fix}")
+        for name in _CALLABLE_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise ConfigError(
+                    f"Agent({name}=...) must be a function, got {type(value).__name__}"
+                )
+        _check_hooks(self.hooks)
+        if self.output is not None and self.registry.get(FINAL_RESULT) is not None:
+            raise ConfigError(
+                f"a tool is named {FINAL_RESULT!r}, the name of the final-answer tool an "
+                "output_type adds; rename the tool"
+            )
         model = self.model
         if self.limits.cost_budget is not None and not (
             isinstance(model, ReportsCost) and model.reports_cost
@@ -66,3 +118,15 @@ class AgentConfig:
         if window > 0:
             return max(1, window - (self.settings.max_tokens or 0))
         return None
+
+
+def _check_hooks(hooks: Hooks) -> None:
+    for name in ("before_tool_call", "after_tool_call", "transform_context", "on_event"):
+        value = getattr(hooks, name)
+        if value is not None and not callable(value):
+            raise ConfigError(f"Hooks({name}=...) must be a function, got {type(value).__name__}")
+    if hooks.on_event is not None and inspect.iscoroutinefunction(hooks.on_event):
+        raise ConfigError(
+            "Hooks.on_event must be a plain (synchronous) function; for async handling "
+            "iterate the run instead: `async for event in agent.start(...)`"
+        )

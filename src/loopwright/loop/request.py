@@ -45,7 +45,7 @@ class Requests:
         self._config = config
         self._state = state
         registry = config.registry
-        self._specs = registry.specs(max_permission=config.dispatch.permission)
+        self._specs = _specs(config)
         self._version = registry.version
         self._budget = config.context_budget()
         self._cached: ModelRequest | None = None
@@ -78,7 +78,7 @@ class Requests:
                 messages = await out if inspect.isawaitable(out) else out
                 reshaped = True
             if registry.version != self._version:  # tools changed (an MCP list_changed)
-                self._specs = registry.specs(max_permission=config.dispatch.permission)
+                self._specs = _specs(config)
                 self._version = registry.version
             specs: Sequence[ToolSpec] = self._specs
             if config.tool_selection is not None:
@@ -87,6 +87,9 @@ class Requests:
                 where = "tool_selection"
                 chosen = config.tool_selection(messages, specs, config.model)
                 specs = await chosen if inspect.isawaitable(chosen) else chosen
+                output = config.output
+                if output is not None and output.spec not in specs:
+                    specs = [*specs, output.spec]
                 reshaped = True
         except Exception as exc:
             raise ContextFailure(where, exc) from exc
@@ -109,6 +112,16 @@ class Requests:
                     seen.setdefault(str(fp), None)
         self._scanned = len(messages)
         return tuple(seen)
+
+
+def _specs(config: AgentConfig) -> list[ToolSpec]:
+    """The tools the model is shown: the registry's (within the dispatcher's permission)
+    and, with an ``output_type``, the final-answer tool (last, never narrowed away by a
+    tool selection: see :mod:`loopwright.loop.output`)."""
+    specs = config.registry.specs(max_permission=config.dispatch.permission)
+    if config.output is not None:
+        specs.append(config.output.spec)
+    return specs
 
 
 def describe(exc: BaseException) -> str:

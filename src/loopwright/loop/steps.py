@@ -20,6 +20,7 @@ are incremental; repetition detection looks at a bounded tail.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -57,6 +58,7 @@ from loopwright.core.protocols import ModelRequest
 from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, RunStop
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.detect import RepetitionDetector
+from loopwright.loop.output import FINAL_RESULT, OutputInvalid
 from loopwright.loop.request import ContextFailure, Requests, describe
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
 from loopwright.tools.taint import describe as describe_taint
@@ -72,9 +74,13 @@ EMPTY_REPLY_OBSERVATION = _prompt("empty_reply")
 """What the model is told after a reply with neither text nor a tool call."""
 INTERRUPTED_RESULT = Template(_prompt("interrupted_result"))
 SKIPPED_RESULT = Template(_prompt("skipped_result"))
+FINAL_ACCEPTED = _prompt("final_accepted")
+NOT_RUN_AFTER_FINAL = _prompt("not_run_after_final")
 
 _AWAITING = ToolErrorKind.AWAITING_CONFIRMATION.value
 _SKIPPED = ToolErrorKind.SKIPPED.value
+_INVALID = ToolErrorKind.INVALID_ARGUMENTS.value
+_CUT_OFF = (StopReason.MAX_TOKENS, StopReason.REFUSAL)
 _LIMIT_STOPS = frozenset(
     {
         RunStop.MAX_TURNS,
@@ -180,6 +186,8 @@ class RunEngine:
         "detector",
         "dispatcher",
         "emit",
+        "output",
+        "output_retries",
         "requests",
         "resume",
         "running",
@@ -219,6 +227,8 @@ class RunEngine:
         self.base_tokens = state.usage.total_tokens
         self.base_cost = state.usage.cost
         self.batch: _Batch | None = None
+        self.output: object = None  # the validated structured answer (docs/loop.md)
+        self.output_retries = 0 if config.output is None else config.output.retries
 
     # ------------------------------------------------------------------ driving
     async def drive(self, input_message: Message | None) -> RunResult:
@@ -338,11 +348,64 @@ class RunEngine:
         if calls:
             message, calls = _unique_ids(message, calls)
             self.append(message, "model")
+            if self.config.output is not None:
+                for call in calls:
+                    if call.name == FINAL_RESULT:
+                        return self.final_call(call, calls)
             return Act(calls)
         if not message.text and done.stop_reason not in (StopReason.MAX_TOKENS, StopReason.REFUSAL):
             return self.empty_reply()
         self.append(message, "model")
+        if self.config.output is not None and done.stop_reason not in _CUT_OFF:
+            return self.final_text(message.text)
         return self.answered(done.stop_reason)
+
+    # ------------------------------------------------------------------ structured output
+    def final_call(self, final: ToolCallPart, calls: tuple[ToolCallPart, ...]) -> Step:
+        """The model called ``final_result``: accept a valid answer (the reply's other calls
+        are not run) or tell the model what to fix. Every call gets its result."""
+        output = self.config.output
+        assert output is not None
+        try:
+            self.output = output.from_call(final)
+            invalid = None
+        except OutputInvalid as exc:
+            invalid = str(exc)
+        results = tuple(
+            ToolResultPart(c.id, c.name, NOT_RUN_AFTER_FINAL, True, _SKIPPED)
+            if c is not final
+            else ToolResultPart(c.id, c.name, FINAL_ACCEPTED)
+            if invalid is None
+            else ToolResultPart(c.id, c.name, invalid, True, _INVALID)
+            for c in calls
+        )
+        self.append(Message("tool", results), "tools")
+        if invalid is None:
+            return self.queued_or_final()
+        return self.retry_output(invalid, None)
+
+    def final_text(self, text: str) -> Step:
+        """A text answer while an ``output_type`` is set: accept it when it is JSON that
+        validates, else ask for the final-answer tool."""
+        output = self.config.output
+        assert output is not None
+        try:
+            self.output = output.from_text(text)
+        except OutputInvalid as exc:
+            return self.retry_output(str(exc), Message("user", (TextPart(str(exc)),)))
+        return self.queued_or_final()
+
+    def retry_output(self, why: str, observation: Message | None) -> Step:
+        """Re-ask for the final answer (``observation`` tells the model why, unless a tool
+        result already does), or stop with ``output_invalid`` when the retries are spent."""
+        state = self.state
+        state.log_error(ErrorRecord(state.turn, "reply", "output_invalid", why[:300]))
+        if self.output_retries <= 0:
+            return Stop(RunStop.OUTPUT_INVALID, why)
+        self.output_retries -= 1
+        if observation is not None:
+            self.append(observation, "observation")
+        return _REFLECT
 
     async def act(self, step: Act) -> Step:
         """Run the batch; pause on deferred confirmations; append results in call order."""
@@ -527,11 +590,15 @@ class RunEngine:
 
     def answered(self, stop_reason: StopReason) -> Step:
         """A reply without tool calls: stop, unless queued messages continue the run."""
-        state = self.state
         if stop_reason is StopReason.REFUSAL:
             return Stop(RunStop.REFUSAL, "the model refused")
         if stop_reason is StopReason.MAX_TOKENS:
             return Stop(RunStop.MAX_TOKENS, "the reply was cut at settings.max_tokens")
+        return self.queued_or_final()
+
+    def queued_or_final(self) -> Step:
+        """The model answered: queued messages continue the run, else it is done."""
+        state = self.state
         if state.steering:
             return _REFLECT  # OBSERVE takes them in
         if state.follow_ups:
@@ -628,6 +695,17 @@ class RunEngine:
         state.pending_calls = []
         self.append(Message("tool", tuple(results)), "tools")
 
+    def with_output(self, result: RunResult) -> RunResult:
+        """``result`` with its ``output``: the validated value (and, when the answer came
+        as a ``final_result`` call, that call's arguments as ``answer``), or the text."""
+        if self.config.output is None:
+            return replace(result, output=result.answer)
+        messages = self.state.messages
+        answer = result.answer
+        if len(messages) >= 2 and messages[-1].role == "tool" and messages[-2].role == "assistant":
+            answer = _final_text(messages[-2])
+        return replace(result, answer=answer, output=self.output)
+
     def finish(self, stop: Stop) -> RunResult:
         state = self.state
         previous = state.status
@@ -639,10 +717,23 @@ class RunEngine:
         state.stop = stop.reason
         state.detail = stop.detail
         result = state.result()
+        if stop.reason is RunStop.FINAL_ANSWER:
+            result = self.with_output(result)
         if emit is not None:
             emit(StateChanged(previous, state.status, state.turn))
             emit(RunFinished(result))
         return result
+
+
+def _final_text(message: Message) -> str:
+    """The answer text of a reply that called ``final_result``: its text, else the call's
+    arguments as the model wrote them."""
+    if message.text:
+        return message.text
+    for call in message.tool_calls:
+        if call.name == FINAL_RESULT:
+            return call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False)
+    return ""
 
 
 def _unique_ids(

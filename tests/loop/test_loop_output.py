@@ -1,0 +1,171 @@
+"""Structured output: ``Agent(output_type=...)`` validates the final answer, re-asks the
+model with the validation errors, and stops with ``output_invalid`` when retries run out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
+
+from loopwright import Agent, FunctionModel, Message, RunStop, ScriptedModel, tool_call
+from loopwright.core.messages import ToolResultPart
+from loopwright.core.protocols import ModelRequest
+from loopwright.loop.output import FINAL_RESULT
+
+
+class City(BaseModel):
+    name: str
+    population: int = Field(ge=0)
+
+
+class Report(BaseModel):
+    title: str
+    cities: list[City]
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+
+
+class Section(TypedDict):
+    heading: str
+    words: int
+
+
+def final(arguments: dict[str, object], id: str = "f1") -> list:  # type: ignore[type-arg]
+    return [tool_call(FINAL_RESULT, arguments, id=id)]  # type: ignore[arg-type]
+
+
+async def test_valid_first_time_ends_the_run_with_the_typed_value() -> None:
+    model = ScriptedModel([final({"name": "Paris", "population": 2100000})])
+    result = await Agent(model, output_type=City).arun("Biggest French city?")
+    assert result.ok and result.turns == 1
+    assert result.output == City(name="Paris", population=2100000)
+    assert isinstance(result.output, City)
+    assert json.loads(result.answer) == {"name": "Paris", "population": 2100000}
+    # the history is well formed: the final call got its result
+    last = result.messages[-1]
+    assert last.role == "tool" and not last.parts[0].is_error  # type: ignore[union-attr]
+
+
+async def test_the_request_offers_the_final_tool_with_the_types_schema() -> None:
+    model = ScriptedModel([final({"name": "Oslo", "population": 700000})])
+    await Agent(model, output_type=City).arun("?")
+    spec = next(s for s in model.requests[0].tools if s.name == FINAL_RESULT)
+    assert spec.parameters["required"] == ["name", "population"]
+    assert spec.parameters["properties"]["population"]["minimum"] == 0
+
+
+async def test_invalid_then_fixed_re_asks_with_errors_naming_the_fields() -> None:
+    seen: list[str] = []
+
+    def reply(messages: list[Message], request: ModelRequest) -> object:
+        if len(messages) == 1:
+            return final({"name": "Paris", "population": -5}, id="a")
+        result = messages[-1].parts[0]
+        assert isinstance(result, ToolResultPart) and result.is_error
+        seen.append(result.content)
+        return final({"name": "Paris", "population": 5}, id="b")
+
+    result = await Agent(FunctionModel(reply), output_type=City).arun("?")
+    assert result.ok and result.output == City(name="Paris", population=5)
+    assert result.turns == 2
+    assert "population" in seen[0] and "greater than or equal to 0" in seen[0]
+    assert result.messages[2].parts[0].error_kind == "invalid_arguments"  # type: ignore[union-attr]
+
+
+async def test_exhausted_retries_stop_with_output_invalid() -> None:
+    model = ScriptedModel([final({"name": "X"}, id=f"c{i}") for i in range(3)])
+    result = await Agent(model, output_type=City, output_retries=2).arun("?")
+    assert result.stop is RunStop.OUTPUT_INVALID and not result.ok
+    assert result.output is None and result.turns == 3
+    assert "population" in result.detail and "Field required" in result.detail
+    assert model.remaining == 0
+
+
+async def test_zero_retries_stop_at_the_first_invalid_answer() -> None:
+    model = ScriptedModel([final({"name": 3, "population": "many"}), "unused"])
+    result = await Agent(model, output_type=City, output_retries=0).arun("?")
+    assert result.stop is RunStop.OUTPUT_INVALID and result.turns == 1
+    assert "name" in result.detail and "population" in result.detail
+
+
+async def test_a_typeddict() -> None:
+    model = ScriptedModel([final({"heading": "Intro", "words": 120})])
+    result = await Agent(model, output_type=Section).arun("?")
+    assert result.output == {"heading": "Intro", "words": 120}
+
+
+async def test_a_dataclass() -> None:
+    model = ScriptedModel([final({"x": 1, "y": "2.5"})])
+    result = await Agent(model, output_type=Point).arun("?")
+    assert result.output == Point(1.0, 2.5)
+
+
+async def test_a_nested_pydantic_model_reports_the_nested_path() -> None:
+    bad = {"title": "T", "cities": [{"name": "A", "population": 1}, {"name": "B"}]}
+    good = {
+        "title": "T",
+        "cities": [{"name": "A", "population": 1}, {"name": "B", "population": 2}],
+    }
+    model = ScriptedModel([final(bad, id="a"), final(good, id="b")])
+    result = await Agent(model, output_type=Report).arun("?")
+    assert result.ok and result.output is not None
+    assert result.output.cities[1] == City(name="B", population=2)
+    error = result.messages[2].parts[0].content  # type: ignore[union-attr]
+    assert "cities.1.population: Field required" in error
+
+
+async def test_a_non_object_type_is_wrapped_as_response() -> None:
+    model = ScriptedModel([final({"response": ["a", "b"]})])
+    agent = Agent(model, output_type=list[str])
+    result = await agent.arun("?")
+    assert result.output == ["a", "b"]
+    spec = agent.config.output.spec  # type: ignore[union-attr]
+    assert spec.parameters["required"] == ["response"]
+
+
+async def test_text_json_is_accepted_and_plain_text_is_re_asked() -> None:
+    model = ScriptedModel(["Paris, I think.", '```json\n{"name": "Paris", "population": 3}\n```'])
+    result = await Agent(model, output_type=City).arun("?")
+    assert result.ok and result.output == City(name="Paris", population=3)
+    reask = result.messages[2]
+    assert reask.role == "user" and FINAL_RESULT in reask.text
+
+
+async def test_other_calls_in_the_final_reply_are_not_run() -> None:
+    ran: list[str] = []
+
+    def note(text: str) -> str:
+        """Write a note."""
+        ran.append(text)
+        return "ok"
+
+    reply = [tool_call("note", {"text": "x"}, id="n"), *final({"x": 0, "y": 0}, id="f")]
+    result = await Agent(ScriptedModel([reply]), [note], output_type=Point).arun("?")
+    assert result.ok and ran == []
+    results = result.messages[-1].parts
+    assert [r.call_id for r in results] == ["n", "f"]  # type: ignore[union-attr]
+    assert results[0].error_kind == "skipped"  # type: ignore[union-attr]
+
+
+def test_a_tool_named_final_result_conflicts() -> None:
+    from loopwright.core.errors import ConfigError
+
+    def final_result(text: str) -> str:
+        """Clash."""
+        return text
+
+    with pytest.raises(ConfigError, match="rename the tool"):
+        Agent(ScriptedModel(["x"]), [final_result], output_type=City)
+
+
+def test_sync_run_and_generic_result_type() -> None:
+    model = ScriptedModel([final({"heading": "H", "words": 1})])
+    result = Agent(model, output_type=Section).run("?")
+    assert result.output is not None and result.output["words"] == 1
