@@ -13,7 +13,7 @@ import pytest
 from loopwright import Limits, RunStop, ScriptedModel, tool
 from loopwright.core.events import ModelCallStarted, RunFinished, RunStarted, StrategyStep
 from loopwright.strategies import PlanAndExecute, PlanConfig
-from loopwright.strategies.plan_execute import PlanRun, StepResult, resolve
+from loopwright.strategies.plan_execute import PlanRun, PlanStep, StepResult, resolve
 
 LATENCY = 0.1
 CALLS: Counter[str] = Counter()
@@ -227,3 +227,67 @@ def test_wall_clock_limit_stops_the_plan_with_the_steps_done_so_far() -> None:
     assert result.stop is RunStop.TIMEOUT
     assert "2025-07 vs 2024-07" in result.answer  # levels 1 and 2 finished in time
     assert result.data["plan"]
+
+
+def test_a_person_reviews_the_plan_before_it_runs() -> None:
+    reviewed: list[list[str]] = []
+
+    def review(steps: list[PlanStep]) -> str | None:
+        queries = [str(s.tool_input.get("query", "")) for s in steps]
+        reviewed.append(queries)
+        return None if "sales data for 2024-07" in queries else "compare with July 2024"
+
+    planner = ScriptedModel([plan(previous="sales data for 2023-07"), plan()])
+    result = PlanAndExecute(planner, TOOLS, config=PlanConfig(review=review)).run(REQUEST)
+    assert result.ok and len(reviewed) == 2
+    assert CALLS["sales data for 2023-07"] == 0  # the rejected plan never ran
+    assert "compare with July 2024" in planner.requests[1].tail[-1].text
+
+
+def test_an_unapproved_plan_pauses_the_run() -> None:
+    result = PlanAndExecute(
+        ScriptedModel([plan(), plan()]),
+        TOOLS,
+        config=PlanConfig(review=lambda steps: "no", max_replans=1),
+    ).run(REQUEST)
+    assert result.stop is RunStop.AWAITING_CONFIRMATION and "not approved" in result.detail
+    assert not CALLS
+
+
+def test_a_crash_mid_plan_resumes_from_the_saved_progress_without_rerunning_steps() -> None:
+    saved: list[dict[str, object]] = []
+
+    async def crash() -> None:
+        strategy = PlanAndExecute(
+            ScriptedModel([plan()]), TOOLS, config=PlanConfig(on_progress=saved.append)
+        )
+        task = asyncio.create_task(strategy.arun(REQUEST))
+        await asyncio.sleep(LATENCY * 1.5)  # the two queries finished, the comparison runs
+        task.cancel()  # the process dies here
+
+    asyncio.run(crash())
+    state = json.loads(json.dumps(saved[-1]))
+    assert len(state["results"]) == 2
+    resumed = asyncio.run(PlanAndExecute(ScriptedModel([]), TOOLS).aresume(state))
+    assert resumed.ok and resumed.answer == "[line chart: 2025-07 vs 2024-07: +20]"
+    assert CALLS["sales data for 2025-07"] == 1 and CALLS["sales data for 2024-07"] == 1
+
+
+def test_a_step_can_be_a_small_react_loop_of_its_own() -> None:
+    from loopwright import Agent, tool_call
+
+    worker = Agent(
+        ScriptedModel(
+            [[tool_call("data_query", {"query": "sales data for 2025-07"})], "100 units"]
+        ),
+        [data_query],
+    ).as_tool("analyst", "Answers a data question with its own tools.")
+    step = {"step_id": 1, "description": "ask", "tool_name": "analyst",
+            "tool_input": {"task": "How much did we sell in July 2025?"}, "depends_on": []}  # fmt: skip
+    planner = ScriptedModel([json.dumps({"action": "plan", "plan": [step]})])
+    events: list[object] = []
+    result = PlanAndExecute(planner, [worker]).run("July sales?", on_event=events.append)
+    assert result.ok and result.answer == "100 units"
+    assert CALLS["sales data for 2025-07"] == 1
+    names = [e.call.name for e in events if type(e).__name__ == "ToolCallStarted"]
+    assert names == ["analyst"]  # the worker's own calls are its run's, not the strategy's

@@ -25,10 +25,11 @@ See ``docs/strategies.md``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Final, TypeAlias
 
 from loopwright.core.events import ToolCallFinished, ToolCallStarted
 from loopwright.core.messages import JSONValue, ToolCallPart
@@ -206,11 +207,22 @@ def rule_reflector(run: PlanRun, max_retries: int) -> Decision:
     return Decision("accept")
 
 
+Review: TypeAlias = Callable[[list[PlanStep]], "str | Awaitable[str | None] | None"]
+Progress: TypeAlias = Callable[[Mapping[str, JSONValue]], None]
+
+
 @dataclass(frozen=True, slots=True)
 class PlanConfig:
-    """Bounds of :class:`PlanAndExecute`: steps in a plan, tries for a valid plan, steps
-    run at once, retries per step, replans per run; ``reflect_each_batch`` asks the
-    reflector after every batch (else only when the plan is finished or a step failed)."""
+    """Bounds and hooks of :class:`PlanAndExecute`: steps in a plan, tries for a valid
+    plan, steps run at once, retries per step, replans per run; ``reflect_each_batch``
+    asks the reflector after every batch (else only when the plan is finished or a step
+    failed).
+
+    ``review(steps)`` sees every plan before it runs (a person approving it): ``None``
+    approves, a text is feedback for a revised plan (a replan). ``on_progress(state)``
+    receives the JSON state after every plan and batch: save it, and
+    :meth:`PlanAndExecute.aresume` continues a crashed run from it without running
+    finished steps again."""
 
     max_steps: int = 8
     planner_attempts: int = 3
@@ -218,6 +230,8 @@ class PlanConfig:
     max_retries: int = 2
     max_replans: int = 2
     reflect_each_batch: bool = True
+    review: Review | None = None
+    on_progress: Progress | None = None
 
 
 class PlanAndExecute(Strategy):
@@ -257,6 +271,8 @@ class PlanAndExecute(Strategy):
             return await self._drive(ctx, run)
         except PlannerDeclined as exc:
             return exc.text, {"action": exc.action, **run.to_dict()}
+        except PlanRejected as exc:
+            return run.answer(), self._pause(ctx, run, str(exc))
 
     async def aresume(
         self,
@@ -284,6 +300,8 @@ class PlanAndExecute(Strategy):
                 return await self._drive(ctx, run)
             except PlannerDeclined as exc:
                 return exc.text, {"action": exc.action, **run.to_dict()}
+            except PlanRejected as exc:
+                return run.answer(), self._pause(ctx, run, str(exc))
 
         return await self._finish(ctx, work())
 
@@ -294,6 +312,7 @@ class PlanAndExecute(Strategy):
             if batch:
                 await self._execute(ctx, run, batch)
                 ctx.best, ctx.record = run.answer(), run.to_dict()
+                self._progress(run)
             failed = any(not r.ok for r in run.results.values())
             if not batch and not failed and run.finished():
                 return run.answer(), run.to_dict()
@@ -347,7 +366,28 @@ class PlanAndExecute(Strategy):
             ]
 
     # -- planning ---------------------------------------------------------------------
+    def _progress(self, run: PlanRun) -> None:
+        if self.config.on_progress is not None:
+            self.config.on_progress(run.to_dict())
+
     async def _plan(self, ctx: StrategyContext, run: PlanRun, feedback: str) -> None:
+        """Write a plan (revising the current one when there is one) and have it reviewed."""
+        await self._write_plan(ctx, run, feedback)
+        review = self.config.review
+        while review is not None:
+            verdict = review(list(run.steps))
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            ctx.step("review", approved=verdict is None, feedback=verdict or "")
+            if verdict is None:
+                break
+            if run.replans >= self.config.max_replans:
+                raise PlanRejected(f"the plan was not approved: {verdict}")
+            run.replans += 1
+            await self._write_plan(ctx, run, verdict)
+        self._progress(run)
+
+    async def _write_plan(self, ctx: StrategyContext, run: PlanRun, feedback: str) -> None:
         registry = self.dispatcher.registry
         prompt: PromptText = self._planner_pattern.render(
             max_steps=self.config.max_steps,
@@ -477,6 +517,10 @@ def _retry_target(run: PlanRun, step_id: int | None) -> int | None:
     if step_id is not None and any(s.step_id == step_id for s in run.steps):
         return step_id
     return next((sid for sid, r in run.results.items() if not r.ok), None)
+
+
+class PlanRejected(Exception):
+    """The reviewer did not approve a plan within ``max_replans`` revisions."""
 
 
 class PlannerDeclined(Exception):
