@@ -10,9 +10,10 @@ take 1 ms (``asyncio.sleep``), closer to any real model.
 
 **CoT-SC.** 300 questions; a stand-in answers correctly with probability 0.4 and spreads
 wrong answers over 12 values (so the right answer is the most frequent single answer).
-Accuracy for k = 1, 5, 10, 20 with every sample drawn, then with adaptive stopping;
-samples are drawn one at a time in both (``concurrency=1``), so adaptive stopping must
-reach exactly the same accuracy with fewer calls.
+Accuracy for k = 1, 5, 10, 20 with every sample drawn, then with adaptive stopping
+(the leader cannot be overtaken), then with the confidence rule ``min_lead=3``; samples
+are drawn one at a time (``concurrency=1``), so the first rule must reach exactly the
+accuracy of the full vote with fewer calls.
 
 Run: ``python benchmarks/strategies.py [--repeats N]``.
 """
@@ -183,11 +184,13 @@ def sc_model(p_correct: float = 0.4, spread: int = 12) -> FunctionModel:
     return FunctionModel(reply)
 
 
-async def accuracy(k: int, adaptive: bool, questions: int) -> tuple[float, int]:
+async def accuracy(
+    k: int, adaptive: bool, questions: int, min_lead: int | None = None
+) -> tuple[float, int]:
     model = sc_model()
-    # one sample at a time in both modes: the same samples in the same order, so adaptive
+    # one sample at a time in every mode: the same samples in the same order, so adaptive
     # stopping must give exactly the answers of the full vote
-    sc = SelfConsistency(model, k=k, adaptive=adaptive, concurrency=1)
+    sc = SelfConsistency(model, k=k, adaptive=adaptive, concurrency=1, min_lead=min_lead)
     right = calls = 0
     for q in range(questions):
         result = await sc.arun(f"Question #{q} ")
@@ -215,24 +218,35 @@ def main() -> None:
         )
     sc_rows = {}
     print(f"\nCoT-SC, {args.questions} questions, p(correct) = 0.4")
-    print(
-        f"{'k':>3} {'accuracy':>9} {'calls':>7} {'adaptive acc':>13} {'adaptive calls':>15} {'saved':>6}"
-    )
+    print(f"{'k':>3} {'all k':>14} {'cannot be overtaken':>24} {'lead of 3 (confidence)':>26}")
     for k in (1, 5, 10, 20):
         acc, calls = asyncio.run(accuracy(k, False, args.questions))
         a_acc, a_calls = asyncio.run(accuracy(k, True, args.questions))
+        c_acc, c_calls = asyncio.run(accuracy(k, True, args.questions, min_lead=3))
         sc_rows[k] = {
             "accuracy": acc,
             "calls": calls,
             "adaptive_accuracy": a_acc,
             "adaptive_calls": a_calls,
+            "lead3_accuracy": c_acc,
+            "lead3_calls": c_calls,
         }
-        print(f"{k:3} {acc:9.1%} {calls:7} {a_acc:13.1%} {a_calls:15} {1 - a_calls / calls:6.0%}")
+        print(
+            f"{k:3} {acc:6.1%} {calls:6} calls {a_acc:6.1%} {a_calls:6} calls "
+            f"({1 - a_calls / calls:3.0%} saved) {c_acc:6.1%} {c_calls:6} calls "
+            f"({1 - c_calls / calls:3.0%} saved)"
+        )
     summary: dict[str, object] = {
         f"overhead_1ms_{n.split()[0]}": round(r["overhead"], 3) for n, r in slow.items()
     }
     summary |= {f"overhead_{n.split()[0]}": round(r["overhead"], 3) for n, r in rows.items()}
     summary.update({f"sc_accuracy_k{k}": r["accuracy"] for k, r in sc_rows.items()})
+    summary.update(
+        {
+            f"sc_lead3_calls_saved_k{k}": round(1 - r["lead3_calls"] / r["calls"], 3)
+            for k, r in sc_rows.items()
+        }
+    )
     summary.update(
         {
             f"sc_adaptive_calls_saved_k{k}": round(1 - r["adaptive_calls"] / r["calls"], 3)

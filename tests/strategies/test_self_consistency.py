@@ -47,6 +47,13 @@ def test_adaptive_stopping_ends_once_the_leader_cannot_be_overtaken() -> None:
     assert full.calls == 10
 
 
+def test_a_confidence_rule_stops_earlier() -> None:
+    result = SelfConsistency(
+        replies("7", "3", "7", "7", *["3"] * 6), k=10, concurrency=1, min_lead=2
+    ).run("q")
+    assert result.answer == "7" and result.calls == 4  # 7, 3, 7, 7: a lead of 2 after 4 samples
+
+
 def test_samples_run_concurrently() -> None:
     model = replies(*["1"] * 5, delay=0.1)
     started = time.perf_counter()
@@ -92,3 +99,6 @@ def test_decided() -> None:
     from collections import Counter
 
     assert decided(Counter(a=3), 2) and not decided(Counter(a=3, b=1), 2)
+    assert decided(Counter(a=3, b=1), 5, min_lead=2) and not decided(
+        Counter(a=2, b=1), 5, min_lead=2
+    )

@@ -10,7 +10,9 @@ answer seen first).
 cannot be overtaken by the samples still to come (its lead over the runner-up exceeds
 the number of samples not yet counted), and unfinished samples are cancelled. With
 ``concurrency < k`` this saves calls at no cost in accuracy: the winner is the one the
-full ``k`` samples would have chosen.
+full ``k`` samples would have chosen. ``min_lead`` adds a confidence rule: stop as soon
+as the leader is that many votes ahead of the runner-up (more calls saved; the answer may
+then differ from the full vote's).
 """
 
 from __future__ import annotations
@@ -57,13 +59,14 @@ def extract_answer(text: str) -> str | None:
     return answer or None
 
 
-def decided(counts: Counter[str], remaining: int) -> bool:
-    """Can the leader no longer be overtaken (nor tied) by ``remaining`` more votes?"""
+def decided(counts: Counter[str], remaining: int, min_lead: int | None = None) -> bool:
+    """Can the leader no longer be overtaken (nor tied) by ``remaining`` more votes -- or,
+    with ``min_lead``, does it lead the runner-up by at least that many votes?"""
     top = counts.most_common(2)
     if not top:
         return False
-    second = top[1][1] if len(top) > 1 else 0
-    return top[0][1] - second > remaining
+    lead = top[0][1] - (top[1][1] if len(top) > 1 else 0)
+    return lead > remaining or (min_lead is not None and lead >= min_lead)
 
 
 class SelfConsistency(Strategy):
@@ -81,6 +84,7 @@ class SelfConsistency(Strategy):
         parser: AnswerParser = extract_answer,
         settings: ModelSettings | None = None,
         limits: Limits | None = None,
+        min_lead: int | None = None,
     ) -> None:
         super().__init__(limits)
         if k < 1:
@@ -89,6 +93,7 @@ class SelfConsistency(Strategy):
         self.k = k
         self.concurrency = max(1, concurrency or k)
         self.adaptive = adaptive
+        self.min_lead = min_lead
         self.parser = parser
         self.settings = settings or ModelSettings(temperature=0.7)
 
@@ -114,7 +119,7 @@ class SelfConsistency(Strategy):
                         first_seen.setdefault(answer, completed)
                     ctx.step("sample", index=completed, answer=answer)
                 ctx.best = _leader(counts, first_seen)
-                if self.adaptive and decided(counts, self.k - completed):
+                if self.adaptive and decided(counts, self.k - completed, self.min_lead):
                     break
         finally:
             for task in pending:
