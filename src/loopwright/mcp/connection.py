@@ -92,6 +92,9 @@ class MCPConnection:
     """A session with the server ``config`` names. Use :meth:`call_tool`,
     :meth:`list_tools` and :meth:`close` from any thread or loop."""
 
+    drain_seconds = 5.0
+    """How long a new session waits for a dropped one to close (its process to exit)."""
+
     def __init__(self, config: MCPServerConfig, on_tools: ToolsListener | None = None) -> None:
         self.config = config
         self.on_tools = on_tools
@@ -175,7 +178,7 @@ class MCPConnection:
             return self._client
         if self._task is not None and not self._task.done():
             # a session being dropped: let it close (and its process exit) first
-            await asyncio.wait({self._task}, timeout=5)
+            await asyncio.wait({self._task}, timeout=self.drain_seconds)
         if self._connecting is not None and not self._connecting.done():
             return await asyncio.shield(self._connecting)
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
@@ -195,6 +198,7 @@ class MCPConnection:
         from mcp import Client
 
         self.sessions_started += 1
+        mine: list[Client] = []  # this session's client, once it exists
         try:
             async with AsyncExitStack() as stack:
                 transport = await _transport(self.config, stack)
@@ -207,6 +211,7 @@ class MCPConnection:
                     )
                 )
                 self._client = client
+                mine.append(client)
                 if not ready.done():
                     ready.set_result(client)
                 listener = asyncio.create_task(self._listen(client))
@@ -223,7 +228,8 @@ class MCPConnection:
                 raise
             log.info("MCP session with %s ended: %s", self.config.name, _describe(exc))
         finally:
-            self._client = None
+            if mine and self._client is mine[0]:  # a newer session may have replaced it
+                self._client = None
 
     async def _listen(self, client: Client) -> None:
         """2026-07-28 sessions announce tool changes only to a ``subscriptions/listen``
