@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from loopwright.core.errors import UserError
@@ -30,7 +30,7 @@ from loopwright.durable.checkpointer import (
     IntentRecorder,
 )
 from loopwright.durable.recovery import in_call_order, plan_recovery, unanswered_calls
-from loopwright.loop.agent import Agent, Prompt
+from loopwright.loop.agent import Agent, Prompt, Run
 from loopwright.loop.hooks import Hooks
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
@@ -55,16 +55,27 @@ class DurableConfig:
 
 
 class Durable:
-    """An agent whose runs are checkpointed to ``store`` (see the module doc)."""
+    """An agent whose runs are checkpointed to ``store`` (see the module doc).
+
+    ``store`` may be an :class:`AsyncStore` already shared by other ``Durable`` objects
+    (a server runs many sessions over one store and one pool of store threads).
+    ``on_run(run)`` is called with each run's handle as it starts, so code outside the
+    run can steer it, queue a follow-up or cancel it (``Run.steer`` ...)."""
 
     def __init__(
-        self, agent: Agent, store: CheckpointStore, config: DurableConfig | None = None
+        self,
+        agent: Agent,
+        store: CheckpointStore | AsyncStore,
+        config: DurableConfig | None = None,
+        *,
+        on_run: Callable[[Run], None] | None = None,
     ) -> None:
         self.agent = agent
-        self.store = store
-        self.config = config or DurableConfig()
-        self.aio = AsyncStore(store)
+        self.aio = store if isinstance(store, AsyncStore) else AsyncStore(store)
         """The store's async face: every store call of a run goes through it."""
+        self.store = self.aio.store
+        self.config = config or DurableConfig()
+        self.on_run = on_run
 
     # ---------------------------------------------------------------- public API
     async def arun(
@@ -224,6 +235,8 @@ class Durable:
             run = agent.resume(state, decisions, prompt=prompt, events=False)
         else:
             run = agent.resume(state, prompt=prompt, events=False)
+        if self.on_run is not None:
+            self.on_run(run)
         try:
             result = await run.result()
         except BaseException:

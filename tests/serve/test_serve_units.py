@@ -1,0 +1,66 @@
+"""Pieces of the server tested without HTTP: API keys and the Durable hooks it relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loopwright.core.errors import UserError
+from loopwright.durable import Durable
+from loopwright.loop import Agent
+from loopwright.loop.agent import Run
+from loopwright.providers.scripted import FunctionModel, Reply
+from loopwright.serve import ApiKeys, load_keys
+from loopwright.store import AsyncStore, MemoryStore
+
+
+def test_keys_from_the_environment_and_from_files(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LOOPWRIGHT_SERVE_KEYS", "key-aaaa-1=alpha, key-bbbb-2=bravo")
+    keys = load_keys()
+    assert keys.tenant("key-aaaa-1") == "alpha" and keys.tenant("key-bbbb-2") == "bravo"
+    assert keys.tenant("key-aaaa-") is None and keys.tenant("") is None
+    pairs = tmp_path / "keys.txt"
+    pairs.write_text("# comment\nkey-cccc-3 carol\nkey-dddd-4=dave  # trailing\n")
+    assert load_keys(pairs).tenant("key-dddd-4") == "dave"
+    as_json = tmp_path / "keys.json"
+    as_json.write_text(json.dumps({"key-eeee-5": "erin"}))
+    assert load_keys(as_json).tenant("key-eeee-5") == "erin"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [("", "no API keys"), ("short=a", "at least 8"), ("just-a-key-no-tenant", "entry 1")],
+)
+def test_bad_keys_say_what_to_fix(monkeypatch, text: str, needle: str) -> None:
+    monkeypatch.setenv("LOOPWRIGHT_SERVE_KEYS", text)
+    with pytest.raises(UserError, match=needle):
+        load_keys()
+
+
+def test_keys_are_held_as_digests() -> None:
+    keys = ApiKeys.from_mapping({"secret-key-1": "alpha"})
+    assert all(isinstance(k, bytes) and len(k) == 32 for k in keys.tenants)
+    assert b"secret-key-1" not in keys.tenants
+
+
+async def test_durable_reports_each_run_and_shares_one_async_store() -> None:
+    """`on_run` hands out the live run (the server steers and cancels through it), and a
+    Durable given an AsyncStore uses it instead of opening its own thread pool."""
+
+    def reply(messages, request):
+        return Reply(" | ".join(m.text for m in messages if m.role == "user"), delay=0.05)
+
+    runs: list[Run] = []
+
+    def on_run(run: Run) -> None:
+        runs.append(run)
+        run.follow_up("and more")
+
+    shared = AsyncStore(MemoryStore())
+    durable = Durable(Agent(FunctionModel(reply)), shared, on_run=on_run)
+    assert durable.aio is shared and durable.store is shared.store
+    result = await durable.arun("first")
+    assert len(runs) == 1 and runs[0].session_id == result.session_id
+    assert result.answer == "first | and more"
