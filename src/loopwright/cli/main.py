@@ -30,6 +30,7 @@ from loopwright.cli import (
     prompt,
     resume,
     run,
+    serve_cmd,
     sessions,
     tools_cmd,
     trace_cmd,
@@ -175,6 +176,17 @@ def version_command() -> None:
     click.echo(f"loopwright {__version__}")
 
 
-for _module in (run, tools_cmd, sessions, resume, chat, prompt, trace_cmd, graph_cmd, mcp_cmd):
+for _module in (
+    run,
+    tools_cmd,
+    sessions,
+    resume,
+    chat,
+    prompt,
+    trace_cmd,
+    graph_cmd,
+    mcp_cmd,
+    serve_cmd,
+):
     for _command in _module.COMMANDS:
         main.add_command(_command)

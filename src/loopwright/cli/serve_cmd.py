@@ -1,0 +1,79 @@
+"""``loopwright serve``: the HTTP API over agents defined in a module (docs/serve.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import click
+
+from loopwright.cli.agents import import_ref
+from loopwright.cli.options import store_options
+from loopwright.core.errors import UserError
+from loopwright.loop import Agent
+from loopwright.store import open_store
+
+SERVE_HELP = """Serve agents over HTTP: sessions, Server-Sent Events, approvals.
+
+AGENTS names a dict of agent name -> Agent (or a factory returning one), as
+MODULE:ATTRIBUTE. API keys come from --keys-file or LOOPWRIGHT_SERVE_KEYS
+("KEY=TENANT,..."); every session belongs to the tenant of the key that created it.
+
+\b
+Examples:
+  LOOPWRIGHT_SERVE_KEYS="dev-key-123=team-a" loopwright serve --agents myapp:agents
+  loopwright serve --agents myapp:agents --keys-file keys.json --port 9000
+  loopwright serve --agents myapp:agents --store postgres --store-url postgresql://db/app
+"""
+
+
+def load_agents(ref: str) -> dict[str, object]:
+    obj = import_ref(ref, "--agents")
+    if not isinstance(obj, Mapping) or not obj:
+        raise UserError(
+            f"--agents {ref!r} is a {type(obj).__name__}; it must name a non-empty dict "
+            "{name: Agent or factory}"
+        )
+    for name, value in obj.items():
+        if not isinstance(name, str) or not (isinstance(value, Agent) or callable(value)):
+            raise UserError(
+                f"--agents {ref!r}: entry {name!r} must map a name to an Agent or a factory"
+            )
+    return dict(obj)
+
+
+@click.command("serve", help=SERVE_HELP)
+@click.option("--agents", "agents_ref", required=True, help="MODULE:ATTRIBUTE of the agents dict.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option("--keys-file", default=None, help="API keys: JSON {key: tenant} or key=tenant lines.")
+@click.option(
+    "--max-body", default=1 << 20, show_default=True, type=int, help="Request body limit (bytes)."
+)
+@click.option(
+    "--no-resume",
+    is_flag=True,
+    help="Do not resume, at startup, served sessions whose process died mid-run.",
+)
+@store_options
+def serve(agents_ref, host, port, keys_file, max_body, no_resume, store_kind, store_url):
+    try:
+        import uvicorn
+
+        from loopwright.serve import AppConfig, create_app, load_keys
+    except ImportError as exc:
+        raise UserError(
+            f"loopwright serve needs the serve extra ({exc.name} is missing): "
+            "pip install 'loopwright[serve]'"
+        ) from None
+    agents = load_agents(agents_ref)
+    keys = load_keys(keys_file)
+    store = open_store(store_kind, store_url)
+    config = AppConfig(max_body=max_body, resume_interrupted=not no_resume)
+    app = create_app(agents, store, keys, config)  # type: ignore[arg-type]
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info")
+    finally:
+        store.close()
+
+
+COMMANDS: tuple[click.Command, ...] = (serve,)

@@ -1,0 +1,370 @@
+"""Sessions served over HTTP: one durable run at a time per session, its events kept for
+replay.
+
+A session is a :class:`~loopwright.core.run.RunState` in the checkpoint store (so a
+restarted server lists and resumes it) whose ``metadata["serve"]`` records its tenant and
+agent name. Its id carries a short digest of the tenant (``s-<tag>-<random>``), so listing
+a tenant's sessions filters ids without loading every state; access still checks the
+stored tenant.
+
+Every run goes through :class:`~loopwright.durable.Durable` (checkpoints, locks,
+approvals that survive restarts, crash-safe side effects). While this process runs a
+session it keeps the session's events, numbered from 1, serialised once as JSON: the
+SSE stream replays them after a ``Last-Event-ID`` and then follows new ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeAlias
+
+from loopwright.core.events import RunEvent
+from loopwright.core.messages import JSONValue, Message
+from loopwright.core.run import RunState, RunStop
+from loopwright.core.text import to_json
+from loopwright.durable import Durable, DurableConfig
+from loopwright.loop import Agent
+from loopwright.loop.agent import Run
+from loopwright.store.aio import AsyncStore
+from loopwright.store.base import CheckpointStore
+from loopwright.store.errors import SessionNotFound
+from loopwright.store.state import SessionInfo
+from loopwright.tools import Confirmation
+from loopwright.tracing.serialize import error_to_dict, event_to_dict
+
+from .errors import ApiError, conflict, not_found
+
+log = logging.getLogger("loopwright.serve")
+
+AgentSource: TypeAlias = Agent | Callable[[], Agent]
+"""What ``--agents module:agents`` maps a name to: an Agent or a factory of one."""
+
+Approve: TypeAlias = bool | list[str]
+Deny: TypeAlias = str | dict[str, str] | None
+
+
+def tenant_tag(tenant: str) -> str:
+    return hashlib.sha256(tenant.encode("utf-8")).hexdigest()[:8]
+
+
+def _later(call: object, spec: object) -> Confirmation:
+    return Confirmation.later("awaiting approval through POST /v1/sessions/{id}/approvals")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One numbered event of a session: ``data`` is its JSON text."""
+
+    id: int
+    type: str
+    data: str
+
+
+@dataclass(slots=True)
+class LiveSession:
+    """What this process holds for a session it ran: its event log and current run."""
+
+    session_id: str
+    tenant: str
+    agent: str
+    events: list[Event] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+    active: bool = False
+    """A run is in progress (set before its task starts, cleared before it ends)."""
+    run: Run | None = None
+    queued: list[tuple[Literal["steer", "follow_up"], str]] = field(default_factory=list)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def running(self) -> bool:
+        return self.active
+
+    def publish(self, type_: str, data: Mapping[str, JSONValue]) -> None:
+        self.events.append(Event(len(self.events) + 1, type_, to_json(data)))
+        self._notify()
+
+    def on_event(self, event: RunEvent) -> None:
+        self.publish(event.type, event_to_dict(event))
+
+    def attach(self, run: Run) -> None:
+        """Durable's ``on_run``: messages sent before the run started reach it now."""
+        self.run = run
+        for mode, text in self.queued:
+            run.steer(text) if mode == "steer" else run.follow_up(text)
+        self.queued.clear()
+
+    def _notify(self) -> None:
+        wake, self.wake = self.wake, asyncio.Event()
+        wake.set()
+
+    async def follow(self, after: int, keepalive: float) -> AsyncIterator[Event | None]:
+        """Events numbered above ``after``, then new ones until no run is in progress;
+        ``None`` after ``keepalive`` idle seconds (the stream sends a comment)."""
+        while True:
+            wake = self.wake
+            while after < len(self.events):
+                after += 1
+                yield self.events[after - 1]
+            if not self.running:
+                return
+            try:
+                await asyncio.wait_for(wake.wait(), keepalive)
+            except TimeoutError:
+                yield None
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """``durable``: checkpoint policy and lock TTL of every run."""
+
+    durable: DurableConfig = field(default_factory=DurableConfig)
+
+
+class SessionManager:
+    """The sessions of one server process over one checkpoint store."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, AgentSource],
+        store: CheckpointStore,
+        config: ServeConfig | None = None,
+    ) -> None:
+        if not agents:
+            raise ApiError(500, "no_agents", "the server has no agents")
+        self.agents = dict(agents)
+        self.store = store
+        self.aio = AsyncStore(store)
+        self.config = config or ServeConfig()
+        self.live: dict[str, LiveSession] = {}
+
+    # ------------------------------------------------------------------ lookups
+    async def state(self, tenant: str, session_id: str) -> RunState:
+        """The session's state (the live one while it runs), or 404 for other tenants."""
+        live = self.live.get(session_id)
+        if live is not None:
+            if live.tenant != tenant:
+                raise not_found(session_id)
+            if live.run is not None and live.running:
+                return live.run.state.snapshot()
+        if not session_id.startswith(f"s-{tenant_tag(tenant)}-"):
+            raise not_found(session_id)
+        try:
+            state = await self.aio.load(session_id)
+        except SessionNotFound:
+            raise not_found(session_id) from None
+        if _owner(state) != tenant:
+            raise not_found(session_id)
+        return state
+
+    async def sessions(self, tenant: str, limit: int) -> list[SessionInfo]:
+        prefix = f"s-{tenant_tag(tenant)}-"
+        rows = await asyncio.get_running_loop().run_in_executor(None, self.store.sessions)
+        return [r for r in rows if r.session_id.startswith(prefix)][:limit]
+
+    def agent_name(self, state: RunState) -> str:
+        meta = state.metadata.get("serve")
+        return str(meta.get("agent", "")) if isinstance(meta, Mapping) else ""
+
+    async def live_session(self, tenant: str, session_id: str) -> LiveSession:
+        """The session's live record (created for a stored session on first use)."""
+        live = self.live.get(session_id)
+        if live is None:
+            state = await self.state(tenant, session_id)
+            live = self.live.setdefault(
+                session_id, LiveSession(session_id, tenant, self.agent_name(state))
+            )
+        if live.tenant != tenant:
+            raise not_found(session_id)
+        return live
+
+    # ------------------------------------------------------------------ commands
+    async def create(self, tenant: str, agent: str, prompt: str) -> LiveSession:
+        self._agent_source(agent)
+        sid = f"s-{tenant_tag(tenant)}-{secrets.token_hex(8)}"
+        meta: dict[str, JSONValue] = {"tenant": tenant, "agent": agent}
+        # stored before the run starts: the 201 promises a session any process can find
+        await self.aio.save(
+            RunState(session_id=sid, messages=[Message.user(prompt)], metadata={"serve": meta})
+        )
+        live = self.live.setdefault(sid, LiveSession(sid, tenant, agent))
+        self._start(live, lambda d: d.aresume(sid))
+        return live
+
+    async def message(
+        self, tenant: str, session_id: str, text: str, mode: Literal["steer", "follow_up"]
+    ) -> str:
+        """Steer or follow up a running run; start the next turn of an idle session.
+        Returns what happened: ``"queued"`` or ``"started"``."""
+        live = await self.live_session(tenant, session_id)
+        if live.running:
+            if live.run is None or live.run.done():
+                live.queued.append((mode, text))
+            else:
+                live.run.steer(text) if mode == "steer" else live.run.follow_up(text)
+            return "queued"
+        state = await self.state(tenant, session_id)
+        if state.awaiting_confirmation:
+            raise conflict(
+                f"session {session_id!r} is waiting for approval of "
+                f"{[c.id for c in state.pending_calls]}",
+                f"decide first: POST /v1/sessions/{session_id}/approvals",
+            )
+        self._start(live, lambda d: d.arun(text, session_id=session_id))
+        return "started"
+
+    async def approve(self, tenant: str, session_id: str, approve: Approve, deny: Deny) -> None:
+        live = await self.live_session(tenant, session_id)
+        if live.running:
+            raise conflict(f"session {session_id!r} is running", "wait for it to pause")
+        state = await self.state(tenant, session_id)
+        if not state.awaiting_confirmation:
+            raise conflict(
+                f"session {session_id!r} has no calls waiting for approval",
+                f"GET /v1/sessions/{session_id} shows its state",
+            )
+        ids = {c.id for c in state.pending_calls}
+        approved = set(approve) if isinstance(approve, list) else set()
+        named = approved | (set(deny) if isinstance(deny, dict) else set())
+        if named - ids:
+            raise ApiError(
+                422,
+                "unknown_call",
+                f"no pending call(s) {sorted(named - ids)} in session {session_id!r}",
+                field="body.approve" if approved - ids else "body.deny",
+                fix=f"its pending calls are {sorted(ids)}",
+            )
+        if approve is False and not deny:
+            raise ApiError(
+                422,
+                "no_decision",
+                "the request approves and denies nothing",
+                field="body.approve",
+                fix='send "approve": true, a list of call ids, or "deny"',
+            )
+        self._start(live, lambda d: d.aresume(session_id, approve=approve, deny=deny))
+
+    async def cancel(self, tenant: str, session_id: str) -> None:
+        live = await self.live_session(tenant, session_id)
+        if not live.running:
+            raise conflict(
+                f"session {session_id!r} is not running",
+                "a session waiting for approval is ended by denying its calls",
+            )
+        if live.run is not None:
+            live.run.cancel()
+        elif live.task is not None:
+            live.task.cancel()
+
+    async def resume_interrupted(self) -> list[str]:
+        """Resume stored sessions of this server whose run stopped without a result (the
+        process died): crash recovery under the durable runner's rules. Sessions locked by
+        a live process are left to it."""
+        rows = await asyncio.get_running_loop().run_in_executor(None, self.store.sessions)
+        resumed = []
+        for row in rows:
+            if row.stop is not None or row.problem or row.session_id in self.live:
+                continue
+            try:
+                state = await self.aio.load(row.session_id)
+            except Exception as exc:
+                log.warning("session %s: not resumed: %s", row.session_id, exc)
+                continue
+            tenant = _owner(state)
+            if tenant is None:
+                continue
+            live = LiveSession(row.session_id, tenant, self.agent_name(state))
+            self.live[row.session_id] = live
+            self._start(live, _resume(row.session_id))
+            resumed.append(row.session_id)
+        return resumed
+
+    async def close(self) -> None:
+        """Cancel runs in progress (each ends with a checkpoint) and stop store threads."""
+        tasks = [s.task for s in self.live.values() if s.task is not None and not s.task.done()]
+        for live in self.live.values():
+            if live.run is not None and live.running:
+                live.run.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(task, 10)
+        self.aio.close()
+
+    # ------------------------------------------------------------------ internals
+    def _agent_source(self, name: str) -> AgentSource:
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise ApiError(
+                422,
+                "unknown_agent",
+                f"no agent named {name!r}",
+                field="body.agent",
+                fix=f"use one of {sorted(self.agents)}",
+            ) from None
+
+    def _durable(self, live: LiveSession) -> Durable:
+        source = self._agent_source(live.agent)
+        agent = source if isinstance(source, Agent) else source()
+        config = agent.config
+        user_on_event = config.hooks.on_event
+        if user_on_event is None:
+            on_event = live.on_event
+        else:
+
+            def on_event(event: RunEvent) -> None:
+                user_on_event(event)
+                live.on_event(event)
+
+        dispatch = config.dispatch
+        if dispatch.confirm is None:  # nobody to ask in this process: the run pauses
+            dispatch = replace(dispatch, confirm=_later)
+        served = Agent.from_config(
+            replace(config, hooks=replace(config.hooks, on_event=on_event), dispatch=dispatch)
+        )
+        return Durable(served, self.aio, self.config.durable, on_run=live.attach)
+
+    def _start(self, live: LiveSession, drive: Callable[[Durable], Awaitable[object]]) -> None:
+        durable = self._durable(live)
+
+        async def body() -> None:
+            try:
+                await drive(durable)
+            except asyncio.CancelledError:
+                live.publish("serve_error", {"kind": "cancelled", "message": "run cancelled"})
+            except Exception as exc:
+                log.warning("session %s: run failed: %s", live.session_id, exc)
+                live.publish("serve_error", error_to_dict(exc))
+            finally:
+                live.run = None
+                live.active = False
+                live._notify()
+
+        live.active = True
+        live.task = asyncio.get_running_loop().create_task(body())
+
+
+def session_status(running: bool, awaiting: bool, stop: RunStop | None) -> str:
+    """``running``, ``awaiting_confirmation``, ``finished`` (see ``stop``) or
+    ``interrupted`` (no result and no run: its process died; resumable)."""
+    if running:
+        return "running"
+    if awaiting:
+        return "awaiting_confirmation"
+    return "finished" if stop is not None else "interrupted"
+
+
+def _resume(session_id: str) -> Callable[[Durable], Awaitable[object]]:
+    return lambda durable: durable.aresume(session_id)
+
+
+def _owner(state: RunState) -> str | None:
+    meta = state.metadata.get("serve")
+    if isinstance(meta, Mapping) and isinstance(meta.get("tenant"), str):
+        return str(meta["tenant"])
+    return None
