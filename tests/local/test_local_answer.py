@@ -84,3 +84,14 @@ def test_untrusted_wrapped_results_are_read_by_their_content() -> None:
     rendered = lp.render_message(history[1])
     assert rendered == '\nResult: {"columns": ["COUNT(*)"], "rows": [[7]]}'
     assert current_turn(history).results[0].content.startswith('{"columns"')
+
+
+def test_the_first_sentence_states_the_latest_result() -> None:
+    """After a chain (add -> 8, multiply -> 64) the answer must state 64, not 8; the
+    first step's result may still appear before it."""
+    history = _history("What is (3 + 5) * 8?", "8", "64")
+    ground = la.grounding(history)
+    assert ground.latest == ("64",) and set(ground.results) == {"8", "64"}
+    gbnf = la.answer_grammar(ground)
+    assert 'rnum ::= "64"' in gbnf
+    assert "pnum ::= " in gbnf and '"64"' not in gbnf.split("pnum ::= ")[1].split("\n")[0]

@@ -100,7 +100,7 @@ class LocalConfig:
     answer_max_tokens: int = 80
     answer_margin: float = 0.0
     no_repeat_ngram: int = 4
-    max_digit_run: int = 12
+    max_digit_run: int = 10
     call_no_repeat_ngram: int = 10
     ground_optional: bool = True
     no_repeat_calls: bool = True

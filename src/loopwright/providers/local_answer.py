@@ -50,6 +50,7 @@ class Grounding:
     results: tuple[str, ...] = ()
     question: tuple[str, ...] = ()
     fields: tuple[tuple[str, str], ...] = ()
+    latest: tuple[str, ...] = ()  # numbers of the most recent tool message's results
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -71,20 +72,28 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     results: list[str] = []
     question: list[str] = []
     fields: list[tuple[str, str]] = []
+    latest: list[str] | None = None
     for message in reversed(messages):
         if message.role == "user":
             question = numbers_in(message.text)
             break
+        found: list[str] = []
         for part in message.tool_results_parts:
             if not part.is_error:
                 content = unwrap_untrusted(part.content) or part.content
-                results[:0] = numbers_in(content)
+                found += numbers_in(content)
                 fields[:0] = _fields(content)
-    keep = [n for n in results if len(n) <= MAX_NUMBER_CHARS]
-    asked = [n for n in question if len(n) <= MAX_NUMBER_CHARS]
+        results[:0] = found
+        if latest is None and found:
+            latest = found
+    keep = _short(results)
     allowed = set(keep)
     bound = tuple(dict.fromkeys((w, v) for w, v in fields if v in allowed))
-    return Grounding(_unique(keep)[:MAX_NUMBERS], _unique(asked)[:MAX_NUMBERS], bound)
+    return Grounding(keep, _short(question), bound, _short(latest or []))
+
+
+def _short(numbers: Iterable[str]) -> tuple[str, ...]:
+    return _unique(n for n in numbers if len(n) <= MAX_NUMBER_CHARS)[:MAX_NUMBERS]
 
 
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
@@ -185,17 +194,35 @@ def answer_grammar(ground: Grounding, *, max_sentences: int = 1) -> str:
     body = f"x{{0,{MAX_SENTENCE_ITEMS}}}"
     rules.append(f"s ::= lead {body} stop")
     if ground.results:
-        rules.append(f"rnum ::= {_alternatives(ground.results)}")
-        # The first sentence quotes a result number somewhere, and ends soon after
-        # it (at most MAX_TAIL_CHARS, no further numbers): once the value is stated
-        # a small model tends to run on with made-up arithmetic ("= 540, 45 = 12").
-        tail = f"c{{0,{MAX_TAIL_CHARS}}} end"
-        rules.append(f'first ::= lead {body} rnum (c {tail} | ".") | rnum c {tail}')
+        rules += _first_sentence(ground)
     else:
         rules.append("first ::= s")
     more = '(" " s)?' * (max_sentences - 1)
     root = f'root ::= " {{\\"answer\\": \\"" first {more} "\\"}}"'
     return "\n".join([root, *rules]) + "\n"
+
+
+def _first_sentence(ground: Grounding) -> list[str]:
+    """Rules of a first sentence that states a number of the latest result: before it
+    only the question's and earlier results' numbers may appear, and after it the
+    sentence ends within MAX_TAIL_CHARS, with no further number. Once the value is
+    stated a small model tends to run on ("= 540, 45 = 12"), or it states the first
+    step's result of a chain instead of the last one."""
+    latest = ground.latest or ground.results
+    before = [n for n in ground.allowed if n not in latest]
+    rules = [f"rnum ::= {_alternatives(latest)}"]
+    if before:
+        rules += [
+            f"pnum ::= {_alternatives(before)}",
+            "px ::= c | pnum c",
+            'plead ::= [^0-9.!?"\\\n\t<>{}| ] | pnum c',
+        ]
+    else:
+        rules += ["px ::= c", 'plead ::= [^0-9.!?"\\\n\t<>{}| ]']
+    tail = f"c{{0,{MAX_TAIL_CHARS}}} end"
+    pre = f"plead px{{0,{MAX_SENTENCE_ITEMS}}}"
+    rules.append(f'first ::= {pre} rnum (c {tail} | ".") | rnum c {tail}')
+    return rules
 
 
 __all__ = ["FieldBinder", "Grounding", "answer_grammar", "grounding", "key_words", "numbers_in"]
