@@ -65,11 +65,19 @@ def test_answer_grammar_allows_only_context_numbers_and_requires_a_result() -> N
 
 
 @pytest.mark.parametrize("sentences", [1, 2])
-def test_answer_grammar_compiles(sentences: int) -> None:
+def test_answer_grammar_compiles(sentences: int, capfd: pytest.CaptureFixture[str]) -> None:
     grammar = pytest.importorskip("llama_cpp.llama_grammar")
-    for ground in (la.Grounding(("540", "-3.5"), ("45",)), la.Grounding()):
+    grounds = [
+        la.Grounding(("540", "-3.5"), ("45",)),
+        la.Grounding(("8", "64"), ("3", "5"), (("total", "64"),), ("64",)),
+        la.Grounding(("7",), (), (), ("7",)),
+        la.Grounding(),
+    ]
+    for ground in grounds:
         text = la.answer_grammar(ground, max_sentences=sentences)
-        assert grammar.LlamaGrammar.from_string(text, verbose=False)._root == "root"
+        grammar.LlamaGrammar.from_string(text, verbose=False)
+    # llama.cpp reports a bad grammar on stderr instead of raising.
+    assert "error" not in capfd.readouterr().err
 
 
 def test_untrusted_wrapped_results_are_read_by_their_content() -> None:

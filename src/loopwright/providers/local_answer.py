@@ -39,6 +39,11 @@ MAX_SENTENCE_ITEMS = 80
 MAX_NUMBER_CHARS = 24
 MAX_TAIL_CHARS = 32
 
+# GBNF character classes: a free character of an answer (no digit, sentence end, JSON
+# escape or markup), and the first character of a sentence (also no space).
+_FREE = r'[^0-9.!?"\\\n\t<>{}|]'
+_LEAD = r'[^0-9.!?"\\\n\t<>{}| ]'
+
 
 @dataclass(frozen=True, slots=True)
 class Grounding:
@@ -177,7 +182,7 @@ def answer_grammar(ground: Grounding, *, max_sentences: int = 1) -> str:
     # c: a character of the answer other than a digit, a sentence end or a JSON
     # escape; digits only appear through ``num`` so every number is an allowed one.
     rules = [
-        'c ::= [^0-9.!?"\\\\\\n\\t<>{}|]',
+        f"c ::= {_FREE}",
         "end ::= [.!]",
     ]
     if allowed:
@@ -186,11 +191,11 @@ def answer_grammar(ground: Grounding, *, max_sentences: int = 1) -> str:
             # A number is followed by a non-digit (its own digits end there) and
             # ends a sentence only with "." (not ".5": that would be another number).
             "x ::= c | num c",
-            'lead ::= [^0-9.!?"\\\\\\n\\t<>{}| ] | num c',
+            f"lead ::= {_LEAD} | num c",
             'stop ::= end | num "."?',
         ]
     else:
-        rules += ["x ::= c", 'lead ::= [^0-9.!?"\\\\\\n\\t<>{}| ]', "stop ::= end"]
+        rules += ["x ::= c", f"lead ::= {_LEAD}", "stop ::= end"]
     body = f"x{{0,{MAX_SENTENCE_ITEMS}}}"
     rules.append(f"s ::= lead {body} stop")
     if ground.results:
@@ -215,10 +220,10 @@ def _first_sentence(ground: Grounding) -> list[str]:
         rules += [
             f"pnum ::= {_alternatives(before)}",
             "px ::= c | pnum c",
-            'plead ::= [^0-9.!?"\\\n\t<>{}| ] | pnum c',
+            f"plead ::= {_LEAD} | pnum c",
         ]
     else:
-        rules += ["px ::= c", 'plead ::= [^0-9.!?"\\\n\t<>{}| ]']
+        rules += ["px ::= c", f"plead ::= {_LEAD}"]
     tail = f"c{{0,{MAX_TAIL_CHARS}}} end"
     pre = f"plead px{{0,{MAX_SENTENCE_ITEMS}}}"
     rules.append(f'first ::= {pre} rnum (c {tail} | ".") | rnum c {tail}')
