@@ -146,3 +146,28 @@ async def test_tool_is_chosen_by_the_whole_names_probability() -> None:
     scored, _ = await final(LocalModel(), request)
     assert [c.name for c in scored.message.tool_calls] == ["sql_query"]
     assert "invoices" in scored.message.tool_calls[0].arguments["query"]
+
+
+def test_answer_grammars_parse_in_llama_cpp() -> None:
+    """llama.cpp parses a grammar only when a sampler is built from it (NULL on error)."""
+    import llama_cpp
+    from llama_cpp import LlamaGrammar
+
+    from loopwright.providers import local_answer as la
+
+    model = LocalModel()
+    model.load()
+    vocab = model._loaded.llm._model.vocab  # type: ignore[union-attr]
+    grounds = [
+        la.Grounding(("540", "-3.5"), ("45",)),
+        la.Grounding(("8", "64"), ("3", "5"), (("total", "64"),), ("64",)),
+        la.Grounding(("7",), (), (), ("7",)),
+        la.Grounding(),
+    ]
+    for ground in grounds:
+        grammar = LlamaGrammar.from_string(la.answer_grammar(ground), verbose=False)
+        sampler = llama_cpp.llama_sampler_init_grammar(
+            vocab, grammar._grammar.encode(), grammar._root.encode()
+        )
+        assert sampler, la.answer_grammar(ground)
+        llama_cpp.llama_sampler_free(sampler)
