@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import difflib
+import functools
 import inspect
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, ParamSpec, TypeVar, overload
 
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 from loopwright.tools.invocation import ToolContext
@@ -33,11 +35,43 @@ BusinessValidator = Callable[[Mapping[str, Any]], "str | Iterable[Violation] | N
 (raising ``ValueError`` counts as a violation carrying its message)."""
 IdempotencyKeyFn = Callable[[Mapping[str, Any]], "str | None"]
 OutcomeCheck = Callable[[str], Any]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 # Dots are common in real tool sets (``math.factorial``, ``files.read``); providers whose
 # wire format refuses them map the name reversibly at their boundary
 # (``providers._names``), so the canonical name may keep them.
 _NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
+
+
+def strict_keywords(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``fn`` refusing an unknown keyword with a ``TypeError`` that names the closest valid
+    one and lists them all (Python's own message names only the unknown keyword)."""
+    params = inspect.signature(fn).parameters
+    valid = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    accepted = frozenset(
+        n for n, p in params.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY
+    )
+
+    @functools.wraps(fn)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        unknown = [k for k in kwargs if k not in accepted]
+        if unknown:
+            raise TypeError(_unknown_keywords(fn.__qualname__, unknown, valid))
+        return fn(*args, **kwargs)
+
+    return checked
+
+
+def _unknown_keywords(owner: str, unknown: Sequence[str], valid: Sequence[str]) -> str:
+    names = ", ".join(repr(k) for k in unknown)
+    close = difflib.get_close_matches(unknown[0], valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    plural = "s" if len(unknown) > 1 else ""
+    return (
+        f"{owner}() got unknown keyword argument{plural} {names}{hint}; "
+        f"valid keywords: {', '.join(valid)}"
+    )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -85,18 +119,44 @@ class Tool:
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
+    @strict_keywords
     def from_schema(
         cls,
         name: str,
         description: str,
         parameters: Mapping[str, Any],
         fn: Callable[..., Any],
-        **flags: Any,
+        *,
+        requires_confirmation: bool = False,
+        permission: Permission | str | int = Permission.READ,
+        idempotent: bool = False,
+        timeout: float | None = 30.0,
+        max_result_chars: int = 20_000,
+        validators: Sequence[BusinessValidator] = (),
+        idempotency_key: IdempotencyKeyFn | None = None,
+        unknown_outcome: UnknownOutcomePolicy | str = UnknownOutcomePolicy.REPORT,
+        outcome_check: OutcomeCheck | None = None,
+        inline: bool | None = None,
+        untrusted_output: bool = False,
+        confirm_when_tainted: bool | None = None,
     ) -> Tool:
         """A tool from a raw JSON Schema. ``fn`` receives the validated arguments as
         keyword arguments, unchanged (plus a ``ToolContext`` parameter if it has one).
-        ``flags`` are the keyword flags of :func:`tool`."""
-        opts = _ToolOptions(**flags)
+        The keyword flags are those of :func:`tool`."""
+        opts = _ToolOptions(
+            requires_confirmation=requires_confirmation,
+            permission=permission,
+            idempotent=idempotent,
+            timeout=timeout,
+            max_result_chars=max_result_chars,
+            validators=validators,
+            idempotency_key=idempotency_key,
+            unknown_outcome=unknown_outcome,
+            outcome_check=outcome_check,
+            inline=inline,
+            untrusted_output=untrusted_output,
+            confirm_when_tainted=confirm_when_tainted,
+        )
         context_param = _context_param_of(fn)
         return cls(
             opts.spec(name, description, parameters),
@@ -184,9 +244,10 @@ class Tool:
         return result
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _ToolOptions:
-    """The keyword flags shared by :func:`tool` and :meth:`Tool.from_schema`."""
+    """The keyword flags shared by :func:`tool` and :meth:`Tool.from_schema` (both list
+    them explicitly, in this order, so editors and type checkers see each one)."""
 
     requires_confirmation: bool = False
     permission: Permission | str | int = Permission.READ
@@ -230,17 +291,40 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    **flags: Any,
+    requires_confirmation: bool = False,
+    permission: Permission | str | int = Permission.READ,
+    idempotent: bool = False,
+    timeout: float | None = 30.0,
+    max_result_chars: int = 20_000,
+    validators: Sequence[BusinessValidator] = (),
+    idempotency_key: IdempotencyKeyFn | None = None,
+    unknown_outcome: UnknownOutcomePolicy | str = UnknownOutcomePolicy.REPORT,
+    outcome_check: OutcomeCheck | None = None,
+    inline: bool | None = None,
+    untrusted_output: bool = False,
+    confirm_when_tainted: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
+@strict_keywords
 def tool(
     fn: Callable[..., Any] | None = None,
     /,
     *,
     name: str | None = None,
     description: str | None = None,
-    **flags: Any,
+    requires_confirmation: bool = False,
+    permission: Permission | str | int = Permission.READ,
+    idempotent: bool = False,
+    timeout: float | None = 30.0,
+    max_result_chars: int = 20_000,
+    validators: Sequence[BusinessValidator] = (),
+    idempotency_key: IdempotencyKeyFn | None = None,
+    unknown_outcome: UnknownOutcomePolicy | str = UnknownOutcomePolicy.REPORT,
+    outcome_check: OutcomeCheck | None = None,
+    inline: bool | None = None,
+    untrusted_output: bool = False,
+    confirm_when_tainted: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a :class:`Tool`.
 
@@ -255,14 +339,28 @@ def tool(
     without its parameter section.
     """
 
+    opts = _ToolOptions(
+        requires_confirmation=requires_confirmation,
+        permission=permission,
+        idempotent=idempotent,
+        timeout=timeout,
+        max_result_chars=max_result_chars,
+        validators=validators,
+        idempotency_key=idempotency_key,
+        unknown_outcome=unknown_outcome,
+        outcome_check=outcome_check,
+        inline=inline,
+        untrusted_output=untrusted_output,
+        confirm_when_tainted=confirm_when_tainted,
+    )
+
     def wrap(func: Callable[..., Any]) -> Tool:
         if isinstance(func, Tool):
-            if name is None and description is None and not flags:
+            if name is None and description is None and opts == _DEFAULTS:
                 return func
             func = func.fn  # re-wrap the function with the new flags
         tool_name = name or str(getattr(func, "__name__", ""))
         derived = function_schema(func, owner=tool_name)
-        opts = _ToolOptions(**flags)
         return Tool(
             opts.spec(tool_name, description or derived.description, derived.parameters),
             func,
@@ -280,6 +378,9 @@ def tool(
     if fn is not None:
         return wrap(fn)
     return wrap
+
+
+_DEFAULTS = _ToolOptions()
 
 
 def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
