@@ -23,7 +23,7 @@ from loopwright.providers._stream import StreamAccumulator
 from loopwright.providers.gemini import (
     GeminiModel,
     _Turn,
-    decode_chunk,
+    decode_sdk_chunk,
     encode_request,
     map_finish_reason,
     synthesize_call_id,
@@ -379,8 +379,11 @@ def test_decoder_raises_only_taxonomy_errors_on_arbitrary_chunks(chunks):
     acc = StreamAccumulator("gemini")
     turn = _Turn(0)
     for c in chunks:
+        typed = _typed(c)
+        if typed is None:  # the SDK itself rejects it (a malformed response upstream)
+            return
         try:
-            list(decode_chunk(c, acc, turn))
+            list(decode_sdk_chunk(typed, acc, turn))
         except ProviderError:
             return
     assert acc.finish().type in ("response_done", "stream_error")
@@ -398,49 +401,21 @@ def test_every_call_gets_a_unique_id_and_its_arguments(args):
     acc = StreamAccumulator("gemini")
     turn = _Turn(3)
     for i, a in enumerate(args):
-        list(decode_chunk(chunk(call_part(f"f{i % 2}", a)), acc, turn))
-    list(decode_chunk(chunk(finish="STOP"), acc, turn))
+        list(decode_sdk_chunk(_typed(chunk(call_part(f"f{i % 2}", a))), acc, turn))
+    list(decode_sdk_chunk(_typed(chunk(finish="STOP")), acc, turn))
     message = acc.finish().message
     assert [dict(c.arguments) for c in message.tool_calls] == args
     assert len({c.id for c in message.tool_calls}) == len(args)
 
 
-def _decoded(wire_chunks: list[dict]) -> object:
-    acc = StreamAccumulator("gemini")
-    turn = _Turn(1)
-    for c in wire_chunks:
-        list(decode_chunk(c, acc, turn))
-    return acc.finish()
-
-
-@pytest.mark.parametrize("answer_name", ["PLAIN", "PARALLEL", "THINKING"])
-def test_fast_field_copy_decodes_like_the_full_dump(answer_name):
-    """Without a hook the adapter copies only the fields it reads from the SDK's typed
-    chunks; that must decode exactly like pydantic's full wire dump."""
-    import contract
+def _typed(wire: object) -> object:
+    """A wire chunk as the SDK hands it over (``None`` when the SDK rejects it)."""
     from google.genai import types
-    from kit_gemini import GeminiKit
 
-    from loopwright.providers.gemini import wire_chunk
-
-    chunks = [c for c in GeminiKit().events(getattr(contract, answer_name)) if isinstance(c, dict)]
-    typed = [types.GenerateContentResponse.model_validate(c) for c in chunks]
-    full = [
-        t.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"})
-        for t in typed
-    ]
-    assert _decoded([wire_chunk(t) for t in typed]) == _decoded(full)
-    assert _decoded_sdk(typed) == _decoded(full)
-
-
-def _decoded_sdk(typed_chunks: list[object]) -> object:
-    from loopwright.providers.gemini import decode_sdk_chunk
-
-    acc = StreamAccumulator("gemini")
-    turn = _Turn(1)
-    for c in typed_chunks:
-        list(decode_sdk_chunk(c, acc, turn))
-    return acc.finish()
+    try:
+        return types.GenerateContentResponse.model_validate_json(json.dumps(wire))
+    except Exception:  # pydantic errors, and the SDK's enum parsing (AttributeError)
+        return None
 
 
 async def test_html_page_with_status_200_is_malformed_with_the_page(server):

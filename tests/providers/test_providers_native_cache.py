@@ -65,11 +65,3 @@ def test_gemini_tool_results_follow_the_calls_they_answer():
     ]
     order = [[p["functionResponse"]["name"] for p in b["contents"][2]["parts"]] for b in bodies]
     assert order == [["f", "g"], ["g", "f"]]
-
-
-@pytest.mark.parametrize(
-    "model_cls", [anthropic.AnthropicModel, gemini.GeminiModel, bedrock.BedrockModel]
-)
-def test_cache_is_off_when_a_payload_hook_could_mutate_it(model_cls):
-    assert model_cls("m")._cache is not None
-    assert model_cls("m", on_payload=lambda d, p: None)._cache is None

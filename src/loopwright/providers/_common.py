@@ -11,6 +11,7 @@ normalisation for cross-provider histories, the foreign-reasoning policy, the on
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import hashlib
 import operator
@@ -128,13 +129,16 @@ def apply_request_hook(
 ) -> dict[str, Any]:
     """Let ``on_payload("request", payload)`` see and optionally replace the request.
 
-    Raises :class:`BadRequest` when the hook fails or returns something that is not a
-    mapping, so the adapter reports it as a final ``StreamError`` (never retried).
+    The hook gets a deep copy: the payload shares its wire dicts with the encode cache
+    (and later requests), so observing a run cannot change what is sent, and installing
+    a hook does not switch the adapter to another code path. A returned mapping is sent
+    instead. Raises :class:`BadRequest` when the hook fails or returns something that is
+    not a mapping, so the adapter reports it as a final ``StreamError`` (never retried).
     """
     if hook is None:
         return payload
     try:
-        replaced = hook("request", payload)
+        replaced = hook("request", copy.deepcopy(payload))
     except Exception as exc:
         raise BadRequest(
             f"on_payload hook failed on the request: {type(exc).__name__}: {exc}",
@@ -200,9 +204,9 @@ class EncodeCache:
     * per tool list (:meth:`tool_names` / :meth:`tool_defs`): the name map seeded with the
       tools and the encoded tool definitions, built once per list of the same specs.
 
-    Cached wire dicts are shared between requests: adapters disable the cache when an
-    ``on_payload`` hook (which could mutate them) is installed, and copy a resumed
-    state's containers before extending them. ``limit`` bounds memory (the per-message
+    Cached wire dicts are shared between requests: an ``on_payload`` hook is shown a deep
+    copy (see :func:`apply_request_hook`), and adapters copy a resumed state's containers
+    before extending them. ``limit`` bounds memory (the per-message
     memo is cleared when full; at most :attr:`PREFIXES` prefixes are kept).
     """
 

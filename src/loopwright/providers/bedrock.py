@@ -619,8 +619,7 @@ class BedrockModel:
         self.options = options or BedrockOptions()
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS
         self.prices = prices_for(self.vendor.name, model)
-        # Cached wire blocks are shared between requests: off when a hook could mutate them.
-        self._cache = EncodeCache() if on_payload is None else None
+        self._cache = EncodeCache()  # on_payload sees a copy: one path either way
         self._client: Any = None
         del api_key  # boto3 reads AWS_BEARER_TOKEN_BEDROCK from the environment itself
 

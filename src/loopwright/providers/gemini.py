@@ -73,8 +73,8 @@ from loopwright.providers.gemini_stream import (
     MALFORMED_REASONS,
     PROVIDER,
     _Turn,
-    decode_chunk,
     decode_sdk_chunk,
+    full_chunk,
     map_finish_reason,
     synthesize_call_id,
     wire_chunk,
@@ -440,8 +440,7 @@ class GeminiModel:
         self.options = options or GeminiOptions()
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS
         self.prices = prices_for(self.vendor.name, model)
-        # Cached wire parts are shared between requests: off when a hook could mutate them.
-        self._cache = EncodeCache() if on_payload is None else None
+        self._cache = EncodeCache()  # on_payload sees a copy: one path either way
         self._client: PerLoop[Any] = PerLoop()
 
     @property
@@ -481,21 +480,17 @@ class GeminiModel:
             )
         except Exception as exc:
             raise classify(exc) from exc
-        return _chunks(stream, full=self.on_payload is not None)
+        return _chunks(stream)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        hook = self.on_payload
-        turns: list[_Turn] = []  # one per attempt: the decoding state of the current one
-        # With a hook the chunks are full wire JSON (the hook sees them); without, the
-        # SDK's typed chunks are decoded directly.
-        decode = decode_chunk if hook is not None else decode_sdk_chunk
+        turns: list[_Turn] = []  # the call's decoding state (set on its accumulator)
         return stream_call(
             AdapterCall(
                 provider=PROVIDER,
                 encode=lambda: encode_request(self.model, request, self._cache),
                 open=self._open,
-                decode=lambda chunk, acc: decode(chunk, acc, turns[-1]),
-                hook=hook,
+                decode=lambda chunk, acc: decode_sdk_chunk(chunk, acc, turns[-1]),
+                hook=self.on_payload,
                 limits=self.call_limits,
                 prices=self.prices,
                 model=self.model,
@@ -509,18 +504,11 @@ def _response_payload(chunks: list[JSONValue]) -> dict[str, Any]:
     return {"chunks": chunks}
 
 
-async def _chunks(stream: Any, full: bool) -> AsyncIterator[Any]:
-    """The SDK's chunks, errors mapped: as full wire JSON (camelCase, signatures base64)
-    when ``full`` (for ``on_payload``), else the typed objects themselves (decoded by
-    :func:`decode_sdk_chunk`; pydantic's ``model_dump`` costs more than the decoding)."""
+async def _chunks(stream: Any) -> AsyncIterator[Any]:
+    """The SDK's typed chunks, errors mapped."""
     try:
         async for chunk in stream:
-            if full:
-                yield chunk.model_dump(
-                    mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"}
-                )
-            else:
-                yield chunk
+            yield chunk
     except Exception as exc:
         raise classify(exc) from exc
 
@@ -532,8 +520,8 @@ __all__ = [
     "GeminiOptions",
     "MALFORMED_REASONS",
     "classify",
-    "decode_chunk",
     "decode_sdk_chunk",
+    "full_chunk",
     "encode_contents",
     "encode_request",
     "map_finish_reason",

@@ -1,13 +1,10 @@
 """Gemini response decoding (the ``gemini`` adapter's stream half).
 
-Two entry points decode one streamed ``GenerateContentResponse`` into canonical events
-through a :class:`StreamAccumulator`:
-
-* :func:`decode_chunk` reads its wire JSON (camelCase, signatures base64): what the
-  adapter decodes when an ``on_payload`` hook wants to see the raw chunks;
-* :func:`decode_sdk_chunk` reads the google-genai SDK's typed object directly (no hook:
-  building the JSON first would cost more than the decoding). Both share the part
-  handlers and are tested to yield the same events and final message.
+:func:`decode_sdk_chunk` decodes one streamed ``GenerateContentResponse``, the
+google-genai SDK's typed object, into canonical events through a
+:class:`StreamAccumulator`. It is the only decoder, whether or not an ``on_payload`` hook
+watches: a hook is shown each chunk's full wire JSON (pydantic's dump), recorded beside
+the decoding, never instead of it.
 
 Calls arrive whole (``functionCall{name, args}``, never fragmented) and usually without
 an id: ids are synthesised, stable per (turn, position, name). Thought signatures are
@@ -20,14 +17,14 @@ import base64
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from loopwright.core.errors import MalformedResponse, ProviderError
+from loopwright.core.errors import MalformedResponse
 from loopwright.core.events import ModelEvent
 from loopwright.core.messages import StopReason, Usage
-from loopwright.providers._common import StreamAccumulator, error_from_http
+from loopwright.providers._common import StreamAccumulator
 
 PROVIDER = "gemini"
 
@@ -73,29 +70,6 @@ def synthesize_call_id(turn: int, index: int, name: str) -> str:
     return f"gemini_{turn}_{index}_{digest}"
 
 
-def _standard_b64(signature: str) -> str:
-    """Signatures are base64 on the wire (standard alphabet; pydantic dumps URL-safe)."""
-    return signature.replace("-", "+").replace("_", "/")
-
-
-def _usage(raw: Mapping[str, Any]) -> Usage:
-    """``promptTokenCount`` includes cached tokens; thoughts are billed as output, so the
-    canonical ``output_tokens`` is candidates + thoughts."""
-
-    def n(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) else 0
-
-    thoughts = n("thoughtsTokenCount")
-    return Usage(
-        n("promptTokenCount") + n("toolUsePromptTokenCount"),
-        n("candidatesTokenCount") + thoughts,
-        n("cachedContentTokenCount"),
-        thoughts,
-        0.0,
-    )
-
-
 def map_finish_reason(raw: object, chunk: Mapping[str, Any]) -> StopReason:
     """Canonical stop reason; model-output failures and unknown values raise."""
     if isinstance(raw, str) and raw in FINISH_REASONS:
@@ -116,16 +90,6 @@ class _Turn:
 
     turn: int
     calls: int = 0
-
-
-def _decode_part(part: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn) -> ModelEvent | None:
-    signature = part.get("thoughtSignature")
-    if isinstance(signature, str):
-        signature = _standard_b64(signature)
-    call = part.get("functionCall")
-    if isinstance(call, dict):
-        return _call_event(call.get("name"), call.get("id"), call.get("args"), signature, acc, turn)
-    return _text_event(part.get("text"), part.get("thought") is True, signature, acc)
 
 
 def _call_event(
@@ -168,62 +132,14 @@ def _text_event(
     return acc.text(text) if isinstance(text, str) else None
 
 
-def decode_chunk(
-    chunk: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn
-) -> Iterable[ModelEvent | None]:
-    """One streamed ``GenerateContentResponse`` (wire JSON) -> canonical events.
+def decode_sdk_chunk(chunk: Any, acc: StreamAccumulator, turn: _Turn) -> list[ModelEvent | None]:
+    """One typed ``GenerateContentResponse`` -> canonical events, read straight off the
+    object (signatures re-encoded to base64 on the part they came with).
 
     Raises only :class:`ProviderError` (an unexpected shape is a :class:`MalformedResponse`
     with the chunk as raw snippet)."""
-    acc.record(chunk)
-    try:
-        return _decode(chunk, acc, turn)
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
-        raise MalformedResponse(
-            f"gemini: unexpected response chunk shape ({exc})",
-            raw=json.dumps(chunk, default=str)[:500],
-            provider=PROVIDER,
-        ) from exc
-
-
-def _decode(
-    chunk: Mapping[str, Any], acc: StreamAccumulator, turn: _Turn
-) -> list[ModelEvent | None]:
-    if isinstance(chunk.get("error"), dict):
-        raise chunk_error(chunk)
-    usage = chunk.get("usageMetadata")
-    if isinstance(usage, dict):
-        acc.usage = _usage(usage)
-    if chunk.get("modelVersion"):
-        acc.model = str(chunk["modelVersion"])
-    if chunk.get("responseId"):
-        acc.meta["response_id"] = chunk["responseId"]
-    candidates = chunk.get("candidates")
-    if not candidates:
-        block = (chunk.get("promptFeedback") or {}).get("blockReason")
-        if block:
-            acc.finish_reason(str(block), StopReason.REFUSAL)
-        return []
-    candidate = candidates[0]
-    events = [
-        _decode_part(part, acc, turn)
-        for part in (candidate.get("content") or {}).get("parts") or ()
-        if isinstance(part, dict)
-    ]
-    raw_finish = candidate.get("finishReason")
-    if raw_finish is not None:
-        acc.finish_reason(str(raw_finish), map_finish_reason(raw_finish, chunk))
-    return events
-
-
-def decode_sdk_chunk(chunk: Any, acc: StreamAccumulator, turn: _Turn) -> list[ModelEvent | None]:
-    """:func:`decode_chunk` for the SDK's typed ``GenerateContentResponse`` (what the
-    adapter decodes when no ``on_payload`` hook wants the wire JSON): reads the same
-    fields straight off the object instead of building their JSON per chunk first
-    (signatures re-encoded to base64, enums to their wire names), and decodes them
-    through the same part handlers, so both paths yield the same events."""
-    if acc.raw_events is not None:
-        acc.record(wire_chunk(chunk))
+    if acc.raw_events is not None:  # an on_payload hook watches: show it the wire JSON
+        acc.record(full_chunk(chunk))
     try:
         usage = chunk.usage_metadata
         if usage is not None:
@@ -268,7 +184,8 @@ def _count(value: object) -> int:
 
 
 def _sdk_usage(usage: Any) -> Usage:
-    """:func:`_usage` of a typed ``UsageMetadata`` (same fields, same arithmetic)."""
+    """``promptTokenCount`` includes cached tokens; thoughts are billed as output, so the
+    canonical ``output_tokens`` is candidates + thoughts."""
     thoughts = _count(usage.thoughts_token_count)
     return Usage(
         _count(usage.prompt_token_count) + _count(usage.tool_use_prompt_token_count),
@@ -286,14 +203,6 @@ def _sdk_part(part: Any, acc: StreamAccumulator, turn: _Turn) -> ModelEvent | No
     if call is not None:
         return _call_event(call.name, call.id, call.args, signature, acc, turn)
     return _text_event(part.text, part.thought is True, signature, acc)
-
-
-def chunk_error(chunk: Mapping[str, Any]) -> ProviderError:
-    error = chunk.get("error") or {}
-    code = error.get("code") if isinstance(error, dict) else None
-    return error_from_http(
-        PROVIDER, code if isinstance(code, int) else None, json.dumps(chunk, default=str)
-    )
 
 
 def _enum_value(value: Any) -> Any:
@@ -325,6 +234,15 @@ _USAGE_FIELDS = (
     ("thoughts_token_count", "thoughtsTokenCount"),
     ("tool_use_prompt_token_count", "toolUsePromptTokenCount"),
 )
+
+
+def full_chunk(chunk: Any) -> Any:
+    """The whole wire JSON of a typed chunk (camelCase, signatures base64), for
+    ``on_payload("response", ...)``."""
+    dump = getattr(chunk, "model_dump", None)
+    if dump is None:
+        return chunk
+    return dump(mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"})
 
 
 def wire_chunk(chunk: Any) -> dict[str, Any]:
@@ -361,9 +279,8 @@ def wire_chunk(chunk: Any) -> dict[str, Any]:
 __all__ = [
     "FINISH_REASONS",
     "MALFORMED_REASONS",
-    "chunk_error",
-    "decode_chunk",
     "decode_sdk_chunk",
+    "full_chunk",
     "map_finish_reason",
     "synthesize_call_id",
     "wire_chunk",

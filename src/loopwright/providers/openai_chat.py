@@ -390,8 +390,7 @@ class OpenAIChatModel:
             vendor = GENERIC_OPENAI_COMPAT if base_url else VENDORS["openai"]
         self.model = model
         self.vendor = vendor
-        # Cached wire dicts are shared between requests; a hook could mutate them.
-        cache = EncodeCache() if on_payload is None else None
+        cache = EncodeCache()  # on_payload sees a copy: one path either way
         self.encoder = ChatEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS

@@ -426,7 +426,7 @@ class OpenAIResponsesModel:
         vendor = vendor or VENDORS["openai-responses"]
         self.model = model
         self.vendor = vendor
-        cache = EncodeCache() if on_payload is None else None  # a hook could mutate cached items
+        cache = EncodeCache()  # on_payload sees a copy: one path either way
         self.encoder = ResponsesEncoder(model, vendor, stream, cache)
         self._on_payload = on_payload
         self.call_limits = call_limits or DEFAULT_CALL_LIMITS
