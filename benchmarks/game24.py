@@ -28,7 +28,9 @@ Each reply is drawn from a random generator seeded by the prompt text and how ma
 that prompt was seen, so every run of this script is the same. Answers are checked by
 evaluating the expression exactly (fractions) and comparing the numbers used.
 
-Run: ``python benchmarks/game24.py [--puzzles N] [--wheel PATH]``.
+Run: ``python benchmarks/game24.py [--puzzles N] [--wheel PATH]``; ``--embedded N`` runs
+only ToT with the embedded model (``--model``, default ``local:gemma-3-270m``) on N
+puzzles: beam 2, three proposals, one value call per state, replies capped at 48 tokens.
 """
 
 from __future__ import annotations
@@ -395,11 +397,61 @@ async def measure(name: str, boards: list[list[int]]) -> dict[str, float]:
     }
 
 
+async def embedded_tot(boards: list[list[int]], model_name: str) -> dict[str, float]:
+    """ToT with the embedded model (no stand-in): a small beam and capped replies, since
+    each call costs about a second on a shared 2-core machine."""
+    from loopwright import as_model
+    from loopwright.core.protocols import ModelSettings
+
+    model = as_model(model_name)
+    settings = ModelSettings(max_tokens=48, temperature=0.0)
+    search = SearchConfig(depth=3, beam=2, n_generate=3, max_concurrency=1, settings=settings)
+    ok = calls = tokens = 0
+    walls, answers = [], []
+    for numbers in boards:
+        hooks = ThoughtHooks(
+            answer=lambda p, steps, n=numbers: expression(n, steps),  # type: ignore[misc]
+            state_key=lambda steps: (len(steps), _left(steps)),
+        )
+        started = time.perf_counter()
+        result = await TreeOfThoughts(model, hooks=hooks, search=search).arun(problem(numbers))
+        walls.append(time.perf_counter() - started)
+        ok += correct(result.answer, numbers)
+        calls += result.calls
+        tokens += result.usage.total_tokens
+        path = result.data.get("path")
+        answers.append(f"{numbers}: {result.stop.value} path={path!r:.120}")
+    print("\n".join(answers))
+    return {
+        "success": ok / len(boards),
+        "calls": calls,
+        "tokens": tokens,
+        "wall_median_ms": statistics.median(walls) * 1000,
+        "wall_total_s": sum(walls),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--puzzles", type=int, default=100)
     parser.add_argument("--wheel", default=None)
+    parser.add_argument(
+        "--embedded",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only: ToT with the embedded model on N puzzles",
+    )
+    parser.add_argument("--model", default="local:gemma-3-270m")
     args = parser.parse_args()
+    if args.embedded:
+        row = asyncio.run(embedded_tot(puzzles(args.wheel, args.embedded), args.model))
+        print(
+            json.dumps(
+                {"embedded_tot_success": row["success"], **{k: round(v, 1) for k, v in row.items()}}
+            )
+        )
+        return
     boards = puzzles(args.wheel, args.puzzles)
     rows = {name: asyncio.run(measure(name, boards)) for name in ("io", "cot", "cot_sc", "tot")}
     print(f"Game of 24, puzzles 900-{899 + len(boards)}, stand-in latency {LATENCY * 1000:.0f} ms")

@@ -26,7 +26,7 @@ import asyncio
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal, TypeAlias
 
 from loopwright.core.messages import JSONValue
@@ -42,7 +42,6 @@ EvaluateFn: TypeAlias = Callable[[str, Steps], "float | Awaitable[float]"]
 VALUE_SCORES: Final = {"sure": 20.0, "likely": 1.0, "impossible": 0.001}
 _VALUE_WORD: Final = re.compile(r"\b(sure|likely|impossible)\b", re.IGNORECASE)
 _VOTE: Final = re.compile(r"best choice is\s*(\d+)", re.IGNORECASE)
-_SAMPLING: Final = ModelSettings(temperature=0.7)
 _BULLET: Final = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -78,6 +77,8 @@ class SearchConfig:
     threshold: float = 0.5
     max_nodes: int = 200
     max_concurrency: int = 32
+    settings: ModelSettings | None = None
+    """Settings of every model call (sampled calls get ``temperature=0.7`` on top)."""
 
 
 def _default_key(steps: Steps) -> Hashable:
@@ -157,6 +158,9 @@ class _Search:
         self.scores: dict[Hashable, float] = {}
         self.pending: dict[Hashable, asyncio.Future[float]] = {}
         self.sem = asyncio.Semaphore(self.cfg.max_concurrency)
+        base = self.cfg.settings or ModelSettings()
+        self.settings = base
+        self.sampling = replace(base, temperature=0.7)
         self.evaluated = self.expanded = self.cache_hits = 0
         self.solved: Steps | None = None
         self.seen: list[Steps] = []
@@ -223,7 +227,7 @@ class _Search:
         else:
             sample = self.ctx.prepare(
                 strategy_prompt("tot_sample", problem=self.problem, steps=_show(steps)),
-                settings=_SAMPLING,
+                settings=self.sampling,
             )
             replies = await asyncio.gather(*(self.ask(sample) for _ in range(self.cfg.n_generate)))
             found = [s for r in replies for s in parse_steps(r)[:1]]
@@ -275,7 +279,8 @@ class _Search:
             value = fn(self.problem, steps)
             return float(await value if inspect.isawaitable(value) else value)
         prompt = self.ctx.prepare(
-            strategy_prompt("tot_value", problem=self.problem, steps=_show(steps))
+            strategy_prompt("tot_value", problem=self.problem, steps=_show(steps)),
+            settings=self.settings,
         )
         if self.cfg.n_evaluate == 1:
             return parse_value(await self.ask(prompt))
@@ -285,7 +290,8 @@ class _Search:
     async def vote(self, states: Sequence[Steps]) -> list[float]:
         choices = "\n".join(f"Choice {i}:\n{_show(s)}" for i, s in enumerate(states, 1))
         prompt = self.ctx.prepare(
-            strategy_prompt("tot_vote", problem=self.problem, choices=choices), settings=_SAMPLING
+            strategy_prompt("tot_vote", problem=self.problem, choices=choices),
+            settings=self.sampling,
         )
         replies = await asyncio.gather(*(self.ask(prompt) for _ in range(self.cfg.n_evaluate)))
         votes = [0.0] * len(states)
@@ -298,6 +304,8 @@ class _Search:
 
     async def ask(self, prompt: str | Prepared) -> str:
         assert self.owner.model is not None
+        if not isinstance(prompt, Prepared):
+            prompt = self.ctx.prepare(prompt, settings=self.settings)
         async with self.sem:
             return await self.ctx.ask(self.owner.model, prompt)
 
