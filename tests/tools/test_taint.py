@@ -237,7 +237,7 @@ def test_loop_pauses_tainted_side_effect_and_the_taint_survives_a_store(tmp_path
     store.save(state)
     loaded = store.load(state.session_id)
     assert loaded.taint == state.taint and loaded.taint[0].call_id == "r1"
-    resumed = agent.run(state=loaded, decisions={"e1": Confirmation.approve()})
+    resumed = asyncio.run(agent.aresume(loaded, {"e1": Confirmation.approve()}))
     assert world.sent == ["eve@evil.example"]  # the person approved that call
     assert resumed.stop is RunStop.AWAITING_CONFIRMATION  # still tainted after resume
     assert [c.id for c in resumed.pending_calls] == ["d1"] and world.deleted == []
