@@ -36,6 +36,8 @@ class Server:
     extra: list[str] = field(default_factory=list)
     agents: str = "served_agents:agents"
     cwd: Path = HERE
+    store_url: str = ""
+    """Default: SQLite at ``db``."""
     proc: subprocess.Popen[bytes] | None = None
     url: str = ""
 
@@ -56,7 +58,7 @@ class Server:
             "--port",
             str(port),
             "--store-url",
-            f"sqlite:///{self.db}",
+            self.store_url or f"sqlite:///{self.db}",
             *self.extra,
         ]
         self.proc = subprocess.Popen(

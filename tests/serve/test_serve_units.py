@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -64,3 +65,38 @@ async def test_durable_reports_each_run_and_shares_one_async_store() -> None:
     result = await durable.arun("first")
     assert len(runs) == 1 and runs[0].session_id == result.session_id
     assert result.answer == "first | and more"
+
+
+async def test_the_event_log_keeps_the_newest_events_and_replays_from_the_oldest_kept() -> None:
+    from loopwright.serve.sessions import LiveSession
+
+    live = LiveSession("s-x", "alpha", "echo", max_events=10)
+    for n in range(1, 26):
+        live.publish("tick", {"n": n})
+    assert live.last_id == 25 and len(live.events) <= 10
+    replay = [e async for e in live.follow(0, keepalive=1) if e is not None]
+    ids = [e.id for e in replay]
+    assert ids == list(range(ids[0], 26)) and ids[0] > 1  # the oldest kept onwards
+    assert [e.id async for e in live.follow(23, keepalive=1) if e is not None] == [24, 25]
+    assert all(json.loads(e.data)["n"] == e.id for e in replay)
+
+
+async def test_a_follower_is_woken_by_new_events_and_released_when_the_run_ends() -> None:
+    from loopwright.serve.sessions import LiveSession
+
+    live = LiveSession("s-y", "alpha", "echo")
+    live.active = True
+    got: list[object] = []
+
+    async def reader() -> None:
+        async for event in live.follow(0, keepalive=0.05):
+            got.append(None if event is None else event.id)
+
+    task = asyncio.create_task(reader())
+    await asyncio.sleep(0.12)  # idle: keepalives
+    live.publish("tick", {})
+    await asyncio.sleep(0.01)
+    live.active = False
+    live.notify()
+    await asyncio.wait_for(task, 1)
+    assert None in got and got[-1] == 1

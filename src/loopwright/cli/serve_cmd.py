@@ -50,16 +50,23 @@ def load_agents(ref: str) -> dict[str, object]:
     "--max-body", default=1 << 20, show_default=True, type=int, help="Request body limit (bytes)."
 )
 @click.option(
+    "--drain",
+    default=10.0,
+    show_default=True,
+    type=float,
+    help="Seconds a shutdown waits for runs in progress before cancelling them.",
+)
+@click.option(
     "--no-resume",
     is_flag=True,
     help="Do not resume, at startup, served sessions whose process died mid-run.",
 )
 @store_options
-def serve(agents_ref, host, port, keys_file, max_body, no_resume, store_kind, store_url):
+def serve(agents_ref, host, port, keys_file, max_body, drain, no_resume, store_kind, store_url):
     try:
         import uvicorn
 
-        from loopwright.serve import AppConfig, create_app, load_keys
+        from loopwright.serve import AppConfig, ServeConfig, create_app, load_keys
     except ImportError as exc:
         raise UserError(
             f"loopwright serve needs the serve extra ({exc.name} is missing): "
@@ -68,10 +75,14 @@ def serve(agents_ref, host, port, keys_file, max_body, no_resume, store_kind, st
     agents = load_agents(agents_ref)
     keys = load_keys(keys_file)
     store = open_store(store_kind, store_url)
-    config = AppConfig(max_body=max_body, resume_interrupted=not no_resume)
+    config = AppConfig(
+        max_body=max_body, resume_interrupted=not no_resume, serve=ServeConfig(drain=drain)
+    )
     app = create_app(agents, store, keys, config)  # type: ignore[arg-type]
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        # open event streams end when their runs do: past the drain time uvicorn closes
+        # them, then the app's shutdown cancels what still runs (a checkpoint each)
+        uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=drain)
     finally:
         store.close()
 

@@ -157,7 +157,7 @@ class Api:
             "usage": state.usage.to_dict(),
             "pending_calls": [part_to_dict(c) for c in state.pending_calls],
             "messages": [m.to_dict() for m in state.messages],
-            "events": len(live.events) if live is not None else 0,
+            "events": live.last_id if live is not None else 0,
             "created_at": state.created_at,
             "updated_at": state.updated_at,
         }

@@ -73,7 +73,10 @@ class LiveSession:
     session_id: str
     tenant: str
     agent: str
+    max_events: int = 10_000
     events: list[Event] = field(default_factory=list)
+    dropped: int = 0
+    """Events dropped from the front of ``events`` (the log keeps the last ``max_events``)."""
     task: asyncio.Task[None] | None = None
     active: bool = False
     """A run is in progress (set before its task starts, cleared before it ends)."""
@@ -85,9 +88,18 @@ class LiveSession:
     def running(self) -> bool:
         return self.active
 
+    @property
+    def last_id(self) -> int:
+        return self.dropped + len(self.events)
+
     def publish(self, type_: str, data: Mapping[str, JSONValue]) -> None:
-        self.events.append(Event(len(self.events) + 1, type_, to_json(data)))
-        self._notify()
+        self.events.append(Event(self.last_id + 1, type_, to_json(data)))
+        if len(self.events) > self.max_events:
+            # drop the older half at once: one list copy per max_events/2 events
+            cut = len(self.events) - self.max_events // 2
+            del self.events[:cut]
+            self.dropped += cut
+        self.notify()
 
     def on_event(self, event: RunEvent) -> None:
         self.publish(event.type, event_to_dict(event))
@@ -99,7 +111,7 @@ class LiveSession:
             run.steer(text) if mode == "steer" else run.follow_up(text)
         self.queued.clear()
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
         wake, self.wake = self.wake, asyncio.Event()
         wake.set()
 
@@ -108,9 +120,10 @@ class LiveSession:
         ``None`` after ``keepalive`` idle seconds (the stream sends a comment)."""
         while True:
             wake = self.wake
-            while after < len(self.events):
+            after = max(after, self.dropped)  # older events are gone: start at the oldest kept
+            while after < self.last_id:
                 after += 1
-                yield self.events[after - 1]
+                yield self.events[after - 1 - self.dropped]
             if not self.running:
                 return
             try:
@@ -121,9 +134,13 @@ class LiveSession:
 
 @dataclass(frozen=True, slots=True)
 class ServeConfig:
-    """``durable``: checkpoint policy and lock TTL of every run."""
+    """``durable``: checkpoint policy and lock TTL of every run. ``max_events``: events
+    kept per session for replay (the oldest half is dropped beyond it). ``drain``: seconds
+    a shutdown waits for runs in progress before cancelling them."""
 
     durable: DurableConfig = field(default_factory=DurableConfig)
+    max_events: int = 10_000
+    drain: float = 10.0
 
 
 class SessionManager:
@@ -177,7 +194,8 @@ class SessionManager:
         if live is None:
             state = await self.state(tenant, session_id)
             live = self.live.setdefault(
-                session_id, LiveSession(session_id, tenant, self.agent_name(state))
+                session_id,
+                LiveSession(session_id, tenant, self.agent_name(state), self.config.max_events),
             )
         if live.tenant != tenant:
             raise not_found(session_id)
@@ -192,7 +210,7 @@ class SessionManager:
         await self.aio.save(
             RunState(session_id=sid, messages=[Message.user(prompt)], metadata={"serve": meta})
         )
-        live = self.live.setdefault(sid, LiveSession(sid, tenant, agent))
+        live = self.live.setdefault(sid, LiveSession(sid, tenant, agent, self.config.max_events))
         self._start(live, lambda d: d.aresume(sid))
         return live
 
@@ -278,15 +296,20 @@ class SessionManager:
             tenant = _owner(state)
             if tenant is None:
                 continue
-            live = LiveSession(row.session_id, tenant, self.agent_name(state))
+            live = LiveSession(
+                row.session_id, tenant, self.agent_name(state), self.config.max_events
+            )
             self.live[row.session_id] = live
             self._start(live, _resume(row.session_id))
             resumed.append(row.session_id)
         return resumed
 
     async def close(self) -> None:
-        """Cancel runs in progress (each ends with a checkpoint) and stop store threads."""
+        """Let runs in progress finish for ``drain`` seconds, cancel the rest (each ends
+        with a checkpoint), then stop the store threads."""
         tasks = [s.task for s in self.live.values() if s.task is not None and not s.task.done()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.config.drain)
         for live in self.live.values():
             if live.run is not None and live.running:
                 live.run.cancel()
@@ -343,7 +366,7 @@ class SessionManager:
             finally:
                 live.run = None
                 live.active = False
-                live._notify()
+                live.notify()
 
         live.active = True
         live.task = asyncio.get_running_loop().create_task(body())
