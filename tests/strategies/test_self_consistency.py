@@ -102,3 +102,15 @@ def test_decided() -> None:
     assert decided(Counter(a=3, b=1), 5, min_lead=2) and not decided(
         Counter(a=2, b=1), 5, min_lead=2
     )
+
+
+def test_run_inside_an_event_loop_names_the_fix() -> None:
+    import asyncio
+
+    from loopwright import UserError
+
+    async def inside() -> None:
+        with pytest.raises(UserError, match=r"await strategy\.arun"):
+            SelfConsistency(replies("1"), k=1).run("q")
+
+    asyncio.run(inside())

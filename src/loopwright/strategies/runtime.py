@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from loopwright.core.errors import ProviderError
+from loopwright.core.errors import ProviderError, UserError
 from loopwright.core.events import (
     LimitReached,
     ModelCallFailed,
@@ -240,7 +241,7 @@ Outcome = tuple[str, Mapping[str, JSONValue] | Paused]
 """What ``_solve`` returns: the answer and the strategy's record (or a pause)."""
 
 
-class Strategy:
+class Strategy(ABC):
     """Base of every strategy: ``run`` / ``arun`` / ``stream`` around ``_solve``.
 
     A subclass sets ``name`` and implements ``async _solve(ctx, prompt) -> (answer, data)``;
@@ -252,8 +253,9 @@ class Strategy:
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or _DEFAULT_LIMITS
 
+    @abstractmethod
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
-        raise TypeError(f"{type(self).__name__} must implement _solve")
+        """The strategy itself: the answer and its record (or a :class:`Paused`)."""
 
     def _context(self, on_event: EventSink | None, session_id: str | None) -> StrategyContext:
         return StrategyContext(self.name, self.limits, on_event, session_id or new_session_id())
@@ -305,8 +307,15 @@ class Strategy:
         return result
 
     def run(self, prompt: str, *, on_event: EventSink | None = None) -> StrategyResult:
-        """Synchronous :meth:`arun` (``asyncio.run``)."""
-        return asyncio.run(self.arun(prompt, on_event=on_event))
+        """Synchronous :meth:`arun` (``asyncio.run``); inside async code use ``arun``."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(prompt, on_event=on_event))
+        raise UserError(
+            f"{type(self).__name__}.run() was called inside a running event loop; use "
+            "`await strategy.arun(...)` there"
+        )
 
     async def stream(self, prompt: str) -> AsyncIterator[RunEvent]:
         """Every event of one run, ending with ``RunFinished``."""
