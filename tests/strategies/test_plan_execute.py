@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+import textwrap
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -291,3 +295,37 @@ def test_a_step_can_be_a_small_react_loop_of_its_own() -> None:
     assert CALLS["sales data for 2025-07"] == 1
     names = [e.call.name for e in events if type(e).__name__ == "ToolCallStarted"]
     assert names == ["analyst"]  # the worker's own calls are its run's, not the strategy's
+
+
+def test_escalate_pauses_durably_and_resumes_in_a_new_process(tmp_path: Path) -> None:
+    from loopwright.store import SQLiteStore
+    from loopwright.strategies import PlanCheckpoints
+
+    db = tmp_path / "plans.db"
+    BROKEN.add("sales data for 2024-07")
+    saved = PlanCheckpoints(SQLiteStore(db))
+    config = PlanConfig(max_retries=1, on_progress=saved)
+    paused = PlanAndExecute(ScriptedModel([plan()]), TOOLS, config=config).run(REQUEST)
+    assert paused.stop is RunStop.AWAITING_CONFIRMATION
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import test_plan_execute as demo
+        from loopwright import ScriptedModel
+        from loopwright.store import SQLiteStore
+        from loopwright.strategies import PlanAndExecute, PlanCheckpoints
+
+        state = PlanCheckpoints(SQLiteStore({str(db)!r}), {saved.session_id!r}).load()
+        result = asyncio.run(PlanAndExecute(ScriptedModel([]), demo.TOOLS).aresume(state))
+        print(result.stop.value)
+        print(result.answer)
+        print(dict(demo.CALLS))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.splitlines()
+    assert out[0] == "final_answer" and out[1] == "[line chart: 2025-07 vs 2024-07: +20]"
+    # the new process ran only what had not finished: the failed query and what follows
+    assert out[2] == "{'sales data for 2024-07': 1, 'compare': 1, 'chart': 1}"

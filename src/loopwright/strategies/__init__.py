@@ -6,7 +6,7 @@ Each strategy makes its model calls through one
 strategy run and every call and step is an event. See ``docs/strategies.md``.
 """
 
-from loopwright.strategies.memory import ReflectionMemory
+from loopwright.strategies.memory import PlanCheckpoints, ReflectionMemory
 from loopwright.strategies.plan_execute import (
     Decision,
     PlanAndExecute,
@@ -28,6 +28,7 @@ __all__ = [
     "Decision",
     "Evaluation",
     "PlanAndExecute",
+    "PlanCheckpoints",
     "PlanConfig",
     "PlanRun",
     "PlanStep",

@@ -1,4 +1,7 @@
-"""Long-term memory of lessons (Reflexion's reflections), kept in a checkpoint store.
+"""What strategies keep in a checkpoint store: Reflexion's lessons
+(:class:`ReflectionMemory`) and plan-and-execute progress (:class:`PlanCheckpoints`).
+
+Long-term memory of lessons (Reflexion's reflections):
 
 Lessons are scoped by a *key* (a task family, a user, a repository ...): each key is one
 stored session whose history holds the lessons as assistant messages, oldest first. So
@@ -10,9 +13,10 @@ Redis, PostgreSQL or memory: any :class:`~loopwright.store.CheckpointStore`). At
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
-from loopwright.core.messages import Message
-from loopwright.core.run import RunState
+from loopwright.core.messages import JSONValue, Message
+from loopwright.core.run import RunState, new_session_id
 from loopwright.store import CheckpointStore, SessionNotFound
 
 
@@ -53,3 +57,30 @@ class ReflectionMemory:
             self.store.save(state, rewrite_from=0)
         else:
             self.store.save(state)
+
+
+class PlanCheckpoints:
+    """Plan-and-execute progress in a checkpoint store: pass it as
+    ``PlanConfig(on_progress=...)``; after a crash or an escalation, in any process,
+    ``PlanAndExecute.aresume(PlanCheckpoints(store, session_id).load())`` continues the
+    run without running finished steps again.
+
+    The progress is the metadata of one stored session (``session_id``, a fresh one when
+    not given); each save is a checkpoint of it, with the run's stop when it paused.
+    """
+
+    KEY = "plan_execute"
+
+    def __init__(self, store: CheckpointStore, session_id: str | None = None) -> None:
+        self.store = store
+        self.session_id = session_id or new_session_id()
+
+    def __call__(self, state: Mapping[str, JSONValue]) -> None:
+        self.store.save(RunState(session_id=self.session_id, metadata={self.KEY: dict(state)}))
+
+    def load(self) -> Mapping[str, JSONValue]:
+        """The latest progress saved (:class:`~loopwright.store.SessionNotFound` if none)."""
+        saved = self.store.load(self.session_id).metadata.get(self.KEY)
+        if not isinstance(saved, dict):
+            raise SessionNotFound(self.session_id, "it holds no plan-and-execute progress")
+        return saved

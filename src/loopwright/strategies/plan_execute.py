@@ -350,6 +350,7 @@ class PlanAndExecute(Strategy):
 
     def _pause(self, ctx: StrategyContext, run: PlanRun, reason: str) -> Paused:
         ctx.step("escalated", reason=reason)
+        self._progress(run)
         data = run.to_dict()
         return Paused(f"escalated: {reason}", data, data)
 
