@@ -76,7 +76,7 @@ def complete_partial(text: str) -> Any:
         if closed is None:
             continue
         try:
-            return json.loads(closed, parse_float=_finite_float, parse_constant=_no_constant)
+            return _STRICT.decode(closed)
         except ValueError:
             continue
     return None
@@ -145,8 +145,8 @@ def parse_partial(text: str) -> dict[str, Any] | None:
                 value = complete_partial(text)
         else:
             value = complete_partial(text)
-        if isinstance(value, dict) and _too_deep(text, value):
-            return None
+        if len(text) > MAX_DEPTH and isinstance(value, dict) and _too_deep(text, value):
+            return None  # (shorter text cannot hold MAX_DEPTH + 1 brackets)
     except (RecursionError, MemoryError, ValueError):  # hostile input: no preview, no crash
         return None
     return value if isinstance(value, dict) else None
@@ -163,6 +163,11 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")  # NaN / Infinity / -Infinity
 
 
+_STRICT = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)
+"""Strict JSON (no NaN / Infinity / overflowing numbers), built once: ``json.loads`` with
+hooks would build a decoder per call."""
+
+
 class ArgumentsError(ValueError):
     """Finished tool-call arguments are not one JSON object."""
 
@@ -176,14 +181,14 @@ def parse_final(raw: str) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw, parse_float=_finite_float, parse_constant=_no_constant)
+        value = _STRICT.decode(raw)
     except ValueError as exc:
         raise ArgumentsError(f"arguments are not valid JSON ({exc})") from exc
     except RecursionError:
         raise ArgumentsError(f"arguments nest deeper than {MAX_DEPTH} levels") from None
     if not isinstance(value, dict):
         raise ArgumentsError(f"arguments must be a JSON object, got {type(value).__name__}")
-    if _too_deep(raw, value):
+    if len(raw) > MAX_DEPTH and _too_deep(raw, value):
         raise ArgumentsError(f"arguments nest deeper than {MAX_DEPTH} levels")
     _remember(raw)
     return value
