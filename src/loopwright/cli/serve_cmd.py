@@ -61,8 +61,20 @@ def load_agents(ref: str) -> dict[str, object]:
     is_flag=True,
     help="Do not resume, at startup, served sessions whose process died mid-run.",
 )
+@click.option("--access-log/--no-access-log", default=True, help="Log every request.")
 @store_options
-def serve(agents_ref, host, port, keys_file, max_body, drain, no_resume, store_kind, store_url):
+def serve(
+    agents_ref,
+    host,
+    port,
+    keys_file,
+    max_body,
+    drain,
+    no_resume,
+    access_log,
+    store_kind,
+    store_url,
+):
     try:
         import uvicorn
 
@@ -82,7 +94,14 @@ def serve(agents_ref, host, port, keys_file, max_body, drain, no_resume, store_k
     try:
         # open event streams end when their runs do: past the drain time uvicorn closes
         # them, then the app's shutdown cancels what still runs (a checkpoint each)
-        uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=drain)
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="info",
+            access_log=access_log,
+            timeout_graceful_shutdown=drain,
+        )
     finally:
         store.close()
 

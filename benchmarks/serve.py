@@ -1,0 +1,254 @@
+"""`loopwright serve` under load: what the HTTP API adds over an in-process run.
+
+N concurrent sessions, each 6 model calls of 20 ms (5 calls of an idempotent tool, then
+the answer), checkpointed to SQLite by the durable runner. Measured in one run:
+
+* floor: the same N runs in process (``Agent.arun``, no store);
+* durable: the same N runs in process through ``Durable`` over SQLite (the server's
+  engine without HTTP);
+* http: N clients against a ``loopwright serve`` process on 127.0.0.1, each creating a
+  session (``POST /v1/sessions``) and reading its SSE stream to ``run_finished``.
+
+Reported: sessions per second (N / wall time), per-session latency p50/p99 and the
+latency added over the floor at the same percentile, errors, and the server's resident
+memory per idle session afterwards. Usage: ``python benchmarks/serve.py [--sessions N]
+[--quick]``. Prints figures, then ONE JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from loopwright import Agent, FunctionModel, Reply, tool
+from loopwright.core.messages import Message, ToolCallPart
+from loopwright.core.protocols import ModelRequest
+from loopwright.durable import Durable
+from loopwright.store import SQLiteStore
+
+MODEL_DELAY = 0.02
+CALLS = 6
+KEY = "bench-key-0001"
+
+
+@tool(idempotent=True)
+async def lookup(key: str) -> str:
+    """Look a key up (no side effect)."""
+    return f"value of {key}"
+
+
+def _reply(messages: Sequence[Message], request: ModelRequest) -> Reply:
+    step = sum(1 for m in messages if m.role == "tool")
+    if step < CALLS - 1:
+        return Reply([ToolCallPart(f"l{step}", "lookup", {"key": f"k{step}"})], delay=MODEL_DELAY)
+    return Reply("done", delay=MODEL_DELAY)
+
+
+def make_agent() -> Agent:
+    return Agent(FunctionModel(_reply), [lookup])
+
+
+agents = {"bench": make_agent}
+"""What the server process imports (``--agents serve:agents`` from this folder)."""
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _timed(coro: Any) -> float:
+    start = time.perf_counter()
+    await coro
+    return time.perf_counter() - start
+
+
+async def in_process(n: int, durable_db: Path | None) -> tuple[float, list[float]]:
+    store = SQLiteStore(durable_db) if durable_db is not None else None
+    start = time.perf_counter()
+    if store is None:
+        runs = [_timed(make_agent().arun(f"q{i}")) for i in range(n)]
+    else:
+        runs = [_timed(Durable(make_agent(), store).arun(f"q{i}")) for i in range(n)]
+    latencies = await asyncio.gather(*runs)
+    wall = time.perf_counter() - start
+    if store is not None:
+        store.close()
+    return wall, list(latencies)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _request(host: str, port: int, head: str, body: bytes = b"") -> tuple[Any, Any]:
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(head.encode() + body)
+    await writer.drain()
+    return reader, writer
+
+
+async def _session(url: str, i: int) -> float:
+    """One client: create a session, read its SSE stream up to ``run_finished``.
+
+    Plain asyncio streams speaking HTTP/1.1, not httpx: on a shared 2-core machine an
+    httpx client spends ~18 ms of CPU per session and becomes the bottleneck it is
+    supposed to measure."""
+    host, port = url.removeprefix("http://").split(":")
+    auth = f"Authorization: Bearer {KEY}\r\nHost: {host}\r\n"
+    body = json.dumps({"agent": "bench", "prompt": f"q{i}"}).encode()
+    start = time.perf_counter()
+    head = (
+        f"POST /v1/sessions HTTP/1.1\r\n{auth}Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    reader, writer = await _request(host, int(port), head, body)
+    raw = await reader.read()
+    writer.close()
+    if not raw.startswith(b"HTTP/1.1 201"):
+        raise RuntimeError(f"create failed: {raw[:200]!r}")
+    sid = json.loads(raw.split(b"\r\n\r\n", 1)[1])["id"]
+    head = f"GET /v1/sessions/{sid}/events HTTP/1.1\r\n{auth}Connection: close\r\n\r\n"
+    reader, writer = await _request(host, int(port), head)
+    seen = b""
+    try:
+        while chunk := await reader.read(65536):
+            seen = seen[-32:] + chunk  # the marker may straddle two reads
+            if b"event: run_finished" in seen:
+                return time.perf_counter() - start
+    finally:
+        writer.close()
+    raise RuntimeError(f"session {sid}: the stream ended without run_finished")
+
+
+async def over_http(n: int, url: str) -> tuple[float, list[float], int]:
+    start = time.perf_counter()
+    results = await asyncio.gather(*(_session(url, i) for i in range(n)), return_exceptions=True)
+    wall = time.perf_counter() - start
+    latencies = [r for r in results if isinstance(r, float)]
+    failures = [r for r in results if not isinstance(r, float)]
+    if failures:
+        print(f"{len(failures)} failed sessions; the first: {failures[0]!r}")
+    return wall, latencies, len(failures)
+
+
+def start_server(db: Path, store_url: str | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    import httpx
+
+    port = _free_port()
+    env = {**os.environ, "LOOPWRIGHT_SERVE_KEYS": f"{KEY}=bench"}
+    here = Path(__file__).resolve().parent
+    cmd = [
+        sys.executable,
+        "-m",
+        "loopwright.cli",
+        "serve",
+        "--agents",
+        "serve:agents",
+        "--port",
+        str(port),
+        "--store-url",
+        store_url or f"sqlite:///{db}",
+        "--no-resume",
+        "--no-access-log",
+    ]
+    proc = subprocess.Popen(cmd, cwd=here, env=env, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def _figures(name: str, n: int, wall: float, lat: list[float], floor: list[float]) -> dict:
+    p50, p99 = _pct(lat, 0.5), _pct(lat, 0.99)
+    out = {
+        "sessions_per_s": round(n / wall, 1),
+        "p50_ms": round(p50 * 1000, 1),
+        "p99_ms": round(p99 * 1000, 1),
+        "added_p50_ms": round((p50 - _pct(floor, 0.5)) * 1000, 1),
+        "added_p99_ms": round((p99 - _pct(floor, 0.99)) * 1000, 1),
+    }
+    print(
+        f"{name:8s} {out['sessions_per_s']:8.1f} sessions/s  p50 {out['p50_ms']:7.1f} ms  "
+        f"p99 {out['p99_ms']:7.1f} ms  added p50 {out['added_p50_ms']:6.1f} ms  "
+        f"added p99 {out['added_p99_ms']:6.1f} ms"
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--quick", action="store_true", help="50 sessions")
+    args = parser.parse_args()
+    n = 50 if args.quick else args.sessions
+    tmp = Path(tempfile.mkdtemp(prefix="lw-serve-bench-"))
+    print(f"{n} concurrent sessions, {CALLS} model calls of {MODEL_DELAY * 1000:.0f} ms each")
+    wall, floor = asyncio.run(in_process(n, None))
+    result: dict[str, Any] = {"sessions": n, "ideal_ms": CALLS * MODEL_DELAY * 1000}
+    result["floor"] = _figures("floor", n, wall, floor, floor)
+    wall, lat = asyncio.run(in_process(n, tmp / "durable.db"))
+    result["durable"] = _figures("durable", n, wall, lat, floor)
+    proc, url = start_server(tmp / "serve.db")
+    try:
+        idle_rss = _rss_kib(proc.pid)
+        server_cpu, client_cpu = _cpu_s(proc.pid), time.process_time()
+        wall, lat, errors = asyncio.run(over_http(n, url))
+        server_cpu, client_cpu = _cpu_s(proc.pid) - server_cpu, time.process_time() - client_cpu
+        result["http"] = _figures("http", n, wall, lat, floor) if lat else {}
+        result["http"]["errors"] = errors
+        # on a shared machine the client competes with the server for the same cores
+        result["http"]["server_cpu_ms_per_session"] = round(server_cpu * 1000 / n, 1)
+        result["http"]["client_cpu_ms_per_session"] = round(client_cpu * 1000 / n, 1)
+        print(
+            f"CPU per session: server {server_cpu * 1000 / n:.1f} ms, "
+            f"client {client_cpu * 1000 / n:.1f} ms"
+        )
+        time.sleep(0.5)
+        grown = _rss_kib(proc.pid) - idle_rss
+        result["http"]["rss_kib_per_idle_session"] = round(grown / n, 1)
+        print(f"errors {errors}; server memory per idle session ~{grown / n:.0f} KiB")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    result["load"] = os.getloadavg()[0]
+    result["median_latency_ratio_http_over_floor"] = round(
+        statistics.median(lat) / statistics.median(floor), 2
+    )
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
