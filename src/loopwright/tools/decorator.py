@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, get_origin, overload
 
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 from loopwright.tools.invocation import ToolContext
@@ -416,7 +416,11 @@ def _context_param_of(fn: Callable[..., Any]) -> str | None:
     except (TypeError, ValueError):
         return None
     for p in params:
-        if p.annotation is ToolContext or p.annotation == "ToolContext":
+        annotation = p.annotation
+        if isinstance(annotation, str):  # postponed: ``ToolContext`` or ``ToolContext[Deps]``
+            if annotation == "ToolContext" or annotation.startswith("ToolContext["):
+                return p.name
+        elif annotation is ToolContext or get_origin(annotation) is ToolContext:
             return p.name
     return None
 

@@ -95,7 +95,8 @@ class DispatchConfig:
     ``permission`` is the caller's level (tools above it are refused at dispatch).
     ``confirm`` answers for ``requires_confirmation`` tools (``None`` approves all).
     ``sleep``, ``random`` and ``clock`` are injectable for tests (backoff without
-    waiting, deterministic jitter). ``metadata`` is handed to tools in ``ToolContext``.
+    waiting, deterministic jitter). ``metadata`` and ``deps`` are handed to tools in
+    ``ToolContext`` (``deps`` is one run's: the agent sets it per run from ``deps=``).
     ``delimit_untrusted`` wraps results of ``untrusted_output`` tools as data (the
     default; turn it off only when something else delimits them).
     ``confirm_when_tainted`` (on by default) makes side-effect calls of a run that has
@@ -112,6 +113,7 @@ class DispatchConfig:
     after_tool_call: AfterToolCall | None = None
     session_id: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    deps: object = None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     random: Callable[[], float] = random.random
     clock: Callable[[], float] = time.perf_counter
@@ -635,7 +637,7 @@ class Dispatcher:
             else:
                 if context_param is not None:
                     kwargs[context_param] = ToolContext(
-                        call.id, key, n, cfg.session_id, cfg.metadata
+                        call.id, key, n, cfg.session_id, cfg.metadata, cfg.deps
                     )
                 execution = None
                 if track is not None and not t.is_async:

@@ -409,11 +409,12 @@ def _is_pydantic_model(tp: type) -> bool:
 
 
 def _is_context(annotation: Any) -> bool:
-    if annotation is ToolContext:
+    """``ToolContext``, ``ToolContext[Deps]``, or either ``| None``."""
+    if annotation is ToolContext or get_origin(annotation) is ToolContext:
         return True
     if get_origin(annotation) in (Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not _NONE_TYPE]
-        return len(args) == 1 and args[0] is ToolContext
+        return len(args) == 1 and _is_context(args[0])
     return False
 
 
