@@ -298,20 +298,22 @@ class Agent(Generic[OutputT]):
         history: Sequence[Message] | None = None,
         session_id: str | None = None,
         events: bool = True,
+        deps: object = None,
     ) -> Run[OutputT]:
         """Start a new run in the running event loop and return its handle.
 
         ``history`` is the conversation so far (e.g. ``result.messages`` of an earlier
         run); ``session_id`` names the run (a fresh id by default). To continue a saved or
         paused :class:`RunState`, use :meth:`resume`. ``events=False`` skips building
-        events unless ``hooks.on_event`` is set (what :meth:`arun` does).
+        events unless ``hooks.on_event`` is set (what :meth:`arun` does). ``deps`` reach
+        the run's tools as ``ToolContext.deps`` (typed by ``ToolContext[Deps]``).
         """
         message = _as_message(prompt, "prompt")
         state = RunState(
             session_id=session_id or new_session_id(),
             messages=list(history) if history else [],
         )
-        return self._launch(state, None, message, events)
+        return self._launch(state, None, message, events, deps)
 
     async def arun(
         self,
@@ -319,6 +321,7 @@ class Agent(Generic[OutputT]):
         *,
         history: Sequence[Message] | None = None,
         session_id: str | None = None,
+        deps: object = None,
     ) -> RunResult[OutputT]:
         """Run to the end and return the result (no events unless ``hooks.on_event``).
 
@@ -330,7 +333,7 @@ class Agent(Generic[OutputT]):
             session_id=session_id or new_session_id(),
             messages=list(history) if history else [],
         )
-        return await self._drive(self._engine(state, None, None), message)
+        return await self._drive(self._engine(state, None, None, deps), message)
 
     def run(
         self,
@@ -338,12 +341,13 @@ class Agent(Generic[OutputT]):
         *,
         history: Sequence[Message] | None = None,
         session_id: str | None = None,
+        deps: object = None,
     ) -> RunResult[OutputT]:
         """Synchronous :meth:`arun` (uses ``asyncio.run``). Inside async code use ``arun``."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(prompt, history=history, session_id=session_id))
+            return asyncio.run(self.arun(prompt, history=history, session_id=session_id, deps=deps))
         raise UserError(
             "Agent.run() was called inside a running event loop; use `await agent.arun(...)` "
             "(or agent.start(...) / agent.stream(...)) there"
@@ -355,10 +359,11 @@ class Agent(Generic[OutputT]):
         *,
         history: Sequence[Message] | None = None,
         session_id: str | None = None,
+        deps: object = None,
     ) -> AsyncIterator[RunEvent]:
         """Yield every run event, ending with ``RunFinished``. Closing the iterator early
         cancels the run."""
-        run = self.start(prompt, history=history, session_id=session_id)
+        run = self.start(prompt, history=history, session_id=session_id, deps=deps)
         try:
             async for event in run:
                 yield event
@@ -421,6 +426,7 @@ class Agent(Generic[OutputT]):
         *,
         prompt: Prompt | None = None,
         events: bool = True,
+        deps: object = None,
     ) -> Run[OutputT]:
         """Continue ``state`` (a checkpoint, a paused run, a finished one) and return the
         run's handle.
@@ -435,7 +441,7 @@ class Agent(Generic[OutputT]):
         """
         message = None if prompt is None else _as_message(prompt, "prompt")
         resume, message = _continuation(state, decisions, message)
-        return self._launch(state, resume, message, events)
+        return self._launch(state, resume, message, events, deps)
 
     async def aresume(
         self,
@@ -443,15 +449,21 @@ class Agent(Generic[OutputT]):
         decisions: Mapping[str, Confirmation] | None = None,
         *,
         prompt: Prompt | None = None,
+        deps: object = None,
     ) -> RunResult[OutputT]:
         """:meth:`resume` to the end, in the caller's task: the run's result."""
         message = None if prompt is None else _as_message(prompt, "prompt")
         resume, message = _continuation(state, decisions, message)
-        return await self._drive(self._engine(state, resume, None), message)
+        return await self._drive(self._engine(state, resume, None, deps), message)
 
     # ------------------------------------------------------------------ helpers
     def _launch(
-        self, state: RunState, resume: Resume | None, message: Message | None, events: bool
+        self,
+        state: RunState,
+        resume: Resume | None,
+        message: Message | None,
+        events: bool,
+        deps: object = None,
     ) -> Run[OutputT]:
         try:
             asyncio.get_running_loop()
@@ -461,7 +473,7 @@ class Agent(Generic[OutputT]):
                 "code, or use agent.run(...) from synchronous code"
             ) from None
         feed = _EventFeed() if events else None
-        engine = self._engine(state, resume, feed)
+        engine = self._engine(state, resume, feed, deps)
         if feed is not None:
             engine.closer = feed.close
         token = _CURRENT_RUN.set(engine)  # copied into the run's task, then restored here
@@ -479,20 +491,23 @@ class Agent(Generic[OutputT]):
         finally:
             _CURRENT_RUN.reset(token)
 
-    def _engine(self, state: RunState, resume: Resume | None, feed: _EventFeed | None) -> RunEngine:
+    def _engine(
+        self, state: RunState, resume: Resume | None, feed: _EventFeed | None, deps: object
+    ) -> RunEngine:
         emit = _emitter(feed, self.config.hooks.on_event)
-        return RunEngine(self.config, state, self._run_dispatcher(state), emit, resume)
+        return RunEngine(self.config, state, self._run_dispatcher(state, deps), emit, resume)
 
-    def _run_dispatcher(self, state: RunState) -> Dispatcher:
-        """The agent's dispatcher, or a per-run one whose ``ToolContext.session_id`` is the
-        run's (only when a tool takes a ``ToolContext`` and none was configured)."""
+    def _run_dispatcher(self, state: RunState, deps: object = None) -> Dispatcher:
+        """The agent's dispatcher, or a per-run one whose ``ToolContext`` carries the run's
+        session id and ``deps`` (only when a tool takes a ``ToolContext``)."""
         shared = self._dispatcher
         config = self.config
-        if config.dispatch.session_id is not None:
-            return shared
         if not config.registry.takes_context:
             return shared
-        dispatch = replace(config.dispatch, session_id=state.session_id)
+        session_id = config.dispatch.session_id
+        if session_id is not None and deps is None:
+            return shared
+        dispatch = replace(config.dispatch, session_id=session_id or state.session_id, deps=deps)
         return Dispatcher(config.registry, dispatch, shared.ledger)
 
 
