@@ -18,6 +18,7 @@ from loopwright.durable import Durable
 from loopwright.loop import Agent
 from loopwright.store import CheckpointStore
 from loopwright.store.errors import SessionNotFound
+from loopwright.tracing import fanout
 
 METADATA_KEY = "agent"
 
@@ -61,14 +62,7 @@ def session_recipe(
 def observed(agent: Agent, on_event: Callable[[RunEvent], None]) -> Agent:
     """``agent`` with ``on_event`` also subscribed to its events (for ``--stream``)."""
     config = agent.config
-    previous = config.hooks.on_event
-
-    def both(event: RunEvent) -> None:
-        if previous is not None:
-            previous(event)
-        on_event(event)
-
-    hooks = replace(config.hooks, on_event=both)
+    hooks = replace(config.hooks, on_event=fanout(config.hooks.on_event, on_event))
     return Agent.from_config(replace(config, hooks=hooks))
 
 
