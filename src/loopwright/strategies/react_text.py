@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from loopwright.core.events import ToolCallFinished, ToolCallStarted
@@ -125,7 +125,8 @@ def parse_hermes(text: str) -> TextStep:
 
 class ReActText(Strategy):
     """A tool-using loop over plain text (module docstring). ``max_steps`` bounds the
-    model calls of one run (stop ``max_turns``) on top of ``Limits``."""
+    model calls of one run (stop ``max_turns``) on top of ``Limits``; ``settings`` are
+    every call's settings (the format's stop sequence is added to them)."""
 
     name = "react_text"
 
@@ -138,6 +139,7 @@ class ReActText(Strategy):
         max_steps: int = 10,
         limits: Limits | None = None,
         dispatch: DispatchConfig | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
         super().__init__(limits)
         self.model = model
@@ -146,7 +148,8 @@ class ReActText(Strategy):
         registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.dispatcher = Dispatcher(registry, dispatch)
         stop = ("\nObservation:",) if format == "react" else ("<tool_response>",)
-        self.settings = ModelSettings(stop=stop)
+        base = settings or ModelSettings()
+        self.settings = replace(base, stop=(*base.stop, *stop))
 
     def _prompt(self, question: str, scratchpad: str) -> str:
         specs = self.dispatcher.registry.specs()
