@@ -100,3 +100,64 @@ async def test_a_follower_is_woken_by_new_events_and_released_when_the_run_ends(
     live.notify()
     await asyncio.wait_for(task, 1)
     assert None in got and got[-1] == 1
+
+
+def _manager(on_event=None, **config: object):
+    from loopwright.loop import Hooks
+    from loopwright.serve import ServeConfig, SessionManager
+
+    def reply(messages, request):
+        return Reply("heard: " + " | ".join(m.text for m in messages if m.role == "user"))
+
+    agents = {"echo": Agent(FunctionModel(reply), hooks=Hooks(on_event=on_event))}
+    return SessionManager(agents, MemoryStore(), ServeConfig(**config))  # type: ignore[arg-type]
+
+
+async def test_a_message_sent_as_the_run_stops_starts_the_next_turn() -> None:
+    """A message that arrives after the run's last turn but before its task ended is
+    queued on the session; when the task ends it must start the next turn, not vanish."""
+    from loopwright.core.events import RunFinished
+
+    sent: list[str] = []
+
+    def on_event(event: object) -> None:
+        # the run has taken its last turn: a message now is queued on the session
+        if isinstance(event, RunFinished) and not sent:
+            sent.append("late")
+            live.queued.append(("follow_up", "late"))  # what message() does in that window
+
+    manager = _manager(on_event)
+    live = await manager.create("alpha", "echo", "first")
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if not live.running:
+            break
+    state = await manager.state("alpha", live.session_id)
+    assert state.best_answer() == "heard: first | late"
+    assert [e.type for e in live.events].count("run_finished") == 2
+    await manager.close()
+
+
+async def test_idle_sessions_beyond_the_cap_leave_memory_but_stay_in_the_store() -> None:
+    manager = _manager(max_idle_sessions=2)
+    lives = [await manager.create("alpha", "echo", f"q{i}") for i in range(4)]
+    await asyncio.gather(*(live.task for live in lives if live.task is not None))
+    assert set(manager.live) == {lives[2].session_id, lives[3].session_id}
+    rows = await manager.sessions("alpha", 10)
+    assert {r.session_id for r in rows} == {live.session_id for live in lives}
+    assert (await manager.state("alpha", lives[0].session_id)).best_answer() == "heard: q0"
+    await manager.close()
+
+
+async def test_a_stored_session_of_an_agent_no_longer_served_is_a_clear_409() -> None:
+    from loopwright.serve import ApiError
+
+    manager = _manager()
+    live = await manager.create("alpha", "echo", "first")
+    assert live.task is not None
+    await live.task
+    del manager.agents["echo"]
+    with pytest.raises(ApiError) as err:
+        await manager.message("alpha", live.session_id, "again", "follow_up")
+    assert err.value.status == 409 and "does not serve" in err.value.message
+    await manager.close()

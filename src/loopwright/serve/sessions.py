@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import logging
 import secrets
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
@@ -135,12 +136,15 @@ class LiveSession:
 @dataclass(frozen=True, slots=True)
 class ServeConfig:
     """``durable``: checkpoint policy and lock TTL of every run. ``max_events``: events
-    kept per session for replay (the oldest half is dropped beyond it). ``drain``: seconds
+    kept per session for replay (the oldest half is dropped beyond it);
+    ``max_idle_sessions``: see below. ``drain``: seconds
     a shutdown waits for runs in progress before cancelling them."""
 
     durable: DurableConfig = field(default_factory=DurableConfig)
     max_events: int = 10_000
     drain: float = 10.0
+    max_idle_sessions: int = 1_000
+    """Finished sessions whose event log stays in memory (the rest: state only)."""
 
 
 class SessionManager:
@@ -159,6 +163,8 @@ class SessionManager:
         self.aio = AsyncStore(store)
         self.config = config or ServeConfig()
         self.live: dict[str, LiveSession] = {}
+        self._idle: OrderedDict[str, None] = OrderedDict()
+        """Live records of sessions with no run in progress, oldest first."""
 
     # ------------------------------------------------------------------ lookups
     async def state(self, tenant: str, session_id: str) -> RunState:
@@ -332,8 +338,23 @@ class SessionManager:
             ) from None
 
     def _durable(self, live: LiveSession) -> Durable:
-        source = self._agent_source(live.agent)
-        agent = source if isinstance(source, Agent) else source()
+        source = self.agents.get(live.agent)
+        if source is None:
+            raise conflict(
+                f"session {live.session_id!r} runs agent {live.agent!r}, which this server "
+                "does not serve",
+                f"start the server with an --agents dict that has {live.agent!r}",
+            )
+        try:
+            agent = source if isinstance(source, Agent) else source()
+        except Exception as exc:
+            log.exception("agent factory %r failed", live.agent)
+            raise ApiError(
+                500,
+                "agent_factory_failed",
+                f"the factory of agent {live.agent!r} raised {type(exc).__name__}: {exc}",
+                fix="fix the factory in the server's --agents module",
+            ) from None
         config = agent.config
         user_on_event = config.hooks.on_event
         if user_on_event is None:
@@ -366,10 +387,32 @@ class SessionManager:
             finally:
                 live.run = None
                 live.active = False
+                self._settle(live)
                 live.notify()
 
+        self._idle.pop(live.session_id, None)
         live.active = True
         live.task = asyncio.get_running_loop().create_task(body())
+
+    def _settle(self, live: LiveSession) -> None:
+        """A run ended. Messages sent after it stopped taking them (between its last turn
+        and its final checkpoint) start the next turn; otherwise the session is idle, and
+        the oldest idle sessions beyond ``max_idle_sessions`` leave memory (their state
+        stays in the store; only their event log goes)."""
+        if live.queued:
+            _, text = live.queued.pop(0)
+            sid = live.session_id
+            try:
+                self._start(live, lambda d: d.arun(text, session_id=sid))
+            except ApiError as exc:
+                live.publish("serve_error", {"kind": exc.code, "message": exc.message})
+            return
+        self._idle[live.session_id] = None
+        while len(self._idle) > self.config.max_idle_sessions:
+            oldest, _ = self._idle.popitem(last=False)
+            gone = self.live.get(oldest)
+            if gone is not None and not gone.running:
+                del self.live[oldest]
 
 
 def session_status(running: bool, awaiting: bool, stop: RunStop | None) -> str:
