@@ -51,6 +51,22 @@ def test_start_outside_event_loop_is_a_clear_error() -> None:
         Agent(_script(), [add]).start("hi")
 
 
+async def test_steering_passes_through_observe() -> None:
+    runs: list[object] = []
+
+    async def add(a: int, b: int) -> int:
+        """Add, and steer the run while its batch runs."""
+        runs[0].steer("also: be brief")  # type: ignore[attr-defined]
+        return a + b
+
+    run = Agent(_script(), [add]).start("hi")
+    runs.append(run)
+    seen = [(e.previous, e.current) async for e in run if isinstance(e, StateChanged)]
+    assert (LoopState.REFLECT, LoopState.OBSERVE) in seen
+    assert (LoopState.OBSERVE, LoopState.THINK) in seen
+    assert [m.text for m in (await run.result()).messages][-2] == "also: be brief"
+
+
 async def test_state_transitions_in_order() -> None:
     events = [e async for e in Agent(_script(), [add]).stream("hi")]
     states = [(e.previous, e.current) for e in events if isinstance(e, StateChanged)]
@@ -58,8 +74,7 @@ async def test_state_transitions_in_order() -> None:
         (LoopState.OBSERVE, LoopState.THINK),
         (LoopState.THINK, LoopState.ACT),
         (LoopState.ACT, LoopState.REFLECT),
-        (LoopState.REFLECT, LoopState.OBSERVE),
-        (LoopState.OBSERVE, LoopState.THINK),
+        (LoopState.REFLECT, LoopState.THINK),  # nothing queued: no OBSERVE in between
         (LoopState.THINK, LoopState.DONE),
     ]
     assert isinstance(events[0], RunStarted)

@@ -1,6 +1,9 @@
 """The control loop: a short flat loop over phases that return the next step.
 
-``OBSERVE -> THINK -> (ACT -> REFLECT -> OBSERVE ...) -> DONE | ERROR | PAUSED``
+``OBSERVE -> THINK -> (ACT -> REFLECT -> [OBSERVE ->] THINK ...) -> DONE | ERROR | PAUSED``
+
+OBSERVE is entered at the start and whenever steering messages are queued (or a cancel
+was requested); otherwise REFLECT goes straight to THINK.
 
 Each phase (:meth:`RunEngine.observe`, :meth:`~RunEngine.think`, :meth:`~RunEngine.act`,
 :meth:`~RunEngine.reflect`) returns the next step as a value carrying the data that step
@@ -475,7 +478,11 @@ class RunEngine:
             )
         if limits.max_turns is not None and self.turns >= limits.max_turns:
             return Stop(RunStop.MAX_TURNS, f"reached max_turns={limits.max_turns}")
-        return _OBSERVE
+        # OBSERVE only when there is something to take in: an empty one was a state
+        # change (an event for every subscriber) per step for nothing
+        if state.steering or self.cancel_requested:
+            return _OBSERVE
+        return _THINK
 
     # ------------------------------------------------------------------ think helpers
     async def call_model(self, request: ModelRequest) -> ResponseDone | Stop:
