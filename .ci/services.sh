@@ -8,7 +8,8 @@
 # * Exports LOOPWRIGHT_TEST_REDIS_URL and LOOPWRIGHT_TEST_POSTGRES_URL.
 # * Installs the npm tools the MCP tests drive (install-node-tools.sh) and Debian's chromium for
 #   the trace viewer's browser test (install-chromium.sh) and bubblewrap for the code sandbox
-#   (install-sandbox.sh); each skips what is present.
+#   (install-sandbox.sh), and the MiniLM weights tool selection embeds with
+#   (install-offline-models.sh); each skips what is present.
 # * Idempotent: sourcing it again reuses servers that are still alive.
 #
 # Stop them with: lw_services_stop
@@ -152,6 +153,7 @@ lw_services_start() {
   bash "$LW_CI_DIR/install-node-tools.sh" >&2 || return 1
   bash "$LW_CI_DIR/install-chromium.sh" >&2 || return 1
   bash "$LW_CI_DIR/install-sandbox.sh" >&2 || return 1
+  bash "$LW_CI_DIR/install-offline-models.sh" >&2 || return 1
   _lw_log "LOOPWRIGHT_TEST_REDIS_URL=$LOOPWRIGHT_TEST_REDIS_URL"
   _lw_log "LOOPWRIGHT_TEST_POSTGRES_URL=$LOOPWRIGHT_TEST_POSTGRES_URL"
 }
