@@ -268,3 +268,16 @@ def test_codec_keeps_malformed_taint_entries(tmp_path: Path) -> None:
     )
     loaded = decode_state(raw, (), session_id=state.session_id)
     assert len(loaded.taint) == 1 and loaded.taint[0].call_id == "c1"
+
+
+@pytest.mark.parametrize(("backend", "is_gated"), [("auto", False), ("rlimit", True)])
+def test_code_tools_are_gated_only_when_their_sandbox_leaves_gaps(
+    backend: str, is_gated: bool
+) -> None:
+    from loopwright.tools.builtin import BuiltinConfig, make_python_exec, make_shell
+    from loopwright.tools.sandbox import SandboxConfig
+
+    cfg = BuiltinConfig(sandbox=SandboxConfig(backend=backend))
+    for make in (make_python_exec, make_shell):
+        t = make(cfg)
+        assert t.untrusted_output and gated(t) is is_gated

@@ -127,7 +127,12 @@ def make_python_exec(config: BuiltinConfig | None = None) -> Tool:
         return (await sandbox.run_python(code)).to_dict()
 
     weakref.finalize(python_exec, sandbox.close)  # the work directory lives as long as the tool
-    return _from_spec(code.python_spec(sandbox.config), python_exec, untrusted_output=True)
+    return _from_spec(
+        code.python_spec(sandbox.config),
+        python_exec,
+        untrusted_output=True,
+        confirm_when_tainted=_gated_when_tainted(sandbox),
+    )
 
 
 def make_shell(config: BuiltinConfig | None = None) -> Tool:
@@ -137,7 +142,21 @@ def make_shell(config: BuiltinConfig | None = None) -> Tool:
         return (await sandbox.run_shell(command)).to_dict()
 
     weakref.finalize(shell, sandbox.close)
-    return _from_spec(code.shell_spec(sandbox.config), shell, untrusted_output=True)
+    return _from_spec(
+        code.shell_spec(sandbox.config),
+        shell,
+        untrusted_output=True,
+        confirm_when_tainted=_gated_when_tainted(sandbox),
+    )
+
+
+def _gated_when_tainted(sandbox: Sandbox) -> bool | None:
+    """A sandbox that confines everything (bubblewrap, nsjail: no network, nothing written
+    outside its own work directory) gives model code no way to move data out or change
+    the host, so a tainted run may keep running code without a person (the tools that
+    could carry data out stay gated). The fallback backend leaves gaps (the network
+    among them): its calls stay gated like any write tool (docs/security.md, "Taint")."""
+    return False if not sandbox.gaps else None
 
 
 BUILTIN_TOOLS: Mapping[str, Callable[[BuiltinConfig | None], Tool]] = {
