@@ -133,7 +133,7 @@ SIGNATURES: dict[str, str] = {
         "*, prompt: 'Prompt | None' = None, "
         "deps: 'object' = None) -> 'RunResult[OutputT]'"
     ),
-    "Agent.from_config": ("(config: 'AgentConfig') -> 'Agent[Any]'"),
+    "Agent.from_config": ("(config: 'AgentConfig') -> 'Self'"),
     "Agent.as_tool": ("(self, name: 'str', description: 'str') -> 'Tool'"),
 }
 

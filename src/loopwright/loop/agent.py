@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Generic, TypeAlias
+from typing import Any, Generic, Self, TypeAlias
 
 from typing_extensions import TypeVar
 
@@ -143,7 +143,7 @@ class Run(Generic[OutputT]):
     """
 
     def __init__(
-        self, engine: RunEngine, feed: _EventFeed | None, task: asyncio.Task[RunResult[Any]]
+        self, engine: RunEngine, feed: _EventFeed | None, task: asyncio.Task[RunResult[OutputT]]
     ) -> None:
         self._engine = engine
         self._feed = feed
@@ -262,14 +262,14 @@ class Agent(Generic[OutputT]):
         self._setup(config)
 
     @classmethod
-    def from_config(cls, config: AgentConfig) -> Agent[Any]:
+    def from_config(cls, config: AgentConfig) -> Self:
         """An agent running with ``config`` (checked like the constructor's arguments)."""
         if not isinstance(config, AgentConfig):
             raise ConfigError(
                 f"Agent.from_config(config=...) needs an AgentConfig, got "
                 f"{type(config).__name__}; build one with AgentConfig(model=..., registry=...)"
             )
-        agent: Agent[Any] = cls.__new__(cls)
+        agent = cls.__new__(cls)
         agent._setup(config)
         return agent
 

@@ -6,7 +6,6 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from loopwright.core.errors import ConfigError
 from loopwright.core.protocols import (
@@ -76,7 +75,7 @@ class AgentConfig:
     ledger: IdempotencyLedger | None = None
     sleep: Sleep = asyncio.sleep
     tool_selection: ToolSelection | None = None
-    output: OutputSchema[Any] | None = None
+    output: OutputSchema[object] | None = None
 
     def __post_init__(self) -> None:
         """Check every field (however the config was built) and name the fix."""
