@@ -63,3 +63,13 @@ def test_plan_execute_from_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["answer"] == "HELLO"
+
+
+def test_stream_shows_the_strategys_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = invoke(
+        monkeypatch, sc_agent(), "run", "--strategy", "self_consistency", "--stream", "6 * 7?"
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert any(ln.startswith("· self_consistency vote") and '"42": 3' in ln for ln in lines)
+    assert sum(ln.startswith("· self_consistency sample") for ln in lines) == 5

@@ -20,6 +20,7 @@ from loopwright.core.events import (
     ReasoningDelta,
     RunEvent,
     RunFinished,
+    StrategyStep,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -76,6 +77,9 @@ class StreamRenderer:
             case ModelCallFailed(error=error, will_retry=retry):
                 note = "retrying" if retry else "giving up"
                 self._line(Painted(f"! model error: {error} ({note})", fg="red"))
+            case StrategyStep(strategy=name, kind=kind, detail=detail):
+                shown = json.dumps(dict(detail), ensure_ascii=False, default=str)
+                self._line(Painted(f"· {name} {kind}", fg="magenta"), f" {_short(shown)}")
             case LimitReached(stop=stop, detail=detail):
                 self._line(Painted(f"! stopped: {stop.value} {detail}".rstrip(), fg="red"))
             case RunFinished(result=result):
