@@ -169,3 +169,17 @@ def test_sync_run_and_generic_result_type() -> None:
     model = ScriptedModel([final({"heading": "H", "words": 1})])
     result = Agent(model, output_type=Section).run("?")
     assert result.output is not None and result.output["words"] == 1
+
+
+async def test_str_output_is_the_plain_text_answer() -> None:
+    model = ScriptedModel(["Paris"])
+    agent = Agent(model, output_type=str)
+    result = await agent.arun("Capital of France?")
+    assert result.ok and result.output == "Paris" and result.turns == 1
+    assert agent.config.output is None
+    assert all(s.name != FINAL_RESULT for s in model.requests[0].tools)
+
+
+async def test_a_scalar_type_accepts_a_json_text_answer() -> None:
+    result = await Agent(ScriptedModel(["42"]), output_type=int).arun("?")
+    assert result.ok and result.output == 42

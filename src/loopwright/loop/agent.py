@@ -554,7 +554,9 @@ def _output(output_type: type[OutputT] | None, retries: int) -> OutputSchema[Out
             f"Agent(output_retries={retries!r}): give a whole number >= 0 (how many invalid "
             "final answers are re-asked before the run stops with output_invalid)"
         )
-    return None if output_type is None else OutputSchema.build(output_type, retries)
+    if output_type is None or output_type is str:
+        return None  # text is the answer: no final-answer tool, ``output`` is the text
+    return OutputSchema.build(output_type, retries)
 
 
 def _emitter(
