@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from loopwright.core.errors import ConfigError
-from loopwright.core.messages import ToolCallPart
+from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -150,3 +150,14 @@ def _strip_fence(text: str) -> str:
         if newline != -1 and body[:newline].strip().isalnum():
             body = body[newline + 1 :]
     return body.strip()
+
+
+def final_answer_text(message: Message) -> str:
+    """The answer text of a reply that called ``final_result``: its text, else the call's
+    arguments as the model wrote them (what ``RunResult.answer`` holds)."""
+    if message.text:
+        return message.text
+    for call in message.tool_calls:
+        if call.name == FINAL_RESULT:
+            return call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False)
+    return ""

@@ -23,7 +23,6 @@ are incremental; repetition detection looks at a bounded tail.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -61,7 +60,7 @@ from loopwright.core.protocols import ModelRequest
 from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, RunStop
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.detect import RepetitionDetector
-from loopwright.loop.output import FINAL_RESULT, OutputInvalid
+from loopwright.loop.output import FINAL_RESULT, OutputInvalid, final_answer_text
 from loopwright.loop.request import ContextFailure, Requests, describe
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
 from loopwright.tools.taint import describe as describe_taint
@@ -710,7 +709,7 @@ class RunEngine:
         messages = self.state.messages
         answer = result.answer
         if len(messages) >= 2 and messages[-1].role == "tool" and messages[-2].role == "assistant":
-            answer = _final_text(messages[-2])
+            answer = final_answer_text(messages[-2])
         return replace(result, answer=answer, output=self.output)
 
     def finish(self, stop: Stop) -> RunResult:
@@ -730,17 +729,6 @@ class RunEngine:
             emit(StateChanged(previous, state.status, state.turn))
             emit(RunFinished(result))
         return result
-
-
-def _final_text(message: Message) -> str:
-    """The answer text of a reply that called ``final_result``: its text, else the call's
-    arguments as the model wrote them."""
-    if message.text:
-        return message.text
-    for call in message.tool_calls:
-        if call.name == FINAL_RESULT:
-            return call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False)
-    return ""
 
 
 def _unique_ids(
