@@ -62,6 +62,12 @@ def load_agents(ref: str) -> dict[str, object]:
     help="Do not resume, at startup, served sessions whose process died mid-run.",
 )
 @click.option("--access-log/--no-access-log", default=True, help="Log every request.")
+@click.option(
+    "--events-url",
+    envvar="LOOPWRIGHT_SERVE_EVENTS_URL",
+    default=None,
+    help="redis://...: keep events in Redis (replay after restarts, stream from any process).",
+)
 @store_options
 def serve(
     agents_ref,
@@ -72,6 +78,7 @@ def serve(
     drain,
     no_resume,
     access_log,
+    events_url,
     store_kind,
     store_url,
 ):
@@ -90,7 +97,12 @@ def serve(
     config = AppConfig(
         max_body=max_body, resume_interrupted=not no_resume, serve=ServeConfig(drain=drain)
     )
-    app = create_app(agents, store, keys, config)  # type: ignore[arg-type]
+    event_log = None
+    if events_url:
+        from loopwright.serve.eventlog import RedisEventLog
+
+        event_log = RedisEventLog(events_url)
+    app = create_app(agents, store, keys, config, event_log)  # type: ignore[arg-type]
     try:
         # open event streams end when their runs do: past the drain time uvicorn closes
         # them, then the app's shutdown cancels what still runs (a checkpoint each)

@@ -35,6 +35,7 @@ from loopwright.store.base import CheckpointStore
 
 from .auth import ApiKeys
 from .errors import ApiError
+from .eventlog import RedisEventLog
 from .schemas import Approvals, CreateSession, SendMessage, openapi, parse
 from .sessions import AgentSource, LiveSession, ServeConfig, SessionManager, session_status
 
@@ -240,7 +241,7 @@ class Api:
 
     async def _sse(self, live: LiveSession, after: int, head: str) -> AsyncIterator[str]:
         yield f"retry: 1000\nevent: session\ndata: {head}\n\n"
-        async for event in live.follow(after, self.config.keepalive):
+        async for event in self.manager.stream(live, after, self.config.keepalive):
             if event is None:
                 yield ": keepalive\n\n"
             else:
@@ -292,10 +293,12 @@ def create_app(
     store: CheckpointStore,
     keys: ApiKeys,
     config: AppConfig | None = None,
+    event_log: RedisEventLog | None = None,
 ) -> ASGIApp:
-    """The ASGI app serving ``agents`` (name -> Agent or factory) over ``store``."""
+    """The ASGI app serving ``agents`` (name -> Agent or factory) over ``store``;
+    ``event_log`` keeps events in Redis (replay across processes and restarts)."""
     cfg = config or AppConfig()
-    manager = SessionManager(agents, store, cfg.serve)
+    manager = SessionManager(agents, store, cfg.serve, event_log)
     api = Api(manager, keys, cfg)
 
     @asynccontextmanager

@@ -40,6 +40,7 @@ from loopwright.tools import Confirmation
 from loopwright.tracing.serialize import error_to_dict, event_to_dict
 
 from .errors import ApiError, conflict, not_found
+from .eventlog import RedisEventLog
 
 log = logging.getLogger("loopwright.serve")
 
@@ -77,7 +78,10 @@ class LiveSession:
     max_events: int = 10_000
     events: list[Event] = field(default_factory=list)
     dropped: int = 0
-    """Events dropped from the front of ``events`` (the log keeps the last ``max_events``)."""
+    """Events not in ``events``: dropped from its front (it keeps the last
+    ``max_events``), or published by an earlier process (numbering continues)."""
+    mirror: Callable[[str, Event], None] | None = None
+    """Where each event is also sent (the Redis event log), with the session id."""
     task: asyncio.Task[None] | None = None
     active: bool = False
     """A run is in progress (set before its task starts, cleared before it ends)."""
@@ -94,7 +98,10 @@ class LiveSession:
         return self.dropped + len(self.events)
 
     def publish(self, type_: str, data: Mapping[str, JSONValue]) -> None:
-        self.events.append(Event(self.last_id + 1, type_, to_json(data)))
+        event = Event(self.last_id + 1, type_, to_json(data))
+        self.events.append(event)
+        if self.mirror is not None:
+            self.mirror(self.session_id, event)
         if len(self.events) > self.max_events:
             # drop the older half at once: one list copy per max_events/2 events
             cut = len(self.events) - self.max_events // 2
@@ -155,6 +162,7 @@ class SessionManager:
         agents: Mapping[str, AgentSource],
         store: CheckpointStore,
         config: ServeConfig | None = None,
+        event_log: RedisEventLog | None = None,
     ) -> None:
         if not agents:
             raise ApiError(500, "no_agents", "the server has no agents")
@@ -163,6 +171,7 @@ class SessionManager:
         self.aio = AsyncStore(store)
         self.config = config or ServeConfig()
         self.live: dict[str, LiveSession] = {}
+        self.event_log = event_log
         self._idle: OrderedDict[str, None] = OrderedDict()
         """Live records of sessions with no run in progress, oldest first."""
 
@@ -199,10 +208,7 @@ class SessionManager:
         live = self.live.get(session_id)
         if live is None:
             state = await self.state(tenant, session_id)
-            live = self.live.setdefault(
-                session_id,
-                LiveSession(session_id, tenant, self.agent_name(state), self.config.max_events),
-            )
+            live = await self._new_live(session_id, tenant, self.agent_name(state), False)
         if live.tenant != tenant:
             raise not_found(session_id)
         return live
@@ -216,7 +222,7 @@ class SessionManager:
         await self.aio.save(
             RunState(session_id=sid, messages=[Message.user(prompt)], metadata={"serve": meta})
         )
-        live = self.live.setdefault(sid, LiveSession(sid, tenant, agent, self.config.max_events))
+        live = await self._new_live(sid, tenant, agent, True)
         self._start(live, lambda d: d.aresume(sid))
         return live
 
@@ -232,6 +238,7 @@ class SessionManager:
             else:
                 live.run.steer(text) if mode == "steer" else live.run.follow_up(text)
             return "queued"
+        await self._check_not_elsewhere(session_id)
         state = await self.state(tenant, session_id)
         if state.awaiting_confirmation:
             raise conflict(
@@ -246,6 +253,7 @@ class SessionManager:
         live = await self.live_session(tenant, session_id)
         if live.running:
             raise conflict(f"session {session_id!r} is running", "wait for it to pause")
+        await self._check_not_elsewhere(session_id)
         state = await self.state(tenant, session_id)
         if not state.awaiting_confirmation:
             raise conflict(
@@ -276,6 +284,7 @@ class SessionManager:
     async def cancel(self, tenant: str, session_id: str) -> None:
         live = await self.live_session(tenant, session_id)
         if not live.running:
+            await self._check_not_elsewhere(session_id)
             raise conflict(
                 f"session {session_id!r} is not running",
                 "a session waiting for approval is ended by denying its calls",
@@ -302,10 +311,7 @@ class SessionManager:
             tenant = _owner(state)
             if tenant is None:
                 continue
-            live = LiveSession(
-                row.session_id, tenant, self.agent_name(state), self.config.max_events
-            )
-            self.live[row.session_id] = live
+            live = await self._new_live(row.session_id, tenant, self.agent_name(state), False)
             self._start(live, _resume(row.session_id))
             resumed.append(row.session_id)
         return resumed
@@ -322,9 +328,75 @@ class SessionManager:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, 10)
+        if self.event_log is not None:
+            await self.event_log.close()
         self.aio.close()
 
+    async def stream(
+        self, live: LiveSession, after: int, keepalive: float
+    ) -> AsyncIterator[Event | None]:
+        """The session's events after ``after``: from this process's log while it runs
+        the session; with an event log, also those of earlier or other processes, and
+        a run another process executes, followed until it ends."""
+        events = self.event_log
+        if live.running or events is None:
+            if events is not None and after < live.dropped:
+                for event in await events.read(live.session_id, after, live.dropped):
+                    yield event
+            async for item in live.follow(after, keepalive):
+                yield item
+            return
+        await events.flush()
+        async for item in self._follow_stored(live, events, after, keepalive):
+            yield item
+
+    async def _follow_stored(
+        self, live: LiveSession, events: RedisEventLog, after: int, keepalive: float
+    ) -> AsyncIterator[Event | None]:
+        sid, last_type, idle, grace = live.session_id, "", 0.0, False
+        while True:
+            found = await events.wait(sid, after, _POLL)
+            for event in found:
+                yield event
+                after, last_type, idle = event.id, event.type, 0.0
+            if found:
+                continue
+            if live.running:  # a run started here meanwhile: its log has the rest
+                async for item in live.follow(after, keepalive):
+                    yield item
+                return
+            if await asyncio.to_thread(self.store.lock_owner, sid) is None:
+                if last_type in _TERMINAL:
+                    return
+                if (await self.aio.load(sid)).stop is not None:
+                    if grace:  # the last events of a run that ended elsewhere are late
+                        return
+                    grace = True
+            idle += _POLL
+            if idle >= keepalive:
+                idle = 0.0
+                yield None
+
     # ------------------------------------------------------------------ internals
+    async def _check_not_elsewhere(self, session_id: str) -> None:
+        """409 when another process runs the session (it holds the session's lock)."""
+        owner = await asyncio.to_thread(self.store.lock_owner, session_id)
+        if owner is not None:
+            raise conflict(
+                f"session {session_id!r} is running in another server process ({owner})",
+                "send steering, follow-ups and cancels to the process that runs it, or "
+                "retry when its run has ended",
+            )
+
+    async def _new_live(self, session_id: str, tenant: str, agent: str, fresh: bool) -> LiveSession:
+        """A live record; with an event log, numbering continues after its stored events."""
+        live = LiveSession(session_id, tenant, agent, self.config.max_events)
+        if self.event_log is not None:
+            live.mirror = self.event_log.append
+            if not fresh:
+                live.dropped = await self.event_log.last_id(session_id)
+        return self.live.setdefault(session_id, live)
+
     def _agent_source(self, name: str) -> AgentSource:
         try:
             return self.agents[name]
@@ -413,6 +485,11 @@ class SessionManager:
             gone = self.live.get(oldest)
             if gone is not None and not gone.running:
                 del self.live[oldest]
+
+
+_POLL = 0.5
+"""Seconds between checks whether a run followed through the event log has ended."""
+_TERMINAL = frozenset({"run_finished", "serve_error"})
 
 
 def session_status(running: bool, awaiting: bool, stop: RunStop | None) -> str:
