@@ -278,12 +278,11 @@ def test_a_crash_mid_plan_resumes_from_the_saved_progress_without_rerunning_step
 
 
 def test_a_step_can_be_a_small_react_loop_of_its_own() -> None:
-    from loopwright import Agent, tool_call
+    from loopwright import Agent, Reply, Usage, tool_call
 
+    query = tool_call("data_query", {"query": "sales data for 2025-07"})
     worker = Agent(
-        ScriptedModel(
-            [[tool_call("data_query", {"query": "sales data for 2025-07"})], "100 units"]
-        ),
+        ScriptedModel([Reply([query], usage=Usage(7, 3)), Reply("100 units", usage=Usage(7, 3))]),
         [data_query],
     ).as_tool("analyst", "Answers a data question with its own tools.")
     step = {"step_id": 1, "description": "ask", "tool_name": "analyst",
@@ -293,8 +292,10 @@ def test_a_step_can_be_a_small_react_loop_of_its_own() -> None:
     result = PlanAndExecute(planner, [worker]).run("July sales?", on_event=events.append)
     assert result.ok and result.answer == "100 units"
     assert CALLS["sales data for 2025-07"] == 1
+    # the worker's events are in the strategy's stream and its usage counts as the strategy's
     names = [e.call.name for e in events if type(e).__name__ == "ToolCallStarted"]
-    assert names == ["analyst"]  # the worker's own calls are its run's, not the strategy's
+    assert names == ["analyst", "data_query"]
+    assert result.usage.total_tokens == 20
 
 
 def test_escalate_pauses_durably_and_resumes_in_a_new_process(tmp_path: Path) -> None:

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Generic, Self, TypeAlias
+from typing import Any, Generic, Protocol, Self, TypeAlias
 
 from typing_extensions import TypeVar
 
 from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind, UserError
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
-from loopwright.core.messages import Message
+from loopwright.core.messages import Message, Usage
 from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
 from loopwright.core.run import RunResult, RunState, new_session_id
 from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
@@ -45,9 +46,72 @@ ToolLike: TypeAlias = Tool | Callable[..., Any]
 _NO_HOOKS = Hooks()
 _DEFAULT_LIMITS = Limits()
 Prompt: TypeAlias = str | Message
-# The run a tool is executing in (set around each run's engine; the tasks a run creates
-# inherit it): what an agent called as a tool (Agent.as_tool) rolls its usage up into.
-_CURRENT_RUN: ContextVar[RunEngine | None] = ContextVar("loopwright_current_run", default=None)
+
+
+class ParentRun(Protocol):
+    """A run that agents called as tools (:meth:`Agent.as_tool`) report to: an agent's
+    own run (adapted to this shape), or a strategy run (``loopwright.strategies``)."""
+
+    def forward(self, event: RunEvent) -> None:
+        """Show a child run's event in this run's stream."""
+        ...
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count a child run's usage as this run's."""
+        ...
+
+    def budget_left(self) -> tuple[int | None, float | None]:
+        """Tokens and cost this run may still spend (``None``: unbounded)."""
+        ...
+
+
+# The run a tool is executing in (set around each run's engine, or by a strategy with
+# running_as_parent; the tasks a run creates inherit it): what an agent called as a tool
+# reports to. An engine is adapted to ParentRun only when a tool needs it.
+_CURRENT_RUN: ContextVar[RunEngine | ParentRun | None] = ContextVar(
+    "loopwright_current_run", default=None
+)
+
+
+class _EngineParent:
+    """An agent's run as a :class:`ParentRun`."""
+
+    __slots__ = ("engine",)
+
+    def __init__(self, engine: RunEngine) -> None:
+        self.engine = engine
+
+    def forward(self, event: RunEvent) -> None:
+        if self.engine.emit is not None:
+            self.engine.emit(event)
+
+    def add_usage(self, usage: Usage) -> None:
+        state = self.engine.state
+        state.usage = state.usage + usage
+
+    def budget_left(self) -> tuple[int | None, float | None]:
+        engine = self.engine
+        caps, used = engine.config.limits, engine.state.usage
+        tokens = (
+            None
+            if caps.token_budget is None
+            else caps.token_budget - (used.total_tokens - engine.base_tokens)
+        )
+        cost = (
+            None if caps.cost_budget is None else caps.cost_budget - (used.cost - engine.base_cost)
+        )
+        return tokens, cost
+
+
+@contextmanager
+def running_as_parent(parent: ParentRun) -> Iterator[None]:
+    """Within this block (and the tasks started in it), agents called as tools report to
+    ``parent``: what a strategy uses so the agents its steps call count against it."""
+    token = _CURRENT_RUN.set(parent)
+    try:
+        yield
+    finally:
+        _CURRENT_RUN.reset(token)
 
 
 def _as_message(value: Prompt, what: str) -> Message:
@@ -391,11 +455,12 @@ class Agent(Generic[OutputT]):
         """
 
         async def run_agent(task: str) -> str:
-            parent = _CURRENT_RUN.get()
+            current = _CURRENT_RUN.get()
+            parent = _EngineParent(current) if isinstance(current, RunEngine) else current
             child = self if parent is None else self._under(parent)
             result = await child.arun(task)
             if parent is not None:
-                parent.state.usage = parent.state.usage + result.usage
+                parent.add_usage(result.usage)
             if not result.ok:
                 raise ToolError(
                     f"the {name} agent stopped with {result.stop.value}: {result.detail} "
@@ -406,25 +471,25 @@ class Agent(Generic[OutputT]):
 
         return tool(name=name, description=description, timeout=None)(run_agent)
 
-    def _under(self, parent: RunEngine) -> Agent[OutputT]:
+    def _under(self, parent: ParentRun) -> Agent[OutputT]:
         """This agent configured to run inside ``parent`` (see :meth:`as_tool`)."""
         config = self.config
-        forward = parent.emit
+        forward = parent.forward
         on_event = config.hooks.on_event
 
         def both(event: RunEvent) -> None:
             if on_event is not None:
                 on_event(event)
-            if forward is not None and not isinstance(event, (RunStarted, RunFinished)):
+            if not isinstance(event, (RunStarted, RunFinished)):
                 forward(event)
 
-        limits, caps = config.limits, parent.config.limits
-        used = parent.state.usage
-        if caps.token_budget is not None:
-            left = max(1, caps.token_budget - (used.total_tokens - parent.base_tokens))
+        limits = config.limits
+        tokens, cost = parent.budget_left()
+        if tokens is not None:
+            left = max(1, tokens)
             limits = replace(limits, token_budget=min(left, limits.token_budget or left))
-        if caps.cost_budget is not None:
-            left_cost = max(1e-9, caps.cost_budget - (used.cost - parent.base_cost))
+        if cost is not None:
+            left_cost = max(1e-9, cost)
             limits = replace(limits, cost_budget=min(left_cost, limits.cost_budget or left_cost))
         hooks = replace(config.hooks, on_event=both)
         return type(self).from_config(replace(config, hooks=hooks, limits=limits))

@@ -42,6 +42,7 @@ from loopwright.core.events import (
 from loopwright.core.messages import JSONValue, Message, Usage
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
 from loopwright.core.run import RunResult, RunStop, new_session_id
+from loopwright.loop.agent import running_as_parent
 from loopwright.loop.limits import Limits
 from loopwright.prompts.template import prompt_message, request_fingerprints
 
@@ -144,6 +145,18 @@ class StrategyContext:
     def add_usage(self, usage: Usage) -> None:
         """Count usage spent outside :meth:`ask` (an agent run a strategy started)."""
         self.usage = self.usage + usage
+
+    # -- as the parent of agents called as tools (loopwright.loop.agent.ParentRun) ------
+    def forward(self, event: RunEvent) -> None:
+        self.emit(event)
+
+    def budget_left(self) -> tuple[int | None, float | None]:
+        limits = self.limits
+        tokens = (
+            None if limits.token_budget is None else limits.token_budget - self.usage.total_tokens
+        )
+        cost = None if limits.cost_budget is None else limits.cost_budget - self.usage.cost
+        return tokens, cost
 
     # -- events -----------------------------------------------------------------------
     def emit(self, event: RunEvent) -> None:
@@ -275,8 +288,10 @@ class Strategy(ABC):
         data: Mapping[str, JSONValue] = {}
         state: Mapping[str, JSONValue] | None = None
         try:
-            async with asyncio.timeout(self.limits.timeout):
-                answer, outcome = await work
+            # agents called as tools by the strategy's steps report to this run
+            with running_as_parent(ctx):
+                async with asyncio.timeout(self.limits.timeout):
+                    answer, outcome = await work
             ctx.best = answer
             if isinstance(outcome, Paused):
                 stop, detail = RunStop.AWAITING_CONFIRMATION, outcome.reason
