@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopwright import FunctionModel, Limits, ModelRequest, Reply, RunStop, ScriptedModel, Usage
+from loopwright import (
+    FunctionModel,
+    Limits,
+    ModelRequest,
+    Reply,
+    RunStop,
+    ScriptedModel,
+    Usage,
+    tool,
+)
 from loopwright.core.errors import ProviderError, TransientProviderError
 from loopwright.core.events import LimitReached, ModelCallFailed, RunFinished, RunStarted
 from loopwright.core.messages import Message
@@ -62,3 +71,30 @@ def test_retryable_errors_are_retried_then_fatal_ones_end_the_run() -> None:
     assert len(failed) == 1 and failed[0].will_retry
     fatal = SelfConsistency(ScriptedModel([ProviderError("bad request")]), k=1).run("q")
     assert fatal.stop is RunStop.MODEL_ERROR and "bad request" in fatal.detail
+
+
+def test_an_agent_called_by_a_plan_step_spends_the_strategys_budget() -> None:
+    import json
+
+    from loopwright import Agent, tool_call
+    from loopwright.strategies import PlanAndExecute
+
+    @tool
+    def nothing() -> str:
+        """Do nothing."""
+        return "ok"
+
+    chatty = Agent(
+        ScriptedModel([Reply([tool_call("nothing", {})], usage=Usage(30, 0))] * 3 + ["done"]),
+        [nothing],
+    ).as_tool("helper", "Does work.")
+    step = {"step_id": 1, "description": "work", "tool_name": "helper",
+            "tool_input": {"task": "work"}, "depends_on": []}  # fmt: skip
+    planner = ScriptedModel(
+        [Reply(json.dumps({"action": "plan", "plan": [step]}), usage=Usage(20, 0))]
+    )
+    result = PlanAndExecute(planner, [chatty], limits=Limits(token_budget=60)).run("go")
+    # 40 tokens were left for the worker: it stopped after two calls (60 tokens), and the
+    # strategy counts them: 20 + 60 = 80 tokens in all
+    assert result.usage.total_tokens == 80
+    assert result.stop is RunStop.TOKEN_BUDGET  # the failed step is not retried past it
