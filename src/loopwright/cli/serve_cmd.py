@@ -63,6 +63,20 @@ def load_agents(ref: str) -> dict[str, object]:
 )
 @click.option("--access-log/--no-access-log", default=True, help="Log every request.")
 @click.option(
+    "--lock-ttl",
+    default=120.0,
+    show_default=True,
+    type=float,
+    help="Seconds a session's lock (its lease) lives without a heartbeat.",
+)
+@click.option(
+    "--recover-every",
+    default=60.0,
+    show_default=True,
+    type=float,
+    help="Seconds between sweeps resuming sessions whose process died (0: at startup only).",
+)
+@click.option(
     "--events-url",
     envvar="LOOPWRIGHT_SERVE_EVENTS_URL",
     default=None,
@@ -78,6 +92,8 @@ def serve(
     drain,
     no_resume,
     access_log,
+    lock_ttl,
+    recover_every,
     events_url,
     store_kind,
     store_url,
@@ -85,6 +101,7 @@ def serve(
     try:
         import uvicorn
 
+        from loopwright.durable import DurableConfig
         from loopwright.serve import AppConfig, ServeConfig, create_app, load_keys
     except ImportError as exc:
         raise UserError(
@@ -95,7 +112,10 @@ def serve(
     keys = load_keys(keys_file)
     store = open_store(store_kind, store_url)
     config = AppConfig(
-        max_body=max_body, resume_interrupted=not no_resume, serve=ServeConfig(drain=drain)
+        max_body=max_body,
+        resume_interrupted=not no_resume,
+        recover_every=recover_every,
+        serve=ServeConfig(drain=drain, durable=DurableConfig(lock_ttl=lock_ttl)),
     )
     event_log = None
     if events_url:

@@ -16,6 +16,7 @@ See ``docs/serve.md``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -51,6 +52,10 @@ class AppConfig:
     max_body: int = 1 << 20
     keepalive: float = 15.0
     resume_interrupted: bool = True
+    recover_every: float = 0.0
+    """Seconds between sweeps that resume sessions whose process died while they ran
+    (their lock expired): several processes sharing a store take over each other's
+    sessions. 0: only at startup."""
     serve: ServeConfig = field(default_factory=ServeConfig)
 
 
@@ -305,9 +310,16 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if cfg.resume_interrupted:
             await manager.resume_interrupted()
+        sweeper = None
+        if cfg.resume_interrupted and cfg.recover_every > 0:
+            sweeper = asyncio.get_running_loop().create_task(
+                manager.recover_forever(cfg.recover_every)
+            )
         try:
             yield
         finally:
+            if sweeper is not None:
+                sweeper.cancel()
             await manager.close()
 
     sid = "/v1/sessions/{session_id}"

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import logging
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,7 @@ from loopwright.loop import Agent
 from loopwright.loop.agent import Run
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import CheckpointStore
-from loopwright.store.errors import SessionNotFound
+from loopwright.store.errors import SessionLocked, SessionNotFound
 from loopwright.store.state import SessionInfo
 from loopwright.tools import Confirmation
 from loopwright.tracing.serialize import error_to_dict, event_to_dict
@@ -294,14 +295,19 @@ class SessionManager:
         elif live.task is not None:
             live.task.cancel()
 
-    async def resume_interrupted(self) -> list[str]:
-        """Resume stored sessions of this server whose run stopped without a result (the
-        process died): crash recovery under the durable runner's rules. Sessions locked by
-        a live process are left to it."""
+    async def resume_interrupted(self, stale_after: float = 0.0) -> list[str]:
+        """Resume served sessions whose run stopped without a result (its process died)
+        and that nothing updated for ``stale_after`` seconds: crash recovery under the
+        durable runner's rules. The session lock is the lease: a session whose lock is
+        held (refreshed by a heartbeat) by a live process is left to it, quietly."""
         rows = await asyncio.get_running_loop().run_in_executor(None, self.store.sessions)
         resumed = []
+        now = time.time()
         for row in rows:
-            if row.stop is not None or row.problem or row.session_id in self.live:
+            live = self.live.get(row.session_id)
+            if row.stop is not None or row.problem or (live is not None and live.running):
+                continue
+            if row.updated_at > now - stale_after:
                 continue
             try:
                 state = await self.aio.load(row.session_id)
@@ -312,9 +318,25 @@ class SessionManager:
             if tenant is None:
                 continue
             live = await self._new_live(row.session_id, tenant, self.agent_name(state), False)
-            self._start(live, _resume(row.session_id))
+            try:
+                self._start(live, _resume(row.session_id), quiet_locked=True)
+            except ApiError as exc:  # its agent is not served here
+                log.warning("session %s: not resumed: %s", row.session_id, exc.message)
+                continue
             resumed.append(row.session_id)
         return resumed
+
+    async def recover_forever(self, every: float) -> None:
+        """Every ``every`` seconds, resume sessions whose process died (their lock
+        expired, or its holder is gone from this host): the lease hand-over between
+        server processes sharing a store."""
+        ttl = self.config.durable.lock_ttl
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.resume_interrupted(stale_after=ttl)
+            except Exception as exc:  # the store is down: try again next time
+                log.warning("recovery sweep failed: %s", exc)
 
     async def close(self) -> None:
         """Let runs in progress finish for ``drain`` seconds, cancel the rest (each ends
@@ -445,12 +467,22 @@ class SessionManager:
         )
         return Durable(served, self.aio, self.config.durable, on_run=live.attach)
 
-    def _start(self, live: LiveSession, drive: Callable[[Durable], Awaitable[object]]) -> None:
+    def _start(
+        self,
+        live: LiveSession,
+        drive: Callable[[Durable], Awaitable[object]],
+        *,
+        quiet_locked: bool = False,
+    ) -> None:
         durable = self._durable(live)
 
         async def body() -> None:
             try:
                 await drive(durable)
+            except SessionLocked as exc:
+                # a recovery attempt that lost the session to its live holder: not an event
+                if not quiet_locked:
+                    live.publish("serve_error", error_to_dict(exc))
             except asyncio.CancelledError:
                 live.publish("serve_error", {"kind": "cancelled", "message": "run cancelled"})
             except Exception as exc:
