@@ -73,3 +73,34 @@ def test_stream_shows_the_strategys_steps(monkeypatch: pytest.MonkeyPatch) -> No
     lines = result.stdout.splitlines()
     assert any(ln.startswith("· self_consistency vote") and '"42": 3' in ln for ln in lines)
     assert sum(ln.startswith("· self_consistency sample") for ln in lines) == 5
+
+
+@tool
+def broken(text: str) -> str:
+    """Always fails."""
+    raise RuntimeError("the service is down")
+
+
+def test_an_escalated_plan_is_stored_and_the_hint_says_how_to_continue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loopwright.store import SQLiteStore
+    from loopwright.strategies import PlanCheckpoints
+
+    monkeypatch.setenv("LOOPWRIGHT_STORE_URL", f"sqlite://{tmp_path / 'sessions.db'}")
+    step = {"step_id": 1, "description": "call", "tool_name": "broken",
+            "tool_input": {"text": "x"}, "depends_on": []}  # fmt: skip
+    escalate = {
+        "evaluation": {k: {"score": 1} for k in ("completeness", "correctness", "format")},
+        "overall_pass": False,
+        "action": "escalate",
+    }
+    model = ScriptedModel([json.dumps({"action": "plan", "plan": [step]}), json.dumps(escalate)])
+    result = invoke(
+        monkeypatch, Agent(model, [broken]), "run", "--strategy", "plan_execute", "--json", "go"
+    )
+    assert result.exit_code == 17, result.output
+    data = json.loads(result.stdout)
+    assert data["stop_reason"] == "awaiting_confirmation" and "PlanCheckpoints" in data["hint"]
+    saved = PlanCheckpoints(SQLiteStore(tmp_path / "sessions.db"), data["session_id"]).load()
+    assert saved["results"] and saved["request"] == "go"

@@ -29,9 +29,10 @@ from loopwright.cli.output import CliError, say
 from loopwright.cli.render import StreamRenderer
 from loopwright.cli.results import print_result
 from loopwright.cli.stored import may_pause, observed, run_durably
+from loopwright.cli.strategy_run import run_strategy
 from loopwright.core.text import to_json
 from loopwright.store import open_store
-from loopwright.strategies.catalog import STRATEGY_NAMES, for_agent
+from loopwright.strategies.catalog import STRATEGY_NAMES
 
 MAX_PROMPT_BYTES = 4_000_000
 
@@ -176,10 +177,8 @@ def run_command(
     agent = instrument(agent, trace_dir, otel)
     if stream:
         agent = observed(agent, StreamRenderer(sys.stderr if as_json else sys.stdout))
-    if strategy is not None:  # the strategy's events reach the same subscribers
-        outcome = for_agent(strategy, agent).run(text, on_event=agent.config.hooks.on_event)
-        print_result(outcome.run_result(), as_json=as_json, streamed=stream)
-        ctx.exit(exit_code(outcome.stop))
+    if strategy is not None:  # cli/strategy_run.py
+        ctx.exit(exit_code(run_strategy(strategy, agent, text, as_json=as_json, streamed=stream)))
     if may_pause(agent, yes, deny, interactive):
         store = open_store()
         try:
