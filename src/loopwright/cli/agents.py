@@ -12,7 +12,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,10 +23,12 @@ from loopwright.cli.recipe import AgentRecipe
 from loopwright.core.errors import UserError
 from loopwright.core.messages import ToolCallPart
 from loopwright.core.protocols import Model, PayloadHook
+from loopwright.core.run import TaintSource
 from loopwright.core.tools import ToolSpec
 from loopwright.loop import Agent, Limits
-from loopwright.tools import Confirmation, DispatchConfig
+from loopwright.tools import Confirmation, DispatchConfig, TaintConfirmHandler
 from loopwright.tools.builtin import BuiltinConfig, make_tools
+from loopwright.tools.taint import describe as describe_taint
 
 DEFAULT_MODEL = "local:gemma-3-270m"
 
@@ -48,6 +50,24 @@ def confirm_handler(yes: bool, no: bool, interactive: bool) -> ConfirmHandler:
             ok = click.confirm(question, err=True, default=False)
             return Confirmation.approve() if ok else Confirmation.deny("denied at the prompt")
         return Confirmation.later("no terminal to ask; re-run with --yes or --no")
+
+    return handler
+
+
+def tainted_handler(interactive: bool) -> TaintConfirmHandler | None:
+    """Who approves a side-effect call after the run read untrusted content: a person at
+    the terminal, shown what was read; never ``--yes`` (an instruction inside that content
+    may be what asks for the call). Without a terminal the call waits: the run pauses and
+    ``loopwright resume ID --approve`` is the approval."""
+    if not interactive:
+        return None
+
+    def handler(call: ToolCallPart, spec: ToolSpec, taint: Sequence[TaintSource]) -> Confirmation:
+        args = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)
+        click.echo(render(describe_taint(taint)), err=True)
+        question = render(f"The run read untrusted content. Run {call.name}({args}) anyway?")
+        ok = click.confirm(question, err=True, default=False)
+        return Confirmation.approve() if ok else Confirmation.deny("denied at the prompt")
 
     return handler
 
@@ -134,21 +154,30 @@ def for_cli(model: Model) -> Model:
     return model
 
 
-def with_confirm(agent: Agent, confirm: ConfirmHandler | None) -> Agent:
-    if confirm is None:
+def with_confirm(
+    agent: Agent, confirm: ConfirmHandler | None, confirm_tainted: TaintConfirmHandler | None
+) -> Agent:
+    if confirm is None and confirm_tainted is None:
         return agent
     config = agent.config
-    return Agent.from_config(replace(config, dispatch=replace(config.dispatch, confirm=confirm)))
+    dispatch = config.dispatch
+    if confirm is not None:
+        dispatch = replace(dispatch, confirm=confirm)
+    if confirm_tainted is not None:
+        dispatch = replace(dispatch, confirm_tainted=confirm_tainted)
+    return Agent.from_config(replace(config, dispatch=dispatch))
 
 
 def build_agent(
     recipe: AgentRecipe,
     confirm: ConfirmHandler | None = None,
     on_payload: PayloadHook | None = None,
+    confirm_tainted: TaintConfirmHandler | None = None,
 ) -> Agent:
-    """The agent ``recipe`` describes; ``confirm`` answers tools that need confirmation."""
+    """The agent ``recipe`` describes; ``confirm`` answers tools that need confirmation,
+    ``confirm_tainted`` side-effect calls after untrusted content was read."""
     if recipe.agent:
-        return with_confirm(_user_agent(recipe.agent), confirm)
+        return with_confirm(_user_agent(recipe.agent), confirm, confirm_tainted)
     tools = _tools(recipe)
     model = resolve(recipe.model or DEFAULT_MODEL, recipe.base_url, on_payload)
     limits = Limits(
@@ -161,5 +190,5 @@ def build_agent(
         tools,  # type: ignore[arg-type]
         system=recipe.system,
         limits=limits,
-        dispatch=DispatchConfig(confirm=confirm),
+        dispatch=DispatchConfig(confirm=confirm, confirm_tainted=confirm_tainted),
     )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import click
 
-from loopwright.cli.agents import build_agent, confirm_handler
+from loopwright.cli.agents import build_agent, confirm_handler, tainted_handler
 from loopwright.cli.exit_codes import exit_code
 from loopwright.cli.options import (
     agent_options,
@@ -99,7 +99,11 @@ def chat(
     store = open_store(store_kind, store_url)
     try:
         recipe = session_recipe(store, session_id, given, defaults)
-        agent = build_agent(recipe, confirm_handler(yes, deny, interactive))
+        agent = build_agent(
+            recipe,
+            confirm_handler(yes, deny, interactive),
+            confirm_tainted=tainted_handler(interactive),
+        )
         sid = session_id or new_session_id()
         if not as_json and session_id is None:
             say(f"session_id: {sid}", err=True)

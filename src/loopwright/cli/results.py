@@ -28,7 +28,8 @@ def approve_hint(result: RunResult) -> str:
             f"session {result.session_id} awaits confirmation: approve with "
             f"`loopwright resume {result.session_id} --approve` or deny with "
             f"`loopwright resume {result.session_id} --deny REASON` "
-            "(or re-run with --yes / --no)"
+            "(or re-run with --yes / --no; a call made after the run read untrusted content "
+            "needs an explicit --approve)"
         )
     return RERUN_HINT
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from loopwright.cli.agents import build_agent, confirm_handler
+from loopwright.cli.agents import build_agent, confirm_handler, tainted_handler
 from loopwright.cli.exit_codes import exit_code
 from loopwright.cli.options import (
     agent_options,
@@ -107,7 +107,11 @@ def resume(
         store.history(session_id)  # an unknown session fails first, naming the session
         recipe = session_recipe(store, session_id, given, defaults)
         interactive = sys.stdin.isatty() and sys.stderr.isatty()
-        agent = build_agent(recipe, confirm_handler(False, False, interactive))
+        agent = build_agent(
+            recipe,
+            confirm_handler(False, False, interactive),
+            confirm_tainted=tainted_handler(interactive),
+        )
         result = Durable(agent, store).resume(
             session_id, approve=approval, deny=per_call or deny, break_lock=break_lock
         )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from loopwright.cli.agents import build_agent, confirm_handler
+from loopwright.cli.agents import build_agent, confirm_handler, tainted_handler
 from loopwright.cli.batch import BatchOptions, batch_main
 from loopwright.cli.exit_codes import exit_code, table
 from loopwright.cli.observe import instrument
@@ -169,7 +169,12 @@ def run_command(
     text = read_prompt(prompt)
     interactive = prompt != "-" and sys.stdin.isatty() and sys.stderr.isatty()
     confirm = confirm_handler(yes, deny, interactive)
-    agent = build_agent(recipe, confirm, _payload_printer if show_payload else None)
+    agent = build_agent(
+        recipe,
+        confirm,
+        _payload_printer if show_payload else None,
+        confirm_tainted=tainted_handler(interactive),
+    )
     if mcp:  # the servers' tools join the agent's registry (cli/mcp_tools.py)
         from loopwright.cli.mcp_tools import attach_mcp
 
