@@ -39,10 +39,13 @@ MAX_SENTENCE_ITEMS = 80
 MAX_NUMBER_CHARS = 24
 MAX_TAIL_CHARS = 32
 
-# GBNF character classes: a free character of an answer (no digit, sentence end, JSON
-# escape or markup), and the first character of a sentence (also no space).
-_FREE = r'[^0-9.!?"\\\n\t<>{}|]'
-_LEAD = r'[^0-9.!?"\\\n\t<>{}| ]'
+# GBNF character classes: a free character of an answer and the first character of a
+# sentence. Printable ASCII without digits (numbers come from ``num``), sentence ends,
+# JSON escapes or markup, plus accented Latin letters and a few signs (° £ €): kept
+# from digits, a small model otherwise writes look-alikes ("⁵", "⅕", "◻").
+_SIGNS = r"\x23-\x2D\x2F\x3A\x3B\x3D\x40-\x5B\x5D-\x7A\x7E\xA3\xB0\xC0-\u024F\u20AC"
+_FREE = f"[\\x20{_SIGNS}]"
+_LEAD = f"[{_SIGNS}]"
 
 
 @dataclass(frozen=True, slots=True)
