@@ -59,7 +59,10 @@ def test_answer_grammar_allows_only_context_numbers_and_requires_a_result() -> N
     gbnf = la.answer_grammar(la.Grounding(("540",), ("45", "12")))
     assert 'num ::= "540" | "45" | "12"' in gbnf
     assert 'rnum ::= "540"' in gbnf
-    assert "[^0-9" in gbnf  # free characters exclude digits: numbers come from num only
+    # Free characters hold no digit (numbers come from num only) and no look-alike.
+    free = la._FREE.encode().decode("unicode_escape")
+    assert not any(ch.isdigit() or ch in '.!?"\\{}' for ch in free if ch not in "[]-")
+    assert "c ::= " + la._FREE in gbnf
     no_results = la.answer_grammar(la.Grounding((), ()))
     assert "num" not in no_results and "rnum" not in no_results
 
