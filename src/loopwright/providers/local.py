@@ -87,6 +87,11 @@ class LocalConfig:
     (``local_answer``), capped at ``answer_max_tokens``, with ``no_repeat_ngram``
     (0 turns the repetition rule off); tool calls and plans use the longer
     ``call_no_repeat_ngram`` (JSON repeats short token sequences legitimately).
+    ``answer_margin`` / ``plan_answer_margin``: how much likelier (log-probability) a
+    direct answer must be than a call / a plan line to be chosen with
+    ``tool_choice="auto"``. Plan prompts show only "What is ..." requests, and other
+    wordings of a chainable request ("Compute (6 + 7) * 3") scored up to +2.5 for an
+    answer; 2.5 keeps them planned (benchmarks/README.md, "Embedded model").
     ``ground_optional``: offer an optional parameter only when the request gives it
     (``local_prompt.grounded_optional``). ``max_digit_run`` bounds a run of digits in any
     constrained output (see ``local_sampler``)."""
@@ -99,6 +104,7 @@ class LocalConfig:
     grounded_answers: bool = True
     answer_max_tokens: int = 80
     answer_margin: float = 0.0
+    plan_answer_margin: float = 2.5
     no_repeat_ngram: int = 4
     max_digit_run: int = 10
     call_no_repeat_ngram: int = 10
@@ -451,7 +457,12 @@ class LocalModel:
         options = lp.kind_options(call_head)
         kinds = [_tokenize(llm, text, bos=False) for text in options]
         call, answer = ls.continuation_logprobs(llm, plan.tokens, kinds)
-        if answer > call + self._config.answer_margin:
+        margin = (
+            self._config.plan_answer_margin
+            if plan.plan_grammar is not None
+            else self._config.answer_margin
+        )
+        if answer > call + margin:
             return self._answer_plan(plan)
         schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.request)
         return replace(plan, schema=schema, mode="tools")

@@ -532,7 +532,9 @@ def render_prefix(tools: Sequence[ToolSpec], system: str | None, *, plan: bool =
     ]
     if plan:
         lines = [_plan_tool_line(spec) for spec in tools]
-        examples = _plan_examples(tools) + render("grounded/no_tool")
+        # No direct-answer example here: with one, plans of the multi-step benchmark
+        # got worse (12/20 vs 14/20, benchmarks/README.md "Embedded model").
+        examples = _plan_examples(tools)
         text = render("preamble_plan", examples=examples, tools="\n".join(lines))
         if system and system.strip():
             text += render("system", text=" ".join(system.split()))
