@@ -13,6 +13,10 @@ Reported: sessions per second (N / wall time), per-session latency p50/p99 and t
 latency added over the floor at the same percentile, errors, and the server's resident
 memory per idle session afterwards. Usage: ``python benchmarks/serve.py [--sessions N]
 [--quick]``. Prints figures, then ONE JSON line.
+
+``--kill N``: the crash test instead: two server processes over one store, the one
+running a session SIGKILLed at a random moment N times; every side effect (3 sends per
+session through a non-idempotent tool) must land exactly once.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from typing import Any
 from loopwright import Agent, FunctionModel, Reply, tool
 from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.protocols import ModelRequest
-from loopwright.durable import Durable
+from loopwright.durable import NOT_RUN, Durable
 from loopwright.store import SQLiteStore
 
 MODEL_DELAY = 0.02
@@ -60,7 +64,39 @@ def make_agent() -> Agent:
     return Agent(FunctionModel(_reply), [lookup])
 
 
-agents = {"bench": make_agent}
+OUTBOX_ENV = "SERVE_BENCH_OUTBOX"
+SENDS = 3
+
+
+def _already_sent(key: str) -> object:
+    """``outcome_check``: the recorded result of a send cut off by a crash, or NOT_RUN."""
+    path = Path(os.environ[OUTBOX_ENV])
+    lines = path.read_text().splitlines() if path.exists() else []
+    return f"sent {key}" if any(json.loads(x)["key"] == key for x in lines) else NOT_RUN
+
+
+@tool(
+    idempotency_key=lambda a: f"{a['token']}|{a['n']}",
+    unknown_outcome="ask_tool",
+    outcome_check=_already_sent,
+)
+def send(token: str, n: int) -> str:
+    """Send message ``n`` (a side effect: one outbox line per key, never two)."""
+    with open(os.environ[OUTBOX_ENV], "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"key": f"{token}|{n}"}) + "\n")
+    return f"sent {token}|{n}"
+
+
+def _sender(messages: Sequence[Message], request: ModelRequest) -> Reply:
+    token = next(m.text for m in messages if m.role == "user")
+    step = sum(1 for m in messages if m.role == "tool")
+    if step < SENDS:
+        call = ToolCallPart(f"s{step}", "send", {"token": token, "n": step})
+        return Reply([call], delay=MODEL_DELAY * 2)
+    return Reply("all sent", delay=MODEL_DELAY)
+
+
+agents = {"bench": make_agent, "sender": lambda: Agent(FunctionModel(_sender), [send])}
 """What the server process imports (``--agents serve:agents`` from this folder)."""
 
 
@@ -159,7 +195,9 @@ async def over_http(n: int, url: str) -> tuple[float, list[float], int]:
     return wall, latencies, len(failures)
 
 
-def start_server(db: Path, store_url: str | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    db: Path, store_url: str | None = None, extra: Sequence[str] = ("--no-resume",)
+) -> tuple[subprocess.Popen[bytes], str]:
     import httpx
 
     port = _free_port()
@@ -176,8 +214,8 @@ def start_server(db: Path, store_url: str | None = None) -> tuple[subprocess.Pop
         str(port),
         "--store-url",
         store_url or f"sqlite:///{db}",
-        "--no-resume",
         "--no-access-log",
+        *extra,
     ]
     proc = subprocess.Popen(cmd, cwd=here, env=env, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -208,13 +246,87 @@ def _figures(name: str, n: int, wall: float, lat: list[float], floor: list[float
     return out
 
 
+async def _create(url: str, token: str) -> str:
+    host, port = url.removeprefix("http://").split(":")
+    body = json.dumps({"agent": "sender", "prompt": token}).encode()
+    head = (
+        f"POST /v1/sessions HTTP/1.1\r\nAuthorization: Bearer {KEY}\r\nHost: {host}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    reader, writer = await _request(host, int(port), head, body)
+    raw = await reader.read()
+    writer.close()
+    return str(json.loads(raw.split(b"\r\n\r\n", 1)[1])["id"])
+
+
+def kill_test(rounds: int, tmp: Path) -> dict[str, Any]:
+    """SIGKILL the process running a session at a random moment, ``rounds`` times; a
+    second process (and the restarted first) take the sessions over. Every send must be
+    in the outbox exactly once."""
+    import random
+
+    import httpx
+
+    os.environ[OUTBOX_ENV] = str(tmp / "outbox.jsonl")
+    db = tmp / "kill.db"
+    opts = ("--lock-ttl", "1", "--recover-every", "0.3")
+    survivor, survivor_url = start_server(db, extra=opts)
+    victim, victim_url = start_server(db, extra=opts)
+    rng = random.Random(17)
+    tokens: dict[str, str] = {}
+    killed_after: dict[int, int] = {}  # sends done when the process died -> rounds
+    try:
+        for i in range(rounds):
+            token = f"t{i}"
+            tokens[asyncio.run(_create(victim_url, token))] = token
+            time.sleep(rng.uniform(0.0, 0.2))  # sends happen in the first ~0.2 s
+            victim.send_signal(signal.SIGKILL)
+            victim.wait()
+            outbox = Path(os.environ[OUTBOX_ENV])
+            sent = outbox.read_text().count(f'"{token}|') if outbox.exists() else 0
+            killed_after[sent] = killed_after.get(sent, 0) + 1
+            victim, victim_url = start_server(db, extra=opts)
+        deadline = time.monotonic() + 120
+        headers = {"Authorization": f"Bearer {KEY}"}
+        pending = set(tokens)
+        while pending and time.monotonic() < deadline:
+            for sid in list(pending):
+                state = httpx.get(f"{survivor_url}/v1/sessions/{sid}", headers=headers).json()
+                if state["status"] == "finished":
+                    pending.discard(sid)
+            time.sleep(0.2)
+    finally:
+        for proc in (survivor, victim):
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+    lines = Path(os.environ[OUTBOX_ENV]).read_text().splitlines()
+    keys = [json.loads(x)["key"] for x in lines]
+    expected = {f"{t}|{n}" for t in tokens.values() for n in range(SENDS)}
+    out = {
+        "rounds": rounds,
+        "unfinished": len(pending),
+        "lost": len(expected - set(keys)),
+        "duplicated": len(keys) - len(set(keys)),
+        "killed_after_sends": {str(k): v for k, v in sorted(killed_after.items())},
+    }
+    print(f"kill test: {out}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="50 sessions")
+    parser.add_argument("--kill", type=int, default=0, help="only the kill test, N rounds")
     args = parser.parse_args()
     n = 50 if args.quick else args.sessions
     tmp = Path(tempfile.mkdtemp(prefix="lw-serve-bench-"))
+    if args.kill:
+        result = kill_test(args.kill, tmp)
+        result["load"] = os.getloadavg()[0]
+        print(json.dumps(result))
+        return
     print(f"{n} concurrent sessions, {CALLS} model calls of {MODEL_DELAY * 1000:.0f} ms each")
     wall, floor = asyncio.run(in_process(n, None))
     result: dict[str, Any] = {"sessions": n, "ideal_ms": CALLS * MODEL_DELAY * 1000}
