@@ -161,3 +161,16 @@ async def test_a_stored_session_of_an_agent_no_longer_served_is_a_clear_409() ->
         await manager.message("alpha", live.session_id, "again", "follow_up")
     assert err.value.status == 409 and "does not serve" in err.value.message
     await manager.close()
+
+
+async def test_listing_shows_only_the_tenants_own_sessions() -> None:
+    manager = _manager()
+    mine = await manager.create("alpha", "echo", "a")
+    theirs = await manager.create("bravo", "echo", "b")
+    await asyncio.gather(*(x.task for x in (mine, theirs) if x.task is not None))
+    assert [r.session_id for r in await manager.sessions("alpha", 10)] == [mine.session_id]
+    assert [r.session_id for r in await manager.sessions("bravo", 10)] == [theirs.session_id]
+    from loopwright.serve.sessions import tenant_tag
+
+    assert len(tenant_tag("alpha")) == 16
+    await manager.close()

@@ -53,7 +53,9 @@ Deny: TypeAlias = str | dict[str, str] | None
 
 
 def tenant_tag(tenant: str) -> str:
-    return hashlib.sha256(tenant.encode("utf-8")).hexdigest()[:8]
+    """64 bits of the tenant's digest: listing filters ids by it (access checks the
+    stored tenant), so two tenants sharing a tag would see each other's ids listed."""
+    return hashlib.sha256(tenant.encode("utf-8")).hexdigest()[:16]
 
 
 def _later(call: object, spec: object) -> Confirmation:
