@@ -40,7 +40,7 @@ from loopwright import Agent, FunctionModel, Reply, tool
 from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.protocols import ModelRequest
 from loopwright.durable import NOT_RUN, Durable
-from loopwright.store import SQLiteStore
+from loopwright.store import AsyncStore, SQLiteStore
 
 MODEL_DELAY = 0.02
 CALLS = 6
@@ -117,7 +117,8 @@ async def in_process(n: int, durable_db: Path | None) -> tuple[float, list[float
     if store is None:
         runs = [_timed(make_agent().arun(f"q{i}")) for i in range(n)]
     else:
-        runs = [_timed(Durable(make_agent(), store).arun(f"q{i}")) for i in range(n)]
+        shared = AsyncStore(store)  # one pool of store threads, as the server has
+        runs = [_timed(Durable(make_agent(), shared).arun(f"q{i}")) for i in range(n)]
     latencies = await asyncio.gather(*runs)
     wall = time.perf_counter() - start
     if store is not None:
