@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from loopwright.tools.sandbox import (
@@ -33,11 +35,50 @@ def test_unknown_backend_is_a_user_error_naming_the_choices() -> None:
         Sandbox(SandboxConfig(backend="docker"))
 
 
-def test_the_fallback_lists_what_it_does_not_confine() -> None:
-    box = Sandbox(SandboxConfig(backend="rlimit"))
-    assert any("network" in gap for gap in box.gaps)
-    assert any("file reads" in gap for gap in box.gaps)
+def test_the_fallback_lists_what_it_does_not_confine(monkeypatch: pytest.MonkeyPatch) -> None:
+    with_landlock = Sandbox(SandboxConfig(backend="rlimit"))
+    assert with_landlock.backend.landlock, backends.landlock_problem()
+    assert any("UDP" in gap for gap in with_landlock.gaps)
+    assert not any("file reads" in gap for gap in with_landlock.gaps)
+    monkeypatch.setattr(backends, "landlock_problem", lambda: "no Landlock in this kernel")
+    bare = Sandbox(SandboxConfig(backend="rlimit"))
+    assert not bare.backend.landlock
+    assert any("network" in gap for gap in bare.gaps)
+    assert any("file reads" in gap for gap in bare.gaps)
     assert Sandbox(SandboxConfig(backend="bwrap")).gaps == ()
+
+
+async def test_the_landlock_fallback_confines_files_and_tcp(tmp_path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    secret.chmod(0o644)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    box = Sandbox(SandboxConfig(backend="rlimit", limits=SandboxLimits(wall_time=5)))
+    code = f"""
+import socket
+for label, fn in [
+    ("read", lambda: open({str(secret)!r}).read()),
+    ("write", lambda: open({str(tmp_path / "out.txt")!r}, "w").write("x")),
+    ("tcp", lambda: socket.create_connection(("127.0.0.1", {listener.getsockname()[1]}), 1)),
+]:
+    try:
+        fn()
+        print("OPEN", label)
+    except OSError as exc:
+        print("blocked", label, type(exc).__name__)
+open("inside.txt", "w").write("ok")
+print(open("inside.txt").read())
+"""
+    try:
+        result = await box.run_python(code)
+    finally:
+        box.close()
+        listener.close()
+    assert "OPEN" not in result.stdout, result
+    assert result.stdout.strip().endswith("ok")
+    assert not (tmp_path / "out.txt").exists()
 
 
 @pytest.mark.parametrize("field", ["wall_time", "memory_bytes", "max_output_bytes"])

