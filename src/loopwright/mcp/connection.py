@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -85,6 +86,9 @@ async def run_async(coro: Coroutine[Any, Any, _T]) -> _T:
         running = None
     if running is mcp_loop:
         return await coro
+    # the coroutine runs in a copy of the caller's context (``call_soon_threadsafe``
+    # copies it here, in the caller's thread): the SDK puts the caller's current trace
+    # context in the request's ``_meta``, so the server's spans join the run's trace
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, mcp_loop))
 
 
@@ -184,7 +188,12 @@ class MCPConnection:
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         self._connecting = ready
         self._stop = asyncio.Event()
-        self._task = asyncio.create_task(self._session(ready, self._stop))
+        # A session outlives the call that opened it: it starts from an empty context,
+        # or its reader, its listen stream and the listings a ``list_changed`` triggers
+        # would all carry that caller's trace context (and other context variables).
+        self._task = asyncio.create_task(
+            self._session(ready, self._stop), context=contextvars.Context()
+        )
         try:
             return await asyncio.shield(ready)
         except Exception as exc:
