@@ -17,8 +17,8 @@ from loopwright.tracing.otel import OtelSubscriber
 
 pytest.importorskip("mcp", reason="needs the mcp extra: pip install -e '.[mcp]'")
 
-from loopwright.mcp import MCPServerConfig, MCPToolset  # noqa: E402
-from loopwright.mcp.connection import MCPConnection  # noqa: E402
+from loopwright.mcp import MCPServerConfig, MCPToolset
+from loopwright.mcp.connection import MCPConnection
 
 HERE = Path(__file__).parent
 TRACED = HERE / "servers" / "traced.py"
