@@ -41,9 +41,9 @@ MAX_TAIL_CHARS = 32
 
 # GBNF character classes: a free character of an answer and the first character of a
 # sentence. Printable ASCII without digits (numbers come from ``num``), sentence ends,
-# JSON escapes or markup, plus accented Latin letters and a few signs (° £ €): kept
-# from digits, a small model otherwise writes look-alikes ("⁵", "⅕", "◻").
-_SIGNS = r"\x23-\x2D\x2F\x3A\x3B\x3D\x40-\x5B\x5D-\x7A\x7E\xA3\xB0\xC0-\u024F\u20AC"
+# JSON escapes, markup or "_", plus accented Latin letters and "°": kept from digits, a
+# small model otherwise writes look-alikes in their place ("⁵", "⅕", "◻", "€ €", "____").
+_SIGNS = r"\x23-\x2D\x2F\x3A\x3B\x3D\x40-\x5B\x5D\x5E\x60-\x7A\x7E\xB0\xC0-\u024F"
 _FREE = f"[\\x20{_SIGNS}]"
 _LEAD = f"[{_SIGNS}]"
 
