@@ -35,6 +35,8 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from loopwright.core.errors import LoopwrightError
 from loopwright.core.messages import JSONValue
+from loopwright.core.schemacheck import Check as SchemaCheck
+from loopwright.core.schemacheck import compile_fast_check
 from loopwright.core.untrusted import wrap_untrusted
 from loopwright.prompts.registry import PromptRegistry
 from loopwright.prompts.template import PromptTemplate, PromptText
@@ -134,10 +136,14 @@ class Pattern:
     untrusted: tuple[str, ...] = ()
     checks: tuple[Check, ...] = ()
     _validator: Draft202012Validator = field(init=False, repr=False, compare=False)
+    # "certainly valid" without entering jsonschema (~1 ms per reply for the planner and
+    # reflector schemas); any doubt runs the full validator, which also words the errors
+    _fast: SchemaCheck | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         Draft202012Validator.check_schema(self.schema)
         object.__setattr__(self, "_validator", Draft202012Validator(self.schema))
+        object.__setattr__(self, "_fast", compile_fast_check(self.schema))
 
     @property
     def fingerprint(self) -> str:
@@ -161,10 +167,7 @@ class Pattern:
         value, reason = extract_json(text)
         if value is None:
             raise self._error(f"no JSON object could be read ({reason})", text)
-        problems = [
-            _describe(e)
-            for e in sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-        ]
+        problems = [] if self._fast is not None and self._fast(value) else self._violations(value)
         if not problems:
             for check in self.checks:
                 problems.extend(check(value, context))
@@ -175,6 +178,10 @@ class Pattern:
             raise self._error("; ".join(shown), text)
         tags = {m.group(1).lower(): m.group(2).strip() for m in _TAG.finditer(text)}
         return Parsed(value, tags.get("scratchpad"))
+
+    def _violations(self, value: dict[str, JSONValue]) -> list[str]:
+        errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        return [_describe(e) for e in errors]
 
     def _error(self, what: str, raw: str) -> OutputParseError:
         required = self.schema.get("required", [])

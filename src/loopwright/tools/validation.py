@@ -13,11 +13,12 @@ doubt falls through to the full ``jsonschema`` run, which is the single source o
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+# the compiled fast path lives in core: the prompt patterns' parsers use it too
+from loopwright.core.schemacheck import Check, compile_fast_check
 
 if TYPE_CHECKING:  # jsonschema is imported lazily: ~40 ms that most runs never need
     from jsonschema import Draft202012Validator
@@ -183,241 +184,13 @@ def validate_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) 
     return validator_for(schema).violations(arguments)
 
 
-# -- fast path ----------------------------------------------------------------------------
-Check = Callable[[Any], bool]
-_ANNOTATIONS = frozenset(
-    {
-        "description",
-        "title",
-        "default",
-        "examples",
-        "format",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-    }
-)
-_SUPPORTED = _ANNOTATIONS | {
-    "type",
-    "enum",
-    "const",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "minLength",
-    "maxLength",
-    "minItems",
-    "maxItems",
-    "pattern",
-    "anyOf",
-}
-_TOP_LEVEL_OK = frozenset({"$schema"})
-
-
-class _Unsupported(Exception):
-    pass
-
-
-def compile_fast_check(schema: Mapping[str, Any]) -> Check | None:
-    """A checker that returns True only for instances that are certainly valid, or
-    ``None`` when the schema uses keywords the fast path does not model."""
-    try:
-        body = {k: v for k, v in schema.items() if k not in _TOP_LEVEL_OK}
-        return _compile(body)
-    except _Unsupported:
-        return None
-
-
-def _compile(schema: Any) -> Check:
-    if schema is True:
-        return _always
-    if not isinstance(schema, Mapping) or any(k not in _SUPPORTED for k in schema):
-        raise _Unsupported
-    checks: list[Check] = []
-    if "type" in schema:
-        checks.append(_type_check(schema["type"]))
-    if "enum" in schema or "const" in schema:
-        checks.append(_enum_check(schema["enum"] if "enum" in schema else [schema["const"]]))
-    checks.extend(_number_checks(schema))
-    checks.extend(_string_checks(schema))
-    checks.extend(_array_checks(schema))
-    if "anyOf" in schema:
-        options = [_compile(s) for s in schema["anyOf"]]
-
-        def any_of(v: Any) -> bool:
-            return any(o(v) for o in options)
-
-        checks.append(any_of)
-    if any(k in schema for k in ("properties", "required", "additionalProperties")):
-        if schema.get("type") == "object" and len(checks) == 1:  # the usual arguments schema
-            return _object_check(schema, typed=True)
-        checks.append(_object_check(schema))
-    if not checks:
-        return _always
-    if len(checks) == 1:
-        return checks[0]
-    return _all_of(tuple(checks))
-
-
-def _all_of(checks: tuple[Check, ...]) -> Check:
-    def check(v: Any) -> bool:
-        # An explicit loop: all() over a generator costs a frame per call (hot path).
-        for c in checks:  # noqa: SIM110
-            if not c(v):
-                return False
-        return True
-
-    return check
-
-
-def _always(_: Any) -> bool:
-    return True
-
-
-def _is_int(v: Any) -> bool:
-    return type(v) is int
-
-
-def _is_num(v: Any) -> bool:
-    return (type(v) is int) or (type(v) is float and math.isfinite(v))
-
-
-_TYPES: dict[str, Check] = {
-    "string": lambda v: type(v) is str,
-    "integer": _is_int,
-    "number": _is_num,
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
-    "object": lambda v: type(v) is dict,
-    "array": lambda v: type(v) is list,
-}
-
-
-def _type_check(type_: Any) -> Check:
-    if isinstance(type_, str):
-        if type_ not in _TYPES:
-            raise _Unsupported
-        return _TYPES[type_]
-    if isinstance(type_, list) and all(t in _TYPES for t in type_):
-        checks = [_TYPES[t] for t in type_]
-        return lambda v: any(c(v) for c in checks)
-    raise _Unsupported
-
-
-def _enum_check(values: Any) -> Check:
-    if not isinstance(values, list):
-        raise _Unsupported
-    scalars = [e for e in values if e is None or isinstance(e, (str, int, float, bool))]
-
-    def check(v: Any) -> bool:
-        if isinstance(v, (dict, list)):
-            return False  # jsonschema's deep equality decides
-        return any(type(e) is type(v) and e == v for e in scalars)
-
-    return check
-
-
-def _number_checks(schema: Mapping[str, Any]) -> list[Check]:
-    out: list[Check] = []
-    bounds: list[tuple[str, Callable[[Any, Any], bool]]] = [
-        ("minimum", lambda v, b: v >= b),
-        ("maximum", lambda v, b: v <= b),
-        ("exclusiveMinimum", lambda v, b: v > b),
-        ("exclusiveMaximum", lambda v, b: v < b),
-    ]
-    for key, cmp in bounds:
-        if key in schema:
-            bound = schema[key]
-            if not _is_num(bound):
-                raise _Unsupported
-            out.append(_bound_check(bound, cmp))
-    return out
-
-
-def _bound_check(bound: Any, cmp: Callable[[Any, Any], bool]) -> Check:
-    def check(v: Any) -> bool:
-        t = type(v)
-        if t is int:
-            return cmp(v, bound)
-        if t is float:
-            return math.isfinite(v) and cmp(v, bound)  # inf/nan: let jsonschema decide
-        return True  # bounds ignore non-numbers (bool is not a number here)
-
-    return check
-
-
-def _string_checks(schema: Mapping[str, Any]) -> list[Check]:
-    out: list[Check] = []
-    if "minLength" in schema:
-        lo = schema["minLength"]
-        out.append(lambda v: type(v) is not str or len(v) >= lo)
-    if "maxLength" in schema:
-        hi = schema["maxLength"]
-        out.append(lambda v: type(v) is not str or len(v) <= hi)
-    if "pattern" in schema:
-        try:
-            rx = re.compile(schema["pattern"])
-        except (re.error, TypeError):
-            raise _Unsupported from None
-        out.append(lambda v: type(v) is not str or rx.search(v) is not None)
-    return out
-
-
-def _array_checks(schema: Mapping[str, Any]) -> list[Check]:
-    out: list[Check] = []
-    if "minItems" in schema:
-        lo = schema["minItems"]
-        out.append(lambda v: type(v) is not list or len(v) >= lo)
-    if "maxItems" in schema:
-        hi = schema["maxItems"]
-        out.append(lambda v: type(v) is not list or len(v) <= hi)
-    if "items" in schema:
-        item = _compile(schema["items"])
-        out.append(lambda v: type(v) is not list or all(item(x) for x in v))
-    return out
-
-
-# property checks that are exactly one Python type (``type(x) is T``), tested inline
-_EXACT_TYPES: dict[Check, type] = {
-    _TYPES["integer"]: int,
-    _TYPES["string"]: str,
-    _TYPES["boolean"]: bool,
-}
-
-
-def _object_check(schema: Mapping[str, Any], *, typed: bool = False) -> Check:
-    """The object keywords; with ``typed`` also ``"type": "object"`` (one check, not two:
-    this is every tool call's top-level check)."""
-    props = {k: _compile(s) for k, s in (schema.get("properties") or {}).items()}
-    required = tuple(schema.get("required") or ())
-    extra = schema.get("additionalProperties", True)
-    extra_check: Check | None = None if extra is True or extra is False else _compile(extra)
-    closed = extra is False
-    exact = tuple((k, _EXACT_TYPES[c]) for k, c in props.items() if c in _EXACT_TYPES)
-    prop_items = tuple((k, c) for k, c in props.items() if c not in _EXACT_TYPES)
-
-    def check(v: Any) -> bool:
-        if type(v) is not dict:
-            return False if typed else not isinstance(v, Mapping)  # keywords ignore non-objects
-        for r in required:
-            if r not in v:
-                return False
-        for k, t in exact:
-            if k in v and type(v[k]) is not t:
-                return False
-        for k, c in prop_items:
-            if k in v and not c(v[k]):
-                return False
-        if closed or extra_check is not None:
-            for k in v:
-                if k not in props and (closed or not extra_check(v[k])):  # type: ignore[misc]
-                    return False
-        return True
-
-    return check
+__all__ = [
+    "Check",
+    "SchemaValidator",
+    "Violation",
+    "check_schema",
+    "compile_fast_check",
+    "pointer_from_path",
+    "validate_arguments",
+    "validator_for",
+]
