@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -97,3 +99,36 @@ def test_request_fingerprints_collects_system_and_prompt_messages() -> None:
     fps = request_fingerprints(system, [Message.user("hi"), msg, msg])
     assert fps == (router().fingerprint, other.fingerprint)
     assert request_fingerprints("plain", []) == ()
+
+
+# -- JSON values render exactly as json.dumps(indent=2, ensure_ascii=False) -------------
+_json_data = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json_data)
+def test_json_values_render_exactly_like_json_dumps(value: object) -> None:
+    template = PromptTemplate("t", "1", "<{v}>")
+    if not isinstance(value, (dict, list, tuple)):
+        value = [value]
+    expected = json.dumps(value, indent=2, ensure_ascii=False)
+    assert template.render(v=value) == f"<{expected}>"
+
+
+def test_unusual_json_values_take_the_standard_path() -> None:
+    template = PromptTemplate("t", "1", "{v}")
+    assert template.render(v={1: [True, None]}) == '{\n  "1": [\n    true,\n    null\n  ]\n}'
+    cyclic: list[object] = []
+    cyclic.append(cyclic)
+    with pytest.raises(TemplateError, match="Circular reference"):
+        template.render(v=cyclic)
+    with pytest.raises(TemplateError, match="cannot be rendered as JSON"):
+        template.render(v={"a": object()})

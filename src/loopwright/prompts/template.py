@@ -60,10 +60,50 @@ def fingerprints_of(*texts: object) -> tuple[str, ...]:
     return tuple(seen)
 
 
+# ``json.dumps(indent=...)`` runs the pure-Python encoder (a generator per nesting level;
+# ~100 us for a small plan), and strategies render plans and results into a prompt on
+# every turn. :func:`_indented` writes the same text for plain JSON data, with the C
+# encoder for the leaves; anything else (subclasses, non-str keys, cycles) goes the
+# standard way, which also owns the error messages.
+_encode_leaf: Final = json.JSONEncoder(ensure_ascii=False).encode
+_LEAF_TYPES: Final = (str, int, float, bool, type(None))
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _indented(value: object, pad: str) -> str:
+    t = type(value)
+    if t is dict:
+        if not value:
+            return "{}"
+        inner = pad + "  "
+        items = []
+        for k, v in value.items():  # type: ignore[attr-defined]
+            if type(k) is not str:
+                raise _NotPlain
+            items.append(f"{inner}{_encode_leaf(k)}: {_indented(v, inner)}")
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if t is list or t is tuple:
+        if not value:
+            return "[]"
+        inner = pad + "  "
+        body = ",\n".join(inner + _indented(v, inner) for v in value)  # type: ignore[attr-defined]
+        return "[\n" + body + "\n" + pad + "]"
+    if t in _LEAF_TYPES:
+        return _encode_leaf(value)
+    raise _NotPlain
+
+
 def _render_value(name: str, value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, (dict, list, tuple)):
+        try:
+            return _indented(value, "")
+        except (_NotPlain, RecursionError):
+            pass
         try:
             return json.dumps(value, indent=2, ensure_ascii=False)
         except (TypeError, ValueError) as exc:
@@ -91,6 +131,7 @@ class PromptTemplate:
     metadata: Mapping[str, JSONValue] = field(default_factory=dict)
     variables: tuple[str, ...] = field(init=False)
     _segments: tuple[tuple[bool, str], ...] = field(init=False, repr=False, compare=False)
+    _hash: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         segments: list[tuple[bool, str]] = []
@@ -119,10 +160,13 @@ class PromptTemplate:
             segments.append((False, self.text[pos:]))
         object.__setattr__(self, "_segments", tuple(segments))
         object.__setattr__(self, "variables", tuple(names))
+        # hashed once: the fingerprint goes on every rendered prompt
+        digest = hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+        object.__setattr__(self, "_hash", digest[:12])
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        return self._hash
 
     @property
     def fingerprint(self) -> str:
