@@ -21,6 +21,8 @@ each superstep and before noticing that none is left, so a fresh run whose nodes
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import hashlib
 import os
 import threading
@@ -42,6 +44,7 @@ from loopwright.graph.types import (
     GraphError,
     GraphInterrupt,
     GraphRecursionError,
+    GraphTracer,
     Interrupt,
     InvalidUpdateError,
     NodeRunEvent,
@@ -206,6 +209,7 @@ class _Run:
         if self.limit < 1:
             raise GraphError("recursion_limit must be at least 1")
         self.workers = int(config.get("max_concurrency") or DEFAULT_WORKERS)
+        self.tracer: GraphTracer | None = config.get("tracer")
         self._emit = emit
         self._drain = drain
         self.modes = modes
@@ -238,10 +242,16 @@ class _Run:
     async def run(self, input: Any) -> dict[str, Any]:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        try:
-            return await self._supersteps(input)
-        finally:
-            await self._settle()  # the last checkpoint is stored before the run returns
+        span = (
+            contextlib.nullcontext()
+            if self.tracer is None
+            else self.tracer.invocation(self.graph.name, self.thread)
+        )
+        with span:
+            try:
+                return await self._supersteps(input)
+            finally:
+                await self._settle()  # the last checkpoint is stored before the run returns
 
     async def _supersteps(self, input: Any) -> dict[str, Any]:
         tasks = await self._start(input)
@@ -473,11 +483,33 @@ class _Run:
                 self._run_sync(task)
 
         pool = _pool()
+        # each worker runs in a copy of this task's context (run_in_executor does not
+        # carry it), so the current span, and a node's agent run, stay in the graph's trace
         await asyncio.gather(
-            *(loop.run_in_executor(pool, worker) for _ in range(min(len(tasks), self.workers)))
+            *(
+                loop.run_in_executor(pool, contextvars.copy_context().run, worker)
+                for _ in range(min(len(tasks), self.workers))
+            )
         )
 
+    def _node_span(self, task: _Task) -> contextlib.AbstractContextManager[Any]:
+        if self.tracer is None:
+            return contextlib.nullcontext(_ignore)
+        return self.tracer.node(task.name, self.step, task.id)
+
     def _run_sync(self, task: _Task) -> None:
+        with self._node_span(task) as failed:
+            self._call_sync(task)
+            if task.error is not None:
+                failed(task.error)
+
+    async def _run_async(self, task: _Task) -> None:
+        with self._node_span(task) as failed:
+            await self._call_async(task)
+            if task.error is not None:
+                failed(task.error)
+
+    def _call_sync(self, task: _Task) -> None:
         token = _CURRENT.set(task)
         self._started(task)
         spec = task.spec
@@ -503,7 +535,7 @@ class _Run:
         finally:
             _CURRENT.reset(token)
 
-    async def _run_async(self, task: _Task) -> None:
+    async def _call_async(self, task: _Task) -> None:
         token = _CURRENT.set(task)
         self._started(task)
         spec = task.spec

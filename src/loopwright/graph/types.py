@@ -8,9 +8,10 @@ imports (see ``docs/graph.md``).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from loopwright.core.errors import UserError
 from loopwright.core.events import ModelEvent, RunEvent
@@ -306,3 +307,23 @@ class ParentCommand(Exception):
     def __init__(self, command: Command[Any]) -> None:
         super().__init__(command)
         self.command = command
+
+
+class GraphTracer(Protocol):
+    """Spans around a graph run and its nodes, passed as ``config["tracer"]``
+    (``loopwright.tracing.graph_spans.GraphSpans`` records OpenTelemetry spans).
+
+    Each context manager is entered in the task or thread that runs the graph or the
+    node, so the span it opens is the current one there: agent runs inside a node nest
+    under the node's span."""
+
+    def invocation(self, graph: str, thread: str) -> AbstractContextManager[object]:
+        """Around one invocation (``invoke``/``stream``, or a subgraph node's run)."""
+        ...
+
+    def node(
+        self, name: str, step: int, task_id: str
+    ) -> AbstractContextManager[Callable[[BaseException], None]]:
+        """Around one task of superstep ``step``; call what it gives with the node's
+        error when the node failed (an interrupt is not a failure)."""
+        ...
