@@ -132,6 +132,7 @@ class PromptTemplate:
     variables: tuple[str, ...] = field(init=False)
     _segments: tuple[tuple[bool, str], ...] = field(init=False, repr=False, compare=False)
     _hash: str = field(init=False, repr=False, compare=False)
+    _names: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         segments: list[tuple[bool, str]] = []
@@ -160,6 +161,7 @@ class PromptTemplate:
             segments.append((False, self.text[pos:]))
         object.__setattr__(self, "_segments", tuple(segments))
         object.__setattr__(self, "variables", tuple(names))
+        object.__setattr__(self, "_names", frozenset(names))
         # hashed once: the fingerprint goes on every rendered prompt
         digest = hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
         object.__setattr__(self, "_hash", digest[:12])
@@ -199,7 +201,8 @@ class PromptTemplate:
         """Render with exactly the template's variables (mapping and/or keywords)."""
         merged: dict[str, object] = dict(values or {})
         merged.update(kwargs)
-        self.check_variables(merged)
+        if merged.keys() != self._names:  # the exact set: nothing to explain
+            self.check_variables(merged)
         out = [
             _render_value(text, merged[text]) if is_var else text for is_var, text in self._segments
         ]
