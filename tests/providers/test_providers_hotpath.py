@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwright.core.errors import ProviderError
-from loopwright.core.events import ReasoningDelta, TextDelta, ToolCallDelta
 from loopwright.core.messages import (
     Message,
     ReasoningPart,
@@ -34,12 +33,7 @@ from loopwright.providers import anthropic, bedrock, gemini
 from loopwright.providers._common import EncodeCache
 from loopwright.providers._names import ToolNameMap
 from loopwright.providers._partial_json import ArgumentsError, is_arguments_json, parse_final
-from loopwright.providers._stream import (
-    StreamAccumulator,
-    reasoning_delta,
-    text_delta,
-    tool_call_delta,
-)
+from loopwright.providers._stream import StreamAccumulator
 from loopwright.providers.openai_chat import ChatEncoder
 from loopwright.providers.openai_responses import ResponsesEncoder
 from loopwright.providers.registry import VENDORS
@@ -208,18 +202,6 @@ def test_echo_check_memo_agrees_with_the_strict_parse(raw):
         expected = False
     assert is_arguments_json(raw) is expected
     assert is_arguments_json(raw) is expected  # answered from the memo when valid
-
-
-# ----------------------------------------------------------------- delta events
-
-
-@given(text=st.text(max_size=5), index=st.integers(0, 9), args=st.none() | st.just({"a": 1}))
-def test_fast_delta_events_equal_the_classes_own(text, index, args):
-    assert text_delta(text) == TextDelta(text) and type(text_delta(text)) is TextDelta
-    assert reasoning_delta(text) == ReasoningDelta(text)
-    fast = tool_call_delta(index, text or None, None, text, args)
-    assert fast == ToolCallDelta(index, text or None, None, text, args)
-    assert hash(text_delta(text)) == hash(TextDelta(text))
 
 
 def test_argument_fragments_match_the_generic_call_path():

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import MISSING, dataclass, field, fields
-from types import MemberDescriptorType
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from loopwright.core.errors import MalformedResponse, TransientProviderError
@@ -51,89 +50,6 @@ C = TypeVar("C")
 _PARSE_EVERY_DELTA_BELOW = 16_384
 """Above this size partial arguments are re-parsed only after 10% growth (the parse is
 O(n), doing it on every delta of a 1 MB argument would be quadratic)."""
-
-
-# -- cheap delta events --------------------------------------------------------------
-# One delta event is built per wire fragment. The frozen dataclass ``__init__`` sets each
-# slot through ``object.__setattr__`` (a name lookup per field); writing the slots through
-# their descriptors builds the identical object in about half the time. Each factory is
-# checked against the class's field list at import and falls back to the class itself if
-# the event's fields ever change.
-
-_new = object.__new__
-
-
-def _setters(cls: type, expected: tuple[str, ...]) -> list[Callable[[object, object], None]] | None:
-    """Slot setters for ``expected`` (the class's fields, in order, ending with a ``type``
-    tag that has a default), or ``None`` when the class does not look like that."""
-    found = fields(cls)
-    if (
-        tuple(f.name for f in found) != expected
-        or found[-1].default is MISSING
-        or hasattr(cls, "__post_init__")
-        or not all(isinstance(getattr(cls, n, None), MemberDescriptorType) for n in expected)
-    ):
-        return None
-    return [getattr(cls, name).__set__ for name in expected]
-
-
-def _default(cls: type, name: str) -> object:
-    return next(f.default for f in fields(cls) if f.name == name)
-
-
-def _text_factory(cls: type[TextDelta] | type[ReasoningDelta]) -> Callable[[str], Any]:
-    setters = _setters(cls, ("text", "type"))
-    if setters is None:
-        return cls
-    set_text, set_type = setters
-    tag = _default(cls, "type")
-
-    def make(text: str) -> Any:
-        event = _new(cls)
-        set_text(event, text)
-        set_type(event, tag)
-        return event
-
-    return make
-
-
-def _call_factory() -> Callable[[int, str | None, str | None, str, dict[str, Any] | None], Any]:
-    setters = _setters(
-        ToolCallDelta,
-        ("index", "id", "name", "arguments_delta", "partial_arguments", "type"),
-    )
-    if setters is None:
-        return ToolCallDelta
-    s_index, s_id, s_name, s_args, s_partial, s_type = setters
-    tag = _default(ToolCallDelta, "type")
-
-    def make(
-        index: int,
-        id: str | None,
-        name: str | None,
-        arguments_delta: str,
-        partial_arguments: dict[str, Any] | None,
-    ) -> Any:
-        event = _new(ToolCallDelta)
-        s_index(event, index)
-        s_id(event, id)
-        s_name(event, name)
-        s_args(event, arguments_delta)
-        s_partial(event, partial_arguments)
-        s_type(event, tag)
-        return event
-
-    return make
-
-
-text_delta: Callable[[str], TextDelta] = _text_factory(TextDelta)
-"""``TextDelta(text)``, built cheaply (equal to the class's own construction)."""
-reasoning_delta: Callable[[str], ReasoningDelta] = _text_factory(ReasoningDelta)
-"""``ReasoningDelta(text)``, built cheaply."""
-tool_call_delta: Callable[
-    [int, str | None, str | None, str, dict[str, Any] | None], ToolCallDelta
-] = _call_factory()
-"""``ToolCallDelta(index, id, name, arguments_delta, partial_arguments)``, built cheaply."""
 
 
 _NO_USAGE = Usage()
@@ -205,7 +121,7 @@ class StreamAccumulator:
         if not delta:
             return None
         buf.chunks.append(delta)
-        return text_delta(delta)
+        return TextDelta(delta)
 
     def reasoning(
         self, delta: str, meta: dict[str, JSONValue] | None = None
@@ -218,7 +134,7 @@ class StreamAccumulator:
         if not delta:
             return None
         buf.chunks.append(delta)
-        return reasoning_delta(delta)
+        return ReasoningDelta(delta)
 
     def reasoning_meta(self, meta: dict[str, JSONValue]) -> None:
         """Attach echo-back data (signature, item id, encrypted content) to the current
@@ -251,7 +167,7 @@ class StreamAccumulator:
         if arguments:
             buf.chunks.append(arguments)
             partial = self._maybe_parse(buf)
-        return tool_call_delta(index, id or None, buf.name if name else None, arguments, partial)
+        return ToolCallDelta(index, id or None, buf.name if name else None, arguments, partial)
 
     def arguments(self, index: int, fragment: str) -> ToolCallDelta:
         """``call(index, arguments=fragment)`` for a non-empty fragment of a call already
@@ -260,7 +176,7 @@ class StreamAccumulator:
         if buf is None or not fragment:
             return self.call(index, arguments=fragment)
         buf.chunks.append(fragment)
-        return tool_call_delta(index, None, None, fragment, self._maybe_parse(buf))
+        return ToolCallDelta(index, None, None, fragment, self._maybe_parse(buf))
 
     def _maybe_parse(self, buf: _CallBuf) -> dict[str, Any] | None:
         final = buf.final_arguments
