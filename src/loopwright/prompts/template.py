@@ -66,7 +66,8 @@ def fingerprints_of(*texts: object) -> tuple[str, ...]:
 # encoder for the leaves; anything else (subclasses, non-str keys, cycles) goes the
 # standard way, which also owns the error messages.
 _encode_leaf: Final = json.JSONEncoder(ensure_ascii=False).encode
-_LEAF_TYPES: Final = (str, int, float, bool, type(None))
+_encode_str: Final = json.encoder.encode_basestring  # what ensure_ascii=False uses
+_LITERALS: Final = {True: "true", False: "false", None: "null"}
 
 
 class _NotPlain(Exception):
@@ -83,7 +84,7 @@ def _indented(value: object, pad: str) -> str:
         for k, v in value.items():  # type: ignore[attr-defined]
             if type(k) is not str:
                 raise _NotPlain
-            items.append(f"{inner}{_encode_leaf(k)}: {_indented(v, inner)}")
+            items.append(f"{inner}{_encode_str(k)}: {_indented(v, inner)}")
         return "{\n" + ",\n".join(items) + "\n" + pad + "}"
     if t is list or t is tuple:
         if not value:
@@ -91,8 +92,14 @@ def _indented(value: object, pad: str) -> str:
         inner = pad + "  "
         body = ",\n".join(inner + _indented(v, inner) for v in value)  # type: ignore[attr-defined]
         return "[\n" + body + "\n" + pad + "]"
-    if t in _LEAF_TYPES:
-        return _encode_leaf(value)
+    if t is str:
+        return _encode_str(value)  # type: ignore[arg-type]
+    if t is int:
+        return int.__repr__(value)  # type: ignore[arg-type]
+    if t is bool or value is None:
+        return _LITERALS[value]  # type: ignore[index]
+    if t is float:
+        return _encode_leaf(value)  # repr, or NaN/Infinity as json writes them
     raise _NotPlain
 
 
