@@ -120,3 +120,28 @@ def test_a_failed_node_span_has_the_error_and_an_interrupt_is_not_one(
     assert boom_span.attributes is not None
     assert boom_span.attributes["error.type"] == "ValueError"
     assert names["invoke_agent failing"].status.status_code is StatusCode.ERROR
+
+
+def test_a_subgraph_run_nests_under_its_node_and_its_interrupt_is_not_an_error(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    from loopwright.graph import interrupt
+
+    def ask(state: State) -> dict[str, list[str]]:
+        return {"answers": [interrupt("which one?")]}
+
+    inner = StateGraph(State)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "ask")
+    outer = StateGraph(State)
+    outer.add_node("inner", inner.compile(name="inner"))
+    outer.add_edge(START, "inner")
+    graph = outer.compile(name="outer")
+    out = graph.invoke({"answers": []}, {"tracer": GraphSpans(provider)})
+    assert out["__interrupt__"]
+
+    names = _by_name(exporter.get_finished_spans())
+    assert _parent(names["invoke_agent inner"]) == _span_id(names["node inner"])
+    assert _parent(names["node ask"]) == _span_id(names["invoke_agent inner"])
+    for name in ("invoke_agent outer", "node inner", "invoke_agent inner", "node ask"):
+        assert names[name].status.status_code is StatusCode.UNSET, name

@@ -243,13 +243,18 @@ class _Run:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         span = (
-            contextlib.nullcontext()
+            contextlib.nullcontext(_ignore)
             if self.tracer is None
             else self.tracer.invocation(self.graph.name, self.thread)
         )
-        with span:
+        with span as failed:
             try:
                 return await self._supersteps(input)
+            except (GraphInterrupt, ParentCommand):
+                raise  # a subgraph pausing or handing a command to its parent: no failure
+            except BaseException as exc:
+                failed(exc)
+                raise
             finally:
                 await self._settle()  # the last checkpoint is stored before the run returns
 

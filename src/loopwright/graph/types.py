@@ -317,8 +317,11 @@ class GraphTracer(Protocol):
     node, so the span it opens is the current one there: agent runs inside a node nest
     under the node's span."""
 
-    def invocation(self, graph: str, thread: str) -> AbstractContextManager[object]:
-        """Around one invocation (``invoke``/``stream``, or a subgraph node's run)."""
+    def invocation(
+        self, graph: str, thread: str
+    ) -> AbstractContextManager[Callable[[BaseException], None]]:
+        """Around one invocation (``invoke``/``stream``, or a subgraph node's run); call
+        what it gives with the error when the run failed (a pause is not a failure)."""
         ...
 
     def node(

@@ -18,6 +18,7 @@ A node span is cheap next to any node that calls a model.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -40,15 +41,21 @@ class GraphSpans:
         self._tracer = trace.get_tracer("loopwright", _version(), tracer_provider=tracer_provider)
 
     @contextmanager
-    def invocation(self, graph: str, thread: str) -> Iterator[Span]:
-        """The graph run: ``invoke_agent {graph}``, the thread id as the conversation id."""
+    def invocation(self, graph: str, thread: str) -> Iterator[Callable[[BaseException], None]]:
+        """The graph run: ``invoke_agent {graph}``, the thread id as the conversation id.
+        The graph reports a failure through the callable (a subgraph's interrupt passes
+        through here as an exception and is not one)."""
         attributes = {OPERATION: "invoke_agent", AGENT_NAME: graph}
         if thread:
             attributes[CONVERSATION_ID] = thread
         with self._tracer.start_as_current_span(
-            f"invoke_agent {graph}", kind=SpanKind.INTERNAL, attributes=attributes
+            f"invoke_agent {graph}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
         ) as span:
-            yield span
+            yield functools.partial(_failed, span)
 
     @contextmanager
     def node(self, name: str, step: int, task_id: str) -> Iterator[Callable[[BaseException], None]]:
@@ -56,11 +63,15 @@ class GraphSpans:
         node's failure through the callable (it catches the node's exceptions itself)."""
         attributes: dict[str, str | int] = {GRAPH_NODE: name, GRAPH_STEP: step, GRAPH_TASK: task_id}
         with self._tracer.start_as_current_span(
-            f"node {name}", kind=SpanKind.INTERNAL, attributes=attributes
+            f"node {name}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
         ) as span:
+            yield functools.partial(_failed, span)
 
-            def failed(error: BaseException) -> None:
-                span.set_attribute(ERROR_TYPE, type(error).__name__)
-                span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:500]))
 
-            yield failed
+def _failed(span: Span, error: BaseException) -> None:
+    span.set_attribute(ERROR_TYPE, type(error).__name__)
+    span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:500]))
