@@ -272,6 +272,10 @@ class _Plan:
 class LocalModel:
     """A :class:`~loopwright.core.protocols.Model` backed by an in-process GGUF model."""
 
+    # Running on this machine costs nothing per token: every call reports cost 0.0, so a
+    # Limits.cost_budget is valid (and never reached) rather than refused as unpriced.
+    reports_cost = True
+
     def __init__(self, model: str = DEFAULT_MODEL, *, config: LocalConfig | None = None) -> None:
         spec = model.strip()
         if spec.lower().startswith("local:"):
