@@ -32,7 +32,6 @@ from loopwright.core.tools import ToolSpec
 from loopwright.providers import anthropic, bedrock, gemini
 from loopwright.providers._common import EncodeCache
 from loopwright.providers._names import ToolNameMap
-from loopwright.providers._partial_json import ArgumentsError, is_arguments_json, parse_final
 from loopwright.providers._stream import StreamAccumulator
 from loopwright.providers.openai_chat import ChatEncoder
 from loopwright.providers.openai_responses import ResponsesEncoder
@@ -188,20 +187,6 @@ def test_prefixes_are_bounded_and_tool_lists_memoised():
     assert [d["name"] for d in other] == [
         ToolNameMap.build(NAMES[:2]).to_wire(n) for n in NAMES[:2]
     ]
-
-
-@given(
-    raw=st.text(alphabet='{}[]":, a1\\', max_size=12)
-    | st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3)).map(json.dumps)
-)
-def test_echo_check_memo_agrees_with_the_strict_parse(raw):
-    try:
-        parse_final(raw)
-        expected = True
-    except ArgumentsError:
-        expected = False
-    assert is_arguments_json(raw) is expected
-    assert is_arguments_json(raw) is expected  # answered from the memo when valid
 
 
 def test_argument_fragments_match_the_generic_call_path():

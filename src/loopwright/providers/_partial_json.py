@@ -190,35 +190,14 @@ def parse_final(raw: str) -> dict[str, Any]:
         raise ArgumentsError(f"arguments must be a JSON object, got {type(value).__name__}")
     if len(raw) > MAX_DEPTH and _too_deep(raw, value):
         raise ArgumentsError(f"arguments nest deeper than {MAX_DEPTH} levels")
-    _remember(raw)
     return value
 
 
-_VALID: dict[str, None] = {}
-"""Argument strings :func:`parse_final` accepted (insertion-ordered, bounded by
-:data:`_VALID_CHARS` in total). A call's ``raw_arguments`` came through it when our own
-decoder built the call, so echoing them on the next request skips the re-parse."""
-_VALID_CHARS = 4_000_000
-_valid_size = [0]
-
-
-def _remember(raw: str) -> None:
-    size = len(raw)
-    if size * 4 > _VALID_CHARS:
-        return
-    if _valid_size[0] + size > _VALID_CHARS:
-        _VALID.clear()
-        _valid_size[0] = 0
-    if raw not in _VALID:
-        _VALID[raw] = None
-        _valid_size[0] += size
-
-
 def is_arguments_json(raw: str) -> bool:
-    """Whether ``raw`` is what :func:`parse_final` accepts (a JSON object, or blank);
-    strings it already parsed are answered from a memo (no second parse)."""
-    if raw in _VALID:
-        return True
+    """Whether ``raw`` is what :func:`parse_final` accepts (a JSON object, or blank).
+
+    Echoing a call's arguments re-parses them once per run (the adapters' encode cache
+    keeps the encoded message): 1.4 us for ``{"a": 2, "b": 3}``, 8 us for 2 KB."""
     try:
         parse_final(raw)
     except ArgumentsError:
