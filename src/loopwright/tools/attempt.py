@@ -34,6 +34,9 @@ async def attempt(
     tools) could not be interrupted anyway (a deadline only acts at a suspension point),
     so it pays for no deadline at all. One that suspends continues in
     :class:`_Deadlined`, its deadline still counted from before its first step.
+    Measured against ``async with asyncio.timeout(...)`` around the call (the default
+    30 s timeout): 0.9 vs 4.4 us for a tool that does not suspend, 5.5 vs 7.2 us for one
+    that suspends once; the 3.5 us is a seventh of the 25 us per-step goal.
     ``execution`` goes to the worker thread of a sync tool (see threads.py)."""
     timeout = t.spec.timeout
     try:
