@@ -6,7 +6,9 @@ copies, prefix sums of unit costs) and, when the new list starts with the very s
 message objects, re-examines only the tail: the last unit (it may have grown) and the
 units whose trimming changes because newer units arrived. Choosing what to drop is then
 a binary search over prefix sums, and building the output copies only what is sent.
-Per-turn cost no longer grows with the length of the run.
+Per-turn cost no longer grows with the length of the run. Measured with
+``benchmarks/context.py`` (200 turns, the history already tokenized): 44-80 us per policy
+call at turn 200 against 690-740 us on the general path, which grows with every turn.
 
 Anything unusual (a history that is not an extension of the last one, a broken tool
 pairing, a budget that only the last-resort trim can meet) returns ``None`` so the
