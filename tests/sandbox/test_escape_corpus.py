@@ -272,3 +272,28 @@ async def test_files_persist_between_runs_of_one_sandbox(make_sandbox) -> None:
     assert result.stdout.strip() == "kept"
     if os.geteuid() == 0:
         assert (box.workdir / "note.txt").stat().st_uid == SANDBOX_UID
+
+
+def _processes_of_sandbox_user() -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += os.stat(f"/proc/{entry}").st_uid == SANDBOX_UID
+            except OSError:
+                continue
+    return count
+
+
+async def test_many_runs_and_kills_leave_no_process_behind(make_sandbox) -> None:
+    """Each run and each kill must leave nothing counting against the sandbox user's
+    process budget: an orphaned zombie per run exhausted RLIMIT_NPROC after ~30 runs."""
+    before = _processes_of_sandbox_user()
+    box: Sandbox = make_sandbox(wall_time=0.5, max_processes=8, max_output_bytes=2000)
+    for _ in range(40):
+        assert (await box.run_python("print(1)")).exit_code == 0
+    for _ in range(4):
+        assert (await box.run_shell("sleep 5")).timed_out
+        assert (await box.run_python("while True: print('x' * 100)")).output_truncated
+    await asyncio.sleep(0.2)
+    assert _processes_of_sandbox_user() <= before

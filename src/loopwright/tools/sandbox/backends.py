@@ -96,6 +96,10 @@ def _bwrap(argv: Sequence[str], workdir: Path, readonly: Sequence[Path]) -> list
         "--unshare-user",
         "--disable-userns",
         "--die-with-parent",
+        # no extra init: bwrap then waits for the program itself; with its own init the
+        # monitor exits first and the init is left as a zombie for the host's pid 1, which
+        # (in containers) may never reap it, so it keeps counting against RLIMIT_NPROC
+        "--as-pid-1",
         "--new-session",
         "--hostname",
         "sandbox",

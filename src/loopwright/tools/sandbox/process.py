@@ -60,13 +60,37 @@ def prlimit_prefix(limits: SandboxLimits, extra_processes: int = 0) -> list[str]
     ]
 
 
-def _kill_tree(proc: asyncio.subprocess.Process) -> None:
-    # start_new_session=True made the child a process-group leader; the namespace
-    # backends also tie their init to it with PR_SET_PDEATHSIG (--die-with-parent).
+def _kill_program(proc: asyncio.subprocess.Process) -> None:
+    """Kill the program: under bwrap/nsjail its monitor's direct children (the confined
+    program; the monitor then reaps it and exits on its own), else the process group.
+    Killing the monitor first would orphan the program to the host's pid 1, which in
+    containers may never reap it (each zombie keeps counting against the sandbox user's
+    RLIMIT_NPROC)."""
     try:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for child in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+            os.kill(int(child), signal.SIGKILL)
+    if not children:
+        _kill_group(proc)
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    # start_new_session=True made the child a process-group leader; the namespace
+    # backends also tie their program to it with PR_SET_PDEATHSIG (--die-with-parent)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Kill the program, give its monitor a moment to reap it, then kill what is left."""
+    _kill_program(proc)
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.wait()), 2.0)
+    except TimeoutError:
+        _kill_group(proc)
 
 
 async def _pump(
@@ -83,7 +107,7 @@ async def _pump(
         if len(chunk) > room:
             buf += chunk[: max(room, 0)]
             over = True
-            _kill_tree(proc)
+            _kill_program(proc)
         else:
             buf += chunk
     return over
@@ -146,13 +170,12 @@ async def run_confined(
             cut = await asyncio.wait_for(pumps, limits.wall_time)
         except TimeoutError:
             timed_out, cut = True, (False, False)
-            _kill_tree(proc)
+            await _stop(proc)
             await _drain(proc, 2.0)
         code = await proc.wait()
     finally:
         if proc.returncode is None:
-            _kill_tree(proc)
-            await asyncio.shield(proc.wait())
+            await asyncio.shield(_stop(proc))
     truncated = any(cut)
     killed = timed_out or truncated
     stdout = out.decode("utf-8", "replace")
