@@ -8,7 +8,7 @@ call the history (the loop's own growing list) goes through ``DefaultPolicy`` wi
 Figures:
 
 1. **input tokens**: the sum over turns of the tokens sent with the default policy vs
-   sending the full history, next to the seed's ``N*S + T*N(N+1)/2`` formula with the
+   sending the full history, next to the ``N*S + T*N(N+1)/2`` formula with the
    measured S and mean T.
 2. **per-turn cost**: the wall time of counting + applying the policy at each turn
    (new messages are tokenized once, everything else is a memo hit), median over turns

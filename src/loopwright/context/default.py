@@ -1,6 +1,6 @@
 """The combined default policy: trim big results -> summary -> window -> last-resort trim.
 
-This is the seed's recommendation (000 §8.3, 003 §7): first shorten the large tool
+The order (docs/context.md): first shorten the large tool
 results of older turns (the biggest single source of growth), then, past a threshold,
 replace older turns by a model-written summary (when a :class:`Summarizer` is attached
 and has run), then drop the oldest units until the messages fit. If the latest exchange

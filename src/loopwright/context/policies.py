@@ -268,7 +268,7 @@ class SlidingWindow:
 
 
 def default_importance(sel_kind: str, facts_final: bool, errors_only: bool, age: int) -> int:
-    """Score of a unit (higher is kept first): seed 003 §7.2 strategy 3.
+    """Score of a unit (higher is kept first): selective retention (docs/context.md).
 
     System/pinned are always kept and never scored. Final answers 90, user messages 80,
     other assistant text 50, tool exchanges 40, tool exchanges whose results are all

@@ -43,7 +43,7 @@ def new_session_id() -> str:
 
 
 class LoopState(enum.StrEnum):
-    """The seed's state machine. DONE, ERROR and PAUSED are terminal for one run."""
+    """The control loop's states (docs/loop.md). DONE, ERROR and PAUSED are terminal for one run."""
 
     OBSERVE = "observe"
     THINK = "think"

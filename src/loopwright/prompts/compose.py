@@ -1,9 +1,9 @@
 """Composing prompts from modules, and assembling layered prompts under a token budget.
 
-:class:`PromptComposer` (seed 003 §6.4) joins template modules in order; each module is
+:class:`PromptComposer` joins template modules in order; each module is
 rendered with only its own variables, and a variable no module uses is an error.
 
-:class:`PromptAssembler` (seed 003 §2) builds the final prompt from the four layers --
+:class:`PromptAssembler` builds the final prompt from the four layers --
 system, context injection, user input, constraints & guardrails -- each with a priority,
 an optional per-layer token budget and a compressible flag. Over budget, compressible
 layers are cut from the lowest priority up (never below their ``min_tokens``); fixed

@@ -1,4 +1,4 @@
-"""Consistency between the system prompt and the tools offered (seed 003 §8.2).
+"""Consistency between the system prompt and the tools offered (see docs/prompts.md).
 
 Two checks, run when a prompt is assembled:
 

@@ -1,6 +1,6 @@
 """A registry of versioned prompt files, with pins, canary rollout and rollback.
 
-Layout (seed 003 §6.2)::
+Layout (docs/prompts.md)::
 
     prompts/
       router/

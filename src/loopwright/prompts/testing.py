@@ -1,4 +1,4 @@
-"""Prompt regression testing (seed 003 §6.3): cases, assertions, pass rates, thresholds.
+"""Prompt regression testing (docs/prompts.md): cases, assertions, pass rates, thresholds.
 
 A suite renders one template per case, sends it to any core ``Model`` N times, checks
 each output against the case's assertions, and reports the pass rate per case and

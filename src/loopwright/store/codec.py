@@ -287,7 +287,7 @@ def decode_intent(raw: str | bytes, session_id: str) -> IntentRecord:
 
 # --------------------------------------------------------------------------- migrations
 def _v0_message(item: Mapping[str, Any]) -> dict[str, JSONValue]:
-    """An OpenAI-chat-style dict (the seed's ``message_history``) as a v1 message dict."""
+    """An OpenAI-chat-style dict (a plain ``message_history`` list) as a v1 message dict."""
     role = item.get("role", "user")
     content = item.get("content") or ""
     if role == "tool":

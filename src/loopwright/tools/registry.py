@@ -2,7 +2,7 @@
 
 Filtering by permission here only decides what the model is *shown*; the dispatcher
 checks the caller's permission again on every call, so hiding a tool is never the only
-protection (the seed's registry enforced permissions only when listing tools).
+protection (enforcing permissions only when listing tools would let a model call a tool it was never offered).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``add`` / ``multiply`` / ``divide``: one-operation tools for multi-step tasks.
 
-They exist so that "What is (3 + 5) * 8?" can be solved in two tool steps (seed 004's
-toy agent binds a single ``multiply`` tool the same way). Arithmetic goes through the
+They exist so that "What is (3 + 5) * 8?" can be solved in two tool steps (the
+calculator toy agent in docs/graph.md binds them the same way). Arithmetic goes through the
 calculator's exact, size-checked core, so results are exact and never blow up.
 """
 
