@@ -31,7 +31,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, TypeAlias
 
-from loopwright.core.events import ToolCallFinished, ToolCallStarted
 from loopwright.core.messages import JSONValue, ToolCallPart
 from loopwright.core.protocols import Model
 from loopwright.loop.agent import ToolLike
@@ -447,18 +446,7 @@ class PlanAndExecute(Strategy):
         assert isinstance(arguments, dict)
         attempts = run.retries.get(step.step_id, 0) + 1
         call = ToolCallPart(f"step_{step.step_id}_{attempts}", step.tool_name, arguments)
-        ctx.emit(ToolCallStarted(ctx.calls, call))
-        outcome = await self.dispatcher.run_one(call)
-        ctx.emit(
-            ToolCallFinished(
-                ctx.calls,
-                call,
-                outcome.result,
-                outcome.duration_s,
-                outcome.attempts,
-                outcome.repairs,
-            )
-        )
+        outcome = await ctx.call_tool(self.dispatcher, call)
         ok = not outcome.result.is_error
         ctx.step("step_finished", step_id=step.step_id, ok=ok, attempts=attempts)
         return StepResult(step.step_id, outcome.result.content, ok, attempts)

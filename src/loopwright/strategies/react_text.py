@@ -24,7 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from loopwright.core.events import ToolCallFinished, ToolCallStarted
 from loopwright.core.messages import JSONValue, ToolCallPart
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.core.run import RunStop
@@ -192,18 +191,7 @@ class ReActText(Strategy):
     async def _call(self, ctx: StrategyContext, step: TextStep, number: int) -> str:
         assert step.tool is not None and step.arguments is not None
         call = ToolCallPart(f"text_{number}", step.tool, step.arguments)
-        ctx.emit(ToolCallStarted(ctx.calls, call))
-        outcome = await self.dispatcher.run_one(call)
-        ctx.emit(
-            ToolCallFinished(
-                ctx.calls,
-                call,
-                outcome.result,
-                outcome.duration_s,
-                outcome.attempts,
-                outcome.repairs,
-            )
-        )
+        outcome = await ctx.call_tool(self.dispatcher, call)
         return outcome.result.content
 
     def _record(self, step: TextStep, observation: str) -> str:

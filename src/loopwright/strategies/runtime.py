@@ -38,13 +38,16 @@ from loopwright.core.events import (
     RunFinished,
     RunStarted,
     StrategyStep,
+    ToolCallFinished,
+    ToolCallStarted,
 )
-from loopwright.core.messages import JSONValue, Message, Usage
+from loopwright.core.messages import JSONValue, Message, ToolCallPart, Usage
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
 from loopwright.core.run import RunResult, RunStop, new_session_id
 from loopwright.loop.agent import running_as_parent
 from loopwright.loop.limits import Limits
 from loopwright.prompts.template import prompt_message, request_fingerprints
+from loopwright.tools.dispatcher import Dispatcher, DispatchOutcome
 
 EventSink = Callable[[RunEvent], None]
 _DEFAULT_LIMITS = Limits(max_turns=None)
@@ -162,6 +165,23 @@ class StrategyContext:
     def emit(self, event: RunEvent) -> None:
         if self._emit is not None:
             self._emit(event)
+
+    async def call_tool(self, dispatcher: Dispatcher, call: ToolCallPart) -> DispatchOutcome:
+        """Run one tool call through ``dispatcher``, reporting it as the loop does
+        (:class:`ToolCallStarted` / :class:`ToolCallFinished`)."""
+        self.emit(ToolCallStarted(self.calls, call))
+        outcome = await dispatcher.run_one(call)
+        self.emit(
+            ToolCallFinished(
+                self.calls,
+                call,
+                outcome.result,
+                outcome.duration_s,
+                outcome.attempts,
+                outcome.repairs,
+            )
+        )
+        return outcome
 
     def step(self, kind: str, **detail: JSONValue) -> None:
         """Report strategy progress as a :class:`StrategyStep` event."""
