@@ -45,25 +45,28 @@ class GraphSpans:
         """The graph run: ``invoke_agent {graph}``, the thread id as the conversation id.
         The graph reports a failure through the callable (a subgraph's interrupt passes
         through here as an exception and is not one)."""
-        attributes = {OPERATION: "invoke_agent", AGENT_NAME: graph}
+        attributes: dict[str, str | int] = {OPERATION: "invoke_agent", AGENT_NAME: graph}
         if thread:
             attributes[CONVERSATION_ID] = thread
-        with self._tracer.start_as_current_span(
-            f"invoke_agent {graph}",
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            yield functools.partial(_failed, span)
+        with self._span(f"invoke_agent {graph}", attributes) as failed:
+            yield failed
 
     @contextmanager
     def node(self, name: str, step: int, task_id: str) -> Iterator[Callable[[BaseException], None]]:
         """One task: ``node {name}`` with its superstep and task id. The graph reports a
         node's failure through the callable (it catches the node's exceptions itself)."""
         attributes: dict[str, str | int] = {GRAPH_NODE: name, GRAPH_STEP: step, GRAPH_TASK: task_id}
+        with self._span(f"node {name}", attributes) as failed:
+            yield failed
+
+    @contextmanager
+    def _span(
+        self, name: str, attributes: dict[str, str | int]
+    ) -> Iterator[Callable[[BaseException], None]]:
+        # failures are reported by the graph through the callable, never by an exception
+        # passing through (interrupts do, and are not failures)
         with self._tracer.start_as_current_span(
-            f"node {name}",
+            name,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
             record_exception=False,
