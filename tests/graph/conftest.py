@@ -8,13 +8,13 @@ runs share the servers.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.services import POSTGRES_ENV, REDIS_ENV, service_url
 
 from loopwright.store import MemoryStore, SQLiteStore
 
@@ -26,16 +26,6 @@ KINDS = [
 ]
 
 
-def service_url(env: str) -> str:
-    url = os.environ.get(env)
-    if url:
-        return url
-    msg = f"{env} is not set: run `source .ci/services.sh` to start Redis/PostgreSQL"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI=true but {msg}", pytrace=False)
-    pytest.skip(msg)
-
-
 def open_store(kind: str, tmp_path: Path) -> Any:
     if kind == "memory":
         return MemoryStore()
@@ -44,10 +34,10 @@ def open_store(kind: str, tmp_path: Path) -> Any:
     if kind == "redis":
         from loopwright.store import RedisStore
 
-        return RedisStore(service_url("LOOPWRIGHT_TEST_REDIS_URL"))
+        return RedisStore(service_url(REDIS_ENV))
     from loopwright.store import PostgresStore
 
-    return PostgresStore(service_url("LOOPWRIGHT_TEST_POSTGRES_URL"))
+    return PostgresStore(service_url(POSTGRES_ENV))
 
 
 @pytest.fixture(params=KINDS)

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from serve_harness import ALPHA, BRAVO, Server, create, read_events
+from tests.services import POSTGRES_ENV, service_url
 
 pytestmark = pytest.mark.services
-
-
-def _postgres_url() -> str:
-    url = os.environ.get("LOOPWRIGHT_TEST_POSTGRES_URL")
-    if url:
-        return url
-    msg = "LOOPWRIGHT_TEST_POSTGRES_URL is not set: run `source .ci/services.sh`"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI=true but {msg}", pytrace=False)
-    pytest.skip(msg)
 
 
 def test_postgres_sessions_are_listed_and_resumed_after_a_restart(tmp_path: Path) -> None:
@@ -28,7 +18,7 @@ def test_postgres_sessions_are_listed_and_resumed_after_a_restart(tmp_path: Path
         tmp_path / "unused.db",
         tmp_path / "outbox.jsonl",
         extra=["--no-resume"],
-        store_url=_postgres_url(),
+        store_url=service_url(POSTGRES_ENV),
     )
     srv.start()
     try:

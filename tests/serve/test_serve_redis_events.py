@@ -3,27 +3,17 @@ another, and replayed after its process restarted."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from serve_harness import ALPHA, BRAVO, Server, create, read_events
+from tests.services import REDIS_ENV, service_url
 
 pytestmark = pytest.mark.services
 
 
-def _redis_url() -> str:
-    url = os.environ.get("LOOPWRIGHT_TEST_REDIS_URL")
-    if url:
-        return url
-    msg = "LOOPWRIGHT_TEST_REDIS_URL is not set: run `source .ci/services.sh`"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI=true but {msg}", pytrace=False)
-    pytest.skip(msg)
-
-
 def test_stream_through_another_process_and_replay_after_a_restart(tmp_path: Path) -> None:
-    extra = ["--events-url", _redis_url(), "--no-resume"]
+    extra = ["--events-url", service_url(REDIS_ENV), "--no-resume"]
     first = Server(tmp_path / "s.db", tmp_path / "outbox", extra=extra)
     second = Server(tmp_path / "s.db", tmp_path / "outbox", extra=extra)
     first.start()

@@ -7,26 +7,12 @@ FAILURE (CI must run them), locally the tests skip with the reason.
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
-import pytest
+from tests.services import POSTGRES_ENV, REDIS_ENV, service_url
 
 from loopwright.store import CheckpointStore, MemoryStore, SQLiteStore
-
-REDIS_ENV = "LOOPWRIGHT_TEST_REDIS_URL"
-POSTGRES_ENV = "LOOPWRIGHT_TEST_POSTGRES_URL"
-
-
-def service_url(env: str) -> str:
-    url = os.environ.get(env)
-    if url:
-        return url
-    msg = f"{env} is not set: run `source .ci/services.sh` to start Redis/PostgreSQL"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI=true but {msg}", pytrace=False)
-    pytest.skip(msg)
 
 
 def make_store(kind: str, tmp_path: Path) -> CheckpointStore:
