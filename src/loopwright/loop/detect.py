@@ -14,12 +14,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
 
 from loopwright.core.messages import JSONValue, Message, ToolCallPart, ToolResultPart
-
-Signature: TypeAlias = tuple[str, Mapping[str, JSONValue]]
-"""``(tool name, arguments)``: two calls repeat each other when their signatures are equal."""
 
 
 class RepetitionDetector:
