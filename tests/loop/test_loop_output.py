@@ -10,10 +10,11 @@ import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from loopwright import Agent, FunctionModel, Message, RunStop, ScriptedModel, tool_call
+from loopwright import Agent, FunctionModel, Limits, Message, RunStop, ScriptedModel, tool_call
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.protocols import ModelRequest
 from loopwright.loop.output import FINAL_RESULT
+from loopwright.store.codec import decode_state, encode_state
 
 
 class City(BaseModel):
@@ -183,3 +184,35 @@ async def test_str_output_is_the_plain_text_answer() -> None:
 async def test_a_scalar_type_accepts_a_json_text_answer() -> None:
     result = await Agent(ScriptedModel(["42"]), output_type=int).arun("?")
     assert result.ok and result.output == 42
+
+
+async def test_a_resumed_run_keeps_the_re_asks_it_already_used() -> None:
+    """The re-ask count lives in the run state and its codec: a run checkpointed after an
+    invalid answer and resumed elsewhere does not get its retries back."""
+    first = ScriptedModel([final({"name": "X"}, id="a")])
+    agent = Agent(first, output_type=City, output_retries=1, limits=Limits(max_turns=1))
+    run = agent.start("?")
+    assert (await run.result()).stop is RunStop.MAX_TURNS
+    saved = decode_state(encode_state(run.state), [], session_id=run.session_id)
+    assert saved.output_retries_used == 1
+    second = ScriptedModel([final({"name": "Y"}, id="b"), final({"name": "Z"}, id="c")])
+    resumed = await Agent(second, output_type=City, output_retries=1).aresume(saved)
+    # the one allowed re-ask was spent before the checkpoint: the next invalid answer stops
+    assert resumed.stop is RunStop.OUTPUT_INVALID and second.remaining == 1
+
+
+async def test_a_valid_answer_gives_the_next_answer_its_full_allowance() -> None:
+    model = ScriptedModel(
+        [
+            final({"name": "X"}, id="a"),
+            final({"name": "A", "population": 1}, id="b"),
+            final({"name": "Y"}, id="c"),
+            final({"name": "B", "population": 2}, id="d"),
+        ]
+    )
+    agent = Agent(model, output_type=City, output_retries=1)
+    run = agent.start("?")
+    assert (await run.result()).output == City(name="A", population=1)
+    assert run.state.output_retries_used == 0
+    again = await agent.aresume(run.state, prompt="and another?")
+    assert again.ok and again.output == City(name="B", population=2)

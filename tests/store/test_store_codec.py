@@ -39,6 +39,7 @@ states = st.builds(
     metadata=args,
     created_at=st.floats(0, 2e9),
     updated_at=st.floats(0, 2e9),
+    output_retries_used=st.integers(0, 5),
 )
 
 

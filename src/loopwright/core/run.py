@@ -115,6 +115,9 @@ class RunState:
       ``metadata`` -- the caller's JSON data kept with the session.
     * ``taint`` -- the untrusted tool results read so far (empty: the run is clean); it
       persists with the state so a paused run resumes as tainted as it was.
+    * ``output_retries_used`` -- invalid structured answers re-asked since the last valid
+      one (``Agent(output_retries=...)`` caps it); it persists so a resumed run does not
+      get its retries back.
     * ``created_at`` / ``updated_at`` -- ``time.time()`` stamps.
     """
 
@@ -137,6 +140,7 @@ class RunState:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     taint: tuple[TaintSource, ...] = ()  # a tuple: no allocation for the clean runs
+    output_retries_used: int = 0
 
     def mark_tainted(self, source: TaintSource) -> None:
         """Record an untrusted result read, keeping the last :data:`TAINT_LOG_SIZE`."""
@@ -202,6 +206,7 @@ class RunState:
             self.created_at,
             self.updated_at,
             self.taint,
+            self.output_retries_used,
         )
 
 

@@ -189,7 +189,6 @@ class RunEngine:
         "dispatcher",
         "emit",
         "output",
-        "output_retries",
         "requests",
         "resume",
         "running",
@@ -230,7 +229,6 @@ class RunEngine:
         self.base_cost = state.usage.cost
         self.batch: _Batch | None = None
         self.output: object = None  # the validated structured answer (docs/loop.md)
-        self.output_retries = 0 if config.output is None else config.output.retries
 
     # ------------------------------------------------------------------ driving
     async def drive(self, input_message: Message | None) -> RunResult:
@@ -383,6 +381,7 @@ class RunEngine:
         )
         self.append(Message("tool", results), "tools")
         if invalid is None:
+            self.state.output_retries_used = 0  # the next answer gets the full allowance
             return self.queued_or_final()
         return self.retry_output(invalid, None)
 
@@ -395,6 +394,7 @@ class RunEngine:
             self.output = output.from_text(text)
         except OutputInvalid as exc:
             return self.retry_output(str(exc), Message("user", (TextPart(str(exc)),)))
+        self.state.output_retries_used = 0
         return self.queued_or_final()
 
     def retry_output(self, why: str, observation: Message | None) -> Step:
@@ -402,9 +402,13 @@ class RunEngine:
         result already does), or stop with ``output_invalid`` when the retries are spent."""
         state = self.state
         state.log_error(ErrorRecord(state.turn, "reply", "output_invalid", why[:300]))
-        if self.output_retries <= 0:
+        output = self.config.output
+        assert output is not None
+        # counted in the state, not the engine: a run resumed from a checkpoint keeps
+        # the re-asks it already used
+        if state.output_retries_used >= output.retries:
             return Stop(RunStop.OUTPUT_INVALID, why)
-        self.output_retries -= 1
+        state.output_retries_used += 1
         if observation is not None:
             self.append(observation, "observation")
         return _REFLECT

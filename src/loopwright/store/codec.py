@@ -90,6 +90,7 @@ def encode_header(state: RunState) -> str:
             "taint": [
                 {"tool": t.tool, "call_id": t.call_id, "excerpt": t.excerpt} for t in state.taint
             ],
+            "output_retries_used": state.output_retries_used,
         }
     )
 
@@ -223,6 +224,8 @@ def _state_from_header(data: Mapping[str, Any], history: tuple[Message, ...]) ->
         created_at=float(data["created_at"]),
         updated_at=float(data["updated_at"]),
         taint=_taint(data.get("taint") or ()),
+        # absent in headers written before it existed: nothing re-asked yet
+        output_retries_used=int(data.get("output_retries_used", 0)),
     )
 
 
