@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from loopwright.graph.schema import Schema, parse_schema, schema_kind
@@ -20,6 +20,7 @@ from loopwright.graph.types import (
     RetryPolicy,
     refuse_options,
 )
+from loopwright.tools.threads import SyncProfile
 
 NodeFn = Callable[..., Any]
 _RESERVED_CHARS = ("|", ":")
@@ -42,6 +43,15 @@ class NodeSpec:
     """The compiled graph when this node is a subgraph."""
     retry: tuple[RetryPolicy, ...] = ()
     """Retry policies: the first whose ``retry_on`` matches a failure applies."""
+    inline: bool | None = None
+    """Where a plain ``def`` node runs, as a sync tool's ``inline``: ``None`` on worker
+    threads until its own runs prove it short and non-blocking, then on the event loop;
+    ``False`` always on a worker; ``True`` always on the loop (docs/graph.md)."""
+    profile: SyncProfile = field(init=False, compare=False, repr=False)
+    """What the node's worker runs taught about it (used when ``inline`` is ``None``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "profile", SyncProfile(self.name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +109,7 @@ class StateGraph:
         input_schema: type | None = None,
         metadata: Mapping[str, Any] | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        inline: bool | None = None,
         **options: Any,
     ) -> StateGraph:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
@@ -106,6 +117,8 @@ class StateGraph:
         ``fn(state)`` or ``fn(state, config)``, plain or ``async``, returns a dict of
         updates, ``None``, a :class:`Command`, or a state object. A compiled graph is a
         subgraph node: it runs on the parent's state and hands its result back.
+        ``inline`` places a plain ``def`` node like a sync tool (:class:`NodeSpec`):
+        pass ``False`` for one that is quick but may block or starts its own event loop.
         """
         refuse_options("add_node", options)
         if action is None:
@@ -117,6 +130,8 @@ class StateGraph:
             raise GraphBuildError("add_node(name, action): the name must be a string")
         self._check_new_name(node)
         spec = self._node_spec(node, action, destinations, input_schema)
+        if inline is not None:
+            spec = replace(spec, inline=inline)
         if retry_policy is not None:
             policies = (
                 (retry_policy,) if isinstance(retry_policy, RetryPolicy) else tuple(retry_policy)

@@ -1,7 +1,8 @@
 """The superstep loop that runs a compiled graph.
 
 One superstep: every task scheduled for it runs concurrently (``async`` nodes as
-coroutines, plain nodes on worker threads; a lone task runs inline); their writes are
+coroutines, plain ``def`` nodes placed like sync tools: on worker threads until they
+prove short and non-blocking); their writes are
 merged through the reducers in a deterministic order -- tasks reached by edges sorted by
 node name, then :class:`Send` tasks in the order they were sent, as LangGraph does --
 and only then are the next tasks chosen (edges, joins, conditional edges, ``Command``
@@ -22,16 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
+import functools
 import hashlib
 import os
 import threading
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from loopwright.graph.checkpoint import Change, GraphSaver, PendingResult, Saved, now
 from loopwright.graph.messages import normalize_messages
@@ -56,6 +55,7 @@ from loopwright.graph.types import (
     TaskFinished,
     TaskStarted,
 )
+from loopwright.tools.threads import call_sync
 
 if TYPE_CHECKING:
     from loopwright.graph.builder import NodeSpec
@@ -63,19 +63,9 @@ if TYPE_CHECKING:
 
 Emit = Callable[[str, Any], None]
 _CURRENT: ContextVar[_Task | None] = ContextVar("loopwright_graph_task", default=None)
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
 DEFAULT_WORKERS = min(32, (os.cpu_count() or 1) + 4)
-"""Worker threads per superstep for plain nodes (Python's default pool size): enough for
-nodes that block on I/O; more only adds GIL contention for nodes that compute."""
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(64, thread_name_prefix="loopwright-graph")
-        return _POOL
+"""Tasks of one superstep running at once unless ``config["max_concurrency"]`` says
+otherwise (Python's default thread-pool size)."""
 
 
 class _Cursor:
@@ -458,17 +448,18 @@ class _Run:
             task.input = self._input_of(task)
             task.interrupts = ()
         if len(todo) == 1:
-            task = todo[0]
-            if task.spec is not None and task.spec.is_async:
-                await self._run_async(task)
-            else:
-                self._run_sync(task)
+            await self._run_task(todo[0])
             return
-        sync = [t for t in todo if not (t.spec is not None and t.spec.is_async)]
-        jobs = [self._run_async(t) for t in todo if t.spec is not None and t.spec.is_async]
-        if sync:
-            jobs.append(self._run_threads(sync))
-        await asyncio.gather(*jobs)
+        if len(todo) <= self.workers:
+            await asyncio.gather(*(self._run_task(t) for t in todo))
+            return
+        queue = iter(todo)
+
+        async def lane() -> None:
+            for task in queue:  # the shared iterator hands each task to one lane
+                await self._run_task(task)
+
+        await asyncio.gather(*(lane() for _ in range(self.workers)))
 
     def _input_of(self, task: _Task) -> Any:
         if task.send is not None:
@@ -479,42 +470,18 @@ class _Run:
             return dict(self.values)
         return (spec.input or self.graph.schema).coerce(self.values)
 
-    async def _run_threads(self, tasks: list[_Task]) -> None:
-        loop = asyncio.get_running_loop()
-        queue = iter(tasks)
-
-        def worker() -> None:
-            for task in queue:  # the shared iterator hands each task to one worker
-                self._run_sync(task)
-
-        pool = _pool()
-        # each worker runs in a copy of this task's context (run_in_executor does not
-        # carry it), so the current span, and a node's agent run, stay in the graph's trace
-        await asyncio.gather(
-            *(
-                loop.run_in_executor(pool, contextvars.copy_context().run, worker)
-                for _ in range(min(len(tasks), self.workers))
-            )
-        )
-
     def _node_span(self, task: _Task) -> contextlib.AbstractContextManager[Any]:
         if self.tracer is None:
             return contextlib.nullcontext(_ignore)
         return self.tracer.node(task.name, self.step, task.id)
 
-    def _run_sync(self, task: _Task) -> None:
+    async def _run_task(self, task: _Task) -> None:
         with self._node_span(task) as failed:
-            self._call_sync(task)
+            await self._call(task)
             if task.error is not None:
                 failed(task.error)
 
-    async def _run_async(self, task: _Task) -> None:
-        with self._node_span(task) as failed:
-            await self._call_async(task)
-            if task.error is not None:
-                failed(task.error)
-
-    def _call_sync(self, task: _Task) -> None:
+    async def _call(self, task: _Task) -> None:
         token = _CURRENT.set(task)
         self._started(task)
         spec = task.spec
@@ -523,38 +490,7 @@ class _Run:
         try:
             while True:
                 try:
-                    if spec.takes_config:
-                        out = spec.fn(task.input, config=self.config)
-                    else:
-                        out = spec.fn(task.input)
-                    break
-                except Exception as exc:
-                    failures += 1
-                    wait = _retry_delay(spec.retry, exc, failures)
-                    if wait is None:
-                        raise
-                    time.sleep(wait)  # a plain node blocks its own thread, as it would anyway
-            self._absorb(task, out)
-        except BaseException as exc:
-            self._failed(task, exc)
-        finally:
-            _CURRENT.reset(token)
-
-    async def _call_async(self, task: _Task) -> None:
-        token = _CURRENT.set(task)
-        self._started(task)
-        spec = task.spec
-        assert spec is not None
-        failures = 0
-        try:
-            while True:
-                try:
-                    if spec.subgraph is not None:
-                        out = await spec.subgraph.run_nested(task.input, self.config, task)
-                    elif spec.takes_config:
-                        out = await spec.fn(task.input, config=self.config)
-                    else:
-                        out = await spec.fn(task.input)
+                    out = await self._call_node(spec, task)
                     break
                 except Exception as exc:
                     failures += 1
@@ -567,6 +503,23 @@ class _Run:
             self._failed(task, exc)
         finally:
             _CURRENT.reset(token)
+
+    def _call_node(self, spec: NodeSpec, task: _Task) -> Awaitable[Any]:
+        """One attempt of the node: a coroutine for ``async`` nodes and subgraphs; a
+        plain ``def`` node placed like a sync tool (``tools/threads.py``): on a worker
+        thread until it has proved short and non-blocking, so a node may block or call
+        a synchronous API that runs its own event loop (``agent.run``)."""
+        if spec.subgraph is not None:
+            return cast(Awaitable[Any], spec.subgraph.run_nested(task.input, self.config, task))
+        args = {"config": self.config} if spec.takes_config else {}
+        if spec.is_async:
+            return cast(Awaitable[Any], spec.fn(task.input, **args))
+        return call_sync(
+            functools.partial(spec.fn, task.input),
+            args,
+            (spec.inline, spec.profile),
+            owner=spec.profile,
+        )
 
     def _started(self, task: _Task) -> None:
         if self.wants("events"):

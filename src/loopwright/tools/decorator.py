@@ -14,12 +14,10 @@ non-blocking, then on the event loop (:class:`~loopwright.tools.threads.SyncProf
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import difflib
 import functools
 import inspect
 import re
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, get_origin, overload
@@ -27,7 +25,7 @@ from typing import Any, ParamSpec, TypeVar, get_origin, overload
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.schema import Converter, function_schema
-from loopwright.tools.threads import Execution, SyncProfile, run_in_worker
+from loopwright.tools.threads import Execution, SyncProfile, call_sync
 from loopwright.tools.validation import SchemaValidator, Violation, check_schema
 
 BusinessValidator = Callable[[Mapping[str, Any]], "str | Iterable[Violation] | None"]
@@ -115,7 +113,7 @@ class Tool:
             check_schema(self.spec.parameters, owner=f"tool {name!r}")
         object.__setattr__(self, "schema_validator", SchemaValidator(self.spec.parameters))
         object.__setattr__(self, "is_async", _is_async_callable(self.fn))
-        object.__setattr__(self, "profile", SyncProfile())
+        object.__setattr__(self, "profile", SyncProfile(self.spec.name))
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -212,23 +210,9 @@ class Tool:
         (module doc). ``execution`` is resolved by the worker when a threaded run ends."""
         if self.is_async:
             return await self.fn(**kwargs)
-        inline = self.inline
-        if inline is None:
-            profile = self.profile
-            if profile.inline:
-                started = time.perf_counter()
-                # in a copy of the context, as on a worker: a tool setting a context
-                # variable behaves the same wherever it was placed
-                result = contextvars.copy_context().run(self.fn, **kwargs)
-                profile.ran_inline(time.perf_counter() - started, self.spec.name)
-            else:
-                result = await run_in_worker(
-                    self.fn, kwargs, owner=self, execution=execution, profile=profile
-                )
-        elif inline:
-            result = self.fn(**kwargs)
-        else:
-            result = await run_in_worker(self.fn, kwargs, owner=self, execution=execution)
+        result = await call_sync(
+            self.fn, kwargs, (self.inline, self.profile), owner=self, execution=execution
+        )
         if hasattr(result, "__await__"):  # cheaper than inspect.isawaitable on hot path
             return await result
         return result

@@ -66,7 +66,7 @@ class SyncProfile:
     never inlined and never blocks the loop; declare ``inline=False`` to opt out.
     """
 
-    __slots__ = ("demoted", "inline", "slow", "streak")
+    __slots__ = ("demoted", "inline", "name", "slow", "streak")
 
     PROMOTE_AFTER = 8
     FAST_S = 0.0005
@@ -74,7 +74,9 @@ class SyncProfile:
     DEMOTE_S = 0.002
     DEMOTE_AFTER = 2
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        """What the profiled function is (a tool's or a node's name): for log lines."""
         self.inline = False
         self.demoted = False
         self.streak = 0
@@ -90,7 +92,7 @@ class SyncProfile:
         else:
             self.streak = 0
 
-    def ran_inline(self, wall: float, name: str) -> None:
+    def ran_inline(self, wall: float) -> None:
         if wall <= self.DEMOTE_S:
             self.slow = 0
             return
@@ -99,8 +101,8 @@ class SyncProfile:
             self.inline = False
             self.demoted = True
             log.info(
-                "tool %r took %.1f ms inline; it runs on worker threads from now on",
-                name,
+                "%r took %.1f ms inline; it runs on worker threads from now on",
+                self.name,
                 wall * 1e3,
             )
 
@@ -239,7 +241,7 @@ def _run(job: _Job) -> tuple[Any, BaseException | None]:
 
 
 def _busy(job: _Job, stuck: int, abandoned: int) -> ToolError:
-    name = getattr(job.owner, "name", None) or getattr(job.fn, "__name__", "tool")
+    name = getattr(job.owner, "name", None) or getattr(job.fn, "__name__", "function")
     if stuck >= MAX_STUCK_PER_OWNER:
         why = f"{stuck} earlier calls of {name!r} are still running after their timeout"
     else:
@@ -295,3 +297,31 @@ async def run_in_worker(
     except asyncio.CancelledError:
         POOL.abandon(job)
         raise
+
+
+async def call_sync(
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    placement: tuple[bool | None, SyncProfile],
+    *,
+    owner: object,
+    execution: Execution[Any] | None = None,
+) -> Any:
+    """``fn(**kwargs)`` for a plain ``def`` (a tool or a graph node) where its placement
+    ``(inline, profile)`` says: ``inline=True`` on the event loop, ``False`` on a worker,
+    ``None`` wherever ``profile`` has learned (module doc). ``owner`` is what stuck
+    calls are counted against in :func:`run_in_worker` (hashable; the tool, the node's
+    profile)."""
+    inline, profile = placement
+    if inline is None:
+        if profile.inline:
+            started = time.perf_counter()
+            # in a copy of the context, as on a worker: a function setting a context
+            # variable behaves the same wherever it was placed
+            result = contextvars.copy_context().run(fn, **kwargs)
+            profile.ran_inline(time.perf_counter() - started)
+            return result
+        return await run_in_worker(fn, kwargs, owner=owner, execution=execution, profile=profile)
+    if inline:
+        return fn(**kwargs)
+    return await run_in_worker(fn, kwargs, owner=owner, execution=execution)

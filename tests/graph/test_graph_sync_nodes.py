@@ -1,0 +1,127 @@
+"""Where plain ``def`` nodes run: like sync tools (``tools/threads.py``), on worker threads
+until their own runs prove them short and non-blocking, so a node may call a synchronous
+API that starts its own event loop (``Agent.run``) or block without stalling the graph."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import threading
+from typing import Annotated
+
+from typing_extensions import TypedDict
+
+import loopwright.graph as lw
+from loopwright import Agent, ScriptedModel
+
+
+class State(TypedDict):
+    question: str
+    answers: Annotated[list, operator.add]
+    n: int
+
+
+def _agent_graph(rounds: int, *, inline: bool | None = None) -> lw.CompiledStateGraph:
+    agent = Agent(ScriptedModel(["forty-two"] * rounds))
+
+    def ask(state: State) -> dict:
+        result = agent.run(state["question"])  # a synchronous agent run inside the node
+        return {"answers": [result.answer], "n": state["n"] + 1}
+
+    graph = lw.StateGraph(State)
+    graph.add_node("ask", ask, inline=inline)
+    graph.add_edge(lw.START, "ask")
+    graph.add_conditional_edges("ask", lambda s: "ask" if s["n"] < rounds else lw.END)
+    return graph.compile()
+
+
+def test_a_lone_plain_node_can_run_a_synchronous_agent() -> None:
+    out = _agent_graph(1).invoke({"question": "q", "answers": [], "n": 0})
+    assert out["answers"] == ["forty-two"]
+
+
+def test_a_lone_plain_node_can_run_a_synchronous_agent_under_ainvoke() -> None:
+    app = _agent_graph(1)
+    out = asyncio.run(app.ainvoke({"question": "q", "answers": [], "n": 0}))
+    assert out["answers"] == ["forty-two"]
+
+
+def test_a_node_declared_off_the_loop_keeps_running_agents_however_fast_they_are() -> None:
+    # a scripted agent run is quick and CPU-bound: the learned placement would move it
+    # onto the event loop, where asyncio.run fails; inline=False keeps it on workers
+    out = _agent_graph(20, inline=False).invoke(
+        {"question": "q", "answers": [], "n": 0}, {"recursion_limit": 50}
+    )
+    assert out["answers"] == ["forty-two"] * 20
+
+
+def _counting_graph(rounds: int, seen: list[int]) -> lw.CompiledStateGraph:
+    def step(state: State) -> dict:
+        seen.append(threading.get_ident())
+        return {"n": state["n"] + 1}
+
+    graph = lw.StateGraph(State)
+    graph.add_node("step", step)
+    graph.add_edge(lw.START, "step")
+    graph.add_conditional_edges("step", lambda s: "step" if s["n"] < rounds else lw.END)
+    return graph.compile()
+
+
+def test_a_plain_node_starts_on_a_worker_and_moves_inline_once_proven_quick() -> None:
+    seen: list[int] = []
+    app = _counting_graph(40, seen)
+
+    async def main() -> int:
+        await app.ainvoke({"question": "", "answers": [], "n": 0}, {"recursion_limit": 100})
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert seen[0] != loop_thread  # unknown: a worker thread
+    assert app.nodes["step"].profile.inline  # 40 instant runs: proven
+    assert seen[-1] == loop_thread  # and then run without a thread hop
+
+
+def test_a_blocking_plain_node_does_not_stall_async_nodes_of_its_superstep() -> None:
+    release = threading.Event()
+    order: list[str] = []
+
+    def blocks(state: State) -> dict:
+        assert release.wait(5), "the async node never ran: the loop was blocked"
+        order.append("blocks")
+        return {"answers": ["blocks"]}
+
+    async def frees(state: State) -> dict:
+        order.append("frees")
+        release.set()
+        return {"answers": ["frees"]}
+
+    graph = lw.StateGraph(State)
+    graph.add_node("blocks", blocks)
+    graph.add_node("frees", frees)
+    graph.add_edge(lw.START, "blocks")
+    graph.add_edge(lw.START, "frees")
+    out = graph.compile().invoke({"question": "", "answers": [], "n": 0})
+    assert order == ["frees", "blocks"]
+    assert sorted(out["answers"]) == ["blocks", "frees"]
+
+
+def test_max_concurrency_bounds_the_tasks_of_a_superstep_running_at_once() -> None:
+    lock = threading.Lock()
+    running = [0, 0]  # now, most at once
+
+    def work(state: dict) -> dict:
+        with lock:
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+        release = threading.Event()
+        release.wait(0.02)
+        with lock:
+            running[0] -= 1
+        return {"answers": [state["i"]]}
+
+    graph = lw.StateGraph(State)
+    graph.add_node("work", work, inline=False)
+    graph.add_conditional_edges(lw.START, lambda s: [lw.Send("work", {"i": i}) for i in range(6)])
+    out = graph.compile().invoke({"question": "", "answers": [], "n": 0}, {"max_concurrency": 2})
+    assert sorted(out["answers"]) == list(range(6))
+    assert running[1] == 2
