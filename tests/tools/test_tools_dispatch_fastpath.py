@@ -18,7 +18,7 @@ from loopwright.core.errors import ToolError, ToolErrorKind
 from loopwright.core.messages import ToolCallPart
 from loopwright.core.tools import Permission
 from loopwright.tools import DispatchConfig, Dispatcher, Tool, ToolRegistry, tool
-from loopwright.tools.attempt import watchdog
+from loopwright.tools.execution import watchdog
 from loopwright.tools.ledger import MemoryLedger
 from loopwright.tools.truncate import render_result, truncate_result
 from loopwright.tools.validation import SchemaValidator

@@ -20,7 +20,7 @@ from loopwright.providers.scripted import FunctionModel
 from loopwright.store import SQLiteStore
 from loopwright.tools import Dispatcher, MemoryLedger, ToolRegistry, inflight, tool
 from loopwright.tools.builtin import make_calculator
-from loopwright.tools.threads import MAX_STUCK_PER_OWNER, MAX_WORKERS, POOL
+from loopwright.tools.execution import MAX_STUCK_PER_OWNER, MAX_WORKERS, POOL
 
 
 @pytest.fixture

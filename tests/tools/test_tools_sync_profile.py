@@ -9,7 +9,7 @@ import time
 
 from loopwright.core.messages import ToolCallPart
 from loopwright.tools import Dispatcher, ToolRegistry, tool
-from loopwright.tools.threads import SyncProfile
+from loopwright.tools.execution import SyncProfile
 
 
 async def _threads_used(d: Dispatcher, name: str, n: int) -> list[bool]:

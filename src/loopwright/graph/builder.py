@@ -20,7 +20,7 @@ from loopwright.graph.types import (
     RetryPolicy,
     refuse_options,
 )
-from loopwright.tools.threads import SyncProfile
+from loopwright.tools.execution import SyncProfile
 
 NodeFn = Callable[..., Any]
 _RESERVED_CHARS = ("|", ":")

@@ -55,7 +55,7 @@ from loopwright.graph.types import (
     TaskFinished,
     TaskStarted,
 )
-from loopwright.tools.threads import call_sync
+from loopwright.tools.execution import call_sync
 
 if TYPE_CHECKING:
     from loopwright.graph.builder import NodeSpec
@@ -506,7 +506,7 @@ class _Run:
 
     def _call_node(self, spec: NodeSpec, task: _Task) -> Awaitable[Any]:
         """One attempt of the node: a coroutine for ``async`` nodes and subgraphs; a
-        plain ``def`` node placed like a sync tool (``tools/threads.py``): on a worker
+        plain ``def`` node placed like a sync tool (``tools/execution.py``): on a worker
         thread until it has proved short and non-blocking, so a node may block or call
         a synchronous API that runs its own event loop (``agent.run``)."""
         if spec.subgraph is not None:

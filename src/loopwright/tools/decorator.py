@@ -8,7 +8,7 @@ function's Python types (Enums, tuples, sets, dataclasses, pydantic models), inj
 Where a sync function runs is its ``inline`` flag: ``True`` always on the event loop
 (fast, CPU-light functions; a timeout cannot interrupt them), ``False`` always on a
 worker thread, ``None`` (the default) on workers until its own runs prove it short and
-non-blocking, then on the event loop (:class:`~loopwright.tools.threads.SyncProfile`).
+non-blocking, then on the event loop (:class:`~loopwright.tools.execution.SyncProfile`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, get_origin, overload
 
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
+from loopwright.tools.execution import Execution, SyncProfile, call_sync
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.schema import Converter, function_schema
-from loopwright.tools.threads import Execution, SyncProfile, call_sync
 from loopwright.tools.validation import SchemaValidator, Violation, check_schema
 
 BusinessValidator = Callable[[Mapping[str, Any]], "str | Iterable[Violation] | None"]

@@ -48,16 +48,17 @@ from loopwright.core.run import TaintSource
 from loopwright.core.tools import Permission, ToolSpec
 from loopwright.core.untrusted import wrap_tool_result
 from loopwright.tools import inflight
-from loopwright.tools.attempt import (
+from loopwright.tools.confirm import Confirmation, ConfirmHandler
+from loopwright.tools.decorator import Tool
+from loopwright.tools.execution import (
     ERROR_KINDS,
     Attempt,
+    Execution,
     attempt,
     being_cancelled,
     describe,
     settled,
 )
-from loopwright.tools.confirm import Confirmation, ConfirmHandler
-from loopwright.tools.decorator import Tool
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.ledger import IdempotencyLedger, MemoryLedger
 from loopwright.tools.registry import ToolRegistry
@@ -72,7 +73,6 @@ from loopwright.tools.results import (
 from loopwright.tools.retry import RetryPolicy
 from loopwright.tools.taint import TaintConfirmHandler, gated, source_of
 from loopwright.tools.taint import describe as describe_taint
-from loopwright.tools.threads import Execution
 from loopwright.tools.truncate import cut_text, truncate_result
 
 log = logging.getLogger("loopwright.tools")
