@@ -6,7 +6,6 @@ See ``docs/loop.md`` for concepts and examples.
 from loopwright.core.run import ErrorRecord, RunState
 from loopwright.loop.agent import Agent, Prompt, Run, ToolLike
 from loopwright.loop.config import AgentConfig, Sleep
-from loopwright.loop.detect import RepetitionDetector
 from loopwright.loop.hooks import (
     AfterToolCall,
     BeforeToolCall,
@@ -16,6 +15,7 @@ from loopwright.loop.hooks import (
 )
 from loopwright.loop.limits import Limits
 from loopwright.loop.steps import EMPTY_REPLY_OBSERVATION, Resume, RunEngine, Stop
+from loopwright.loop.turn import RepetitionDetector
 
 __all__ = [
     "EMPTY_REPLY_OBSERVATION",

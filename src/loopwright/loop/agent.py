@@ -27,6 +27,7 @@ from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.loop.output import OutputSchema
 from loopwright.loop.steps import Resume, RunEngine
+from loopwright.loop.turn import ToolView
 from loopwright.tools import (
     Confirmation,
     DispatchConfig,
@@ -345,6 +346,7 @@ class Agent(Generic[OutputT]):
             config = replace(config, dispatch=dispatch)
         self.config = config
         self._dispatcher = Dispatcher(config.registry, config.dispatch, config.ledger)
+        self._tools = ToolView(config)
 
     @property
     def model(self) -> Model:
@@ -571,14 +573,16 @@ class Agent(Generic[OutputT]):
         self, state: RunState, resume: Resume | None, feed: _EventFeed | None, deps: object
     ) -> RunEngine:
         emit = _emitter(feed, self.config.hooks.on_event)
-        return RunEngine(self.config, state, self._run_dispatcher(state, deps), emit, resume)
+        tools = self._tools.current()
+        dispatcher = self._run_dispatcher(state, deps, tools.takes_context)
+        return RunEngine(self.config, state, dispatcher, emit, resume, tools)
 
-    def _run_dispatcher(self, state: RunState, deps: object = None) -> Dispatcher:
+    def _run_dispatcher(self, state: RunState, deps: object, takes_context: bool) -> Dispatcher:
         """The agent's dispatcher, or a per-run one whose ``ToolContext`` carries the run's
         session id and ``deps`` (only when a tool takes a ``ToolContext``)."""
         shared = self._dispatcher
         config = self.config
-        if not config.registry.takes_context:
+        if not takes_context:
             return shared
         session_id = config.dispatch.session_id
         if session_id is not None and deps is None:

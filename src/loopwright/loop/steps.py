@@ -59,9 +59,14 @@ from loopwright.core.messages import (
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, RunStop
 from loopwright.loop.config import AgentConfig
-from loopwright.loop.detect import RepetitionDetector
 from loopwright.loop.output import FINAL_RESULT, OutputInvalid, final_answer_text
-from loopwright.loop.request import ContextFailure, Requests, describe
+from loopwright.loop.turn import (
+    ContextFailure,
+    RepetitionDetector,
+    Requests,
+    ToolView,
+    describe,
+)
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
 from loopwright.tools.taint import describe as describe_taint
 
@@ -173,7 +178,8 @@ class _Batch:
 class RunEngine:
     """Drives one run over one :class:`RunState`. Not reusable; not thread-safe.
 
-    ``emit`` is ``None`` when nobody listens (no event is built then).
+    ``emit`` is ``None`` when nobody listens (no event is built then). ``tools`` is
+    the agent's :class:`~loopwright.loop.turn.ToolView`, shared by its runs.
     """
 
     # slots: a thousand concurrent runs mean a thousand engines (no per-engine __dict__)
@@ -203,6 +209,7 @@ class RunEngine:
         dispatcher: Dispatcher,
         emit: Emit | None,
         resume: Resume | None = None,
+        tools: ToolView | None = None,
     ) -> None:
         self.config = config
         self.state = state
@@ -223,7 +230,8 @@ class RunEngine:
             )
             if state.messages:
                 self.detector.prime(state.messages)
-        self.requests = Requests(config, state)
+        # ``tools``: the agent's view shared by its runs (a run of its own otherwise)
+        self.requests = Requests(config, state, ToolView(config) if tools is None else tools)
         self.turns = 0  # turns in this start()/resume; limits count these
         self.base_tokens = state.usage.total_tokens
         self.base_cost = state.usage.cost

@@ -1,0 +1,278 @@
+"""What the engine consults each turn besides the run state: the request it sends the
+model (:class:`Requests`) and the check for a run repeating itself
+(:class:`RepetitionDetector`).
+
+**Requests** (context shaping, tool selection and prompt fingerprints). The history list
+itself goes into the request (never a copy): when no context policy,
+``transform_context`` or tool selection reshapes it, one request object serves every
+turn of the run, so building a request costs the same at step 1,000 as at step 1.
+
+**Repetition and cycle detection** over a bounded tail of tool calls and their results.
+The detector keeps the last ``repeat_limit * max_cycle_period`` calls in a ``deque`` and
+compares only those, so its cost per step does not depend on how long the run has been
+going. Two calls repeat each other when they have the same name, equal arguments *and*
+the same result: polling a job whose status goes queued -> running -> done makes
+progress and is not a loop, while the same call getting the same answer again is.
+Arguments are compared by equality (no serialisation, no hashing, so unhashable JSON
+values are fine). The tail holds the call parts and result texts themselves (already in
+the history: no new object per call).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import deque
+from collections.abc import Mapping, Sequence
+
+from loopwright.core.messages import JSONValue, Message, ToolCallPart, ToolResultPart
+from loopwright.core.protocols import Fingerprinted, ModelRequest
+from loopwright.core.run import RunState
+from loopwright.core.tools import ToolSpec
+from loopwright.loop.config import AgentConfig
+
+
+class _Unset:
+    """The budget not computed yet (``None`` is a budget: no limit)."""
+
+
+_UNSET = _Unset()
+
+
+class ContextFailure(Exception):
+    """A context policy, ``transform_context`` or tool selection raised (``where`` names
+    it; the original exception is the ``__cause__``). The run stops with
+    ``context_error``."""
+
+    def __init__(self, where: str, exc: Exception) -> None:
+        super().__init__(f"{where} raised {describe(exc)}")
+        self.where = where
+
+
+class Requests:
+    """Builds the requests of one run over ``state``."""
+
+    __slots__ = (
+        "_budget",
+        "_cached",
+        "_config",
+        "_fps",
+        "_scanned",
+        "_state",
+        "_tools",
+        "_version",
+    )
+
+    def __init__(self, config: AgentConfig, state: RunState, tools: ToolView) -> None:
+        self._config = config
+        self._state = state
+        self._tools = tools
+        self._version = -1  # the registry version the cached request was built for
+        # only a context policy reads the budget: computed on its first use
+        self._budget: int | _Unset | None = _UNSET
+        self._cached: ModelRequest | None = None
+        system = config.system
+        # prompt fingerprints seen so far, scanned incrementally (never the whole history)
+        self._fps: dict[str, None] = (
+            dict.fromkeys(system.fingerprints) if isinstance(system, Fingerprinted) else {}
+        )
+        self._scanned = 0
+
+    async def build(self) -> ModelRequest:
+        """This turn's request. Raises :class:`ContextFailure` when user code shaping it
+        raised."""
+        config = self._config
+        registry = config.registry
+        cached = self._cached
+        if cached is not None and registry.version == self._version:
+            return cached
+        messages: Sequence[Message] = self._state.messages
+        reshaped = False
+        where = "context_policy"
+        try:
+            if config.context_policy is not None:
+                budget = self._budget
+                if isinstance(budget, _Unset):
+                    budget = self._budget = config.context_budget()
+                messages = config.context_policy(messages, budget)
+                reshaped = True
+            transform = config.hooks.transform_context
+            if transform is not None:
+                where = "transform_context"
+                out = transform(messages)
+                messages = await out if inspect.isawaitable(out) else out
+                reshaped = True
+            tools = self._tools
+            if registry.version != tools.version:  # tools changed (an MCP list_changed)
+                tools.refresh()
+            self._version = tools.version
+            specs: Sequence[ToolSpec] = tools.specs
+            if config.tool_selection is not None:
+                # per-turn tool selection (docs/tool-selection.md): it only narrows what the
+                # model is shown; the dispatcher still checks every call's permission
+                where = "tool_selection"
+                chosen = config.tool_selection(messages, specs, config.model)
+                specs = await chosen if inspect.isawaitable(chosen) else chosen
+                output = config.output
+                if output is not None and output.spec not in specs:
+                    specs = [*specs, output.spec]
+                reshaped = True
+        except Exception as exc:
+            raise ContextFailure(where, exc) from exc
+        request = ModelRequest(
+            messages, config.system, specs, config.settings, {"session_id": self._state.session_id}
+        )
+        self._cached = None if reshaped else request
+        return request
+
+    def fingerprints(self) -> tuple[str, ...]:
+        """Fingerprints (``name@version#hash``) of the prompts in this run's requests: the
+        system prompt's (a ``PromptText``) and those recorded by ``prompt_message`` in a
+        message's ``provider_meta["loopwright"]["prompt_fingerprints"]``."""
+        messages = self._state.messages
+        seen = self._fps
+        for m in messages[self._scanned :]:
+            own = m.provider_meta.get("loopwright") if m.provider_meta else None
+            if isinstance(own, dict):
+                for fp in own.get("prompt_fingerprints", ()):
+                    seen.setdefault(str(fp), None)
+        self._scanned = len(messages)
+        return tuple(seen)
+
+
+class ToolView:
+    """The tools an agent's runs show the model, and whether any takes a ``ToolContext``:
+    shared by all runs of the agent and rebuilt only when the registry changes (its
+    ``version``, e.g. an MCP server's ``list_changed``), not once per run.
+
+    ``specs`` are the registry's (within the dispatcher's permission) and, with an
+    ``output_type``, the final-answer tool (last, never narrowed away by a tool
+    selection: see :mod:`loopwright.loop.output`); a tuple, since every run's requests
+    share it."""
+
+    __slots__ = ("_config", "specs", "takes_context", "version")
+
+    def __init__(self, config: AgentConfig) -> None:
+        self._config = config
+        self.version = -1
+        self.specs: tuple[ToolSpec, ...] = ()
+        self.takes_context = False
+
+    def refresh(self) -> None:
+        config = self._config
+        registry = config.registry
+        specs = registry.specs(max_permission=config.dispatch.permission)
+        if config.output is not None:
+            specs.append(config.output.spec)
+        self.specs = tuple(specs)
+        self.takes_context = registry.takes_context
+        self.version = registry.version
+
+    def current(self) -> ToolView:
+        """This view, refreshed first if the registry changed since."""
+        if self._config.registry.version != self.version:
+            self.refresh()
+        return self
+
+
+def describe(exc: BaseException) -> str:
+    """``"Type: message"`` for an exception (just the type if ``str()`` fails or is empty)."""
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not hide the original failure
+        text = ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class RepetitionDetector:
+    """Detects the same call ``repeat_limit`` times in a row, or (with ``cycles``) a
+    cycle of ``2..max_period`` calls repeated ``repeat_limit`` times in a row.
+
+    Feed it every tool call in order with :meth:`add`; :meth:`check` returns a
+    description of the repetition found, or ``None``.
+    """
+
+    __slots__ = ("_cycles", "_max_period", "_repeat", "_results", "_tail")
+
+    def __init__(self, repeat_limit: int, *, cycles: bool = True, max_period: int = 4) -> None:
+        if repeat_limit < 2:
+            raise ValueError(f"repeat_limit must be >= 2, got {repeat_limit}")
+        self._repeat = repeat_limit
+        self._cycles = cycles
+        self._max_period = max_period if cycles else 1
+        size = repeat_limit * self._max_period
+        self._tail: deque[ToolCallPart] = deque(maxlen=size)
+        self._results: deque[str | None] = deque(maxlen=size)
+
+    def add(
+        self, calls: Sequence[ToolCallPart], results: Sequence[ToolResultPart] | None = None
+    ) -> None:
+        """Record ``calls`` in order, with their ``results`` (in call order) when known."""
+        self._tail.extend(calls)
+        if results is None or len(results) != len(calls):
+            self._results.extend([None] * len(calls))
+        else:
+            self._results.extend([r.content for r in results])
+
+    def prime(self, messages: list[Message]) -> None:
+        """Refill the tail from the end of a history (used when a run resumes)."""
+        need = self._tail.maxlen or 0
+        found: list[ToolCallPart] = []
+        answers: dict[str, ToolResultPart] = {}
+        i = len(messages) - 1
+        while i >= 0 and len(found) < need:
+            message = messages[i]
+            for result in message.tool_results_parts:
+                answers.setdefault(result.call_id, result)
+            found[:0] = message.tool_calls
+            i -= 1
+        self._tail.clear()
+        self._results.clear()
+        kept = found[-need:] if need else []
+        self._tail.extend(kept)
+        self._results.extend([_content(answers.get(c.id)) for c in kept])
+
+    def check(self) -> str | None:
+        tail = self._tail
+        n = len(tail)
+        repeat = self._repeat
+        if n < repeat:
+            return None
+        last = tail[-1]
+        name, arguments = last.name, last.arguments
+        for period in range(1, self._max_period + 1):
+            span = period * repeat
+            if span > n:
+                break
+            prior = tail[n - 1 - period]  # cheap pre-check: almost always decides
+            if prior.name != name or prior.arguments != arguments:
+                continue
+            start = n - span
+            if all(self._same(start + k, start + k + period) for k in range(span - period)):
+                return self._describe(period, start)
+        return None
+
+    def _same(self, i: int, j: int) -> bool:
+        a, b = self._tail[i], self._tail[j]
+        return (
+            a.name == b.name and a.arguments == b.arguments and self._results[i] == self._results[j]
+        )
+
+    def _describe(self, period: int, start: int) -> str:
+        tail = self._tail
+        if period == 1:
+            name, args = tail[-1].name, tail[-1].arguments
+            return (
+                f"tool {name!r} was called with the same arguments {self._repeat} times "
+                f"in a row and got the same result each time ({_short(args)})"
+            )
+        names = " -> ".join(tail[start + k].name for k in range(period))
+        return f"the cycle {names} repeated {self._repeat} times in a row"
+
+
+def _content(result: ToolResultPart | None) -> str | None:
+    return None if result is None else result.content
+
+
+def _short(args: Mapping[str, JSONValue], limit: int = 120) -> str:
+    text = repr(dict(args))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
