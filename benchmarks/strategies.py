@@ -33,12 +33,13 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from loopwright import FunctionModel, Message, ModelRequest, StopReason, tool
-from loopwright.core.events import ModelEvent, ResponseDone
+from loopwright.core.events import ModelEvent, ResponseDone, RunEvent
 from loopwright.core.protocols import complete
 from loopwright.strategies import (
     PlanAndExecute,
     SearchConfig,
     SelfConsistency,
+    Strategy,
     TreeOfThoughts,
 )
 
@@ -116,9 +117,30 @@ async def join(a: str, b: str) -> str:
 Case = tuple[Callable[[], Awaitable[object]], Callable[[], Awaitable[None]]]
 
 
+def watched(
+    strategy: Strategy, events: list[RunEvent], calls: set[int]
+) -> Callable[[], Awaitable[object]]:
+    """A run as users make it: default settings, every event delivered to a subscriber
+    (a list, as the CLI's printers and recorders receive them). ``calls`` collects the
+    number of model calls of each run."""
+
+    async def run() -> object:
+        events.clear()
+        result = await strategy.arun("q", on_event=events.append)
+        calls.add(result.calls)
+        return result
+
+    return run
+
+
 def cases(delay: float = 0.0) -> dict[str, Case]:
+    events: list[RunEvent] = []
     sc_model = Instant({}, "thinking...\nAnswer: 42", delay)
-    sc = SelfConsistency(sc_model, k=10, adaptive=False)
+    sc = SelfConsistency(sc_model)  # k = 10, all at once, adaptive stopping
+    # adaptive stopping decides after 6 equal answers; replies that have arrived by then
+    # are counted, so the number of calls depends on the model's timing (6 for an instant
+    # model, 10 when all calls sleep alike): the floor makes as many as the runs made
+    sc_calls: set[int] = set()
 
     tot_model = Instant({"Propose up to": "+1\n+2\n+3"}, "left 3\nlikely", delay)
     tot = TreeOfThoughts(tot_model, search=SearchConfig(depth=3, beam=2, n_generate=3))
@@ -136,12 +158,15 @@ def cases(delay: float = 0.0) -> dict[str, Case]:
         await complete(plan_model, REQUEST)
 
     return {
-        "self_consistency k=10": (lambda: sc.arun("q"), lambda: floor_rounds(sc_model, [10])),
+        "self_consistency k=10": (
+            watched(sc, events, sc_calls),
+            lambda: floor_rounds(sc_model, [max(sc_calls)]),
+        ),
         "tree_of_thoughts bfs": (
-            lambda: tot.arun("q"),
+            watched(tot, events, set()),
             lambda: floor_rounds(tot_model, tot_rounds),
         ),
-        "plan_execute (3 steps)": (lambda: plan.arun("q"), plan_floor),
+        "plan_execute (3 steps)": (watched(plan, events, set()), plan_floor),
     }
 
 

@@ -114,3 +114,27 @@ def test_run_inside_an_event_loop_names_the_fix() -> None:
             SelfConsistency(replies("1"), k=1).run("q")
 
     asyncio.run(inside())
+
+
+def test_a_failed_sample_ends_the_run_and_stops_the_other_samplers() -> None:
+    count = 0
+
+    def reply(messages: Sequence[Message], request: ModelRequest) -> Reply:
+        nonlocal count
+        count += 1
+        if count == 3:
+            raise RuntimeError("the model broke")
+        return Reply("Answer: 1", delay=0.02)
+
+    result = SelfConsistency(FunctionModel(reply), k=20, concurrency=3, adaptive=False).run("q")
+    assert result.stop is RunStop.MODEL_ERROR
+    assert count == 3  # the two samplers in flight were cancelled, none started another
+
+
+def test_a_decided_vote_cancels_samples_in_flight() -> None:
+    model = replies(*["7"] * 20, delay=0.02)
+    result = SelfConsistency(model, k=10, concurrency=4).run("q")
+    # every sample answers 7: after 6 votes the leader cannot be overtaken; replies that
+    # arrived with the sixth are counted, the calls still waiting are cancelled
+    assert result.answer == "7" and result.data["stopped_early"] is True
+    assert 6 <= result.data["samples"] <= result.calls < 10

@@ -54,7 +54,9 @@ def test_self_consistency_from_the_cli_is_traced(
     assert data["answer"] == "42" and data["stop_reason"] == "final_answer"
     lines = [json.loads(ln) for f in tmp_path.glob("*.jsonl") for ln in f.read_text().splitlines()]
     kinds = [ln.get("kind") for ln in lines if ln.get("type") == "strategy_step"]
-    assert "vote" in kinds and kinds.count("sample") == 5
+    calls = [ln for ln in lines if ln.get("type") == "model_call_finished"]
+    # 42, 41, 42, 42: the leader cannot be overtaken by the fifth sample, which is not drawn
+    assert "vote" in kinds and kinds.count("sample") == len(calls) == 4
 
 
 def test_plan_execute_from_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,7 +74,7 @@ def test_stream_shows_the_strategys_steps(monkeypatch: pytest.MonkeyPatch) -> No
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert any(ln.startswith("· self_consistency vote") and '"42": 3' in ln for ln in lines)
-    assert sum(ln.startswith("· self_consistency sample") for ln in lines) == 5
+    assert sum(ln.startswith("· self_consistency sample") for ln in lines) == 4  # decided
 
 
 @tool

@@ -123,6 +123,12 @@ def _render_value(name: str, value: object) -> str:
     )
 
 
+def render_value(value: object, name: str = "value") -> str:
+    """``value`` as a template inserts it (strings as they are, the rest as JSON): text
+    to pass as a variable when the same value goes into many prompts."""
+    return _render_value(name, value)
+
+
 @dataclass(frozen=True, slots=True)
 class PromptTemplate:
     """A named, versioned template (see module docstring for its syntax).

@@ -37,6 +37,7 @@ from loopwright.loop.agent import ToolLike
 from loopwright.loop.limits import Limits
 from loopwright.prompts import OutputParseError, Pattern, PromptText, load_pattern
 from loopwright.prompts import tool_descriptions as describe_tools
+from loopwright.prompts.template import render_value
 from loopwright.strategies.prompts import ask_parsed, strategy_prompt
 from loopwright.strategies.runtime import (
     EventSink,
@@ -113,6 +114,7 @@ class PlanRun:
     results: dict[int, StepResult] = field(default_factory=dict)
     retries: dict[int, int] = field(default_factory=dict)
     replans: int = 0
+    _shown: tuple[list[PlanStep], str] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, JSONValue]:
         return {
@@ -137,6 +139,15 @@ class PlanRun:
         run.retries = {int(k): int(v) for k, v in retries.items()}  # type: ignore[arg-type]
         run.replans = int(data.get("replans") or 0)  # type: ignore[arg-type]
         return run
+
+    def plan_json(self) -> str:
+        """The plan as a prompt shows it (indented JSON), written once per plan: the
+        reflector sees the same plan after every batch. ``steps`` is replaced, never
+        changed in place, when the plan changes."""
+        cached = self._shown
+        if cached is None or cached[0] is not self.steps:
+            cached = self._shown = (self.steps, render_value([s.to_dict() for s in self.steps]))
+        return cached[1]
 
     def ready(self) -> list[PlanStep]:
         """Steps not yet finished whose dependencies all finished successfully."""
@@ -265,6 +276,7 @@ class PlanAndExecute(Strategy):
     # -- entry points -----------------------------------------------------------------
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
         run = PlanRun(prompt)
+        ctx.record = run.to_dict  # encoded only if a limit stops the run
         try:
             await self._plan(ctx, run, feedback="")
             return await self._drive(ctx, run)
@@ -285,6 +297,7 @@ class PlanAndExecute(Strategy):
         fresh set of retries. Finished steps are never run again."""
         run = PlanRun.from_dict(state)
         ctx = self._context(on_event, None)
+        ctx.record = run.to_dict
         ctx.step("resumed", guidance=guidance or "")
 
         async def work() -> Outcome:
@@ -310,7 +323,7 @@ class PlanAndExecute(Strategy):
             batch = run.ready()
             if batch:
                 await self._execute(ctx, run, batch)
-                ctx.best, ctx.record = run.answer(), run.to_dict()
+                ctx.best = run.answer()
                 self._progress(run)
             failed = any(not r.ok for r in run.results.values())
             if not batch and not failed and run.finished():
@@ -389,10 +402,13 @@ class PlanAndExecute(Strategy):
 
     async def _write_plan(self, ctx: StrategyContext, run: PlanRun, feedback: str) -> None:
         registry = self.dispatcher.registry
+        # described once per set of tools (the table is fresh after the registry changes)
+        known = registry.derived_table("strategies.plan_execute")
+        described = known.get("descriptions")
+        if described is None:
+            described = known["descriptions"] = describe_tools(registry.specs())
         prompt: PromptText = self._planner_pattern.render(
-            max_steps=self.config.max_steps,
-            tool_descriptions=describe_tools(registry.specs()),
-            user_request=run.request,
+            max_steps=self.config.max_steps, tool_descriptions=described, user_request=run.request
         )
         if run.steps:
             prompt = strategy_prompt(
@@ -468,7 +484,7 @@ class PlanAndExecute(Strategy):
     async def _model_reflection(self, ctx: StrategyContext, run: PlanRun, model: Model) -> Decision:
         prompt = self._reflector_pattern.render(
             user_request=run.request,
-            plan=[s.to_dict() for s in run.steps],
+            plan=run.plan_json(),
             results=[r.to_dict() for r in run.results.values()],
             retry_count=sum(run.retries.values()),
         )

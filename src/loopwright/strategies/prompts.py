@@ -13,7 +13,13 @@ from functools import cache
 from typing import TypeVar
 
 from loopwright.core.protocols import Model, ModelSettings
-from loopwright.prompts import OutputParseError, PromptRegistry, PromptText, templates_dir
+from loopwright.prompts import (
+    OutputParseError,
+    PromptRegistry,
+    PromptTemplate,
+    PromptText,
+    templates_dir,
+)
 from loopwright.prompts.template import fingerprints_of
 from loopwright.strategies.runtime import StrategyContext
 
@@ -31,10 +37,17 @@ def strategy_prompt(
 ) -> PromptText:
     """Render the strategy prompt ``name`` (after ``prefix``, itself a rendered prompt
     whose fingerprints are kept)."""
-    text = strategy_registry().get(name, version).render(values)
+    text = _template(name, version).render(values)
     if not prefix:
         return text
     return PromptText(f"{prefix}\n\n{text}", fingerprints_of(prefix, text))
+
+
+@cache
+def _template(name: str, version: str) -> PromptTemplate:
+    # looked up once: strategies render a prompt for nearly every model call, and the
+    # built-in files do not change while the process runs
+    return strategy_registry().get(name, version)
 
 
 async def ask_parsed(

@@ -46,7 +46,7 @@ from loopwright.core.protocols import Model, ModelRequest, ModelSettings, comple
 from loopwright.core.run import RunResult, RunStop, new_session_id
 from loopwright.loop.agent import running_as_parent
 from loopwright.loop.limits import Limits
-from loopwright.prompts.template import prompt_message, request_fingerprints
+from loopwright.prompts.template import fingerprints_of, prompt_message
 from loopwright.tools.dispatcher import Dispatcher, DispatchOutcome
 
 EventSink = Callable[[RunEvent], None]
@@ -109,7 +109,8 @@ class StrategyResult:
 class StrategyContext:
     """The bookkeeping of one strategy run (see the module docstring). Strategies call
     :meth:`ask` for every model call and :meth:`step` to report progress; ``best`` and
-    ``record`` are the answer and the data a limit-stopped run returns."""
+    ``record`` are the answer and the data a limit-stopped run returns (``record`` may be
+    a function building that data, called only when a limit stops the run)."""
 
     def __init__(self, name: str, limits: Limits, emit: EventSink | None, session_id: str):
         self.name = name
@@ -118,9 +119,14 @@ class StrategyContext:
         self.calls = 0
         self.usage = _NO_USAGE
         self.best = ""
-        self.record: Mapping[str, JSONValue] = {}
+        self.record: Mapping[str, JSONValue] | Callable[[], Mapping[str, JSONValue]] = {}
         self.started = time.perf_counter()
         self._emit = emit
+
+    def recorded(self) -> Mapping[str, JSONValue]:
+        """The strategy's record so far (see ``record``)."""
+        record = self.record
+        return record() if callable(record) else record
 
     # -- limits -----------------------------------------------------------------------
     def check(self) -> None:
@@ -196,10 +202,9 @@ class StrategyContext:
         """A request for ``prompt`` that many calls can share (the samples of one prompt:
         built once, not per call)."""
         messages = (prompt_message(prompt),)
-        return Prepared(
-            ModelRequest(messages, system, (), settings or _SETTINGS),
-            request_fingerprints(system, messages),
-        )
+        # what request_fingerprints(system, messages) reads back, taken from the texts
+        fingerprints = fingerprints_of(system, prompt)
+        return Prepared(ModelRequest(messages, system, (), settings or _SETTINGS), fingerprints)
 
     async def ask(
         self,
@@ -319,12 +324,12 @@ class Strategy(ABC):
             else:
                 data = outcome
         except BudgetExhausted as exc:
-            stop, detail, data = exc.stop, exc.detail, ctx.record
+            stop, detail, data = exc.stop, exc.detail, ctx.recorded()
         except TimeoutError:
             stop, detail = RunStop.TIMEOUT, f"wall clock over {self.limits.timeout}s"
-            data = ctx.record
+            data = ctx.recorded()
         except ModelFailed as exc:
-            stop, detail, data = RunStop.MODEL_ERROR, str(exc.error), ctx.record
+            stop, detail, data = RunStop.MODEL_ERROR, str(exc.error), ctx.recorded()
         if stop not in (RunStop.FINAL_ANSWER, RunStop.MODEL_ERROR, RunStop.AWAITING_CONFIRMATION):
             ctx.emit(LimitReached(ctx.calls, stop, detail))
         result = StrategyResult(

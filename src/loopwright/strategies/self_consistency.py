@@ -99,54 +99,88 @@ class SelfConsistency(Strategy):
 
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
         question = ctx.prepare(strategy_prompt("cot", question=prompt), settings=self.settings)
-        counts: Counter[str] = Counter()
-        first_seen: dict[str, int] = {}
-        pending: set[asyncio.Task[str]] = set()
-        launched = completed = unparsed = 0
-        try:
-            while launched < self.k or pending:
-                while launched < self.k and len(pending) < self.concurrency:
-                    pending.add(asyncio.create_task(ctx.ask(self.model, question)))
-                    launched += 1
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    answer = self.parser(task.result())
-                    completed += 1
-                    if answer is None:
-                        unparsed += 1
-                    else:
-                        counts[answer] += 1
-                        first_seen.setdefault(answer, completed)
-                    ctx.step("sample", index=completed, answer=answer)
-                ctx.best = _leader(counts, first_seen)
-                if self.adaptive and decided(counts, self.k - completed, self.min_lead):
-                    break
-        finally:
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
-        return self._vote(ctx, counts, first_seen, completed, unparsed)
+        tally = _Tally(self, ctx)
 
-    def _vote(
-        self,
-        ctx: StrategyContext,
-        counts: Counter[str],
-        first_seen: dict[str, int],
-        completed: int,
-        unparsed: int,
-    ) -> Outcome:
+        async def sampler() -> None:
+            # each sampler draws samples one after another until k are drawn or the vote
+            # is decided: ``concurrency`` samplers in all, so the bookkeeping is one step
+            # per sample (no re-waiting on every pending call)
+            while tally.launched < self.k and not tally.stopped:
+                tally.launched += 1
+                tally.add(self.parser(await ctx.ask(self.model, question)))
+
+        workers = min(self.concurrency, self.k)
+        if workers == 1:
+            await sampler()
+        else:
+            tasks = [asyncio.create_task(sampler()) for _ in range(workers)]
+            # on a decided vote the samplers still waiting for a reply are cancelled --
+            # one loop turn later, so replies that have already arrived are counted
+            loop = asyncio.get_running_loop()
+            tally.on_stop = lambda: loop.call_soon(lambda: [t.cancel() for t in tasks])
+            try:
+                # ends when every sampler is done (or cancelled by a decided vote), or at
+                # the first failure (a limit, a model error), which the others stop for
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                unfinished = [t for t in tasks if not t.done()]
+                for t in unfinished:
+                    t.cancel()
+                if unfinished:
+                    await asyncio.gather(*unfinished, return_exceptions=True)
+            for t in done:
+                if not t.cancelled() and (failure := t.exception()) is not None:
+                    raise failure
+        return tally.vote()
+
+
+class _Tally:
+    """The votes of one run: counted as samples arrive, the leader kept current."""
+
+    def __init__(self, owner: SelfConsistency, ctx: StrategyContext) -> None:
+        self.owner = owner
+        self.ctx = ctx
+        self.counts: Counter[str] = Counter()
+        self.first_seen: dict[str, int] = {}
+        self.launched = self.completed = self.unparsed = 0
+        self.stopped = False
+        self.on_stop: Callable[[], object] | None = None
+
+    def add(self, answer: str | None) -> None:
+        self.completed += 1
+        counts = self.counts
+        if answer is None:
+            self.unparsed += 1
+        else:
+            counts[answer] += 1
+            first = self.first_seen.setdefault(answer, self.completed)
+            best = self.ctx.best
+            if best != answer and (
+                not best
+                or counts[answer] > counts[best]
+                or (counts[answer] == counts[best] and first < self.first_seen[best])
+            ):
+                self.ctx.best = answer  # the leader; ties go to the answer seen first
+        self.ctx.step("sample", index=self.completed, answer=answer)
+        owner = self.owner
+        if owner.adaptive and decided(counts, owner.k - self.completed, owner.min_lead):
+            self.stopped = True
+            if self.on_stop is not None:
+                self.on_stop()  # unfinished samples are not needed any more
+
+    def vote(self) -> Outcome:
+        counts, first_seen = self.counts, self.first_seen
         top = max(counts.values(), default=0)
         tie = sorted((a for a, n in counts.items() if n == top), key=first_seen.__getitem__)
         votes: dict[str, JSONValue] = dict(counts.most_common())
         data: dict[str, JSONValue] = {
             "votes": votes,
-            "samples": completed,
-            "unparsed": unparsed,
+            "samples": self.completed,
+            "unparsed": self.unparsed,
             "tie": list(tie) if len(tie) > 1 else [],
-            "stopped_early": completed < self.k,
+            "stopped_early": self.completed < self.owner.k,
         }
-        ctx.step("vote", **data)
+        self.ctx.step("vote", **data)
         return _leader(counts, first_seen), data
 
 

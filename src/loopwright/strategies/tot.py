@@ -156,7 +156,6 @@ class _Search:
         self.cfg = owner.search
         self.hooks = owner.hooks
         self.scores: dict[Hashable, float] = {}
-        self.pending: dict[Hashable, asyncio.Future[float]] = {}
         self.sem = asyncio.Semaphore(self.cfg.max_concurrency)
         base = self.cfg.settings or ModelSettings()
         self.settings = base
@@ -242,36 +241,30 @@ class _Search:
         if self.owner.evaluator == "vote" and self.hooks.evaluate is None:
             scores = await self.vote(states)
         else:
-            scores = list(await asyncio.gather(*(self.score(s) for s in states)))
+            scores = await self.values(states)
         solve = self.hooks.is_solution
         if solve is not None and self.solved is None:
             self.solved = next((s for s in states if solve(self.problem, s)), None)
         return scores
 
-    async def score(self, steps: Steps) -> float:
-        """The cached score of a state; concurrent requests for one state share a call."""
-        key = self.hooks.state_key(steps)
-        if key in self.scores:
-            self.cache_hits += 1
-            return self.scores[key]
-        waiting = self.pending.get(key)
-        if waiting is not None:
-            self.cache_hits += 1
-            return await waiting
-        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-        self.pending[key] = future
-        try:
-            value = await self._evaluate(steps)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved here: waiters re-raise it, nobody logs it twice
-            raise
-        finally:
-            self.pending.pop(key, None)
-        self.scores[key] = value
-        future.set_result(value)
-        self.evaluated += 1
-        return value
+    async def values(self, states: Sequence[Steps]) -> list[float]:
+        """The cached scores of ``states``: states already scored, or equal to another
+        in the batch (by ``state_key``), are not evaluated again; the rest concurrently.
+        A search scores one batch at a time, so the batch is the unit of sharing."""
+        key = self.hooks.state_key
+        keys = [key(s) for s in states]
+        scores = self.scores
+        fresh: dict[Hashable, Steps] = {}
+        for k, state in zip(keys, states, strict=True):
+            if k in scores or k in fresh:
+                self.cache_hits += 1
+            else:
+                fresh[k] = state
+        if fresh:
+            found = await asyncio.gather(*(self._evaluate(s) for s in fresh.values()))
+            scores.update(zip(fresh, found, strict=True))
+            self.evaluated += len(fresh)
+        return [scores[k] for k in keys]
 
     async def _evaluate(self, steps: Steps) -> float:
         fn = self.hooks.evaluate
