@@ -38,6 +38,8 @@ class Server:
     cwd: Path = HERE
     store_url: str = ""
     """Default: SQLite at ``db``."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment of the server process."""
     proc: subprocess.Popen[bytes] | None = None
     url: str = ""
 
@@ -47,6 +49,7 @@ class Server:
             **os.environ,
             "LOOPWRIGHT_SERVE_KEYS": ",".join(f"{k}={t}" for k, t in KEYS.items()),
             "SERVE_TEST_OUTBOX": str(self.outbox),
+            **self.env,
         }
         cmd = [
             sys.executable,
@@ -80,8 +83,13 @@ class Server:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
-            self.proc.wait(20)
+            self.proc.wait(30)
         self.proc = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
 
     def restart(self) -> None:
         self.stop()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from loopwright.core.messages import Message
+from loopwright.durable import NOT_RUN
 from loopwright.loop import Agent
 from loopwright.providers.scripted import FunctionModel, Reply, tool_call
 from loopwright.tools import tool
@@ -44,8 +46,51 @@ def make_mailer() -> Agent:
     return Agent(FunctionModel(_mailer), [send_email])
 
 
+def _sent_keys() -> set[str]:
+    try:
+        with open(os.environ["SERVE_TEST_OUTBOX"], encoding="utf-8") as fh:
+            return {json.loads(line)["key"] for line in fh if line.strip()}
+    except FileNotFoundError:
+        return set()
+
+
+def _already_sent(key: str) -> object:
+    """``outcome_check``: a send cut off by a crash either reached the outbox or not."""
+    return f"sent {key}" if key in _sent_keys() else NOT_RUN
+
+
+@tool(
+    idempotency_key=lambda a: f"{a['token']}|{a['n']}",
+    unknown_outcome="ask_tool",
+    outcome_check=_already_sent,
+)
+def deliver(token: str, n: int) -> str:
+    """Deliver message ``n`` (a side effect: one outbox line per key, never two)."""
+    time.sleep(0.05)
+    line = json.dumps({"key": f"{token}|{n}", "pid": os.getpid()}) + "\n"
+    fd = os.open(os.environ["SERVE_TEST_OUTBOX"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, line.encode())  # one write: a kill cannot tear a line
+    finally:
+        os.close(fd)
+    return f"sent {token}|{n}"
+
+
+SENDS = 4
+
+
+def _sender(messages, request):
+    # sends SENDS messages, one per turn, each model call taking 0.25 s
+    token = _user_texts(messages)[0]
+    step = sum(1 for m in messages if m.role == "tool")
+    if step < SENDS:
+        return Reply([tool_call("deliver", {"token": token, "n": step}, id=f"d{step}")], delay=0.25)
+    return Reply(f"delivered {SENDS}", delay=0.05)
+
+
 agents = {
     "echo": Agent(FunctionModel(_echo, chunk_size=3)),
     "slow": Agent(FunctionModel(_slow)),
     "mailer": make_mailer,
+    "sender": lambda: Agent(FunctionModel(_sender), [deliver]),
 }

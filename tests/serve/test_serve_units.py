@@ -127,7 +127,7 @@ async def test_a_message_sent_as_the_run_stops_starts_the_next_turn() -> None:
             live.queued.append(("follow_up", "late"))  # what message() does in that window
 
     manager = _manager(on_event)
-    live = await manager.create("alpha", "echo", "first")
+    live = manager.live[await manager.create("alpha", "echo", "first")]
     for _ in range(100):
         await asyncio.sleep(0.01)
         if not live.running:
@@ -140,7 +140,7 @@ async def test_a_message_sent_as_the_run_stops_starts_the_next_turn() -> None:
 
 async def test_idle_sessions_beyond_the_cap_leave_memory_but_stay_in_the_store() -> None:
     manager = _manager(max_idle_sessions=2)
-    lives = [await manager.create("alpha", "echo", f"q{i}") for i in range(4)]
+    lives = [manager.live[await manager.create("alpha", "echo", f"q{i}")] for i in range(4)]
     await asyncio.gather(*(live.task for live in lives if live.task is not None))
     assert set(manager.live) == {lives[2].session_id, lives[3].session_id}
     rows = await manager.sessions("alpha", 10)
@@ -153,7 +153,7 @@ async def test_a_stored_session_of_an_agent_no_longer_served_is_a_clear_409() ->
     from loopwright.serve import ApiError
 
     manager = _manager()
-    live = await manager.create("alpha", "echo", "first")
+    live = manager.live[await manager.create("alpha", "echo", "first")]
     assert live.task is not None
     await live.task
     del manager.agents["echo"]
@@ -165,8 +165,8 @@ async def test_a_stored_session_of_an_agent_no_longer_served_is_a_clear_409() ->
 
 async def test_listing_shows_only_the_tenants_own_sessions() -> None:
     manager = _manager()
-    mine = await manager.create("alpha", "echo", "a")
-    theirs = await manager.create("bravo", "echo", "b")
+    mine = manager.live[await manager.create("alpha", "echo", "a")]
+    theirs = manager.live[await manager.create("bravo", "echo", "b")]
     await asyncio.gather(*(x.task for x in (mine, theirs) if x.task is not None))
     assert [r.session_id for r in await manager.sessions("alpha", 10)] == [mine.session_id]
     assert [r.session_id for r in await manager.sessions("bravo", 10)] == [theirs.session_id]

@@ -23,6 +23,13 @@ Examples:
   LOOPWRIGHT_SERVE_KEYS="dev-key-123=team-a" loopwright serve --agents myapp:agents
   loopwright serve --agents myapp:agents --keys-file keys.json --port 9000
   loopwright serve --agents myapp:agents --store postgres --store-url postgresql://db/app
+
+\b
+Several processes (any hosts) sharing one store and one Redis form a cluster: any of them
+takes any request, runs go to whichever worker is free, a dead worker's runs resume
+elsewhere:
+  loopwright serve --agents myapp:agents --store-url postgresql://db/app \\
+                   --redis-url redis://cache:6379/0
 """
 
 
@@ -77,10 +84,26 @@ def load_agents(ref: str) -> dict[str, object]:
     help="Seconds between sweeps resuming sessions whose process died (0: at startup only).",
 )
 @click.option(
+    "--redis-url",
     "--events-url",
-    envvar="LOOPWRIGHT_SERVE_EVENTS_URL",
+    "redis_url",
+    envvar=["LOOPWRIGHT_SERVE_REDIS_URL", "LOOPWRIGHT_SERVE_EVENTS_URL"],
     default=None,
-    help="redis://...: keep events in Redis (replay after restarts, stream from any process).",
+    help="redis://...: join the cluster of server processes sharing this Redis and the store "
+    "(work queue, events, control); without it the process serves alone.",
+)
+@click.option(
+    "--redis-prefix",
+    default="loopwright:serve",
+    show_default=True,
+    help="Prefix of the cluster's Redis keys (one cluster per prefix).",
+)
+@click.option(
+    "--max-runs",
+    default=256,
+    show_default=True,
+    type=int,
+    help="Runs this process takes from the cluster's queue at once.",
 )
 @store_options
 def serve(
@@ -94,7 +117,9 @@ def serve(
     access_log,
     lock_ttl,
     recover_every,
-    events_url,
+    redis_url,
+    redis_prefix,
+    max_runs,
     store_kind,
     store_url,
 ):
@@ -102,7 +127,7 @@ def serve(
         import uvicorn
 
         from loopwright.durable import DurableConfig
-        from loopwright.serve import AppConfig, ServeConfig, create_app, load_keys
+        from loopwright.serve import AppConfig, ClusterConfig, ServeConfig, create_app, load_keys
     except ImportError as exc:
         raise UserError(
             f"loopwright serve needs the serve extra ({exc.name} is missing): "
@@ -117,23 +142,31 @@ def serve(
         recover_every=recover_every,
         serve=ServeConfig(drain=drain, durable=DurableConfig(lock_ttl=lock_ttl)),
     )
-    event_log = None
-    if events_url:
-        from loopwright.serve.eventlog import RedisEventLog
+    cluster = None
+    if redis_url:
+        # the worker's heartbeat lives as long as a session lock: one lease setting
+        cluster = ClusterConfig(redis_url, redis_prefix, lease_ttl=lock_ttl, max_runs=max_runs)
+    app = create_app(agents, store, keys, config, cluster)  # type: ignore[arg-type]
 
-        event_log = RedisEventLog(events_url)
-    app = create_app(agents, store, keys, config, event_log)  # type: ignore[arg-type]
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            # SIGTERM/Ctrl-C: take no new run from the queue while connections drain
+            app.manager.stop_taking_work()
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
     try:
         # open event streams end when their runs do: past the drain time uvicorn closes
-        # them, then the app's shutdown cancels what still runs (a checkpoint each)
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            log_level="info",
-            access_log=access_log,
-            timeout_graceful_shutdown=drain,
-        )
+        # them, then the app's shutdown interrupts what still runs (a checkpoint each)
+        Server(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_level="info",
+                access_log=access_log,
+                timeout_graceful_shutdown=drain,
+            )
+        ).run()
     finally:
         store.close()
 

@@ -16,7 +16,6 @@ See ``docs/serve.md``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -35,10 +34,11 @@ from loopwright.core.text import to_json
 from loopwright.store.base import CheckpointStore
 
 from .auth import ApiKeys
+from .cluster import ClusterConfig
 from .errors import ApiError
-from .eventlog import RedisEventLog
+from .eventlog import Event
 from .schemas import Approvals, CreateSession, SendMessage, openapi, parse
-from .sessions import AgentSource, LiveSession, ServeConfig, SessionManager, session_status
+from .sessions import AgentSource, ServeConfig, SessionManager, session_status
 
 API_VERSION = "1"
 
@@ -148,9 +148,9 @@ class Api:
                 fix="send a JSON object with Content-Type: application/json",
             ) from None
 
-    def describe(self, state: RunState) -> dict[str, JSONValue]:
-        live = self.manager.live.get(state.session_id)
-        running = live is not None and live.running
+    async def describe(self, state: RunState) -> dict[str, JSONValue]:
+        sid = state.session_id
+        (running,) = await self.manager.running([sid])
         status = session_status(running, state.awaiting_confirmation, state.stop)
         return {
             "id": state.session_id,
@@ -163,22 +163,17 @@ class Api:
             "usage": state.usage.to_dict(),
             "pending_calls": [part_to_dict(c) for c in state.pending_calls],
             "messages": [m.to_dict() for m in state.messages],
-            "events": live.last_id if live is not None else 0,
+            "events": await self.manager.event_count(sid),
             "created_at": state.created_at,
             "updated_at": state.updated_at,
         }
-
-    def _running(self, session_id: str) -> bool:
-        live = self.manager.live.get(session_id)
-        return live is not None and live.running
 
     # ------------------------------------------------------------------ routes
     async def create(self, request: Request) -> Response:
         tenant = self.tenant(request)
         body = parse(CreateSession, await self.body(request))
         assert isinstance(body, CreateSession)
-        live = await self.manager.create(tenant, body.agent, body.prompt)
-        sid = live.session_id
+        sid = await self.manager.create(tenant, body.agent, body.prompt)
         return json_response(
             {
                 "id": sid,
@@ -197,28 +192,25 @@ class Api:
                 422, "invalid_field", f"limit={raw!r}", field="query.limit", fix="use 1..1000"
             )
         rows = await self.manager.sessions(tenant, int(raw))
+        running = await self.manager.running([r.session_id for r in rows])
         items: list[JSONValue] = [
             {
                 "id": r.session_id,
-                "status": session_status(
-                    self._running(r.session_id),
-                    r.display_status == "awaiting_confirmation",
-                    r.stop,
-                ),
+                "status": session_status(busy, r.display_status == "awaiting_confirmation", r.stop),
                 "stop": r.stop.value if r.stop is not None else None,
                 "turn": r.turn,
                 "message_count": r.message_count,
                 "created_at": r.created_at,
                 "updated_at": r.updated_at,
             }
-            for r in rows
+            for r, busy in zip(rows, running, strict=True)
         ]
         return json_response({"sessions": items})
 
     async def get(self, request: Request) -> Response:
         tenant = self.tenant(request)
         state = await self.manager.state(tenant, request.path_params["session_id"])
-        return json_response(self.describe(state))
+        return json_response(await self.describe(state))
 
     async def events(self, request: Request) -> Response:
         tenant = self.tenant(request)
@@ -235,18 +227,18 @@ class Api:
                     fix="send the id of the last event received (a number), or omit it",
                 )
             after = int(raw)
-        live = await self.manager.live_session(tenant, sid)
         state = await self.manager.state(tenant, sid)
-        head = to_json(self.describe(state) | {"messages": len(state.messages)})
+        head = to_json(await self.describe(state) | {"messages": len(state.messages)})
+        events = self.manager.stream(tenant, sid, after, self.config.keepalive)
         return StreamingResponse(
-            self._sse(live, after, head),
+            self._sse(events, head),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def _sse(self, live: LiveSession, after: int, head: str) -> AsyncIterator[str]:
+    async def _sse(self, events: AsyncIterator[Event | None], head: str) -> AsyncIterator[str]:
         yield f"retry: 1000\nevent: session\ndata: {head}\n\n"
-        async for event in self.manager.stream(live, after, self.config.keepalive):
+        async for event in events:
             if event is None:
                 yield ": keepalive\n\n"
             else:
@@ -298,28 +290,28 @@ def create_app(
     store: CheckpointStore,
     keys: ApiKeys,
     config: AppConfig | None = None,
-    event_log: RedisEventLog | None = None,
-) -> ASGIApp:
-    """The ASGI app serving ``agents`` (name -> Agent or factory) over ``store``;
-    ``event_log`` keeps events in Redis (replay across processes and restarts)."""
+    cluster: ClusterConfig | None = None,
+) -> ServedApp:
+    """The ASGI app serving ``agents`` (name -> Agent or factory) over ``store``. With
+    ``cluster`` (a Redis shared by several server processes) runs go through the
+    cluster's work queue and events through its Redis (see ``docs/serve.md``)."""
     cfg = config or AppConfig()
-    manager = SessionManager(agents, store, cfg.serve, event_log)
+    manager: SessionManager
+    if cluster is None:
+        manager = SessionManager(agents, store, cfg.serve)
+    else:
+        from .cluster import Cluster
+        from .clustered import ClusterSessions
+
+        manager = ClusterSessions(agents, store, Cluster(cluster), cfg.serve)
     api = Api(manager, keys, cfg)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if cfg.resume_interrupted:
-            await manager.resume_interrupted()
-        sweeper = None
-        if cfg.resume_interrupted and cfg.recover_every > 0:
-            sweeper = asyncio.get_running_loop().create_task(
-                manager.recover_forever(cfg.recover_every)
-            )
+        await manager.start(cfg.resume_interrupted, cfg.recover_every)
         try:
             yield
         finally:
-            if sweeper is not None:
-                sweeper.cancel()
             await manager.close()
 
     sid = "/v1/sessions/{session_id}"
@@ -339,4 +331,16 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.manager = manager
-    return BodyLimit(app, cfg.max_body)
+    return ServedApp(BodyLimit(app, cfg.max_body), manager)
+
+
+class ServedApp:
+    """The ASGI app, with its :class:`SessionManager` (a server tells it when a
+    shutdown begins: :meth:`SessionManager.stop_taking_work`)."""
+
+    def __init__(self, app: ASGIApp, manager: SessionManager) -> None:
+        self.app = app
+        self.manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)

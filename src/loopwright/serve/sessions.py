@@ -8,9 +8,11 @@ a tenant's sessions filters ids without loading every state; access still checks
 stored tenant.
 
 Every run goes through :class:`~loopwright.durable.Durable` (checkpoints, locks,
-approvals that survive restarts, crash-safe side effects). While this process runs a
-session it keeps the session's events, numbered from 1, serialised once as JSON: the
-SSE stream replays them after a ``Last-Event-ID`` and then follows new ones.
+approvals that survive restarts, crash-safe side effects). :class:`SessionManager` runs
+sessions in this process and keeps their events, numbered from 1, serialised once as
+JSON: the SSE stream replays them after a ``Last-Event-ID`` and then follows new ones.
+Several processes sharing a Redis use :class:`~loopwright.serve.clustered.ClusterSessions`
+instead (a work queue, events numbered and fanned out in Redis).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from loopwright.tools import Confirmation
 from loopwright.tracing.serialize import error_to_dict, event_to_dict
 
 from .errors import ApiError, conflict, not_found
-from .eventlog import RedisEventLog
+from .eventlog import Event
 
 log = logging.getLogger("loopwright.serve")
 
@@ -62,15 +64,6 @@ def _later(call: object, spec: object) -> Confirmation:
     return Confirmation.later("awaiting approval through POST /v1/sessions/{id}/approvals")
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One numbered event of a session: ``data`` is its JSON text."""
-
-    id: int
-    type: str
-    data: str
-
-
 @dataclass(slots=True)
 class LiveSession:
     """What this process holds for a session it ran: its event log and current run."""
@@ -82,14 +75,17 @@ class LiveSession:
     events: list[Event] = field(default_factory=list)
     dropped: int = 0
     """Events not in ``events``: dropped from its front (it keeps the last
-    ``max_events``), or published by an earlier process (numbering continues)."""
-    mirror: Callable[[str, Event], None] | None = None
-    """Where each event is also sent (the Redis event log), with the session id."""
+    ``max_events``)."""
+    sink: Callable[[str, str, str], None] | None = None
+    """Where events go instead of ``events`` (session id, type, JSON text): the Redis
+    event log of a cluster, which numbers them."""
     task: asyncio.Task[None] | None = None
     active: bool = False
     """A run is in progress (set before its task starts, cleared before it ends)."""
     run: Run | None = None
     queued: list[tuple[Literal["steer", "follow_up"], str]] = field(default_factory=list)
+    cancel_requested: bool = False
+    """A cancel arrived before the run started: it is cancelled as it starts."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -101,10 +97,11 @@ class LiveSession:
         return self.dropped + len(self.events)
 
     def publish(self, type_: str, data: Mapping[str, JSONValue]) -> None:
+        if self.sink is not None:
+            self.sink(self.session_id, type_, to_json(data))
+            return
         event = Event(self.last_id + 1, type_, to_json(data))
         self.events.append(event)
-        if self.mirror is not None:
-            self.mirror(self.session_id, event)
         if len(self.events) > self.max_events:
             # drop the older half at once: one list copy per max_events/2 events
             cut = len(self.events) - self.max_events // 2
@@ -121,6 +118,8 @@ class LiveSession:
         for mode, text in self.queued:
             run.steer(text) if mode == "steer" else run.follow_up(text)
         self.queued.clear()
+        if self.cancel_requested:
+            run.cancel()
 
     def notify(self) -> None:
         wake, self.wake = self.wake, asyncio.Event()
@@ -165,7 +164,6 @@ class SessionManager:
         agents: Mapping[str, AgentSource],
         store: CheckpointStore,
         config: ServeConfig | None = None,
-        event_log: RedisEventLog | None = None,
     ) -> None:
         if not agents:
             raise ApiError(500, "no_agents", "the server has no agents")
@@ -174,9 +172,10 @@ class SessionManager:
         self.aio = AsyncStore(store)
         self.config = config or ServeConfig()
         self.live: dict[str, LiveSession] = {}
-        self.event_log = event_log
         self._idle: OrderedDict[str, None] = OrderedDict()
         """Live records of sessions with no run in progress, oldest first."""
+        self._sweeper: asyncio.Task[None] | None = None
+        self._stopping = False
 
     # ------------------------------------------------------------------ lookups
     async def state(self, tenant: str, session_id: str) -> RunState:
@@ -211,13 +210,28 @@ class SessionManager:
         live = self.live.get(session_id)
         if live is None:
             state = await self.state(tenant, session_id)
-            live = await self._new_live(session_id, tenant, self.agent_name(state), False)
+            live = self._new_live(session_id, tenant, self.agent_name(state))
         if live.tenant != tenant:
             raise not_found(session_id)
         return live
 
+    async def running(self, session_ids: list[str]) -> list[bool]:
+        """Whether each session has a run in progress (or, in a cluster, waiting)."""
+        return [(s in self.live and self.live[s].running) for s in session_ids]
+
+    async def event_count(self, session_id: str) -> int:
+        """The number of the session's last event."""
+        live = self.live.get(session_id)
+        return live.last_id if live is not None else 0
+
     # ------------------------------------------------------------------ commands
-    async def create(self, tenant: str, agent: str, prompt: str) -> LiveSession:
+    async def create(self, tenant: str, agent: str, prompt: str) -> str:
+        """Store a new session of ``agent`` with ``prompt`` and start its run."""
+        sid = await self._store_new(tenant, agent, prompt)
+        self._start(self._new_live(sid, tenant, agent), lambda d: d.aresume(sid))
+        return sid
+
+    async def _store_new(self, tenant: str, agent: str, prompt: str) -> str:
         self._agent_source(agent)
         sid = f"s-{tenant_tag(tenant)}-{secrets.token_hex(8)}"
         meta: dict[str, JSONValue] = {"tenant": tenant, "agent": agent}
@@ -225,9 +239,7 @@ class SessionManager:
         await self.aio.save(
             RunState(session_id=sid, messages=[Message.user(prompt)], metadata={"serve": meta})
         )
-        live = await self._new_live(sid, tenant, agent, True)
-        self._start(live, lambda d: d.aresume(sid))
-        return live
+        return sid
 
     async def message(
         self, tenant: str, session_id: str, text: str, mode: Literal["steer", "follow_up"]
@@ -257,31 +269,7 @@ class SessionManager:
         if live.running:
             raise conflict(f"session {session_id!r} is running", "wait for it to pause")
         await self._check_not_elsewhere(session_id)
-        state = await self.state(tenant, session_id)
-        if not state.awaiting_confirmation:
-            raise conflict(
-                f"session {session_id!r} has no calls waiting for approval",
-                f"GET /v1/sessions/{session_id} shows its state",
-            )
-        ids = {c.id for c in state.pending_calls}
-        approved = set(approve) if isinstance(approve, list) else set()
-        named = approved | (set(deny) if isinstance(deny, dict) else set())
-        if named - ids:
-            raise ApiError(
-                422,
-                "unknown_call",
-                f"no pending call(s) {sorted(named - ids)} in session {session_id!r}",
-                field="body.approve" if approved - ids else "body.deny",
-                fix=f"its pending calls are {sorted(ids)}",
-            )
-        if approve is False and not deny:
-            raise ApiError(
-                422,
-                "no_decision",
-                "the request approves and denies nothing",
-                field="body.approve",
-                fix='send "approve": true, a list of call ids, or "deny"',
-            )
+        check_decisions(await self.state(tenant, session_id), approve, deny)
         self._start(live, lambda d: d.aresume(session_id, approve=approve, deny=deny))
 
     async def cancel(self, tenant: str, session_id: str) -> None:
@@ -292,18 +280,31 @@ class SessionManager:
                 f"session {session_id!r} is not running",
                 "a session waiting for approval is ended by denying its calls",
             )
-        if live.run is not None:
-            live.run.cancel()
-        elif live.task is not None:
-            live.task.cancel()
+        cancel_live(live)
 
     async def resume_interrupted(self, stale_after: float = 0.0) -> list[str]:
         """Resume served sessions whose run stopped without a result (its process died)
         and that nothing updated for ``stale_after`` seconds: crash recovery under the
         durable runner's rules. The session lock is the lease: a session whose lock is
         held (refreshed by a heartbeat) by a live process is left to it, quietly."""
-        rows = await asyncio.get_running_loop().run_in_executor(None, self.store.sessions)
         resumed = []
+        for session_id, state in await self._interrupted(stale_after):
+            tenant = _owner(state)
+            assert tenant is not None
+            live = self._new_live(session_id, tenant, self.agent_name(state))
+            try:
+                self._start(live, _resume(session_id), quiet_locked=True)
+            except ApiError as exc:  # its agent is not served here
+                log.warning("session %s: not resumed: %s", session_id, exc.message)
+                continue
+            resumed.append(session_id)
+        return resumed
+
+    async def _interrupted(self, stale_after: float) -> list[tuple[str, RunState]]:
+        """Served sessions without a result, no run here, not updated for
+        ``stale_after`` seconds."""
+        rows = await asyncio.get_running_loop().run_in_executor(None, self.store.sessions)
+        found = []
         now = time.time()
         for row in rows:
             live = self.live.get(row.session_id)
@@ -316,17 +317,9 @@ class SessionManager:
             except Exception as exc:
                 log.warning("session %s: not resumed: %s", row.session_id, exc)
                 continue
-            tenant = _owner(state)
-            if tenant is None:
-                continue
-            live = await self._new_live(row.session_id, tenant, self.agent_name(state), False)
-            try:
-                self._start(live, _resume(row.session_id), quiet_locked=True)
-            except ApiError as exc:  # its agent is not served here
-                log.warning("session %s: not resumed: %s", row.session_id, exc.message)
-                continue
-            resumed.append(row.session_id)
-        return resumed
+            if _owner(state) is not None:
+                found.append((row.session_id, state))
+        return found
 
     async def recover_forever(self, every: float) -> None:
         """Every ``every`` seconds, resume sessions whose process died (their lock
@@ -340,9 +333,24 @@ class SessionManager:
             except Exception as exc:  # the store is down: try again next time
                 log.warning("recovery sweep failed: %s", exc)
 
+    async def start(self, resume: bool, recover_every: float) -> None:
+        """At server startup: resume interrupted sessions, start the recovery sweeps."""
+        if resume:
+            await self.resume_interrupted()
+            if recover_every > 0:
+                self._sweeper = asyncio.get_running_loop().create_task(
+                    self.recover_forever(recover_every)
+                )
+
+    def stop_taking_work(self) -> None:
+        """The server is shutting down (SIGTERM): start no new run."""
+        self._stopping = True
+
     async def close(self) -> None:
         """Let runs in progress finish for ``drain`` seconds, cancel the rest (each ends
         with a checkpoint), then stop the store threads."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         tasks = [s.task for s in self.live.values() if s.task is not None and not s.task.done()]
         if tasks:
             await asyncio.wait(tasks, timeout=self.config.drain)
@@ -352,54 +360,16 @@ class SessionManager:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, 10)
-        if self.event_log is not None:
-            await self.event_log.close()
         self.aio.close()
 
     async def stream(
-        self, live: LiveSession, after: int, keepalive: float
+        self, tenant: str, session_id: str, after: int, keepalive: float
     ) -> AsyncIterator[Event | None]:
-        """The session's events after ``after``: from this process's log while it runs
-        the session; with an event log, also those of earlier or other processes, and
-        a run another process executes, followed until it ends."""
-        events = self.event_log
-        if live.running or events is None:
-            if events is not None and after < live.dropped:
-                for event in await events.read(live.session_id, after, live.dropped):
-                    yield event
-            async for item in live.follow(after, keepalive):
-                yield item
-            return
-        await events.flush()
-        async for item in self._follow_stored(live, events, after, keepalive):
+        """The session's events after ``after`` kept by this process, then new ones
+        until no run of the session is in progress."""
+        live = await self.live_session(tenant, session_id)
+        async for item in live.follow(after, keepalive):
             yield item
-
-    async def _follow_stored(
-        self, live: LiveSession, events: RedisEventLog, after: int, keepalive: float
-    ) -> AsyncIterator[Event | None]:
-        sid, last_type, idle, grace = live.session_id, "", 0.0, False
-        while True:
-            found = await events.wait(sid, after, _POLL)
-            for event in found:
-                yield event
-                after, last_type, idle = event.id, event.type, 0.0
-            if found:
-                continue
-            if live.running:  # a run started here meanwhile: its log has the rest
-                async for item in live.follow(after, keepalive):
-                    yield item
-                return
-            if await asyncio.to_thread(self.store.lock_owner, sid) is None:
-                if last_type in _TERMINAL:
-                    return
-                if (await self.aio.load(sid)).stop is not None:
-                    if grace:  # the last events of a run that ended elsewhere are late
-                        return
-                    grace = True
-            idle += _POLL
-            if idle >= keepalive:
-                idle = 0.0
-                yield None
 
     # ------------------------------------------------------------------ internals
     async def _check_not_elsewhere(self, session_id: str) -> None:
@@ -412,13 +382,8 @@ class SessionManager:
                 "retry when its run has ended",
             )
 
-    async def _new_live(self, session_id: str, tenant: str, agent: str, fresh: bool) -> LiveSession:
-        """A live record; with an event log, numbering continues after its stored events."""
+    def _new_live(self, session_id: str, tenant: str, agent: str) -> LiveSession:
         live = LiveSession(session_id, tenant, agent, self.config.max_events)
-        if self.event_log is not None:
-            live.mirror = self.event_log.append
-            if not fresh:
-                live.dropped = await self.event_log.last_id(session_id)
         return self.live.setdefault(session_id, live)
 
     def _agent_source(self, name: str) -> AgentSource:
@@ -498,6 +463,7 @@ class SessionManager:
 
         self._idle.pop(live.session_id, None)
         live.active = True
+        live.cancel_requested = False
         live.task = asyncio.get_running_loop().create_task(body())
 
     def _settle(self, live: LiveSession) -> None:
@@ -521,9 +487,41 @@ class SessionManager:
                 del self.live[oldest]
 
 
-_POLL = 0.5
-"""Seconds between checks whether a run followed through the event log has ended."""
-_TERMINAL = frozenset({"run_finished", "serve_error"})
+def check_decisions(state: RunState, approve: Approve, deny: Deny) -> None:
+    """422/409 unless ``approve``/``deny`` decide calls ``state`` waits for."""
+    session_id = state.session_id
+    if not state.awaiting_confirmation:
+        raise conflict(
+            f"session {session_id!r} has no calls waiting for approval",
+            f"GET /v1/sessions/{session_id} shows its state",
+        )
+    ids = {c.id for c in state.pending_calls}
+    approved = set(approve) if isinstance(approve, list) else set()
+    named = approved | (set(deny) if isinstance(deny, dict) else set())
+    if named - ids:
+        raise ApiError(
+            422,
+            "unknown_call",
+            f"no pending call(s) {sorted(named - ids)} in session {session_id!r}",
+            field="body.approve" if approved - ids else "body.deny",
+            fix=f"its pending calls are {sorted(ids)}",
+        )
+    if approve is False and not deny:
+        raise ApiError(
+            422,
+            "no_decision",
+            "the request approves and denies nothing",
+            field="body.approve",
+            fix='send "approve": true, a list of call ids, or "deny"',
+        )
+
+
+def cancel_live(live: LiveSession) -> None:
+    """Cancel the run of ``live`` (or, before it started, as it starts)."""
+    if live.run is not None:
+        live.run.cancel()
+    else:
+        live.cancel_requested = True
 
 
 def session_status(running: bool, awaiting: bool, stop: RunStop | None) -> str:

@@ -1,0 +1,355 @@
+"""Many ``loopwright serve`` processes over one store and one Redis: the Redis side.
+
+Every process that starts with ``--redis-url`` is a *worker* of one cluster (its keys
+start with ``prefix``). What each concern lives on:
+
+* **the session lease** is the durable runner's session lock in the checkpoint store
+  (:class:`~loopwright.durable.Durable` takes it for a run and refreshes it every third
+  of ``lock_ttl``): one owner for "who runs this session", the same rule with or without
+  Redis. A worker's Redis heartbeat (``{prefix}:worker:<id>``, expiring after
+  ``lease_ttl``) says the worker is alive.
+* **the work queue** (``{prefix}:queue``, a list of :class:`Job`): creating a session,
+  a next turn or an approval pushes a job; a worker moves it atomically (``BLMOVE``)
+  to its own claimed list (``{prefix}:claimed:<worker>``), runs it and drops it. When a
+  worker's heartbeat expires, any live worker moves that worker's claimed jobs back to
+  the queue; another worker runs them again: the durable runner resumes the session
+  from its last checkpoint under its crash-safety rules (recorded results reused, a call
+  cut off mid-side-effect resolved, never repeated blindly).
+  ``{prefix}:active:<session>`` counts a session's unfinished jobs: a session is
+  *running* while it is above zero, and a stream ends when it drops to zero.
+* **event fan-out**: events are numbered and published by
+  :class:`~loopwright.serve.eventlog.RedisEventLog`; a process whose client streams a
+  session subscribes to its channel (one pub/sub connection per process) and replays
+  the stored events first, so ``Last-Event-ID`` works on every process.
+* **control**: steering, follow-ups and cancels for a run in progress are published on
+  ``{prefix}:control``; the process running the session applies them and answers on a
+  reply list, so the client that sent them gets an answer from any process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from loopwright.store.state import lock_owner_id
+
+from .eventlog import Event, RedisEventLog, parse_published
+
+log = logging.getLogger("loopwright.serve")
+
+JobOp = Literal["resume", "approve"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """``url``: the Redis every worker shares; ``prefix``: its keys (one cluster per
+    prefix). ``lease_ttl``: seconds a worker counts as alive after its last heartbeat
+    (sent every third of it). ``max_runs``: jobs one worker runs at once.
+    ``control_timeout``: seconds a request waits for the process running a session to
+    apply a steer, follow-up or cancel."""
+
+    url: str
+    prefix: str = "loopwright:serve"
+    lease_ttl: float = 30.0
+    max_runs: int = 256
+    control_timeout: float = 2.0
+    poll: float = 1.0
+    """Seconds between checks a stream makes that its session still runs (the channel
+    tells it at once; this bounds the wait if a notice is lost)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """Run session ``session_id``: ``resume`` it (a new session, its next turn, a run cut
+    off by a crash), or ``approve`` its pending calls (the ids in ``approve`` approved,
+    those in ``deny`` denied with the reason given)."""
+
+    session_id: str
+    op: JobOp = "resume"
+    approve: tuple[str, ...] = ()
+    deny: Mapping[str, str] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: secrets.token_hex(8))
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "id": self.id,
+                "sid": self.session_id,
+                "op": self.op,
+                "approve": list(self.approve),
+                "deny": dict(self.deny),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, raw: str) -> Job:
+        data = json.loads(raw)
+        op: JobOp = "approve" if data.get("op") == "approve" else "resume"
+        return cls(
+            data["sid"], op, tuple(data.get("approve", ())), data.get("deny", {}), data["id"]
+        )
+
+
+ControlHandler = Callable[[Mapping[str, str]], Awaitable[bool]]
+"""Applies a control message to a run of this process; True if it ran the session."""
+
+
+class Cluster:
+    """One worker's connection to the cluster's Redis (see the module doc)."""
+
+    def __init__(self, config: ClusterConfig) -> None:
+        import redis.asyncio as aioredis
+
+        self.config = config
+        # redis-py's async annotations are loose (bytes | str | None everywhere): the
+        # client is typed by what decode_responses=True returns, at the call sites
+        self.redis: Any = aioredis.Redis.from_url(config.url, decode_responses=True)
+        self.prefix = config.prefix
+        self.worker = lock_owner_id()
+        self.events = RedisEventLog(self.redis, config.prefix)
+        self.queue_key = f"{config.prefix}:queue"
+        self.claimed_key = self._claimed(self.worker)
+        self._control = f"{config.prefix}:control"
+        self._pubsub: Any = None
+        self._subs: dict[str, set[asyncio.Queue[str]]] = {}
+        self._acks: dict[str, asyncio.Event] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._on_control: ControlHandler | None = None
+
+    def _claimed(self, worker: str) -> str:
+        return f"{self.prefix}:claimed:{worker}"
+
+    def _alive(self, worker: str) -> str:
+        return f"{self.prefix}:worker:{worker}"
+
+    def active_key(self, session_id: str) -> str:
+        return f"{self.prefix}:active:{session_id}"
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, on_control: ControlHandler) -> None:
+        """Register this worker, subscribe to the control channel, start the heartbeat."""
+        self._on_control = on_control
+        await self._heartbeat()
+        self._pubsub = self.redis.pubsub()
+        await self._pubsub.subscribe(self._control)
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._listen()), loop.create_task(self._keep())]
+
+    async def close(self) -> None:
+        """Put the jobs this worker still holds back on the queue, leave the cluster."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        await self.events.close()
+        with contextlib.suppress(Exception):
+            await self._return_claimed(self.worker)
+            await self.redis.srem(f"{self.prefix}:workers", self.worker)
+            await self.redis.delete(self._alive(self.worker))
+        with contextlib.suppress(Exception):
+            if self._pubsub is not None:
+                await self._pubsub.aclose()
+        await self.redis.aclose()
+
+    async def _heartbeat(self) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sadd(f"{self.prefix}:workers", self.worker)
+        pipe.set(self._alive(self.worker), "1", px=int(self.config.lease_ttl * 1000))
+        await pipe.execute()
+
+    async def _keep(self) -> None:
+        """Heartbeat, and hand the jobs of workers whose heartbeat expired back."""
+        while True:
+            await asyncio.sleep(self.config.lease_ttl / 3)
+            try:
+                await self._heartbeat()
+                await self.reap()
+            except Exception as exc:  # Redis down: try again at the next beat
+                log.warning("cluster heartbeat failed: %s", exc)
+
+    async def reap(self) -> list[str]:
+        """Jobs of dead workers back on the queue; returns the workers found dead."""
+        dead = []
+        for worker in await self.redis.smembers(f"{self.prefix}:workers"):
+            if worker == self.worker or await self.redis.exists(self._alive(worker)):
+                continue
+            moved = await self._return_claimed(worker)
+            await self.redis.srem(f"{self.prefix}:workers", worker)
+            if moved:
+                log.warning("worker %s is gone: %d job(s) back on the queue", worker, moved)
+            dead.append(worker)
+        return dead
+
+    async def _return_claimed(self, worker: str) -> int:
+        moved = 0
+        # LMOVE is atomic per job: two workers reaping at once never duplicate one
+        while await self.redis.lmove(self._claimed(worker), self.queue_key, "LEFT", "RIGHT"):
+            moved += 1
+        return moved
+
+    # ------------------------------------------------------------------ work queue
+    async def enqueue(self, job: Job) -> None:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.incr(self.active_key(job.session_id))
+        pipe.lpush(self.queue_key, job.to_json())
+        await pipe.execute()
+
+    async def claim(self, wait: float) -> tuple[str, Job] | None:
+        """The next job, moved to this worker's claimed list (None after ``wait`` s)."""
+        raw = await self.redis.blmove(self.queue_key, self.claimed_key, wait, "RIGHT", "LEFT")
+        if raw is None:
+            return None
+        try:
+            return raw, Job.from_json(raw)
+        except (ValueError, KeyError, TypeError):
+            log.warning("dropping an unreadable job: %r", raw[:200])
+            await self.redis.lrem(self.claimed_key, 1, raw)
+            return None
+
+    def complete(self, raw: str, session_id: str) -> None:
+        """The job is done: dropped from the claimed list after the events queued so far
+        are stored; streams of the session learn whether it still runs."""
+        claimed, active = self.claimed_key, self.active_key(session_id)
+        channel = self.events.channel(session_id)
+
+        def done(pipe: Any) -> None:
+            pipe.lrem(claimed, 1, raw)
+            pipe.decr(active)
+            pipe.publish(channel, "")
+
+        self.events.after(done)
+
+    async def requeue(self, raw: str) -> None:
+        """Hand a claimed job back, first in line (a draining worker's unfinished run)."""
+        await self.events.flush()
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.lrem(self.claimed_key, 1, raw)
+        pipe.rpush(self.queue_key, raw)
+        await pipe.execute()
+
+    async def active(self, session_id: str) -> int:
+        return int(await self.redis.get(self.active_key(session_id)) or 0)
+
+    async def active_many(self, session_ids: list[str]) -> list[int]:
+        if not session_ids:
+            return []
+        raw = await self.redis.mget([self.active_key(s) for s in session_ids])
+        return [int(x or 0) for x in raw]
+
+    # ------------------------------------------------------------------ control
+    async def request(self, message: Mapping[str, str]) -> bool:
+        """Publish a control message; True when the process running its session
+        applied it within ``control_timeout``."""
+        rid = secrets.token_hex(8)
+        reply = f"{self.prefix}:reply:{rid}"
+        await self.redis.publish(self._control, json.dumps({**message, "reply": reply}))
+        got = await self.redis.blpop([reply], timeout=self.config.control_timeout)
+        return got is not None
+
+    async def _on_control_message(self, payload: str) -> None:
+        try:
+            message = json.loads(payload)
+            handled = self._on_control is not None and await self._on_control(message)
+            if handled:
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.lpush(message["reply"], "ok")
+                pipe.expire(message["reply"], 60)
+                await pipe.execute()
+        except Exception as exc:
+            log.warning("control message not applied: %s", exc)
+
+    # ------------------------------------------------------------------ fan-out
+    async def _listen(self) -> None:
+        while True:
+            try:
+                async for msg in self._pubsub.listen():
+                    kind, channel = msg["type"], msg["channel"]
+                    if kind == "message":
+                        if channel == self._control:
+                            asyncio.get_running_loop().create_task(
+                                self._on_control_message(msg["data"])
+                            )
+                        for queue in self._subs.get(channel, ()):
+                            queue.put_nowait(msg["data"])
+                    elif kind == "subscribe" and channel in self._acks:
+                        self._acks.pop(channel).set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # connection lost: redis-py resubscribes on reconnect
+                log.warning("cluster pub/sub: %s; reconnecting", exc)
+                await asyncio.sleep(0.5)
+
+    async def _subscribe(self, channel: str) -> asyncio.Queue[str]:
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        subs = self._subs.get(channel)
+        if subs is not None:
+            subs.add(queue)
+            return queue
+        self._subs[channel] = {queue}
+        ack = self._acks[channel] = asyncio.Event()
+        await self._pubsub.subscribe(channel)
+        # events published before the subscription took effect are read from the stream
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ack.wait(), 5)
+        return queue
+
+    async def _unsubscribe(self, channel: str, queue: asyncio.Queue[str]) -> None:
+        subs = self._subs.get(channel)
+        if subs is None:
+            return
+        subs.discard(queue)
+        if not subs:
+            del self._subs[channel]
+            self._acks.pop(channel, None)
+            with contextlib.suppress(Exception):
+                await self._pubsub.unsubscribe(channel)
+
+    async def follow(
+        self, session_id: str, after: int, keepalive: float
+    ) -> AsyncIterator[Event | None]:
+        """The session's events numbered above ``after``, wherever it runs, until it has
+        no unfinished job; ``None`` after ``keepalive`` idle seconds."""
+        channel = self.events.channel(session_id)
+        queue = await self._subscribe(channel)
+        try:
+            last, check, idle = after, True, 0.0
+            for event in await self.events.read(session_id, last):
+                yield event
+                last = event.id
+            while True:
+                if check:
+                    check = False
+                    if not await self.active(session_id):
+                        for event in await self.events.read(session_id, last):
+                            yield event
+                        return
+                try:
+                    payload = await asyncio.wait_for(queue.get(), self.config.poll)
+                except TimeoutError:
+                    check, idle = True, idle + self.config.poll
+                    if idle >= keepalive:
+                        idle = 0.0
+                        yield None
+                    continue
+                idle = 0.0
+                if not payload:  # a job of the session ended
+                    check = True
+                    continue
+                for event in parse_published(payload):
+                    if event.id <= last:
+                        continue
+                    if event.id > last + 1:  # missed while subscribing: from the stream
+                        for missed in await self.events.read(session_id, last, event.id - 1):
+                            yield missed
+                    yield event
+                    last = event.id
+        finally:
+            await self._unsubscribe(channel, queue)
