@@ -1,215 +1,161 @@
-"""``loopwright run --batch prompts.jsonl --concurrency N``: many prompts, one agent.
+"""Batches from the command line: ``loopwright batch`` and its alias ``loopwright run
+--batch`` both end here, in :func:`batch_main`, which runs :mod:`loopwright.batch` (the one
+batch implementation) on the agent the command line describes.
 
-Each input line is a JSON string (the prompt) or an object ``{"prompt": ..., "id": ...}``
-(``id`` is optional and echoed back). Runs execute concurrently in one event loop, at most
-N at a time. stdout gets one JSON line per finished run, in completion order::
+Each input line is a JSON string (the prompt) or an object ``{"prompt": ..., "id": ...,
+"limits": {...}}``. Results go to ``--out FILE`` (resumable: tasks it already records are
+not run again) or stdout, one JSON line per task, in completion order::
 
-    {"index": 3, "id": "q4", "answer": "...", "stop_reason": "final_answer",
-     "exit_code": 0, "turns": 2, "usage": {...}, "session_id": "...", "detail": ""}
+    {"task": "q4", "index": 3, "id": "q4", "answer": "...", "stop_reason": "final_answer",
+     "turns": 2, "usage": {...}, "session_id": "...", "detail": "", "attempts": 1}
 
-A run that fails with an exception gets ``"stop_reason": "internal_error"`` and an
-``"error"``; the batch goes on. stderr shows progress: done/total, rate, errors (runs that
-did not end with a final answer) and cost so far; on a terminal one line redrawn in
-place, otherwise a line at most every ``interval`` seconds and a last one at the end.
-The command exits 0 when every run ended with a final answer, else with the exit code of
-the first (in input order) run that did not (see ``loopwright run --help``).
+stderr shows progress: done/total, rate, errors, retries and cost so far. The command
+exits 0 when every task run now ended with a final answer, else with the exit code of the
+first (in input order) that did not (see ``loopwright run --help``). See docs/batch.md.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
+from loopwright.batch import (
+    INTERNAL_ERROR,
+    WORKER_LOST,
+    AgentSource,
+    BatchConfig,
+    BatchSummary,
+    Engine,
+    LocalEngine,
+    RayEngine,
+    read_tasks,
+    run_batch,
+)
+from loopwright.batch.tasks import with_limits
+from loopwright.cli import exit_codes
 from loopwright.cli.agents import ConfirmHandler, build_agent
-from loopwright.cli.exit_codes import INTERNAL_ERROR, exit_code
 from loopwright.cli.observe import instrument
-from loopwright.cli.output import CliError
+from loopwright.cli.output import CliError, say
 from loopwright.cli.recipe import AgentRecipe
-from loopwright.core.errors import UserError
-from loopwright.core.run import RunResult, RunStop
-from loopwright.core.text import to_json
+from loopwright.core.run import RunStop
 from loopwright.loop import Agent
 
-MAX_LINE_BYTES = 4_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class BatchItem:
-    index: int
-    prompt: str
-    id: str | int | None = None
-
-
-def read_batch(path: Path) -> list[BatchItem]:
-    """Parse a prompts file; bad lines raise :class:`UserError` naming the line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"--batch {path}: cannot read it as UTF-8 text ({exc})") from None
-    items: list[BatchItem] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"--batch {path}:{number}"
-        if len(line) > MAX_LINE_BYTES:
-            raise UserError(f"{where}: the line is longer than {MAX_LINE_BYTES} bytes")
-        try:
-            data = json.loads(line)
-        except ValueError:
-            raise UserError(
-                f'{where}: not JSON; write one JSON string or {{"prompt": ...}} per line'
-            ) from None
-        prompt, ident = _prompt_of(data, where)
-        items.append(BatchItem(len(items), prompt, ident))
-    if not items:
-        raise UserError(f"--batch {path}: no prompts in the file")
-    return items
-
-
-def _prompt_of(data: object, where: str) -> tuple[str, str | int | None]:
-    ident: str | int | None = None
-    if isinstance(data, dict):
-        ident = data.get("id")
-        if ident is not None and not isinstance(ident, (str, int)):
-            raise UserError(f"{where}: 'id' must be a string or an integer")
-        data = data.get("prompt")
-    if not isinstance(data, str) or not data.strip() or "\x00" in data:
-        raise UserError(f"{where}: needs a non-empty text prompt")
-    return data, ident
-
-
-@dataclass(slots=True)
-class Progress:
-    """Counts and the progress line (written to ``stream``)."""
-
-    total: int
-    stream: IO[str]
-    interval: float = 1.0
-    done: int = 0
-    errors: int = 0
-    cost: float = 0.0
-    started: float = field(default_factory=time.monotonic)
-    _last: float = float("-inf")  # the first result always draws a line
-
-    def add(self, ok: bool, cost: float) -> None:
-        self.done += 1
-        self.errors += 0 if ok else 1
-        self.cost += cost
-        now = time.monotonic()
-        if self.done == self.total or now - self._last >= self.interval or self._tty():
-            self._last = now
-            self.draw(final=self.done == self.total)
-
-    def line(self) -> str:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        rate = self.done / elapsed
-        width = 20
-        filled = int(width * self.done / self.total)
-        bar = "#" * filled + "." * (width - filled)
-        left = (self.total - self.done) / rate if rate > 0 else 0.0
-        return (
-            f"batch {self.done}/{self.total} [{bar}] {rate:.1f}/s errors {self.errors} "
-            f"cost ${self.cost:.4f} elapsed {elapsed:.1f}s eta {left:.0f}s"
-        )
-
-    def draw(self, final: bool = False) -> None:
-        if self._tty():
-            self.stream.write("\r" + self.line() + ("\n" if final else ""))
-        else:
-            self.stream.write(self.line() + "\n")
-        self.stream.flush()
-
-    def _tty(self) -> bool:
-        isatty = getattr(self.stream, "isatty", None)
-        return bool(isatty and isatty())
-
-
-def result_line(item: BatchItem, result: RunResult) -> dict[str, Any]:
-    return {
-        "index": item.index,
-        "id": item.id,
-        "answer": result.answer,
-        "stop_reason": result.stop.value,
-        "exit_code": exit_code(result.stop),
-        "turns": result.turns,
-        "usage": result.usage.to_dict(),
-        "session_id": result.session_id,
-        "detail": result.detail,
-    }
-
-
-def error_line(item: BatchItem, exc: BaseException) -> dict[str, Any]:
-    return {
-        "index": item.index,
-        "id": item.id,
-        "answer": "",
-        "stop_reason": "internal_error",
-        "exit_code": INTERNAL_ERROR,
-        "error": f"{type(exc).__name__}: {exc}",
-    }
-
-
-async def run_batch(
-    agent: Agent,
-    items: list[BatchItem],
-    concurrency: int,
-    out: IO[str],
-    progress: Progress,
-) -> list[int]:
-    """Run every item; write result lines to ``out``. Returns each run's exit code, in
-    input order."""
-    gate = asyncio.Semaphore(max(1, concurrency))
-    codes = [0] * len(items)
-
-    async def one(item: BatchItem) -> None:
-        async with gate:
-            try:
-                result = await agent.arun(item.prompt)
-            except Exception as exc:  # one failing run must not end the batch
-                line, ok, cost = error_line(item, exc), False, 0.0
-            else:
-                line = result_line(item, result)
-                ok, cost = result.stop is RunStop.FINAL_ANSWER, result.usage.cost
-        codes[item.index] = int(line["exit_code"])
-        out.write(to_json(line, default=str) + "\n")
-        out.flush()
-        progress.add(ok, cost)
-
-    await asyncio.gather(*(one(item) for item in items))
-    return codes
+ENGINES = ("local", "ray")
 
 
 @dataclass(frozen=True, slots=True)
 class BatchOptions:
-    """``--batch FILE --concurrency N`` with the run's tracing flags."""
+    """What the command line asked of a batch (the agent itself is the recipe)."""
 
     path: Path
     concurrency: int
     trace_dir: Path | None = None
     otel: bool = False
+    engine: str = "local"
+    address: str | None = None
+    out: Path | None = None
+    retries: int = 2
+    retry_on: tuple[str, ...] = ()
+    strategy: str | None = None
+    chunk_size: int = 8
+    cost_budget: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFactory:
+    """Builds the command line's agent; picklable, so Ray workers build their own.
+
+    ``cwd`` is the driver's working directory: ``--agent``/``--tools MODULE:ATTR``
+    references import from there (as they do for ``loopwright run``), wherever the
+    worker runs. The recipe's file paths (``--root``, ``--db``, ``--outbox``) are
+    absolute paths on the machine that runs the task. ``limits`` are the limit flags
+    given (``--max-turns``, ``--token-budget``, ``--timeout``, ``--cost-budget``): in a
+    batch they bound every prompt's run, an ``--agent``'s too."""
+
+    recipe: AgentRecipe
+    confirm: ConfirmHandler | None
+    cwd: str
+    limits: tuple[tuple[str, int | float], ...] = ()
+
+    def __call__(self) -> Agent:
+        if self.cwd not in sys.path:
+            sys.path.insert(0, self.cwd)
+        agent = build_agent(self.recipe, self.confirm)
+        if not self.limits:
+            return agent
+        limits = replace(agent.config.limits, **dict(self.limits))  # type: ignore[arg-type]
+        return with_limits(agent, limits)
+
+
+def limit_flags(
+    recipe: AgentRecipe, cost_budget: float | None
+) -> tuple[tuple[str, int | float], ...]:
+    """The limits given on the command line, as ``(Limits field, value)`` pairs."""
+    given = {
+        "max_turns": recipe.max_turns,
+        "token_budget": recipe.token_budget,
+        "timeout": recipe.timeout,
+        "cost_budget": cost_budget,
+    }
+    return tuple((name, value) for name, value in given.items() if value is not None)
 
 
 def batch_main(
     prompt: str | None, recipe: AgentRecipe, confirm: ConfirmHandler, options: BatchOptions
 ) -> int:
-    """``loopwright run --batch``: build the agent as ``run`` does, run every prompt and
-    return the exit code (see the module docstring). Bad input raises a CliError (exit 2)."""
+    """Run the batch ``options`` describe on the agent of ``recipe`` and return the exit
+    code (see the module docstring). Bad input raises a CliError/UserError (exit 2)."""
     if prompt is not None:
         raise CliError("give either PROMPT or --batch FILE, not both")
-    items = read_batch(options.path)
+    tasks = read_tasks(options.path)
+    factory = AgentFactory(
+        recipe, confirm, str(Path.cwd()), limit_flags(recipe, options.cost_budget)
+    )
+    # built here first in every case: a bad model, tool or --agent is a usage error now,
+    # not a failure of every task on every worker
+    agent = factory()
+    config = BatchConfig(
+        concurrency=options.concurrency,
+        retries=options.retries,
+        retry_on=frozenset(options.retry_on),
+        strategy=options.strategy,
+    )
     closers: list[Callable[[], object]] = []
-    agent = build_agent(recipe, confirm)
-    agent = instrument(agent, options.trace_dir, options.otel, closers=closers)
-    progress = Progress(len(items), sys.stderr)
+    engine: Engine
+    source: AgentSource
+    if options.engine == "ray":
+        if options.trace_dir is not None or options.otel:
+            raise CliError(
+                "--trace/--otel record runs in this process only; use --engine local, or "
+                "record inside your --agent factory"
+            )
+        engine, source = RayEngine(options.address, chunk_size=options.chunk_size), factory
+    else:
+        engine = LocalEngine()
+        source = instrument(agent, options.trace_dir, options.otel, closers=closers)
+    out: Path | IO[str] = options.out if options.out is not None else sys.stdout
     try:
-        codes = asyncio.run(run_batch(agent, items, options.concurrency, sys.stdout, progress))
+        summary = run_batch(source, tasks, out, engine=engine, config=config, progress=sys.stderr)
     finally:
         for close in closers:
             close()
-    return next((code for code in codes if code != 0), 0)
+    if summary.skipped:
+        say(
+            f"batch: {summary.skipped} of {summary.total} tasks were already recorded in "
+            f"{options.out}; ran the other {summary.total - summary.skipped}",
+            err=True,
+        )
+    return summary_code(summary)
+
+
+def summary_code(summary: BatchSummary) -> int:
+    """0 when every task run answered, else the code of the first that did not."""
+    if not summary.failures:
+        return 0
+    stop = summary.failures[0]
+    if stop in (INTERNAL_ERROR, WORKER_LOST):
+        return exit_codes.INTERNAL_ERROR
+    return exit_codes.exit_code(RunStop(stop))

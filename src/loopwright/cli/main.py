@@ -24,6 +24,7 @@ import click
 
 from loopwright import __version__
 from loopwright.cli import (
+    batch_cmd,
     chat,
     graph_cmd,
     mcp_cmd,
@@ -153,6 +154,7 @@ Examples:
   loopwright tools
   loopwright prompt list
   loopwright trace list
+  loopwright batch prompts.jsonl --engine ray --out results.jsonl
 
 Run `loopwright COMMAND --help` for a command's options, examples and exit codes.
 """
@@ -187,6 +189,7 @@ for _module in (
     graph_cmd,
     mcp_cmd,
     serve_cmd,
+    batch_cmd,
 ):
     for _command in _module.COMMANDS:
         main.add_command(_command)

@@ -1,0 +1,213 @@
+"""The batch driver on the local engine: bounded concurrency, retries, exactly-once
+results, resuming a results file, the progress line."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from loopwright import Agent, FunctionModel, Hooks, Reply, Usage
+from loopwright.batch import (
+    BatchConfig,
+    BatchTask,
+    LocalEngine,
+    Progress,
+    TaskOutcome,
+    WorkLost,
+    make_tasks,
+    run_batch,
+)
+from loopwright.core.events import RunEvent
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _records(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _echo(calls: list[str] | None = None) -> Agent:
+    def reply(messages, request):  # type: ignore[no-untyped-def]
+        if calls is not None:
+            calls.append(messages[-1].text)
+        return Reply("ok " + messages[-1].text, usage=Usage(1, 1, cost=0.5))
+
+    return Agent(FunctionModel(reply))
+
+
+def test_at_most_n_runs_at_a_time() -> None:
+    state = {"now": 0, "peak": 0}
+
+    async def reply(messages, request):  # type: ignore[no-untyped-def]
+        state["now"] += 1
+        state["peak"] = max(state["peak"], state["now"])
+        await asyncio.sleep(0.01)
+        state["now"] -= 1
+        return "ok " + messages[-1].text
+
+    out = io.StringIO()
+    tasks = make_tasks([f"p{i}" for i in range(12)])
+    summary = run_batch(Agent(FunctionModel(reply)), tasks, out, config=BatchConfig(concurrency=3))
+    assert state["peak"] == 3
+    assert summary.ok and summary.done == 12
+    lines = _records(out.getvalue())
+    assert sorted(x["answer"] for x in lines) == sorted(f"ok p{i}" for i in range(12))
+    assert {x["attempts"] for x in lines} == {1}
+
+
+def test_a_run_that_raises_is_retried_and_recorded_once() -> None:
+    raised: set[str] = set()
+
+    def hook(event: RunEvent) -> None:  # raises inside the run, once per prompt "bad"
+        if "bad" not in raised:
+            raised.add("bad")
+            raise RuntimeError("the subscriber fell over")
+
+    agent = Agent(FunctionModel(lambda m, r: "fine"), hooks=Hooks(on_event=hook))
+    out = io.StringIO()
+    summary = run_batch(agent, make_tasks(["bad"]), out, config=BatchConfig(retry_delay=0))
+    (line,) = _records(out.getvalue())
+    assert line["answer"] == "fine" and line["attempts"] == 2
+    assert summary.retries == 1 and summary.ok
+
+
+def test_a_run_that_keeps_raising_is_recorded_as_internal_error() -> None:
+    def hook(event: RunEvent) -> None:
+        raise RuntimeError("always")
+
+    agent = Agent(FunctionModel(lambda m, r: "x"), hooks=Hooks(on_event=hook))
+    out = io.StringIO()
+    config = BatchConfig(retries=1, retry_delay=0)
+    summary = run_batch(agent, make_tasks(["a"]), out, config=config)
+    (line,) = _records(out.getvalue())
+    assert line["stop_reason"] == "internal_error" and line["attempts"] == 2
+    assert "RuntimeError: always" in line["error"]
+    assert summary.failures == ("internal_error",)
+
+
+def test_stop_reasons_are_final_unless_listed_in_retry_on() -> None:
+    from loopwright.core.errors import BadRequest
+
+    seen: list[str] = []
+
+    def reply(messages, request):  # type: ignore[no-untyped-def]
+        seen.append("call")
+        return BadRequest("no") if len(seen) == 1 else "second time lucky"
+
+    out = io.StringIO()
+    run_batch(Agent(FunctionModel(reply)), make_tasks(["q"]), out, config=BatchConfig())
+    assert _records(out.getvalue())[0]["stop_reason"] == "model_error"
+    seen.clear()
+    out = io.StringIO()
+    config = BatchConfig(retry_on=frozenset({"model_error"}), retry_delay=0)
+    run_batch(Agent(FunctionModel(reply)), make_tasks(["q"]), out, config=config)
+    (line,) = _records(out.getvalue())
+    assert line["answer"] == "second time lucky" and line["attempts"] == 2
+
+
+class _Redelivering(LocalEngine):
+    """An engine that hands every outcome back twice, and loses the first chunk it is
+    given after running it (as when a worker dies after its runs finished)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost_once = False
+
+    async def run(self, tasks: Sequence[BatchTask]) -> Sequence[TaskOutcome]:
+        outcomes = await super().run(tasks)
+        if not self.lost_once:
+            self.lost_once = True
+            raise WorkLost("the worker died after running its chunk")
+        return [*outcomes, *outcomes]
+
+
+def test_a_task_executed_again_still_gives_one_result_line() -> None:
+    calls: list[str] = []
+    out = io.StringIO()
+    config = BatchConfig(concurrency=2, retry_delay=0)
+    summary = run_batch(
+        _echo(calls), make_tasks(["a", "b", "c"]), out, engine=_Redelivering(), config=config
+    )
+    lines = _records(out.getvalue())
+    assert sorted(x["task"] for x in lines) == ["#0", "#1", "#2"]  # one line each
+    assert len(calls) == 4  # the lost task ran twice
+    assert summary.retries == 1 and summary.done == 3
+
+
+def test_a_resumed_results_file_runs_only_what_it_lacks(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    tasks = make_tasks(["a", {"prompt": "b", "id": "bee"}, "c"])
+    results.write_text('{"task": "bee", "answer": "from before"}\n{"task": "#2", "ans')
+    calls: list[str] = []
+    summary = run_batch(_echo(calls), tasks, results)
+    assert sorted(calls) == ["a", "c"]
+    assert (summary.total, summary.skipped, summary.done) == (3, 1, 2)
+    assert sorted(x["task"] for x in _records(results.read_text())) == ["#0", "#2", "bee"]
+    calls.clear()
+    summary = run_batch(_echo(calls), tasks, results)
+    assert calls == [] and summary.skipped == 3
+
+
+def test_per_task_limits_are_laid_over_the_batch_limits() -> None:
+    from loopwright import tool, tool_call
+    from loopwright.loop import Limits
+
+    @tool
+    def ping() -> str:
+        """Pong."""
+        return "pong"
+
+    agent = Agent(
+        FunctionModel(lambda m, r: Reply([tool_call("ping", {})], usage=Usage(1, 1, cost=1.0))),
+        [ping],
+    )
+    tasks = make_tasks(
+        [
+            {"prompt": "a", "id": "turns", "limits": {"max_turns": 2}},
+            {"prompt": "b", "id": "cost", "limits": {"cost_budget": 2.5}},
+            {"prompt": "c", "id": "batch"},
+        ]
+    )
+    out = io.StringIO()
+    config = BatchConfig(limits=Limits(max_turns=5, repeat_limit=None))
+    run_batch(agent, tasks, out, config=config)
+    by_task = {x["task"]: x for x in _records(out.getvalue())}
+    assert (by_task["turns"]["stop_reason"], by_task["turns"]["turns"]) == ("max_turns", 2)
+    assert by_task["cost"]["stop_reason"] == "cost_budget" and by_task["cost"]["turns"] == 3
+    assert (by_task["batch"]["stop_reason"], by_task["batch"]["turns"]) == ("max_turns", 5)
+
+
+def test_progress_redraws_one_line_on_a_terminal() -> None:
+    stream = _Tty()
+    progress = Progress(2, stream)
+    progress.add(True, 0.25)
+    progress.retried()
+    progress.add(False, 0.5)
+    text = stream.getvalue()
+    assert text.count("\r") == 2 and text.endswith("\n") and text.count("\n") == 1
+    assert "batch 2/2" in text and "errors 1" in text and "retries 1" in text
+    assert "cost $0.7500" in text
+
+
+def test_progress_without_a_terminal_is_rate_limited() -> None:
+    stream = io.StringIO()
+    progress = Progress(1000, stream, interval=3600)
+    for _ in range(999):
+        progress.add(True, 0.0)
+    assert stream.getvalue().count("\n") == 1  # the first line only
+    progress.add(True, 0.0)
+    assert stream.getvalue().splitlines()[-1].startswith("batch 1000/1000")
+
+
+def test_the_batch_progress_counts_the_cost_of_every_attempt() -> None:
+    stream = io.StringIO()
+    summary = run_batch(_echo(), make_tasks(["a", "b"]), io.StringIO(), progress=stream)
+    assert summary.cost == 1.0
+    assert stream.getvalue().splitlines()[-1].startswith("batch 2/2 [####################]")
+    assert "cost $1.0000" in stream.getvalue()
