@@ -13,6 +13,15 @@ from loopwright import Agent, FunctionModel, ScriptedModel, tool
 from loopwright.cli.main import main
 
 
+@pytest.fixture(autouse=True)
+def isolated_cli_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a plan-and-execute run is a stored session: its own store and session key here
+    monkeypatch.setenv("LOOPWRIGHT_STORE_URL", f"sqlite://{tmp_path / 'sessions.db'}")
+    monkeypatch.delenv("LOOPWRIGHT_STORE", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("LOOPWRIGHT_SESSION_KEY_FILE", raising=False)
+
+
 def sc_agent() -> Agent:
     answers = iter(["Answer: 42", "Answer: 41", "Answer: 42", "Answer: 42", "Answer: 40"])
     return Agent(FunctionModel(lambda messages, request: next(answers)))
@@ -89,7 +98,6 @@ def test_an_escalated_plan_is_stored_and_the_hint_says_how_to_continue(
     from loopwright.store import SQLiteStore
     from loopwright.strategies import PlanCheckpoints
 
-    monkeypatch.setenv("LOOPWRIGHT_STORE_URL", f"sqlite://{tmp_path / 'sessions.db'}")
     step = {"step_id": 1, "description": "call", "tool_name": "broken",
             "tool_input": {"text": "x"}, "depends_on": []}  # fmt: skip
     escalate = {
@@ -103,6 +111,7 @@ def test_an_escalated_plan_is_stored_and_the_hint_says_how_to_continue(
     )
     assert result.exit_code == 17, result.output
     data = json.loads(result.stdout)
-    assert data["stop_reason"] == "awaiting_confirmation" and "PlanCheckpoints" in data["hint"]
+    assert data["stop_reason"] == "awaiting_confirmation"
+    assert f"loopwright resume {data['session_id']}" in data["hint"]
     saved = PlanCheckpoints(SQLiteStore(tmp_path / "sessions.db"), data["session_id"]).load()
     assert saved["results"] and saved["request"] == "go"

@@ -28,7 +28,7 @@ import os
 import secrets
 import stat
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Final
 
@@ -50,6 +50,9 @@ class AgentRecipe:
     (a Tool, a list of tools or a registry). ``agent`` is ``MODULE:ATTR`` of an ``Agent``
     or of a zero-argument factory returning one (then the other fields are unused).
     ``root``/``database``/``outbox`` are absolute paths for the built-in tools.
+    ``strategy`` names the reasoning strategy a ``run --strategy`` session answers with
+    and ``strategy_settings`` the settings it was built with (numbers and flags), so
+    ``resume`` rebuilds the same strategy (docs/strategies.md).
     """
 
     model: str | None = None
@@ -63,6 +66,8 @@ class AgentRecipe:
     max_turns: int | None = None
     token_budget: int | None = None
     timeout: float | None = None
+    strategy: str | None = None
+    strategy_settings: Mapping[str, int | float | bool] = field(default_factory=dict)
 
     def updated(self, fields: Mapping[str, object]) -> AgentRecipe:
         """This recipe with ``fields`` (given on a command line) in place of its own; an
@@ -75,6 +80,7 @@ class AgentRecipe:
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["tools"] = list(self.tools)
+        data["strategy_settings"] = dict(self.strategy_settings)
         return data
 
     @classmethod
@@ -92,7 +98,7 @@ class AgentRecipe:
 
 
 _TEXT_FIELDS: Final = frozenset(
-    {"model", "base_url", "system", "agent", "root", "database", "outbox"}
+    {"model", "base_url", "system", "agent", "root", "database", "outbox", "strategy"}
 )
 _INT_FIELDS: Final = frozenset({"max_turns", "token_budget"})
 
@@ -112,10 +118,20 @@ def _checked(name: str, value: object) -> object:
         and all(isinstance(t, str) for t in value)
     ):
         return tuple(value)
-    expected = {"tools": "a list of strings", "timeout": "a number"}.get(
-        name, "an integer" if name in _INT_FIELDS else "a string"
-    )
+    if name == "strategy_settings" and _is_settings(value):
+        return dict(value)  # type: ignore[call-overload]
+    expected = {
+        "tools": "a list of strings",
+        "timeout": "a number",
+        "strategy_settings": "an object of numbers and flags",
+    }.get(name, "an integer" if name in _INT_FIELDS else "a string")
     raise RecipeError(f"field {name!r} must be {expected}, got {type(value).__name__}")
+
+
+def _is_settings(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, int | float | bool) for k, v in value.items()
+    )
 
 
 # ------------------------------------------------------------------ the key

@@ -19,8 +19,11 @@ from loopwright.cli.options import (
 from loopwright.cli.output import CliError
 from loopwright.cli.results import print_result
 from loopwright.cli.stored import session_recipe
+from loopwright.cli.strategy_run import is_strategy_session, report, resume_strategy
+from loopwright.core.run import RunResult
 from loopwright.durable import Durable
 from loopwright.store import open_store
+from loopwright.strategies.runtime import StrategyResult
 
 RESUME_HELP = """Continue stored session SESSION: approve or deny its pending calls, or
 recover a run whose process died.
@@ -33,6 +36,11 @@ Examples:
   loopwright resume s-1a2b3c --deny-call call-2="wrong recipient"
   loopwright resume s-1a2b3c --break-lock             take over from a dead process
   loopwright resume s-1a2b3c --approve --json
+  loopwright resume s-4d5e6f --guidance "use the 2025 figures"   a paused plan
+
+A `run --strategy plan_execute` session (paused by its reflector, or whose process
+died) continues from its last checkpoint without running finished steps again;
+--guidance has the planner revise the plan first (docs/strategies.md).
 
 The agent is rebuilt from the session's sealed setup (what was given on the command
 line when it started, sealed with this user's key). A setup changed in the store, or
@@ -77,6 +85,12 @@ def _denials(deny_calls: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--break-lock", is_flag=True, help="Take over a session whose runner died (stale lock)."
 )
+@click.option(
+    "--guidance",
+    default=None,
+    metavar="TEXT",
+    help="For a paused strategy run: instructions the planner revises the plan with.",
+)
 @agent_ref_option
 @agent_options
 @store_options
@@ -90,6 +104,7 @@ def resume(
     deny: str | None,
     deny_calls: tuple[str, ...],
     break_lock: bool,
+    guidance: str | None,
     store_kind: str | None,
     store_url: str | None,
     as_json: bool,
@@ -112,11 +127,28 @@ def resume(
             confirm_handler(False, False, interactive),
             confirm_tainted=tainted_handler(interactive),
         )
-        result = Durable(agent, store).resume(
-            session_id, approve=approval, deny=per_call or deny, break_lock=break_lock
-        )
+        stored = store.load(session_id)
+        result: RunResult | StrategyResult
+        if is_strategy_session(stored):  # cli/strategy_run.py
+            if per_call or deny or approve_calls:
+                raise CliError(
+                    f"session {session_id!r} is a strategy run: it has no pending calls to "
+                    "approve or deny; continue it as it is, or with --guidance TEXT"
+                )
+            result = resume_strategy(agent, recipe, store, stored, guidance)
+        elif guidance is not None:
+            raise CliError(
+                f"--guidance applies to a paused strategy run; session {session_id!r} is an "
+                "agent run (approve or deny its calls instead)"
+            )
+        else:
+            result = Durable(agent, store).resume(
+                session_id, approve=approval, deny=per_call or deny, break_lock=break_lock
+            )
     finally:
         store.close()
+    if isinstance(result, StrategyResult):
+        ctx.exit(exit_code(report(result, as_json=as_json)))
     print_result(result, as_json=as_json)
     ctx.exit(exit_code(result.stop))
 

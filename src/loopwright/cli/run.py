@@ -183,7 +183,8 @@ def run_command(
     if stream:
         agent = observed(agent, StreamRenderer(sys.stderr if as_json else sys.stdout))
     if strategy is not None:  # cli/strategy_run.py
-        ctx.exit(exit_code(run_strategy(strategy, agent, text, as_json=as_json, streamed=stream)))
+        stop = run_strategy(strategy, agent, text, recipe, as_json=as_json, streamed=stream)
+        ctx.exit(exit_code(stop))
     if may_pause(agent, yes, deny, interactive):
         store = open_store()
         try:

@@ -1,39 +1,113 @@
 """``loopwright run --strategy NAME``: run a reasoning strategy over the agent the other
-options describe, and print its result like an agent run's (docs/strategies.md).
+options describe, and print its result like an agent run's (docs/strategies.md); and
+``loopwright resume`` of such a run.
 
-A plan-and-execute run that escalates pauses: its progress is stored in the session
-store under the run's session id, and the hint says how to continue it from Python
-(``loopwright resume`` does not continue strategy runs).
+A resumable strategy (plan-and-execute) runs as a stored session: its progress is
+checkpointed after the plan and after every batch of steps, next to the sealed recipe of
+the agent -- which records the strategy and its settings. A run that escalates pauses
+(``awaiting_confirmation``); a run whose process died stays unfinished. Either way
+``loopwright resume SESSION`` rebuilds the agent and the strategy in a new process and
+continues from the last checkpoint without running finished steps again (with
+``--guidance TEXT`` the planner revises the plan first).
 """
 
 from __future__ import annotations
 
-from loopwright.cli.output import emit_json, say
+from collections.abc import Mapping
+from dataclasses import replace
+
+from loopwright.cli.output import CliError, emit_json, say
+from loopwright.cli.recipe import AgentRecipe
 from loopwright.cli.results import print_result, result_json
-from loopwright.core.run import RunStop
+from loopwright.cli.stored import metadata_for
+from loopwright.core.messages import JSONValue
+from loopwright.core.run import RunState, RunStop, new_session_id
 from loopwright.loop import Agent
-from loopwright.store import open_store
-from loopwright.strategies.catalog import for_agent
+from loopwright.store import CheckpointStore, open_store
+from loopwright.strategies.catalog import RESUMABLE, for_agent, settings_for
 from loopwright.strategies.memory import PlanCheckpoints
+from loopwright.strategies.plan_execute import PlanAndExecute
+from loopwright.strategies.runtime import StrategyResult
 
 
-def run_strategy(name: str, agent: Agent, prompt: str, *, as_json: bool, streamed: bool) -> RunStop:
-    """Run strategy ``name`` on ``prompt``; its events reach the agent's subscribers."""
-    outcome = for_agent(name, agent).run(prompt, on_event=agent.config.hooks.on_event)
+def run_strategy(
+    name: str,
+    agent: Agent,
+    prompt: str,
+    recipe: AgentRecipe,
+    *,
+    as_json: bool,
+    streamed: bool,
+) -> RunStop:
+    """Run strategy ``name`` on ``prompt``; its events reach the agent's subscribers. A
+    resumable strategy is checkpointed to the session store as it goes."""
+    settings = settings_for(name, recipe.strategy_settings or None)
+    if name not in RESUMABLE:
+        strategy = for_agent(name, agent, settings)
+        outcome = strategy.run(prompt, on_event=agent.config.hooks.on_event)
+        return report(outcome, as_json=as_json, streamed=streamed)
+    recorded = replace(recipe, strategy=name, strategy_settings=settings)
+    store = open_store()
+    try:
+        checkpoints = PlanCheckpoints(store, new_session_id(), metadata=metadata_for(recorded))
+        strategy = for_agent(name, agent, settings, on_progress=checkpoints)
+        outcome = strategy.run(
+            prompt, on_event=agent.config.hooks.on_event, session_id=checkpoints.session_id
+        )
+        checkpoints.finish(outcome.stop, outcome.detail)
+    finally:
+        store.close()
+    return report(outcome, as_json=as_json, streamed=streamed)
+
+
+def is_strategy_session(state: RunState) -> bool:
+    """Whether a stored session is a strategy run's (its progress is in the metadata)."""
+    return PlanCheckpoints.KEY in state.metadata
+
+
+def resume_strategy(
+    agent: Agent,
+    recipe: AgentRecipe,
+    store: CheckpointStore,
+    state: RunState,
+    guidance: str | None,
+) -> StrategyResult:
+    """Continue the strategy session ``state`` (see the module docstring)."""
+    name = recipe.strategy or PlanAndExecute.name
+    if state.stop is not None and state.stop is not RunStop.AWAITING_CONFIRMATION:
+        raise CliError(
+            f"session {state.session_id!r} is a {name} run that already ended "
+            f"({state.stop.value}); start a new run instead"
+        )
+    kept: Mapping[str, JSONValue] = {
+        k: v for k, v in state.metadata.items() if k != PlanCheckpoints.KEY
+    }
+    checkpoints = PlanCheckpoints(store, state.session_id, metadata=kept)
+    progress = checkpoints.load()
+    settings = settings_for(name, recipe.strategy_settings or None)
+    strategy = for_agent(name, agent, settings, on_progress=checkpoints)
+    assert isinstance(strategy, PlanAndExecute)  # the one resumable strategy (RESUMABLE)
+    outcome = strategy.resume(
+        progress,
+        guidance,
+        on_event=agent.config.hooks.on_event,
+        session_id=state.session_id,
+    )
+    checkpoints.finish(outcome.stop, outcome.detail)
+    return outcome
+
+
+def report(outcome: StrategyResult, *, as_json: bool, streamed: bool = False) -> RunStop:
+    """Print a strategy run's result (and how to continue it when it paused)."""
     result = outcome.run_result()
     if outcome.state is None:
         print_result(result, as_json=as_json, streamed=streamed)
         return outcome.stop
-    store = open_store()
-    try:
-        PlanCheckpoints(store, outcome.session_id)(outcome.state)
-    finally:
-        store.close()
     sid = outcome.session_id
     hint = (
-        f"the {name} run paused ({outcome.detail}); its progress is stored as session {sid}: "
-        f"continue it from Python with `await PlanAndExecute(...).aresume("
-        f"PlanCheckpoints(open_store(), {sid!r}).load())` (docs/strategies.md)"
+        f"the run paused ({outcome.detail}); its progress is stored as session {sid}: "
+        f"continue it with `loopwright resume {sid}` (add --guidance TEXT to have the "
+        "plan revised first; docs/strategies.md)"
     )
     if as_json:
         data = result_json(result)

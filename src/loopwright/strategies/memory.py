@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Mapping
 
 from loopwright.core.messages import JSONValue, Message
-from loopwright.core.run import RunState, new_session_id
+from loopwright.core.run import RunState, RunStop, new_session_id
 from loopwright.store import CheckpointStore, SessionNotFound
 
 
@@ -66,21 +66,44 @@ class PlanCheckpoints:
     run without running finished steps again.
 
     The progress is the metadata of one stored session (``session_id``, a fresh one when
-    not given); each save is a checkpoint of it, with the run's stop when it paused.
+    not given), next to ``metadata`` (kept with every save: what the command line stores
+    to rebuild the agent); each save is a checkpoint, and :meth:`finish` records how the
+    run ended (``stop`` stays unset while it runs, so a crashed run shows as unfinished).
     """
 
     KEY = "plan_execute"
 
-    def __init__(self, store: CheckpointStore, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        store: CheckpointStore,
+        session_id: str | None = None,
+        *,
+        metadata: Mapping[str, JSONValue] | None = None,
+    ) -> None:
         self.store = store
         self.session_id = session_id or new_session_id()
+        self.metadata = dict(metadata or {})
+        self._last: Mapping[str, JSONValue] = {}
 
     def __call__(self, state: Mapping[str, JSONValue]) -> None:
-        self.store.save(RunState(session_id=self.session_id, metadata={self.KEY: dict(state)}))
+        self._last = dict(state)
+        self._save(None, "")
+
+    def finish(self, stop: RunStop, detail: str = "") -> None:
+        """Record the run's end: paused (``awaiting_confirmation``), finished or stopped
+        by a limit, with the last progress saved."""
+        self._save(stop, detail)
+
+    def _save(self, stop: RunStop | None, detail: str) -> None:
+        metadata = {**self.metadata, self.KEY: dict(self._last)}
+        self.store.save(
+            RunState(session_id=self.session_id, stop=stop, detail=detail, metadata=metadata)
+        )
 
     def load(self) -> Mapping[str, JSONValue]:
         """The latest progress saved (:class:`~loopwright.store.SessionNotFound` if none)."""
         saved = self.store.load(self.session_id).metadata.get(self.KEY)
         if not isinstance(saved, dict):
             raise SessionNotFound(self.session_id, "it holds no plan-and-execute progress")
+        self._last = saved
         return saved

@@ -31,7 +31,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, TypeAlias
 
-from loopwright.core.messages import JSONValue, ToolCallPart
+from loopwright.core.events import RunStarted
+from loopwright.core.messages import JSONValue, Message, ToolCallPart
 from loopwright.core.protocols import Model
 from loopwright.loop.agent import ToolLike
 from loopwright.loop.limits import Limits
@@ -291,21 +292,24 @@ class PlanAndExecute(Strategy):
         guidance: str | None = None,
         *,
         on_event: EventSink | None = None,
+        session_id: str | None = None,
     ) -> StrategyResult:
-        """Continue a paused run from its ``state``. With ``guidance`` (a person's
-        instructions) the planner revises the plan first; without, failed steps get a
-        fresh set of retries. Finished steps are never run again."""
+        """Continue a paused (or crashed) run from its ``state``. With ``guidance`` (a
+        person's instructions) the planner revises the plan first; without, failed steps
+        get a fresh set of retries. Finished steps are never run again. ``session_id``
+        keeps the run's id (a fresh one by default)."""
         run = PlanRun.from_dict(state)
-        ctx = self._context(on_event, None)
+        ctx = self._context(on_event, session_id)
         ctx.record = run.to_dict
+        ctx.emit(RunStarted(ctx.session_id, Message.user(run.request)))
         ctx.step("resumed", guidance=guidance or "")
 
         async def work() -> Outcome:
             run.retries.clear()
             try:
-                if guidance:
+                if guidance or not run.steps:  # no plan yet: the run stopped while planning
                     run.replans = 0
-                    await self._plan(ctx, run, feedback=guidance)
+                    await self._plan(ctx, run, feedback=guidance or "")
                 else:
                     for sid in [s for s, r in run.results.items() if not r.ok]:
                         run.forget(sid)
@@ -316,6 +320,17 @@ class PlanAndExecute(Strategy):
                 return run.answer(), self._pause(ctx, run, str(exc))
 
         return await self._finish(ctx, work())
+
+    def resume(
+        self,
+        state: Mapping[str, JSONValue],
+        guidance: str | None = None,
+        *,
+        on_event: EventSink | None = None,
+        session_id: str | None = None,
+    ) -> StrategyResult:
+        """Synchronous :meth:`aresume` (``asyncio.run``)."""
+        return asyncio.run(self.aresume(state, guidance, on_event=on_event, session_id=session_id))
 
     # -- the cycle --------------------------------------------------------------------
     async def _drive(self, ctx: StrategyContext, run: PlanRun) -> Outcome:

@@ -346,12 +346,14 @@ class Strategy(ABC):
         ctx.emit(RunFinished(result.run_result()))
         return result
 
-    def run(self, prompt: str, *, on_event: EventSink | None = None) -> StrategyResult:
+    def run(
+        self, prompt: str, *, on_event: EventSink | None = None, session_id: str | None = None
+    ) -> StrategyResult:
         """Synchronous :meth:`arun` (``asyncio.run``); inside async code use ``arun``."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(prompt, on_event=on_event))
+            return asyncio.run(self.arun(prompt, on_event=on_event, session_id=session_id))
         raise UserError(
             f"{type(self).__name__}.run() was called inside a running event loop; use "
             "`await strategy.arun(...)` there"
