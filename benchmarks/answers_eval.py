@@ -23,7 +23,7 @@ model-written.
 questions were written at the same time and only run for the report.
 
 Prints one line per question, then ONE JSON line.
-Run: python benchmarks/answers_eval.py [--set dev|held_out|all]
+Run: python benchmarks/answers_eval.py [--set dev|held_out|all] [--match REGEX]
 """
 
 from __future__ import annotations
@@ -352,6 +352,7 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--set", choices=["dev", "held_out", "all"], default="all")
+    parser.add_argument("--match", default="", help="only questions matching this regex")
     args = parser.parse_args()
     base = LocalModel()
     base.load()
@@ -359,9 +360,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config = fixtures(Path(tmp))
         for name, cases in (("dev", DEV), ("held_out", HELD_OUT)):
-            if args.set in (name, "all"):
+            chosen = [c for c in cases if re.search(args.match, c.question)]
+            if args.set in (name, "all") and chosen:
                 print(f"# {name}")
-                out[name] = evaluate(cases, config, base)
+                out[name] = evaluate(chosen, config, base)
     print(json.dumps(out))
 
 

@@ -96,6 +96,17 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
+def test_sql_query_description_names_the_tables_and_columns(db: Path, tmp_path: Path) -> None:
+    """A model cannot write a query against columns it has never seen."""
+    tool = BUILTIN_TOOLS["sql_query"](BuiltinConfig(database=db))
+    assert "users(id, name, age)" in tool.spec.description
+    missing = BUILTIN_TOOLS["sql_query"](BuiltinConfig(database=tmp_path / "none.db"))
+    assert (
+        missing.spec.description
+        == "Query the database tables with one read-only SQL SELECT and return the rows."
+    )
+
+
 def test_sql_select_with_bound_params_and_row_cap(db: Path) -> None:
     out = SqlRunner(db, max_rows=5).query("SELECT name FROM users WHERE age >= ?", [30])
     assert out["columns"] == ["name"]

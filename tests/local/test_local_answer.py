@@ -58,13 +58,31 @@ def test_field_binder_binds_a_number_to_the_field_just_named(text: str, bound: s
 def test_answer_grammar_allows_only_context_numbers_and_requires_a_result() -> None:
     gbnf = la.answer_grammar(la.Grounding(("540",), ("45", "12")))
     assert 'num ::= "540" | "45" | "12"' in gbnf
-    assert 'rnum ::= "540"' in gbnf
-    # Free characters hold no digit (numbers come from num only) and no look-alike.
+    assert 'rval ::= "540"' in gbnf
+    # Free characters hold no digit (numbers come from num only), no look-alike and
+    # nothing outside ASCII ("°" only right after a number).
     free = la._FREE.encode().decode("unicode_escape")
-    assert not any(ch.isdigit() or ch in '.!?"\\{}' for ch in free if ch not in "[]-")
+    assert not any(ch.isdigit() or ch in '.!?"\\{}°' for ch in free if ch not in "[]-")
+    assert all(ord(ch) < 128 for ch in free)
     assert "c ::= " + la._FREE in gbnf
+    assert 'x ::= c | num "°"? c' in gbnf
     no_results = la.answer_grammar(la.Grounding((), ()))
-    assert "num" not in no_results and "rnum" not in no_results
+    assert "num" not in no_results and "rval" not in no_results
+
+
+def test_a_label_of_the_result_counts_as_its_value() -> None:
+    """A yes/no or which-one question is answered by a word of the result ("cloudy",
+    "Oslo"), not by one of its numbers: the first sentence may state either, but not
+    a word the question already uses."""
+    history = _history("Is it raining in Lima?", WEATHER.replace("Mumbai", "Lima"))
+    ground = la.grounding(history)
+    assert "Lima" not in ground.labels and "demo" in ground.labels
+    assert "forecast" in ground.labels and "not" not in ground.labels
+    table = '{"columns": ["city"], "rows": [["Oslo"]], "row_count": 1}'
+    ground = la.grounding(_history("Which city does Dana live in?", table))
+    assert ground.labels == ("Oslo",)  # column names are not values
+    gbnf = la.answer_grammar(ground)
+    assert 'rval ::= "Oslo" | "1"' in gbnf or 'rval ::= "1" | "Oslo"' in gbnf
 
 
 @pytest.mark.parametrize("sentences", [1, 2])
@@ -105,5 +123,17 @@ def test_the_first_sentence_states_the_latest_result() -> None:
     ground = la.grounding(history)
     assert ground.latest == ("64",) and set(ground.results) == {"8", "64"}
     gbnf = la.answer_grammar(ground)
-    assert 'rnum ::= "64"' in gbnf
-    assert "pnum ::= " in gbnf and '"64"' not in gbnf.split("pnum ::= ")[1].split("\n")[0]
+    assert 'rval ::= "64"' in gbnf
+    assert 'num ::= "64" | "8" | "3" | "5"' in gbnf
+
+
+@pytest.mark.parametrize(
+    ("text", "repeats"),
+    [("--", True), ("a °°", True), ("$$40", True), ("(3 + 5) * 8 = 64.", False), (")).", True)],
+)
+def test_symbol_runs_are_detected(text: str, repeats: bool) -> None:
+    """The answer sampler refuses a sign written twice in a row ("-----", "° °" is
+    allowed: a space separates them); see local_sampler ``no_symbol_runs``."""
+    from loopwright.providers.local_sampler import _repeats_symbol
+
+    assert _repeats_symbol(text) is repeats

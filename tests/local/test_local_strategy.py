@@ -123,6 +123,8 @@ def _turn(question: str, *results: str) -> Turn:
 
 WEATHER = '{"city": "Cairo", "temperature_c": 19, "humidity_pct": 35, "source": "demo data, not a real forecast"}'
 
+TABLE = '{"columns": ["city"], "rows": [["Oslo"]], "row_count": 1, "truncated": false}'
+
 
 @pytest.mark.parametrize(
     ("answer", "question", "results", "why"),
@@ -138,6 +140,11 @@ WEATHER = '{"city": "Cairo", "temperature_c": 19, "humidity_pct": 35, "source": 
         ("What does a.txt say", "What does a.txt say?", ["hi"], "echoes"),
         ("It is 19 degrees and not a real forecast.", "Cairo?", [WEATHER], None),
         ("12.0 is the answer.", "What is 6 + 6?", ["12"], None),
+        # A word of the result the question does not use is a stated value (the
+        # result's only number is the row count).
+        ("Dana lives in Oslo.", "Which city does Dana live in?", [TABLE], None),
+        ("Dana lives in a city.", "Which city does Dana live in?", [TABLE], "states no value"),
+        ("It is cloudy in Lima.", "Is it raining in Lima?", [WEATHER], "states no value"),
     ],
 )
 def test_ungrounded_rules(answer: str, question: str, results: list[str], why: str | None) -> None:

@@ -479,6 +479,7 @@ class LocalModel:
         from llama_cpp import LlamaGrammar
 
         max_tokens, no_repeat, guide = plan.max_tokens, self._config.call_no_repeat_ngram, None
+        answering = False
         if plan.plan_grammar is not None:
             grammar = _gbnf(LlamaGrammar, plan.plan_grammar)
         elif plan.mode == "answer" and plan.answer_gbnf is not None:
@@ -486,6 +487,7 @@ class LocalModel:
             max_tokens = min(max_tokens, self._config.answer_max_tokens)
             no_repeat = self._config.no_repeat_ngram
             guide = plan.answer_guide
+            answering = True
         else:
             grammar = _grammar(LlamaGrammar, plan.schema)
         options = {
@@ -500,6 +502,7 @@ class LocalModel:
                 no_repeat=no_repeat,
                 guide=guide,
                 max_digit_run=self._config.max_digit_run,
+                no_symbol_runs=answering,
             )
             return ls.greedy_grammar_stream(llm, sampler, plan.tokens, options)
         return llm.create_completion(plan.tokens, grammar=grammar, stream=True, **options)

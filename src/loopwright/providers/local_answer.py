@@ -8,9 +8,12 @@ can narrow what it may write, generically (nothing here knows what a tool does):
 * **numbers come from the context**: every number in the answer is one that appears in
   a tool result since the last user message or in that user message, written exactly
   as it appears there (digits can only be written through that list);
-* **a result value is quoted**: when the results hold numbers, the first sentence must
-  contain at least one of them, so the answer cannot be a bare echo of the question,
-  and it ends within :data:`MAX_TAIL_CHARS` characters after it, with no more numbers;
+* **a result value is quoted**: the first sentence must contain a number of the latest
+  tool result or one of its words the question does not use (a label such as "cloudy",
+  a name such as "Oslo"), so the answer cannot be a bare echo of the question;
+* **plain characters**: letters, spaces and common punctuation; "°" only right after a
+  number. A model kept away from a digit it wanted otherwise writes look-alikes
+  ("° °", "ÿ", "⅕");
 * **a sentence budget**: one or two sentences, each ending in ``.`` or ``!`` and at
   most :data:`MAX_SENTENCE_ITEMS` characters long; the string closes after them.
 
@@ -30,6 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from loopwright.core.grounding import result_labels
 from loopwright.core.messages import Message
 from loopwright.core.untrusted import unwrap_untrusted
 
@@ -37,13 +41,15 @@ NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\d])")
 MAX_NUMBERS = 64
 MAX_SENTENCE_ITEMS = 80
 MAX_NUMBER_CHARS = 24
-MAX_TAIL_CHARS = 32
+MAX_TAIL_ITEMS = 48
+MAX_LABELS = 48
 
 # GBNF character classes: a free character of an answer and the first character of a
 # sentence. Printable ASCII without digits (numbers come from ``num``), sentence ends,
-# JSON escapes, markup or "_", plus accented Latin letters and "°": kept from digits, a
-# small model otherwise writes look-alikes in their place ("⁵", "⅕", "◻", "€ €", "____").
-_SIGNS = r"\x23-\x2D\x2F\x3A\x3B\x3D\x40-\x5B\x5D\x5E\x60-\x7A\x7E\xB0\xC0-\u024F"
+# JSON escapes, markup, "_" or "°" (allowed only after a number): kept from digits, a
+# small model otherwise writes look-alikes in their place ("⁵", "⅕", "° °", "____").
+# Letters and words outside ASCII reach an answer through ``rval`` (the result's words).
+_SIGNS = r"\x23-\x2D\x2F\x3A\x3B\x3D\x41-\x5A\x61-\x7A"
 _FREE = f"[\\x20{_SIGNS}]"
 _LEAD = f"[{_SIGNS}]"
 
@@ -59,6 +65,7 @@ class Grounding:
     question: tuple[str, ...] = ()
     fields: tuple[tuple[str, str], ...] = ()
     latest: tuple[str, ...] = ()  # numbers of the most recent tool message's results
+    labels: tuple[str, ...] = ()  # words of the most recent results the question lacks
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -81,23 +88,31 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     question: list[str] = []
     fields: list[tuple[str, str]] = []
     latest: list[str] | None = None
+    words: list[str] | None = None  # the most recent results' texts
+    asked = ""
     for message in reversed(messages):
         if message.role == "user":
             question = numbers_in(message.text)
+            asked = message.text
             break
         found: list[str] = []
+        texts: list[str] = []
         for part in message.tool_results_parts:
             if not part.is_error:
                 content = unwrap_untrusted(part.content) or part.content
                 found += numbers_in(content)
                 fields[:0] = _fields(content)
+                texts.append(content)
         results[:0] = found
         if latest is None and found:
             latest = found
+        if words is None and texts:
+            words = texts
     keep = _short(results)
     allowed = set(keep)
     bound = tuple(dict.fromkeys((w, v) for w, v in fields if v in allowed))
-    return Grounding(keep, _short(question), bound, _short(latest or []))
+    labels = tuple(result_labels(words or (), asked)[:MAX_LABELS])
+    return Grounding(keep, _short(question), bound, _short(latest or []), labels)
 
 
 def _short(numbers: Iterable[str]) -> tuple[str, ...]:
@@ -191,17 +206,17 @@ def answer_grammar(ground: Grounding, *, max_sentences: int = 1) -> str:
     if allowed:
         rules += [
             f"num ::= {_alternatives(allowed)}",
-            # A number is followed by a non-digit (its own digits end there) and
-            # ends a sentence only with "." (not ".5": that would be another number).
-            "x ::= c | num c",
-            f"lead ::= {_LEAD} | num c",
-            'stop ::= end | num "."?',
+            # A number is followed by a non-digit (its own digits end there; "°" only
+            # here) and ends a sentence only with "." (not ".5": another number).
+            'x ::= c | num "°"? c',
+            f'lead ::= {_LEAD} | num "°"? c',
+            'stop ::= end | num "°"? "."?',
         ]
     else:
         rules += ["x ::= c", f"lead ::= {_LEAD}", "stop ::= end"]
     body = f"x{{0,{MAX_SENTENCE_ITEMS}}}"
     rules.append(f"s ::= lead {body} stop")
-    if ground.results:
+    if ground.latest or ground.results or ground.labels:
         rules += _first_sentence(ground)
     else:
         rules.append("first ::= s")
@@ -211,26 +226,15 @@ def answer_grammar(ground: Grounding, *, max_sentences: int = 1) -> str:
 
 
 def _first_sentence(ground: Grounding) -> list[str]:
-    """Rules of a first sentence that states a number of the latest result: before it
-    only the question's and earlier results' numbers may appear, and after it the
-    sentence ends within MAX_TAIL_CHARS, with no further number. Once the value is
-    stated a small model tends to run on ("= 540, 45 = 12"), or it states the first
-    step's result of a chain instead of the last one."""
-    latest = ground.latest or ground.results
-    before = [n for n in ground.allowed if n not in latest]
-    rules = [f"rnum ::= {_alternatives(latest)}"]
-    if before:
-        rules += [
-            f"pnum ::= {_alternatives(before)}",
-            "px ::= c | pnum c",
-            f"plead ::= {_LEAD} | pnum c",
-        ]
-    else:
-        rules += ["px ::= c", f"plead ::= {_LEAD}"]
-    tail = f"c{{0,{MAX_TAIL_CHARS}}} end"
-    pre = f"plead px{{0,{MAX_SENTENCE_ITEMS}}}"
-    rules.append(f'first ::= {pre} rnum (c {tail} | ".") | rnum c {tail}')
-    return rules
+    """Rules of a first sentence that states a value of the latest result: one of its
+    numbers, or one of its words the question does not already use (a label such as
+    "cloudy" or a name such as "Oslo"). Any allowed number may appear before and after
+    it. Without this rule a small model echoes the question ("12 squared is 12
+    squared.") or, after a chain, states the first step's result instead of the last."""
+    values = [*(ground.latest or ground.results), *ground.labels]
+    pre = f"(lead x{{0,{MAX_SENTENCE_ITEMS}}})?"
+    post = f'"°"? (end | c x{{0,{MAX_TAIL_ITEMS}}} stop)'
+    return [f"rval ::= {_alternatives(values)}", f"first ::= {pre} rval {post}"]
 
 
 __all__ = ["FieldBinder", "Grounding", "answer_grammar", "grounding", "key_words", "numbers_in"]

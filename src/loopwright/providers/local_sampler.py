@@ -17,6 +17,7 @@ llama-cpp-python, :func:`supported` returns ``False`` and the caller uses the st
 from __future__ import annotations
 
 import ctypes
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -57,7 +58,11 @@ class GreedyGrammarSampler:
 
     ``max_digit_run``: when ``> 0``, no number runs longer than this many digits. Under
     a grammar a small model can get stuck writing one digit after another inside a
-    string ("LIMIT 1000000...") until the length bound."""
+    string ("LIMIT 1000000...") until the length bound.
+
+    ``no_symbol_runs``: no punctuation character twice in a row ("-----", "°°", "$$"):
+    kept away from a digit or a word the grammar refuses, a small model fills the gap
+    with one sign repeated until the length bound."""
 
     def __init__(
         self,
@@ -67,6 +72,7 @@ class GreedyGrammarSampler:
         no_repeat: int = 0,
         guide: Callable[[str], str | None] | None = None,
         max_digit_run: int = 0,
+        no_symbol_runs: bool = False,
     ) -> None:
         import llama_cpp
         import numpy as np
@@ -80,6 +86,8 @@ class GreedyGrammarSampler:
         self._digits = _digit_tokens(llm) if wants_digits else frozenset()
         self._llm = llm
         self._guide = guide
+        self._no_symbol_runs = no_symbol_runs
+        self._track_text = guide is not None or no_symbol_runs
         self._chars = _number_char_tokens(llm) if guide else {}
         self._text = b""
         self._pending = ""
@@ -105,7 +113,7 @@ class GreedyGrammarSampler:
                 token = self._bind_number(token, logits)
         self._lc.llama_sampler_accept(self._smpl, token)
         self._generated.append(token)
-        if self._guide is not None:
+        if self._track_text:
             self._text += self._llm.detokenize([token])
         return token
 
@@ -125,6 +133,8 @@ class GreedyGrammarSampler:
         if self._guide is not None and self._generated and self._generated[-1] in self._digits:
             # A bound number just ended: it must not run on into other digits.
             banned = banned | (self._digits if not self._pending else frozenset())
+        if self._no_symbol_runs:
+            banned = banned | self._symbol_runs(ids)
         token = self._first_allowed(ids, logits, banned)
         if token is None:
             self.full_scans += 1
@@ -134,6 +144,17 @@ class GreedyGrammarSampler:
         if token is None:  # the grammar allows nothing: end the generation
             token = int(self._eog[0])
         return token
+
+    def _symbol_runs(self, ids: Any) -> frozenset[int]:
+        """Tokens among ``ids`` that would write a punctuation character twice in a
+        row (see ``no_symbol_runs``)."""
+        last = self._text.decode("utf-8", "ignore")[-1:]
+        found = set()
+        for token in ids.tolist():
+            piece = self._llm.detokenize([int(token)]).decode("utf-8", "ignore")
+            if _repeats_symbol(last + piece):
+                found.add(int(token))
+        return frozenset(found)
 
     def _bind_number(self, token: int, logits: Any) -> int:
         """``token`` unless it starts a number and the guide names the number to write:
@@ -205,6 +226,11 @@ class GreedyGrammarSampler:
 
     def __del__(self) -> None:
         self.close()
+
+
+def _repeats_symbol(text: str) -> bool:
+    """Whether ``text`` has the same punctuation character twice in a row."""
+    return any(a == b and not a.isalnum() and not a.isspace() for a, b in itertools.pairwise(text))
 
 
 def _number_char_tokens(llm: Any) -> dict[str, tuple[int, ...]]:

@@ -7,7 +7,8 @@ the last user message), the answer is held back until it is complete and checked
 
 * it is finished (not cut by the token cap) and not empty;
 * every number in it appears in a tool result or in the question;
-* when the results contain numbers, it states at least one of them;
+* it states a value of the results: one of their numbers, or one of their words the
+  question does not use (a label such as "cloudy", a name such as "Oslo");
 * it does not assert what a result denies (the result says "not a real forecast", the
   answer says "a real forecast");
 * it does not repeat itself, and is not the question echoed back.
@@ -24,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
+from loopwright.core.grounding import result_labels
 from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
@@ -83,7 +85,8 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     stray = said - known - _numbers(turn.question)
     if stray:
         return f"numbers not in any result or the question: {sorted(stray)}"
-    if known and not said & known:
+    labels = {w.lower() for w in result_labels((r.content for r in ok), turn.question)}
+    if (known or labels) and not said & known and not labels & set(_words(answer)):
         return "states no value of the results"
     denied = _contradiction(answer, ok)
     if denied:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +94,8 @@ def make_sql_query(config: BuiltinConfig | None = None) -> Tool:
     def sql_query(query: str, params: list[object] | None = None) -> dict[str, object]:
         return runner.query(query, params)
 
-    return _from_spec(sql.SPEC, sql_query, inline=False, untrusted_output=True)
+    spec = replace(sql.SPEC, description=sql.description(runner.tables()))
+    return _from_spec(spec, sql_query, inline=False, untrusted_output=True)
 
 
 def make_send_email(config: BuiltinConfig | None = None) -> Tool:

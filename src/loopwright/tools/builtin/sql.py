@@ -165,6 +165,44 @@ class SqlRunner:
     def __call__(self, query: str, params: list[object] | None = None) -> dict[str, object]:
         return self.query(query, params)
 
+    def tables(self) -> str:
+        """The database's tables and their columns, e.g. ``customers(id, name, city)``,
+        for the tool description (a model cannot write a query against columns it has
+        never seen). Empty when the file is missing or unreadable; names that are not
+        plain identifiers are left out, and the list is bounded."""
+        try:
+            conn = self.connect()
+        except ToolError:
+            return ""
+        try:
+            listed = []
+            names = conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name"
+            ).fetchall()
+            for (name,) in names[:MAX_DESCRIBED_TABLES]:
+                if not _IDENTIFIER.fullmatch(str(name)):
+                    continue
+                info = conn.execute(f'SELECT * FROM "{name}" LIMIT 0').description or ()
+                columns = [c[0] for c in info if _IDENTIFIER.fullmatch(str(c[0]))]
+                listed.append(f"{name}({', '.join(columns[:MAX_DESCRIBED_COLUMNS])})")
+        except sqlite3.Error:
+            return ""
+        finally:
+            conn.close()
+        return ", ".join(listed)
+
+
+MAX_DESCRIBED_TABLES = 20
+MAX_DESCRIBED_COLUMNS = 16
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def description(tables: str) -> str:
+    """``SPEC.description`` naming ``tables`` (see :meth:`SqlRunner.tables`)."""
+    if not tables:
+        return SPEC.description
+    return f"Query the database tables {tables} with one read-only SQL SELECT and return the rows."
+
 
 def _explain(exc: sqlite3.DatabaseError, text: str = "") -> str:
     message = str(exc)
