@@ -7,34 +7,73 @@ types. Importing it loads no vendor SDK and no embedded-model runtime.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from loopwright.agent import Agent, as_model
-from loopwright.core import (
-    LoopState,
-    Message,
-    Model,
-    ModelRequest,
-    ModelSettings,
-    Permission,
-    ProviderError,
-    ReasoningPart,
-    RunResult,
-    RunStop,
-    StopReason,
-    TextPart,
-    ToolCallPart,
-    ToolError,
-    ToolErrorKind,
-    ToolResultPart,
-    ToolSpec,
-    TransientToolError,
-    Usage,
-    UserError,
+from loopwright.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopwright.agent import Agent, as_model
+    from loopwright.core import (
+        LoopState,
+        Message,
+        Model,
+        ModelRequest,
+        ModelSettings,
+        Permission,
+        ProviderError,
+        ReasoningPart,
+        RunResult,
+        RunStop,
+        StopReason,
+        TextPart,
+        ToolCallPart,
+        ToolError,
+        ToolErrorKind,
+        ToolResultPart,
+        ToolSpec,
+        TransientToolError,
+        Usage,
+        UserError,
+    )
+    from loopwright.core.events import RunEvent
+    from loopwright.loop import Hooks, Limits, Prompt, Run, RunState, ToolLike
+    from loopwright.providers.scripted import FunctionModel, Reply, ScriptedModel, tool_call
+    from loopwright.tools import Confirmation, DispatchConfig, Tool, ToolRegistry, tool
+
+# The facade's names load on first use: ``import loopwright`` (and ``loopwright --help``)
+# does not pay for the loop, the tools and the providers until something needs them.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "loopwright.agent": ("Agent", "as_model"),
+        "loopwright.core": (
+            "LoopState",
+            "Message",
+            "Model",
+            "ModelRequest",
+            "ModelSettings",
+            "Permission",
+            "ProviderError",
+            "ReasoningPart",
+            "RunResult",
+            "RunStop",
+            "StopReason",
+            "TextPart",
+            "ToolCallPart",
+            "ToolError",
+            "ToolErrorKind",
+            "ToolResultPart",
+            "ToolSpec",
+            "TransientToolError",
+            "Usage",
+            "UserError",
+        ),
+        "loopwright.core.events": ("RunEvent",),
+        "loopwright.loop": ("Hooks", "Limits", "Prompt", "Run", "RunState", "ToolLike"),
+        "loopwright.providers.scripted": ("FunctionModel", "Reply", "ScriptedModel", "tool_call"),
+        "loopwright.tools": ("Confirmation", "DispatchConfig", "Tool", "ToolRegistry", "tool"),
+    },
 )
-from loopwright.core.events import RunEvent
-from loopwright.loop import Hooks, Limits, Prompt, Run, RunState, ToolLike
-from loopwright.providers.scripted import FunctionModel, Reply, ScriptedModel, tool_call
-from loopwright.tools import Confirmation, DispatchConfig, Tool, ToolRegistry, tool
 
 __version__ = "0.1.0"
 
@@ -45,6 +84,8 @@ def _agent(
     system: str | None,
     limits: Limits | None,
 ) -> Agent:
+    from loopwright.agent import Agent
+
     return Agent(model, tools, system=system, limits=limits)
 
 

@@ -1,47 +1,99 @@
 """The center: canonical values and seams. Standard library only; imports nothing else
 from loopwright."""
 
-from loopwright.core.errors import (
-    AuthError,
-    BadRequest,
-    ConfigError,
-    ContextOverflow,
-    LoopwrightError,
-    MalformedResponse,
-    ModelTimeout,
-    ProviderError,
-    RateLimited,
-    ResponseTooLarge,
-    ToolError,
-    ToolErrorKind,
-    TransientProviderError,
-    TransientToolError,
-    UserError,
+from typing import TYPE_CHECKING
+
+from loopwright.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopwright.core.errors import (
+        AuthError,
+        BadRequest,
+        ConfigError,
+        ContextOverflow,
+        LoopwrightError,
+        MalformedResponse,
+        ModelTimeout,
+        ProviderError,
+        RateLimited,
+        ResponseTooLarge,
+        ToolError,
+        ToolErrorKind,
+        TransientProviderError,
+        TransientToolError,
+        UserError,
+    )
+    from loopwright.core.messages import (
+        Message,
+        Part,
+        ReasoningPart,
+        StopReason,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+        Usage,
+        message_from_dict,
+        messages_from_list,
+        messages_to_list,
+    )
+    from loopwright.core.protocols import (
+        ContextPolicy,
+        Model,
+        ModelRequest,
+        ModelSettings,
+        NamedTool,
+        ToolChoice,
+        complete,
+    )
+    from loopwright.core.run import LoopState, RunResult, RunStop
+    from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "loopwright.core.errors": (
+            "AuthError",
+            "BadRequest",
+            "ConfigError",
+            "ContextOverflow",
+            "LoopwrightError",
+            "MalformedResponse",
+            "ModelTimeout",
+            "ProviderError",
+            "RateLimited",
+            "ResponseTooLarge",
+            "ToolError",
+            "ToolErrorKind",
+            "TransientProviderError",
+            "TransientToolError",
+            "UserError",
+        ),
+        "loopwright.core.messages": (
+            "Message",
+            "Part",
+            "ReasoningPart",
+            "StopReason",
+            "TextPart",
+            "ToolCallPart",
+            "ToolResultPart",
+            "Usage",
+            "message_from_dict",
+            "messages_from_list",
+            "messages_to_list",
+        ),
+        "loopwright.core.protocols": (
+            "ContextPolicy",
+            "Model",
+            "ModelRequest",
+            "ModelSettings",
+            "NamedTool",
+            "ToolChoice",
+            "complete",
+        ),
+        "loopwright.core.run": ("LoopState", "RunResult", "RunStop"),
+        "loopwright.core.tools": ("Permission", "ToolSpec", "UnknownOutcomePolicy"),
+    },
 )
-from loopwright.core.messages import (
-    Message,
-    Part,
-    ReasoningPart,
-    StopReason,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    Usage,
-    message_from_dict,
-    messages_from_list,
-    messages_to_list,
-)
-from loopwright.core.protocols import (
-    ContextPolicy,
-    Model,
-    ModelRequest,
-    ModelSettings,
-    NamedTool,
-    ToolChoice,
-    complete,
-)
-from loopwright.core.run import LoopState, RunResult, RunStop
-from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 
 __all__ = [
     "AuthError",

@@ -9,20 +9,45 @@ the facade. See ``docs/durable.md``.
 * :func:`plan_recovery` -- what to do with calls left without results after a crash.
 """
 
-from loopwright.core.tools import NOT_RUN
-from loopwright.durable.checkpointer import (
-    CheckpointConfig,
-    Checkpointer,
-    CheckpointPolicy,
-    IntentRecorder,
+from typing import TYPE_CHECKING
+
+from loopwright.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopwright.core.tools import NOT_RUN
+    from loopwright.durable.checkpointer import (
+        CheckpointConfig,
+        Checkpointer,
+        CheckpointPolicy,
+        IntentRecorder,
+    )
+    from loopwright.durable.recovery import (
+        UNKNOWN_OUTCOME_TEXT,
+        Recovery,
+        plan_recovery,
+        unanswered_calls,
+    )
+    from loopwright.durable.runner import Durable, DurableConfig
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "loopwright.core.tools": ("NOT_RUN",),
+        "loopwright.durable.checkpointer": (
+            "CheckpointConfig",
+            "Checkpointer",
+            "CheckpointPolicy",
+            "IntentRecorder",
+        ),
+        "loopwright.durable.recovery": (
+            "UNKNOWN_OUTCOME_TEXT",
+            "Recovery",
+            "plan_recovery",
+            "unanswered_calls",
+        ),
+        "loopwright.durable.runner": ("Durable", "DurableConfig"),
+    },
 )
-from loopwright.durable.recovery import (
-    UNKNOWN_OUTCOME_TEXT,
-    Recovery,
-    plan_recovery,
-    unanswered_calls,
-)
-from loopwright.durable.runner import Durable, DurableConfig
 
 __all__ = [
     "NOT_RUN",

@@ -6,30 +6,66 @@ ports by changing its imports. Checkpoints go to loopwright's stores. See
 ``docs/graph.md``.
 """
 
-from loopwright.graph.builder import StateGraph
-from loopwright.graph.engine import CompiledStateGraph
-from loopwright.graph.messages import RemoveMessage, add_messages
-from loopwright.graph.pregel import get_stream_writer, interrupt
-from loopwright.graph.types import (
-    END,
-    START,
-    Command,
-    EmptyInputError,
-    GraphBuildError,
-    GraphError,
-    GraphEvent,
-    GraphRecursionError,
-    GraphTask,
-    Interrupt,
-    InvalidUpdateError,
-    NodeRunEvent,
-    Overwrite,
-    RetryPolicy,
-    Send,
-    StateSnapshot,
-    StepFinished,
-    TaskFinished,
-    TaskStarted,
+from typing import TYPE_CHECKING
+
+from loopwright.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopwright.graph.builder import StateGraph
+    from loopwright.graph.engine import CompiledStateGraph
+    from loopwright.graph.messages import RemoveMessage, add_messages
+    from loopwright.graph.pregel import get_stream_writer, interrupt
+    from loopwright.graph.types import (
+        END,
+        START,
+        Command,
+        EmptyInputError,
+        GraphBuildError,
+        GraphError,
+        GraphEvent,
+        GraphRecursionError,
+        GraphTask,
+        Interrupt,
+        InvalidUpdateError,
+        NodeRunEvent,
+        Overwrite,
+        RetryPolicy,
+        Send,
+        StateSnapshot,
+        StepFinished,
+        TaskFinished,
+        TaskStarted,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "loopwright.graph.builder": ("StateGraph",),
+        "loopwright.graph.engine": ("CompiledStateGraph",),
+        "loopwright.graph.messages": ("RemoveMessage", "add_messages"),
+        "loopwright.graph.pregel": ("get_stream_writer", "interrupt"),
+        "loopwright.graph.types": (
+            "END",
+            "START",
+            "Command",
+            "EmptyInputError",
+            "GraphBuildError",
+            "GraphError",
+            "GraphEvent",
+            "GraphRecursionError",
+            "GraphTask",
+            "Interrupt",
+            "InvalidUpdateError",
+            "NodeRunEvent",
+            "Overwrite",
+            "RetryPolicy",
+            "Send",
+            "StateSnapshot",
+            "StepFinished",
+            "TaskFinished",
+            "TaskStarted",
+        ),
+    },
 )
 
 __all__ = [

@@ -3,19 +3,43 @@
 See ``docs/loop.md`` for concepts and examples.
 """
 
-from loopwright.core.run import ErrorRecord, RunState
-from loopwright.loop.agent import Agent, Prompt, Run, ToolLike
-from loopwright.loop.config import AgentConfig, Sleep
-from loopwright.loop.hooks import (
-    AfterToolCall,
-    BeforeToolCall,
-    EventCallback,
-    Hooks,
-    TransformContext,
+from typing import TYPE_CHECKING
+
+from loopwright.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopwright.core.run import ErrorRecord, RunState
+    from loopwright.loop.agent import Agent, Prompt, Run, ToolLike
+    from loopwright.loop.config import AgentConfig, Sleep
+    from loopwright.loop.hooks import (
+        AfterToolCall,
+        BeforeToolCall,
+        EventCallback,
+        Hooks,
+        TransformContext,
+    )
+    from loopwright.loop.limits import Limits
+    from loopwright.loop.steps import EMPTY_REPLY_OBSERVATION, Resume, RunEngine, Stop
+    from loopwright.loop.turn import RepetitionDetector
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "loopwright.core.run": ("ErrorRecord", "RunState"),
+        "loopwright.loop.agent": ("Agent", "Prompt", "Run", "ToolLike"),
+        "loopwright.loop.config": ("AgentConfig", "Sleep"),
+        "loopwright.loop.hooks": (
+            "AfterToolCall",
+            "BeforeToolCall",
+            "EventCallback",
+            "Hooks",
+            "TransformContext",
+        ),
+        "loopwright.loop.limits": ("Limits",),
+        "loopwright.loop.steps": ("EMPTY_REPLY_OBSERVATION", "Resume", "RunEngine", "Stop"),
+        "loopwright.loop.turn": ("RepetitionDetector",),
+    },
 )
-from loopwright.loop.limits import Limits
-from loopwright.loop.steps import EMPTY_REPLY_OBSERVATION, Resume, RunEngine, Stop
-from loopwright.loop.turn import RepetitionDetector
 
 __all__ = [
     "EMPTY_REPLY_OBSERVATION",

@@ -5,52 +5,88 @@ Stores: :class:`MemoryStore`, :class:`SQLiteStore` (default), :class:`RedisStore
 crash recovery on top of them live in :mod:`loopwright.durable` (it needs the loop).
 """
 
-from loopwright.store.aio import AsyncStore
-from loopwright.store.base import (
-    DEFAULT_LOCK_TTL,
-    Checkpoints,
-    CheckpointStore,
-    Intents,
-    Ledger,
-    Locks,
-    fork,
+from typing import TYPE_CHECKING
+
+from loopwright.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from loopwright.store.aio import AsyncStore
+    from loopwright.store.base import (
+        DEFAULT_LOCK_TTL,
+        Checkpoints,
+        CheckpointStore,
+        Intents,
+        Ledger,
+        Locks,
+        fork,
+    )
+    from loopwright.store.codec import decode_state, encode_header, encode_state, migrate
+    from loopwright.store.errors import (
+        CheckpointNotFound,
+        CorruptCheckpoint,
+        HistoryConflict,
+        HistoryRewritten,
+        SchemaVersionError,
+        SessionLocked,
+        SessionNotFound,
+        StoreError,
+        StoreUnavailable,
+    )
+    from loopwright.store.factory import open_store
+    from loopwright.store.memory import MemoryStore
+    from loopwright.store.postgres import PostgresStore
+    from loopwright.store.redis_store import RedisStore
+    from loopwright.store.sqlite import SQLiteStore, default_path
+    from loopwright.store.state import (
+        SCHEMA_VERSION,
+        CheckpointRef,
+        IntentRecord,
+        IntentStatus,
+        SessionInfo,
+        lock_owner_id,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "loopwright.store.aio": ("AsyncStore",),
+        "loopwright.store.base": (
+            "DEFAULT_LOCK_TTL",
+            "Checkpoints",
+            "CheckpointStore",
+            "Intents",
+            "Ledger",
+            "Locks",
+            "fork",
+        ),
+        "loopwright.store.codec": ("decode_state", "encode_header", "encode_state", "migrate"),
+        "loopwright.store.errors": (
+            "CheckpointNotFound",
+            "CorruptCheckpoint",
+            "HistoryConflict",
+            "HistoryRewritten",
+            "SchemaVersionError",
+            "SessionLocked",
+            "SessionNotFound",
+            "StoreError",
+            "StoreUnavailable",
+        ),
+        "loopwright.store.factory": ("open_store",),
+        "loopwright.store.memory": ("MemoryStore",),
+        # Redis / PostgreSQL import their client libraries when first used
+        "loopwright.store.postgres": ("PostgresStore",),
+        "loopwright.store.redis_store": ("RedisStore",),
+        "loopwright.store.sqlite": ("SQLiteStore", "default_path"),
+        "loopwright.store.state": (
+            "SCHEMA_VERSION",
+            "CheckpointRef",
+            "IntentRecord",
+            "IntentStatus",
+            "SessionInfo",
+            "lock_owner_id",
+        ),
+    },
 )
-from loopwright.store.codec import decode_state, encode_header, encode_state, migrate
-from loopwright.store.errors import (
-    CheckpointNotFound,
-    CorruptCheckpoint,
-    HistoryConflict,
-    HistoryRewritten,
-    SchemaVersionError,
-    SessionLocked,
-    SessionNotFound,
-    StoreError,
-    StoreUnavailable,
-)
-from loopwright.store.factory import open_store
-from loopwright.store.memory import MemoryStore
-from loopwright.store.sqlite import SQLiteStore, default_path
-from loopwright.store.state import (
-    SCHEMA_VERSION,
-    CheckpointRef,
-    IntentRecord,
-    IntentStatus,
-    SessionInfo,
-    lock_owner_id,
-)
-
-
-def __getattr__(name: str) -> object:
-    # Redis / PostgreSQL stores import their client libraries lazily.
-    if name == "RedisStore":
-        from loopwright.store.redis_store import RedisStore
-
-        return RedisStore
-    if name == "PostgresStore":
-        from loopwright.store.postgres import PostgresStore
-
-        return PostgresStore
-    raise AttributeError(f"module 'loopwright.store' has no attribute {name!r}")
 
 
 __all__ = [

@@ -13,11 +13,23 @@ adapters. See docs/tracing.md.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from loopwright.core.events import RunEvent
-from loopwright.tracing.jsonl import JsonlRecorder
+from loopwright.core.lazy import lazy_exports
 from loopwright.tracing.redact import REDACTED, redact, redact_text
-from loopwright.tracing.serialize import event_to_dict
+
+if TYPE_CHECKING:
+    from loopwright.tracing.jsonl import JsonlRecorder
+    from loopwright.tracing.serialize import event_to_dict
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "loopwright.tracing.jsonl": ("JsonlRecorder",),
+        "loopwright.tracing.serialize": ("event_to_dict",),
+    },
+)
 
 Subscriber = Callable[[RunEvent], object]
 
