@@ -26,6 +26,7 @@ from loopwright.graph.pregel import current_task_emit
 from loopwright.graph.types import END
 from loopwright.loop import Agent
 from loopwright.tools import DispatchConfig, Dispatcher, Tool, ToolRegistry
+from loopwright.tools.taint import taint_in
 
 NodeFn = Callable[..., Any]
 
@@ -117,7 +118,14 @@ async def _forward(
 
 class ToolNode:
     """A node that runs the tool calls of the last assistant message and returns one
-    tool-results message (results in call order; failures are error results)."""
+    tool-results message (results in call order; failures are error results).
+
+    Taint works as in the loop (docs/security.md, "Taint"): once the conversation holds
+    an untrusted result (from a tool flagged ``untrusted_output``, or content delimited
+    as untrusted data), a later call to a side-effect tool runs only with
+    ``DispatchConfig.confirm_tainted``'s approval, else it is answered
+    ``awaiting_confirmation`` without running. The conversation in the state is the
+    run's record of what was read, so the taint survives checkpoints and resumes."""
 
     def __init__(
         self,
@@ -137,8 +145,13 @@ class ToolNode:
         calls = history[-1].tool_calls if history else ()
         if not calls:
             raise UserError("ToolNode: the last message has no tool calls to run")
-        results = await self.dispatcher.run_results(calls)
+        taint = taint_in(history[:-1], self._untrusted)
+        results = await self.dispatcher.run_results(calls, taint=taint)
         return {self.messages_key: [Message.tool_results(results)]}
+
+    def _untrusted(self, name: str) -> bool:
+        found = self.registry.get(name)
+        return found is not None and found.untrusted_output
 
 
 def tools_condition(state: Any, messages_key: str = "messages") -> str:

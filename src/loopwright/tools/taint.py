@@ -21,10 +21,12 @@ before the model saw any of that batch's results. See docs/security.md, "Taint".
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import hashlib
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
-from loopwright.core.messages import ToolCallPart, ToolResultPart
-from loopwright.core.run import TaintSource
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
+from loopwright.core.run import TAINT_LOG_SIZE, TaintSource
 from loopwright.core.tools import Permission, ToolSpec
 from loopwright.tools.confirm import Confirmation
 from loopwright.tools.decorator import Tool
@@ -40,6 +42,9 @@ results read before it (oldest first). Answer as a person would; see :class:`Con
 
 _OPEN = "<untrusted-data "
 _CLOSE = "\n</untrusted-data "
+_BLOCK = re.compile(
+    r'<untrusted-data id="([0-9a-f]{12})"[^>\n]*>\n(.*?)\n</untrusted-data id="\1">', re.S
+)
 
 
 def gated(t: Tool) -> bool:
@@ -57,6 +62,40 @@ def source_of(result: ToolResultPart) -> TaintSource:
     """The taint record of an untrusted ``result``: tool, call id, excerpt of its content
     (the delimiters the dispatcher added are left out)."""
     return TaintSource(result.name, result.call_id, excerpt(_unwrapped(result.content)))
+
+
+def taint_in(messages: Iterable[Message], untrusted: Callable[[str], bool]) -> list[TaintSource]:
+    """The taint a conversation carries, for a runner that keeps no run state of its own
+    but the conversation (a graph's tool node: the messages are its checkpointed state).
+
+    A tool result is untrusted content when ``untrusted(tool_name)`` says its tool is
+    flagged ``untrusted_output``, or when its content is a block the dispatcher delimited
+    as untrusted data (a result from a tool this caller does not know, such as one run
+    by another node). Error results count, as in the loop. Oldest first, the last
+    :data:`~loopwright.core.run.TAINT_LOG_SIZE` as a run keeps them."""
+    sources: list[TaintSource] = []
+    for message in messages:
+        if message.role != "tool":
+            continue
+        for part in message.parts:
+            if isinstance(part, ToolResultPart) and (
+                untrusted(part.name) or delimited(part.content)
+            ):
+                sources.append(source_of(part))
+    return sources[-TAINT_LOG_SIZE:]
+
+
+def delimited(content: str) -> bool:
+    """Whether ``content`` holds a block delimited as untrusted data whose nonce matches
+    its body (:func:`~loopwright.core.untrusted.wrap_untrusted`): made by the runtime,
+    not a look-alike typed by a model, which would not carry the hash of its own text."""
+    if _OPEN not in content:
+        return False
+    for match in _BLOCK.finditer(content):
+        body = match.group(2).encode("utf-8", "surrogatepass")
+        if hashlib.sha256(body).hexdigest()[:12] == match.group(1):
+            return True
+    return False
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
