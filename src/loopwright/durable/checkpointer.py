@@ -17,7 +17,9 @@ writes it through :class:`~loopwright.store.aio.AsyncStore` (off the event loop)
 a write is in flight further requests coalesce: the next write saves the latest state.
 The run waits for the store only where safety needs it: before a non-idempotent tool
 runs (:meth:`IntentRecorder.before` flushes, so the call is stored before its side
-effect) and at the end of the run (:meth:`Checkpointer.flush`).
+effect) and at the end of the run (:meth:`Checkpointer.finish`, which also releases the
+session lock in the same store call). Result records of intents ride along with the
+next checkpoint write (:meth:`Checkpointer.add_intent`) instead of a store call each.
 
 :class:`IntentRecorder` provides the dispatcher's ``before_tool_call`` /
 ``after_tool_call`` hooks: before a non-idempotent tool runs it writes an intent record
@@ -89,6 +91,9 @@ class Checkpointer:
         self._last_save = float("-inf")
         self._last_lock = time.monotonic()
         self._dirty = False
+        self._intents: list[IntentRecord] = []  # written with the next write
+        self._release: str | None = None  # the lock owner the next write releases for
+        self._released = False
         self._task: asyncio.Task[None] | None = None
         self._error: Exception | None = None
 
@@ -112,8 +117,31 @@ class Checkpointer:
         """Ask for a checkpoint of the state as it will be when the write starts. Never
         waits; call it from the event loop's thread."""
         self._dirty = True
+        self._wake()
+
+    def add_intent(self, intent: IntentRecord) -> None:
+        """Write ``intent`` with the next checkpoint (or alone, if the policy asks for no
+        checkpoint soon). Never waits; a failed intent write is logged, not raised."""
+        self._intents.append(intent)
+        self._wake()
+
+    def _wake(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._drain())
+
+    async def finish(self, release: str | None = None) -> CheckpointRef | None:
+        """:meth:`flush` the final checkpoint (``RunFinished`` requested it) and release
+        the session lock held by ``release`` (the owner), in the same store call when
+        that write has not started yet, else right after it. The lock is released even
+        when the write fails."""
+        if release is not None and self._dirty and self._task is not None:
+            self._release = release  # taken by the pending write
+        try:
+            return await self.flush()
+        finally:
+            if release is not None and not self._released:
+                self._release = None
+                await self.store.release_lock(self.state.session_id, release)
 
     async def flush(self) -> CheckpointRef | None:
         """Wait until every requested checkpoint is written; raise the error of the
@@ -130,10 +158,13 @@ class Checkpointer:
         return await self.flush()
 
     async def _drain(self) -> None:
-        while self._dirty:
+        while self._dirty or self._intents:
             # let the run finish its current step first: the messages it appends before
             # its next suspension join this write instead of needing one of their own
             await asyncio.sleep(0)
+            if not self._dirty:
+                await self._write_intents()
+                continue
             self._dirty = False
             try:
                 await self._write()
@@ -153,9 +184,27 @@ class Checkpointer:
         if cfg.lock_owner is not None and time.monotonic() - self._last_lock > cfg.lock_ttl / 4:
             await self.store.acquire_lock(snapshot.session_id, cfg.lock_owner, cfg.lock_ttl)
             self._last_lock = time.monotonic()
-        self.last_ref = await self.store.save(snapshot, rewrite_from=rewrite_from)
+        intents, self._intents = self._intents, []
+        release, self._release = self._release, None
+        self._released = release is not None  # the job releases even if the save fails
+        self.last_ref = await self.store.save(
+            snapshot, rewrite_from=rewrite_from, intents=intents, release=release
+        )
         self._saved = snapshot.messages
         self.saves += 1
+
+    async def _write_intents(self) -> None:
+        intents, self._intents = self._intents, []
+        for intent in intents:
+            try:
+                await self.store.put_intent(intent)
+            except Exception as exc:  # see IntentRecorder._record
+                log.warning(
+                    "session %s: recording the result of call %s failed: %s",
+                    intent.session_id,
+                    intent.call_id,
+                    exc,
+                )
 
     def _rewrite_point(self, messages: list[Message]) -> int | None:
         saved = self._saved
@@ -215,13 +264,17 @@ class IntentRecorder:
                 return str(blocked)
         if spec.idempotent:
             return None
-        if self.checkpointer is not None:
-            # the side effect must not run before the message holding its call is stored
-            await self.checkpointer.flush()
         intent = IntentRecord(
             self.session_id, call.id, call.name, self.key_for(call), dict(call.arguments)
         )
-        await self.store.put_intent(intent)
+        if self.checkpointer is None:
+            await self.store.put_intent(intent)
+        else:
+            # the side effect must not run before the message holding its call and the
+            # intent are both stored; the two writes are independent (an intent whose
+            # call never reached a checkpoint is ignored by recovery), so they overlap:
+            # one store round trip before the tool instead of two (benchmarks/durable.py)
+            await asyncio.gather(self.checkpointer.flush(), self.store.put_intent(intent))
         self._open[call.id] = intent
         return None
 
@@ -238,6 +291,9 @@ class IntentRecorder:
             done = replace(
                 intent, status=status, result=None if deferred else result, updated_at=time.time()
             )
+            if self.checkpointer is not None:  # rides with the next checkpoint write
+                self.checkpointer.add_intent(done)
+                return replaced
             # written in the background: the run does not wait for it (until flush())
             task = asyncio.get_running_loop().create_task(self._record(call, done))
             self._writes.add(task)

@@ -94,17 +94,14 @@ class Durable:
         keeps ``{"agent": ...}`` there so ``loopwright resume`` can continue it).
         """
         sid = session_id or new_session_id()
-        async with self._locked(sid, break_lock) as owner:
-            try:
-                stored = await self.aio.load(sid)
-            except SessionNotFound:
-                stored = None  # a new session (an unknown id starts one: `chat --session`)
-            if stored is None:
+        async with self._locked(sid, break_lock) as lock:
+            stored = lock.stored
+            if stored is None:  # a new session (an unknown id starts one: `chat --session`)
                 state = RunState(session_id=sid, metadata=dict(metadata or {}))
-                return await self._drive(state, owner, 0, prompt=prompt)
+                return await self._drive(state, lock, 0, prompt=prompt)
             if stored.awaiting_confirmation:
                 raise UserError(_awaiting_message(stored))
-            return await self._continue(stored, owner, prompt=prompt)
+            return await self._continue(stored, lock, prompt=prompt)
 
     async def aresume(
         self,
@@ -123,12 +120,14 @@ class Durable:
         the run pauses again. Stopped mid-run (crash): recovered and continued. Already
         finished: returns its stored result (use :meth:`arun` to add a turn).
         """
-        async with self._locked(session_id, break_lock) as owner:
-            stored = await self.aio.load(session_id)
+        async with self._locked(session_id, break_lock) as lock:
+            stored = lock.stored
+            if stored is None:
+                raise SessionNotFound(session_id)
             decisions = _decisions(stored, approve, deny) if stored.awaiting_confirmation else {}
             if stored.awaiting_confirmation and not decisions:
                 raise UserError(_awaiting_message(stored))
-            return await self._continue(stored, owner, prompt=prompt, decisions=decisions)
+            return await self._continue(stored, lock, prompt=prompt, decisions=decisions)
 
     def run(
         self,
@@ -166,7 +165,7 @@ class Durable:
     async def _continue(
         self,
         state: RunState,
-        owner: str,
+        lock: _SessionLock,
         *,
         prompt: Prompt | None = None,
         decisions: Mapping[str, Confirmation] | None = None,
@@ -190,12 +189,12 @@ class Durable:
                 state.status = LoopState.PAUSED
                 keep = {c.id for c in rerun}
                 decided = {k: v for k, v in decided.items() if k in keep}
-                return await self._drive(state, owner, persisted, prompt=prompt, decisions=decided)
+                return await self._drive(state, lock, persisted, prompt=prompt, decisions=decided)
             calls = state.messages[-1].tool_calls
             state.messages.append(Message("tool", in_call_order(calls, held)))
             state.pending_calls, state.held_results = [], []
             state.status = LoopState.OBSERVE
-            return await self._drive(state, owner, persisted, prompt=prompt)
+            return await self._drive(state, lock, persisted, prompt=prompt)
         if stop is not None and stop is not RunStop.AWAITING_CONFIRMATION and prompt is None:
             return state.result(detail=state.detail or "already finished")
         if prompt is None and not _owes_model_turn(state):
@@ -210,12 +209,12 @@ class Durable:
             # the final answer was stored but the process died before the final checkpoint
             return state.result(RunStop.FINAL_ANSWER, state.detail or "already finished")
         state.status = LoopState.OBSERVE
-        return await self._drive(state, owner, persisted, prompt=prompt)
+        return await self._drive(state, lock, persisted, prompt=prompt)
 
     async def _drive(
         self,
         state: RunState,
-        owner: str,
+        lock: _SessionLock,
         persisted: int,
         *,
         prompt: Prompt | None = None,
@@ -225,7 +224,7 @@ class Durable:
         checkpointer = Checkpointer(
             self.aio,
             state,
-            CheckpointConfig(cfg.policy, cfg.interval, owner, cfg.lock_ttl),
+            CheckpointConfig(cfg.policy, cfg.interval, lock.owner, cfg.lock_ttl),
             persisted,
         )
         agent, recorder = self._session_agent(state.session_id, checkpointer)
@@ -247,7 +246,11 @@ class Durable:
                 await checkpointer.flush()
             raise
         await recorder.flush()  # result records written in the background
-        await checkpointer.flush()  # the final checkpoint (requested by RunFinished)
+        # the final checkpoint (requested by RunFinished) and the lock's release share
+        # one store call: the heartbeat stops first, so no refresh can re-take the lock
+        await lock.quiet()
+        lock.released = True
+        await checkpointer.finish(release=lock.owner)
         return result
 
     def _session_agent(
@@ -290,11 +293,13 @@ class Durable:
 
 
 class _SessionLock:
-    """``async with``: hold the session lock for the duration of a run.
+    """``async with``: hold the session lock for the duration of a run; ``stored`` is the
+    session as loaded once the lock is held (``None``: not stored yet).
 
     A heartbeat refreshes the lock every ``ttl / 3`` seconds, so a tool that runs longer
     than the TTL (between two checkpoints) does not lose the lock to another process. It
-    is a timer, not a sleeping task: most runs end before it ever fires."""
+    is a timer, not a sleeping task: most runs end before it ever fires. A run that
+    releases the lock with its final checkpoint sets ``released``."""
 
     def __init__(self, store: AsyncStore, session_id: str, ttl: float, break_lock: bool) -> None:
         self.store = store
@@ -302,15 +307,18 @@ class _SessionLock:
         self.ttl = ttl
         self.break_lock = break_lock
         self.owner = lock_owner_id()
+        self.stored: RunState | None = None
+        self.released = False
         self._timer: asyncio.TimerHandle | None = None
         self._refresh: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> str:
-        if self.break_lock:
-            await self.store.break_lock(self.session_id)
-        await self.store.acquire_lock(self.session_id, self.owner, self.ttl)
+    async def __aenter__(self) -> _SessionLock:
+        # taking the lock and loading the session are one store call (one thread hop)
+        self.stored = await self.store.lock_and_load(
+            self.session_id, self.owner, self.ttl, break_first=self.break_lock
+        )
         self._arm()
-        return self.owner
+        return self
 
     def _arm(self) -> None:
         loop = asyncio.get_running_loop()
@@ -326,7 +334,8 @@ class _SessionLock:
             log.warning("session %s: lock refresh failed: %s", self.session_id, exc)
         self._arm()
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def quiet(self) -> None:
+        """Stop the heartbeat (a refresh in flight is cancelled and awaited)."""
         if self._timer is not None:
             self._timer.cancel()
         if self._refresh is not None and not self._refresh.done():
@@ -335,6 +344,11 @@ class _SessionLock:
                 await self._refresh
         if self._timer is not None:
             self._timer.cancel()  # re-armed by a refresh that finished meanwhile
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.quiet()
+        if self.released:
+            return
         try:
             await self.store.release_lock(self.session_id, self.owner)
         except Exception:
