@@ -164,7 +164,7 @@ def kill_midway(cluster: object, victim: object, n: int, chunk: int) -> dict[str
         time.sleep(0.05)
         done = results.read_text().count("\n") if results.exists() else 0
         lines = log.read_text().splitlines()
-        busy = bool(lines) and lines[-1].endswith(victim.unique_id)  # type: ignore[attr-defined]
+        busy = bool(lines) and lines[-1].endswith(victim.node_id)  # type: ignore[attr-defined]
         # kill while the second node is running prompts, so work is lost with it
         if killed_at is None and done >= n // 2 and busy:
             cluster.remove_node(victim)  # type: ignore[attr-defined]
@@ -176,7 +176,7 @@ def kill_midway(cluster: object, victim: object, n: int, chunk: int) -> dict[str
     keys = Counter(r["task"] for r in records)
     executed = [line.split() for line in log.read_text().splitlines()]
     runs = Counter(prompt for prompt, _ in executed)
-    by_node = Counter("second" if node == victim.unique_id else "head" for _, node in executed)  # type: ignore[attr-defined]
+    by_node = Counter("second" if node == victim.node_id else "head" for _, node in executed)  # type: ignore[attr-defined]
     wrong = [r["task"] for r in records if r["answer"] != f"answer to {r['task']}"]
     report = {
         "exit_code": proc.returncode,

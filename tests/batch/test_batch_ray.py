@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,10 @@ import pytest
 import ray
 from click.testing import CliRunner
 
+from loopwright import Agent, FunctionModel, Reply, ScriptedModel, Usage
+from loopwright.batch import RayEngine, make_tasks, run_batch
 from loopwright.cli.main import main
+from loopwright.core.errors import UserError
 
 AGENTS = Path(__file__).with_name("batch_agents.py")
 
@@ -204,3 +208,42 @@ def test_the_examples_of_docs_batch_md_run_as_shown(doc_dir: Path, monkeypatch) 
         with contextlib.redirect_stdout(printed):
             exec(compile(code, "docs/batch.md", "exec", dont_inherit=True), namespace)
         assert printed.getvalue() == expected
+
+
+# ------------------------------------------------------------------ the Python API
+def test_an_agent_object_is_shipped_to_the_workers_as_it_is() -> None:
+    out = io.StringIO()
+    tasks = make_tasks([f"p{i}" for i in range(5)])
+    engine = RayEngine(chunk_size=2, in_flight=2)
+    agent = Agent(ScriptedModel([Reply("ok", usage=Usage(1, 1, cost=0.5))] * 5))
+    summary = run_batch(agent, tasks, out, engine=engine)
+    assert summary.ok and summary.done == 5 and summary.cost == 2.5
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert sorted(x["task"] for x in lines) == [f"#{i}" for i in range(5)]
+    assert ray.is_initialized()  # it joined this module's Ray, and left it running
+
+
+def _answer(messages, request):  # type: ignore[no-untyped-def]
+    return "ok"
+
+
+def test_an_agent_that_workers_cannot_import_ends_the_batch_with_a_usage_error(
+    tmp_path: Path,
+) -> None:
+    # _answer lives in this test module, which the workers cannot import (Ray started
+    # before pytest put its folder on sys.path): every task would fail the same way
+    out = tmp_path / "results.jsonl"
+    with pytest.raises(UserError, match="could not build the batch's agent: ModuleNotFound"):
+        run_batch(Agent(FunctionModel(_answer)), make_tasks(["a", "b"]), out, engine=RayEngine())
+    assert out.read_text() == ""
+
+
+def test_a_source_that_cannot_be_pickled_is_a_usage_error() -> None:
+    lock = threading.Lock()  # cannot be pickled
+
+    def factory() -> Agent:
+        with lock:
+            return Agent(FunctionModel(_answer))
+
+    with pytest.raises(UserError, match="cannot be sent to Ray workers"):
+        run_batch(factory, make_tasks(["a"]), io.StringIO(), engine=RayEngine())

@@ -160,9 +160,9 @@ async def arun_batch(
         meter = Progress(len(pending), progress)
         driver = _Driver(engine, sink, config, meter)
         if pending:
-            await engine.start(agent, config)
-            meter.started = time.monotonic()  # the rate is of runs, not of starting Ray
-            try:
+            try:  # closed even when start fails half-way (Ray started, the source unpicklable)
+                await engine.start(agent, config)
+                meter.started = time.monotonic()  # the rate is of runs, not of starting Ray
                 await driver.drive(pending)
             finally:
                 await engine.close()

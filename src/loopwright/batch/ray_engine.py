@@ -14,7 +14,9 @@ engine starts, never on import of :mod:`loopwright` or :mod:`loopwright.batch`.
   its own event loop: model calls mostly wait on the network, so one CPU serves many.
 * **Failures.** Ray does not retry these tasks (``max_retries=0``): a chunk whose worker
   or node died comes back as :class:`~loopwright.batch.engine.WorkLost` and the driver,
-  the one retry owner, runs its tasks again wherever Ray places them.
+  the one retry owner, runs its tasks again wherever Ray places them. A worker that
+  cannot build the agent (its module is not importable on that node, the factory
+  raises) ends the batch with a :class:`UserError` saying why: every task would fail.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ _KEEP_AGENTS = 4
 # One event loop per worker for all its chunks: a kept agent's model may hold clients
 # bound to the loop it first ran in (an HTTP connection pool).
 _LOOP: asyncio.AbstractEventLoop | None = None
+
+
+class AgentBuildError(Exception):
+    """Raised in a Ray worker that could not receive or build the batch's agent."""
 
 
 def _import_ray() -> ModuleType:
@@ -118,13 +124,20 @@ class RayEngine:
     async def run(self, tasks: Sequence[BatchTask]) -> Sequence[TaskOutcome]:
         ray = _import_ray()
         batch_id, source_ref, concurrency, strategy = self._args
+        # the source travels as a reference inside a list, so Ray does not resolve it
+        # before the chunk runs: a worker that already built the agent never fetches it,
+        # and one that cannot unpickle it says so (AgentBuildError) instead of crashing
         ref = self._submit(  # type: ignore[operator]
-            batch_id, source_ref, self._limits, list(tasks), concurrency, strategy
+            batch_id, [source_ref], self._limits, list(tasks), concurrency, strategy
         )
         try:
             outcomes: list[TaskOutcome] = await ref
         except ray.exceptions.RayTaskError as exc:
-            # the chunk itself raised (its tasks never do): e.g. the factory failed there
+            if isinstance(exc.cause, AgentBuildError):
+                raise UserError(
+                    f"a Ray worker could not build the batch's agent: {exc.cause}; every node "
+                    "needs the agent's module importable (docs/batch.md, Engines)"
+                ) from None
             raise WorkLost(f"the chunk failed on its worker: {exc.cause!r}") from None
         except ray.exceptions.RayError as exc:  # the worker, its node or the object died
             raise WorkLost(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
@@ -139,16 +152,23 @@ class RayEngine:
 
 def run_chunk(
     batch_id: str,
-    source: AgentSource,
+    source: list[object],
     limits: Limits | None,
     tasks: list[BatchTask],
     concurrency: int,
     strategy: str | None,
 ) -> list[TaskOutcome]:
-    """The Ray task: run ``tasks`` in this worker, ``concurrency`` at a time."""
+    """The Ray task: run ``tasks`` in this worker, ``concurrency`` at a time.
+    ``source`` holds the object reference of the agent source."""
     agent = _AGENTS.get(batch_id)
     if agent is None:
-        agent = build(source, limits)
+        try:
+            agent = build(_import_ray().get(source[0]), limits)
+        except Exception as exc:
+            # Ray's errors carry the remote traceback; its last line names the cause
+            lines = [line for line in str(exc).splitlines() if line.strip()]
+            cause = lines[-1] if len(lines) > 1 else f"{type(exc).__name__}: {exc}"
+            raise AgentBuildError(cause) from None
         while len(_AGENTS) >= _KEEP_AGENTS:
             _AGENTS.pop(next(iter(_AGENTS)))
         _AGENTS[batch_id] = agent
