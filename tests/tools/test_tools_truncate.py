@@ -132,3 +132,22 @@ def test_values_whose_conversions_raise_still_render() -> None:
     assert "_Hostile object at 0x" in out
     assert truncate_result(_Labelled(), 100) == "Labelled(7)"
     assert "<unprintable" not in truncate_result({"x": _Labelled(), 10**4400: 1}, 100_000)
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES.filter(lambda v: not isinstance(v, str)))
+def test_render_matches_the_public_json_encoder(value: object) -> None:
+    # the reusable C encoder is a speed measure only: its output is json.dumps's
+    public = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert render_result(value) == public
