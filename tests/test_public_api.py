@@ -5,6 +5,7 @@ pinned text below (and the docs and README) in the same commit."""
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable
 
 import pytest
@@ -59,19 +60,25 @@ SIGNATURES: dict[str, str] = {
         "(model: 'Model | str', prompt: 'Prompt', *, "
         "tools: 'ToolRegistry | Iterable[ToolLike]' = (), system: 'str | None' = None, "
         "limits: 'Limits | None' = None, "
-        "history: 'Sequence[Message] | None' = None) -> 'RunResult'"
+        "history: 'Sequence[Message] | None' = None, "
+        "output_type: 'type[T] | None' = None, "
+        "output_mode: 'OutputMode' = 'auto') -> 'RunResult[T] | RunResult[str]'"
     ),
     "arun": (
         "(model: 'Model | str', prompt: 'Prompt', *, "
         "tools: 'ToolRegistry | Iterable[ToolLike]' = (), system: 'str | None' = None, "
         "limits: 'Limits | None' = None, "
-        "history: 'Sequence[Message] | None' = None) -> 'RunResult'"
+        "history: 'Sequence[Message] | None' = None, "
+        "output_type: 'type[T] | None' = None, "
+        "output_mode: 'OutputMode' = 'auto') -> 'RunResult[T] | RunResult[str]'"
     ),
     "stream": (
         "(model: 'Model | str', prompt: 'Prompt', *, "
         "tools: 'ToolRegistry | Iterable[ToolLike]' = (), system: 'str | None' = None, "
         "limits: 'Limits | None' = None, "
-        "history: 'Sequence[Message] | None' = None) -> 'AsyncIterator[RunEvent]'"
+        "history: 'Sequence[Message] | None' = None, "
+        "output_type: 'type[T] | None' = None, "
+        "output_mode: 'OutputMode' = 'auto') -> 'AsyncIterator[RunEvent]'"
     ),
     "tool": (
         "(fn: 'Callable[..., Any] | None' = None, /, *, name: 'str | None' = None, "
@@ -103,7 +110,8 @@ SIGNATURES: dict[str, str] = {
         "context_policy: 'ContextPolicy | None' = None, "
         "ledger: 'IdempotencyLedger | None' = None, sleep: 'Sleep | None' = None, "
         "tool_selection: 'ToolSelection | None' = None, "
-        "output_type: 'type[OutputT] | None' = None, output_retries: 'int' = 2) -> 'None'"
+        "output_type: 'type[OutputT] | None' = None, output_retries: 'int' = 2, "
+        "output_mode: 'OutputMode' = 'auto') -> 'None'"
     ),
     "Agent.run": (
         "(self, prompt: 'Prompt', *, history: 'Sequence[Message] | None' = None, "
@@ -158,3 +166,24 @@ def test_signature(path: str) -> None:
     assert found == SIGNATURES[path], (
         f"loopwright.{path} changed signature; if deliberate, pin the new one here:\n{found}"
     )
+
+
+# How a type checker sees ``output_type``: the overloads (``None`` -> text, ``type[T]`` ->
+# ``T``); tests/loop/test_loop_output_typing.py checks what mypy infers from them.
+OVERLOADS: dict[str, list[tuple[str, str]]] = {
+    "run": [("None", "RunResult[str]"), ("type[T]", "RunResult[T]")],
+    "arun": [("None", "RunResult[str]"), ("type[T]", "RunResult[T]")],
+    "Agent.__init__": [("None", "None"), ("type[OutputT]", "None")],
+}
+
+
+@pytest.mark.parametrize("path", sorted(OVERLOADS))
+def test_output_type_overloads(path: str) -> None:
+    found = [
+        (
+            str(inspect.signature(o).parameters["output_type"].annotation),
+            str(inspect.signature(o).return_annotation),
+        )
+        for o in typing.get_overloads(_resolve(path))
+    ]
+    assert found == OVERLOADS[path], f"loopwright.{path}: overloads changed: {found}"

@@ -7,7 +7,7 @@ types. Importing it loads no vendor SDK and no embedded-model runtime.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from loopwright.core.lazy import lazy_exports
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     )
     from loopwright.core.events import RunEvent
     from loopwright.loop import Hooks, Limits, Prompt, Run, RunState, ToolLike
+    from loopwright.loop.output import OutputMode
     from loopwright.providers.scripted import FunctionModel, Reply, ScriptedModel, tool_call
     from loopwright.tools import Confirmation, DispatchConfig, Tool, ToolRegistry, tool
 
@@ -78,17 +79,29 @@ __getattr__, __dir__ = lazy_exports(
 __version__ = "0.1.0"
 
 
+T = TypeVar("T")
+
+
 def _agent(
     model: Model | str,
     tools: ToolRegistry | Iterable[ToolLike],
     system: str | None,
     limits: Limits | None,
-) -> Agent:
+    output_type: type[T] | None,
+    output_mode: OutputMode,
+) -> Agent[T] | Agent[str]:
     from loopwright.agent import Agent
 
-    return Agent(model, tools, system=system, limits=limits)
+    if output_type is None:
+        return Agent(model, tools, system=system, limits=limits, output_mode=output_mode)
+    return Agent(
+        model, tools, system=system, limits=limits, output_type=output_type, output_mode=output_mode
+    )
 
 
+# The one-shot helpers are overloaded like Agent: ``result.output`` is ``T`` for
+# ``output_type=T`` and ``str`` without one.
+@overload
 def run(
     model: Model | str,
     prompt: Prompt,
@@ -97,11 +110,38 @@ def run(
     system: str | None = None,
     limits: Limits | None = None,
     history: Sequence[Message] | None = None,
-) -> RunResult:
+    output_type: None = None,
+    output_mode: OutputMode = "auto",
+) -> RunResult[str]: ...
+@overload
+def run(
+    model: Model | str,
+    prompt: Prompt,
+    *,
+    tools: ToolRegistry | Iterable[ToolLike] = (),
+    system: str | None = None,
+    limits: Limits | None = None,
+    history: Sequence[Message] | None = None,
+    output_type: type[T],
+    output_mode: OutputMode = "auto",
+) -> RunResult[T]: ...
+def run(
+    model: Model | str,
+    prompt: Prompt,
+    *,
+    tools: ToolRegistry | Iterable[ToolLike] = (),
+    system: str | None = None,
+    limits: Limits | None = None,
+    history: Sequence[Message] | None = None,
+    output_type: type[T] | None = None,
+    output_mode: OutputMode = "auto",
+) -> RunResult[T] | RunResult[str]:
     """One-shot synchronous run: ``Agent(model, tools, ...).run(prompt)``."""
-    return _agent(model, tools, system, limits).run(prompt, history=history)
+    agent = _agent(model, tools, system, limits, output_type, output_mode)
+    return agent.run(prompt, history=history)
 
 
+@overload
 async def arun(
     model: Model | str,
     prompt: Prompt,
@@ -110,9 +150,35 @@ async def arun(
     system: str | None = None,
     limits: Limits | None = None,
     history: Sequence[Message] | None = None,
-) -> RunResult:
+    output_type: None = None,
+    output_mode: OutputMode = "auto",
+) -> RunResult[str]: ...
+@overload
+async def arun(
+    model: Model | str,
+    prompt: Prompt,
+    *,
+    tools: ToolRegistry | Iterable[ToolLike] = (),
+    system: str | None = None,
+    limits: Limits | None = None,
+    history: Sequence[Message] | None = None,
+    output_type: type[T],
+    output_mode: OutputMode = "auto",
+) -> RunResult[T]: ...
+async def arun(
+    model: Model | str,
+    prompt: Prompt,
+    *,
+    tools: ToolRegistry | Iterable[ToolLike] = (),
+    system: str | None = None,
+    limits: Limits | None = None,
+    history: Sequence[Message] | None = None,
+    output_type: type[T] | None = None,
+    output_mode: OutputMode = "auto",
+) -> RunResult[T] | RunResult[str]:
     """One-shot async run: ``await Agent(model, tools, ...).arun(prompt)``."""
-    return await _agent(model, tools, system, limits).arun(prompt, history=history)
+    agent = _agent(model, tools, system, limits, output_type, output_mode)
+    return await agent.arun(prompt, history=history)
 
 
 async def stream(
@@ -123,9 +189,12 @@ async def stream(
     system: str | None = None,
     limits: Limits | None = None,
     history: Sequence[Message] | None = None,
+    output_type: type[T] | None = None,
+    output_mode: OutputMode = "auto",
 ) -> AsyncIterator[RunEvent]:
     """One-shot event stream: ``Agent(model, tools, ...).stream(prompt)``."""
-    async for event in _agent(model, tools, system, limits).stream(prompt, history=history):
+    agent = _agent(model, tools, system, limits, output_type, output_mode)
+    async for event in agent.stream(prompt, history=history):
         yield event
 
 

@@ -13,12 +13,14 @@ step).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import overload
 
 from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
 from loopwright.loop import Agent as _LoopAgent
 from loopwright.loop import Hooks, Limits, Sleep, ToolLike
 from loopwright.loop.agent import OutputT
 from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES
+from loopwright.loop.output import OutputMode
 from loopwright.providers.registry import resolve_model
 from loopwright.tools import DispatchConfig, IdempotencyLedger, ToolRegistry
 from loopwright.tools.selection import ToolSelection
@@ -32,6 +34,49 @@ def as_model(model: Model | str) -> Model:
 class Agent(_LoopAgent[OutputT]):
     """An agent whose ``model`` may be a Model or a model string (``"openai:gpt-4o"``,
     ``"local:gemma-3-270m"``, ...). See :class:`loopwright.loop.Agent` for everything else."""
+
+    # Two overloads so a checker infers the output type from ``output_type`` and never
+    # from the assignment target: ``a: Agent[Foo] = Agent(model)`` is an error, not an
+    # Agent whose text answers are typed ``Foo``.
+    @overload
+    def __init__(
+        self: Agent[str],
+        model: Model | str,
+        tools: ToolRegistry | Iterable[ToolLike] = (),
+        *,
+        system: str | None = None,
+        limits: Limits | None = None,
+        settings: ModelSettings | None = None,
+        dispatch: DispatchConfig | None = None,
+        hooks: Hooks | None = None,
+        context_policy: ContextPolicy | None = None,
+        ledger: IdempotencyLedger | None = None,
+        sleep: Sleep | None = None,
+        tool_selection: ToolSelection | None = None,
+        output_type: None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        output_mode: OutputMode = "auto",
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        model: Model | str,
+        tools: ToolRegistry | Iterable[ToolLike] = (),
+        *,
+        system: str | None = None,
+        limits: Limits | None = None,
+        settings: ModelSettings | None = None,
+        dispatch: DispatchConfig | None = None,
+        hooks: Hooks | None = None,
+        context_policy: ContextPolicy | None = None,
+        ledger: IdempotencyLedger | None = None,
+        sleep: Sleep | None = None,
+        tool_selection: ToolSelection | None = None,
+        output_type: type[OutputT],
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        output_mode: OutputMode = "auto",
+    ) -> None: ...
 
     def __init__(
         self,
@@ -49,6 +94,7 @@ class Agent(_LoopAgent[OutputT]):
         tool_selection: ToolSelection | None = None,
         output_type: type[OutputT] | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        output_mode: OutputMode = "auto",
     ) -> None:
         super().__init__(
             as_model(model),
@@ -64,4 +110,5 @@ class Agent(_LoopAgent[OutputT]):
             tool_selection=tool_selection,
             output_type=output_type,
             output_retries=output_retries,
+            output_mode=output_mode,
         )

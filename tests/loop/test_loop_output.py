@@ -216,3 +216,44 @@ async def test_a_valid_answer_gives_the_next_answer_its_full_allowance() -> None
     assert run.state.output_retries_used == 0
     again = await agent.aresume(run.state, prompt="and another?")
     assert again.ok and again.output == City(name="B", population=2)
+
+
+class NativeModel(FunctionModel):
+    """A test double whose provider would constrain the answer to the schema."""
+
+    def supports_native_output(self, with_tools: bool) -> bool:
+        return True
+
+
+async def test_native_mode_sends_the_schema_instead_of_the_tool() -> None:
+    seen: list[ModelRequest] = []
+
+    def reply(messages: list[Message], request: ModelRequest) -> object:
+        seen.append(request)
+        if len(messages) == 1:
+            return json.dumps({"name": "Oslo", "population": -1})
+        assert messages[-1].role == "user" and "population" in messages[-1].text
+        return json.dumps({"name": "Oslo", "population": 700000})
+
+    model = NativeModel(reply)
+    result = await Agent(model, output_type=City).arun("?")
+    assert result.ok and result.output == City(name="Oslo", population=700000)
+    first = seen[0]
+    assert first.output is not None and first.output.name == "City"
+    assert first.output.schema["properties"]["population"]["minimum"] == 0
+    assert all(spec.name != FINAL_RESULT for spec in first.tools)
+    # the re-ask names the field and asks for JSON, not for a tool the model was not shown
+    reask = result.messages[2].text
+    assert "population" in reask and FINAL_RESULT not in reask
+
+
+async def test_output_mode_tool_and_native_are_honoured_or_refused() -> None:
+    from loopwright.core.errors import ConfigError
+
+    native = NativeModel(lambda messages, request: "{}")
+    tool_mode = Agent(native, output_type=City, output_mode="tool")
+    assert tool_mode.config.output is not None and not tool_mode.config.output.native
+    with pytest.raises(ConfigError, match="has no native structured-output mode"):
+        Agent(ScriptedModel([]), output_type=City, output_mode="native")
+    with pytest.raises(ConfigError, match="output_mode='json'"):
+        Agent(ScriptedModel([]), output_type=City, output_mode="json")  # type: ignore[arg-type]

@@ -46,16 +46,34 @@ class ModelSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputFormat:
+    """The JSON schema the model's final text answer must follow, for a provider's native
+    structured-output mode (OpenAI ``response_format`` / ``text.format``, Anthropic
+    ``output_config.format``, Gemini ``responseJsonSchema``, Bedrock
+    ``outputConfig.textFormat``). ``schema`` is a Draft 2020-12 JSON Schema of ``type:
+    object``; ``name`` names it where the wire wants a name. Set on a request only for a
+    model that declares :class:`SupportsNativeOutput` (see ``docs/loop.md``,
+    "Structured output")."""
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One model call. ``messages`` is the history *as given*: a model must not mutate
     it, and the loop passes its own list without copying (step cost must not grow with
-    history length), so a model must not keep a reference past the call either."""
+    history length), so a model must not keep a reference past the call either.
+    ``output``, when set, asks for the final answer as JSON following that schema,
+    through the provider's native structured-output mode."""
 
     messages: Sequence[Message]
     system: str | None = None
     tools: Sequence[ToolSpec] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    output: OutputFormat | None = None
 
 
 PayloadHook: TypeAlias = Callable[[str, Mapping[str, Any]], Mapping[str, Any] | None]
@@ -117,6 +135,17 @@ class ReportsCost(Protocol):
 
     @property
     def reports_cost(self) -> bool: ...
+
+
+@runtime_checkable
+class SupportsNativeOutput(Protocol):
+    """A model whose provider can constrain the answer to a JSON schema itself (a request's
+    :attr:`ModelRequest.output`). ``with_tools``: whether the request also offers tools
+    (some models take a schema only without them). An agent with an ``output_type`` uses
+    this mode when the model says ``True`` (``output_mode="auto"``), and the final-answer
+    tool otherwise."""
+
+    def supports_native_output(self, with_tools: bool) -> bool: ...
 
 
 @runtime_checkable

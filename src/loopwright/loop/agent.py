@@ -25,7 +25,7 @@ from loopwright.core.run import RunResult, RunState, new_session_id
 from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
-from loopwright.loop.output import OutputSchema
+from loopwright.loop.output import OutputMode, OutputSchema
 from loopwright.loop.steps import Resume, RunEngine
 from loopwright.loop.turn import ToolView
 from loopwright.tools import (
@@ -286,7 +286,10 @@ class Agent(Generic[OutputT]):
     ``output_type`` (a pydantic model, dataclass, TypedDict or any type pydantic can
     validate) makes the final answer structured: ``result.output`` is the validated value,
     and an invalid answer is re-asked with its validation errors at most
-    ``output_retries`` times (see ``docs/loop.md``, "Structured output").
+    ``output_retries`` times. ``output_mode`` picks how the answer is asked for: the
+    provider's native structured-output mode (``"native"``), the ``final_result`` tool
+    (``"tool"``), or native where the model has it (``"auto"``; see ``docs/loop.md``,
+    "Structured output").
 
     Every argument is checked when the agent is built (here and in :meth:`from_config`
     alike): a bad value raises :class:`~loopwright.core.errors.ConfigError` naming the
@@ -309,6 +312,7 @@ class Agent(Generic[OutputT]):
         tool_selection: ToolSelection | None = None,
         output_type: type[OutputT] | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        output_mode: OutputMode = "auto",
     ) -> None:
         config = AgentConfig(
             model=model,
@@ -322,7 +326,7 @@ class Agent(Generic[OutputT]):
             ledger=ledger,
             sleep=asyncio.sleep if sleep is None else sleep,
             tool_selection=tool_selection,
-            output=_output(output_type, output_retries),
+            output=_output(output_type, output_retries, output_mode),
         )
         self._setup(config)
 
@@ -340,10 +344,18 @@ class Agent(Generic[OutputT]):
 
     def _setup(self, config: AgentConfig) -> None:
         """The one place an agent takes its configuration (both constructors end here):
-        tool hooks set in ``hooks`` move into the dispatcher's configuration."""
+        tool hooks set in ``hooks`` move into the dispatcher's configuration, and the
+        structured-output mode is decided for the model."""
         dispatch = _merge_tool_hooks(config.dispatch, config.hooks)
         if dispatch is not config.dispatch:
             config = replace(config, dispatch=dispatch)
+        output = config.output
+        if output is not None:
+            has_tools = bool(config.registry.specs(max_permission=config.dispatch.permission))
+            must_call = config.settings.tool_choice not in ("auto", "none")
+            resolved = output.resolve(config.model, has_tools, must_call)
+            if resolved is not output:
+                config = replace(config, output=resolved)
         self.config = config
         self._dispatcher = Dispatcher(config.registry, config.dispatch, config.ledger)
         self._tools = ToolView(config)
@@ -617,7 +629,9 @@ def _continuation(
     return None, message
 
 
-def _output(output_type: type[OutputT] | None, retries: int) -> OutputSchema[OutputT] | None:
+def _output(
+    output_type: type[OutputT] | None, retries: int, mode: OutputMode
+) -> OutputSchema[OutputT] | None:
     if type(retries) is not int or retries < 0:
         raise ConfigError(
             f"Agent(output_retries={retries!r}): give a whole number >= 0 (how many invalid "
@@ -625,7 +639,7 @@ def _output(output_type: type[OutputT] | None, retries: int) -> OutputSchema[Out
         )
     if output_type is None or output_type is str:
         return None  # text is the answer: no final-answer tool, ``output`` is the text
-    return OutputSchema.build(output_type, retries)
+    return OutputSchema.build(output_type, retries, mode)
 
 
 def _emitter(

@@ -1,15 +1,24 @@
 """Structured output: a run's final answer validated against the agent's ``output_type``.
 
-The mechanism works with every provider through the :class:`~loopwright.core.protocols.Model`
-protocol: the request offers one more tool, ``final_result``, whose parameters are the
-output type's JSON schema (pydantic ``TypeAdapter``). The run ends when the model calls it
-with arguments that validate; invalid arguments are answered with the validation errors
-(each naming its field) and the model tries again, at most ``output_retries`` times. A
-reply with text and no call is accepted when the text is JSON that validates (models that
-answer in JSON without calling the tool), and otherwise re-asked like invalid arguments.
+Two ways to ask for the answer, chosen per agent (``output_mode``):
+
+* **native** -- the request carries the output type's JSON schema
+  (:class:`~loopwright.core.protocols.OutputFormat`) and the provider constrains the
+  answer text itself (OpenAI ``response_format``, Anthropic ``output_config``, Gemini
+  ``responseJsonSchema``, Bedrock ``outputConfig``, a grammar on the embedded model). Used
+  when the model declares :class:`~loopwright.core.protocols.SupportsNativeOutput`.
+* **tool** -- works with every provider: the request offers one more tool,
+  ``final_result``, whose parameters are the schema; the run ends when the model calls it
+  with arguments that validate.
+
+Either way the answer is validated here (pydantic ``TypeAdapter``): an invalid one is
+answered with the validation errors (each naming its field) and the model tries again, at
+most ``output_retries`` times (counted in the run state). A reply with text and no call
+is accepted when the text is JSON that validates (the native mode's answers, and models
+that answer in JSON without calling the tool), and otherwise re-asked.
 
 Output types whose schema is not an object (``list[str]``, ``int``, a union) are wrapped
-as ``{"response": <schema>}``: tool parameters must be an object.
+as ``{"response": <schema>}``: tool parameters and native schemas must be objects.
 
 pydantic is imported only when an agent has an ``output_type`` (it is not on the import
 path of ``import loopwright``).
@@ -19,12 +28,14 @@ See ``docs/loop.md`` ("Structured output").
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Generic, Literal, TypeAlias, TypeVar
 
 from loopwright.core.errors import ConfigError
 from loopwright.core.messages import Message, ToolCallPart
+from loopwright.core.protocols import Model, OutputFormat, SupportsNativeOutput
 from loopwright.core.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -36,6 +47,11 @@ _WRAPPER = "response"
 _MAX_ERRORS = 8  # validation errors shown to the model per attempt
 
 T = TypeVar("T")
+OutputMode: TypeAlias = Literal["auto", "native", "tool"]
+"""How an ``output_type`` is asked for: ``"native"`` (the provider's structured-output
+mode; a model without one is a :class:`ConfigError`), ``"tool"`` (the ``final_result``
+tool) or ``"auto"`` (native where the model supports it, else the tool)."""
+OUTPUT_MODES: tuple[OutputMode, ...] = ("auto", "native", "tool")
 
 
 class OutputInvalid(Exception):
@@ -44,19 +60,30 @@ class OutputInvalid(Exception):
 
 @dataclass(frozen=True, slots=True)
 class OutputSchema(Generic[T]):
-    """How an agent's answers are checked: the type, its adapter, the ``final_result``
-    tool offered to the model, and how many invalid answers are re-asked."""
+    """How an agent's answers are asked for and checked: the type, its adapter, the
+    ``final_result`` tool and the native :class:`OutputFormat` (the same schema), how many
+    invalid answers are re-asked, the requested ``mode`` and whether the native mode is
+    the one in use (``native``, set by :meth:`resolve` for the agent's model)."""
 
     output_type: type[T]
     adapter: TypeAdapter[T]
     spec: ToolSpec
     wrapped: bool
     retries: int
+    format: OutputFormat
+    mode: OutputMode = "auto"
+    native: bool = False
 
     @classmethod
-    def build(cls, output_type: type[T], retries: int) -> OutputSchema[T]:
+    def build(
+        cls, output_type: type[T], retries: int, mode: OutputMode = "auto"
+    ) -> OutputSchema[T]:
         """Raise :class:`ConfigError` (naming ``output_type`` and the fix) when pydantic
-        cannot validate or describe the type."""
+        cannot validate or describe the type, or ``mode`` is not an :data:`OutputMode`."""
+        if mode not in OUTPUT_MODES:
+            raise ConfigError(
+                f"Agent(output_mode={mode!r}): give one of {', '.join(map(repr, OUTPUT_MODES))}"
+            )
         from pydantic import TypeAdapter
         from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
@@ -77,12 +104,44 @@ class OutputSchema(Generic[T]):
             schema = {"type": "object", "properties": {_WRAPPER: schema}, "required": [_WRAPPER]}
             if defs:
                 schema["$defs"] = defs
-        description = schema.pop("description", None) or (
+        described = str(schema.pop("description", None) or "")
+        tool_text = described or (
             f"Give your final answer as {name}. Call this tool once, when you are done; "
             "its arguments are the answer."
         )
-        spec = ToolSpec(FINAL_RESULT, str(description), schema, timeout=None)
-        return cls(output_type, adapter, spec, wrapped, retries)
+        spec = ToolSpec(FINAL_RESULT, tool_text, schema, timeout=None)
+        # OpenAI names a schema with at most 64 of [A-Za-z0-9_-]
+        wire_name = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:64].strip("_") or "output"
+        return cls(
+            output_type,
+            adapter,
+            spec,
+            wrapped,
+            retries,
+            OutputFormat(wire_name, schema, described),
+            mode,
+        )
+
+    def resolve(self, model: Model, has_tools: bool, must_call: bool) -> OutputSchema[T]:
+        """This schema with ``native`` decided for ``model``: whether the model declares a
+        native mode for a request with (``has_tools``) or without tools, and whether the
+        settings force a tool call (``must_call``: ``tool_choice`` other than ``"auto"``,
+        which a native answer could never satisfy). A ``"native"`` mode that cannot be
+        honoured is a :class:`ConfigError`."""
+        able = isinstance(model, SupportsNativeOutput) and model.supports_native_output(has_tools)
+        if self.mode == "native" and (not able or must_call):
+            why = (
+                "the settings force a tool call (tool_choice), which a native answer cannot make"
+                if able
+                else f"{model.name!r} has no native structured-output mode"
+                + (" together with tools" if has_tools else "")
+            )
+            raise ConfigError(
+                f"Agent(output_mode='native'): {why}; use output_mode='tool' (the final_result "
+                "tool works with every model) or 'auto'"
+            )
+        native = able and not must_call and self.mode != "tool"
+        return self if native == self.native else replace(self, native=native)
 
     def from_call(self, call: ToolCallPart) -> T:
         """The value of a ``final_result`` call; raises :class:`OutputInvalid`."""
@@ -108,8 +167,11 @@ class OutputSchema(Generic[T]):
             value = json.loads(body)
         except ValueError:
             raise OutputInvalid(
-                f"the answer must be given by calling the {FINAL_RESULT} tool; call it now "
-                "with your answer as its arguments"
+                "the answer must be one JSON object following the requested schema; answer "
+                "again with only that JSON"
+                if self.native
+                else f"the answer must be given by calling the {FINAL_RESULT} tool; call it "
+                "now with your answer as its arguments"
             ) from None
         if self.wrapped and isinstance(value, Mapping) and set(value) == {_WRAPPER}:
             value = value[_WRAPPER]
@@ -121,10 +183,10 @@ class OutputSchema(Generic[T]):
         try:
             return self.adapter.validate_python(value)
         except ValidationError as exc:
-            raise OutputInvalid(_describe(exc, self.wrapped)) from None
+            raise OutputInvalid(_describe(exc, self.wrapped, self.native)) from None
 
 
-def _describe(exc: ValidationError, wrapped: bool) -> str:
+def _describe(exc: ValidationError, wrapped: bool, native: bool) -> str:
     """The validation errors as the model is told them: one line per field."""
     errors = exc.errors(include_url=False, include_input=False)
     lines = []
@@ -134,10 +196,15 @@ def _describe(exc: ValidationError, wrapped: bool) -> str:
     if len(errors) > _MAX_ERRORS:
         lines.append(f"- ... and {len(errors) - _MAX_ERRORS} more")
     whole = f"{_WRAPPER!r} " if wrapped else ""
+    where, again = (
+        ("the JSON", "answer again with the corrected JSON")
+        if native
+        else ("the arguments", f"call {FINAL_RESULT} again")
+    )
     return (
-        f"the final answer is invalid ({len(errors)} error(s) in {whole}the arguments):\n"
+        f"the final answer is invalid ({len(errors)} error(s) in {whole}{where}):\n"
         + "\n".join(lines)
-        + f"\nFix these fields and call {FINAL_RESULT} again."
+        + f"\nFix these fields and {again}."
     )
 
 

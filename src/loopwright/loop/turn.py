@@ -113,13 +113,19 @@ class Requests:
                 chosen = config.tool_selection(messages, specs, config.model)
                 specs = await chosen if inspect.isawaitable(chosen) else chosen
                 output = config.output
-                if output is not None and output.spec not in specs:
+                if output is not None and not output.native and output.spec not in specs:
                     specs = [*specs, output.spec]
                 reshaped = True
         except Exception as exc:
             raise ContextFailure(where, exc) from exc
+        output = config.output
         request = ModelRequest(
-            messages, config.system, specs, config.settings, {"session_id": self._state.session_id}
+            messages,
+            config.system,
+            specs,
+            config.settings,
+            {"session_id": self._state.session_id},
+            output.format if output is not None and output.native else None,
         )
         self._cached = None if reshaped else request
         return request
@@ -145,9 +151,9 @@ class ToolView:
     ``version``, e.g. an MCP server's ``list_changed``), not once per run.
 
     ``specs`` are the registry's (within the dispatcher's permission) and, with an
-    ``output_type``, the final-answer tool (last, never narrowed away by a tool
-    selection: see :mod:`loopwright.loop.output`); a tuple, since every run's requests
-    share it."""
+    ``output_type`` asked for through the tool, the final-answer tool (last, never
+    narrowed away by a tool selection: see :mod:`loopwright.loop.output`); a tuple, since
+    every run's requests share it."""
 
     __slots__ = ("_config", "specs", "takes_context", "version")
 
@@ -161,7 +167,7 @@ class ToolView:
         config = self._config
         registry = config.registry
         specs = registry.specs(max_permission=config.dispatch.permission)
-        if config.output is not None:
+        if config.output is not None and not config.output.native:
             specs.append(config.output.spec)
         self.specs = tuple(specs)
         self.takes_context = registry.takes_context

@@ -18,6 +18,10 @@ SDK ``anthropic`` >= 0.40):
   ``_stop`` -> ``message_delta`` (stop reason, cumulative usage) -> ``message_stop``; an
   ``error`` event can arrive mid-stream (e.g. ``overloaded_error``).
 * ``max_tokens`` is mandatory.
+* Structured output (Claude 4.5 and later, with or without tools): ``output_config:
+  {"format": {"type": "json_schema", "schema": ...}}``, the schema closed
+  (``additionalProperties: false``) and limited to what the constrained decoder takes
+  (:func:`~loopwright.providers.schema.closed_schema`); the answer is the text block.
 
 The request goes through the SDK client's documented raw-request method
 (``client.post("/v1/messages", body=..., stream=True, stream_cls=AsyncStream[object])``):
@@ -75,6 +79,7 @@ from loopwright.providers._common import (
 from loopwright.providers._http import bounded_client
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
+from loopwright.providers.schema import claude_native_output, closed_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 PROVIDER = "anthropic"
@@ -310,6 +315,10 @@ def encode_request(
         payload["temperature"] = settings.temperature
     if settings.stop:
         payload["stop_sequences"] = list(settings.stop)
+    if request.output is not None:
+        # structured output (Claude 4.5+): the answer text follows the schema
+        schema = closed_schema(request.output.schema)
+        payload["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     payload.update(settings.extra)
     payload["stream"] = True
     return payload, names
@@ -510,6 +519,10 @@ class AnthropicModel:
     def reports_cost(self) -> bool:
         """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
         return self.prices is not None
+
+    def supports_native_output(self, with_tools: bool) -> bool:
+        """``output_config.format`` (with or without tools) on Claude 4.5 and later."""
+        return claude_native_output(self.model)
 
     def _sdk(self) -> Any:
         return self._client.get(self._new_client)

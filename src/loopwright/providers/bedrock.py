@@ -11,6 +11,9 @@ API"):
   ``additionalModelRequestFields``. There is no ``none`` tool choice: tools are left out
   instead (impossible when the history holds tool blocks: Bedrock then requires
   ``toolConfig``, so the tools stay and the model chooses).
+* Structured output: ``outputConfig{textFormat{type: json_schema, structure{jsonSchema{
+  schema (a JSON string), name, description?}}}}`` (user guide "Get validated JSON
+  results from models"); used for Claude 4.5 and later.
 * Calls are ``toolUse{toolUseId, name, input}`` blocks; results go back as
   ``toolResult{toolUseId, content[{text}], status}`` blocks in a ``user`` message.
   ``toolUseId`` must match ``[a-zA-Z0-9_-]+`` (ids from other providers are normalised).
@@ -53,7 +56,13 @@ from loopwright.core.messages import (
     ToolResultPart,
     Usage,
 )
-from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.core.protocols import (
+    ModelRequest,
+    ModelSettings,
+    NamedTool,
+    OutputFormat,
+    PayloadHook,
+)
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
     AdapterCall,
@@ -74,6 +83,7 @@ from loopwright.providers._common import (
 )
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
+from loopwright.providers.schema import claude_native_output, closed_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 PROVIDER = "bedrock"
@@ -312,8 +322,19 @@ def encode_request(
         payload["additionalModelRequestFields"] = {
             "thinking": {"type": "enabled", "budget_tokens": budget}
         }
+    if request.output is not None:
+        payload["outputConfig"] = {"textFormat": _text_format(request.output)}
     payload.update(settings.extra)
     return payload, names
+
+
+def _text_format(output: OutputFormat) -> dict[str, Any]:
+    """``outputConfig.textFormat``: the schema travels as a JSON *string*; Claude's
+    constrained decoding takes the same subset as on the Anthropic API."""
+    spec: dict[str, Any] = {"schema": json.dumps(closed_schema(output.schema)), "name": output.name}
+    if output.description:
+        spec["description"] = output.description
+    return {"type": "json_schema", "structure": {"jsonSchema": spec}}
 
 
 def _sdk_kwargs(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -631,6 +652,12 @@ class BedrockModel:
     def reports_cost(self) -> bool:
         """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
         return self.prices is not None
+
+    def supports_native_output(self, with_tools: bool) -> bool:
+        """``outputConfig.textFormat`` for Claude 4.5 and later. Bedrock documents it for
+        some open-weight models as well, without a list this adapter could check, so
+        those use the final-answer tool (``output_mode="tool"``, the default for them)."""
+        return claude_native_output(self.model)
 
     def _sdk(self) -> Any:
         if self._client is None:

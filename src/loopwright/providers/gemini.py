@@ -21,6 +21,10 @@ Wire facts this module relies on (ai.google.dev function-calling guide, REST ref
 * There is no tool-specific finish reason: ``STOP`` with function calls is tool use.
 * Streaming is SSE (``?alt=sse``) of whole ``GenerateContentResponse`` objects; an error may
   arrive as a ``{"error": {...}}`` chunk.
+* Structured output: ``responseMimeType: "application/json"`` with ``responseJsonSchema``
+  (JSON Schema; the SDK's ``response_json_schema``, unlike ``responseSchema``'s OpenAPI
+  subset), together with function declarations only on Gemini 3 and later
+  (:func:`~loopwright.providers.schema.gemini_native_output`).
 
 This module builds the request and drives the SDK; decoding the chunks lives in
 :mod:`loopwright.providers.gemini_stream` (its names are re-exported here).
@@ -81,7 +85,7 @@ from loopwright.providers.gemini_stream import (
 )
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
-from loopwright.providers.schema import UnsupportedSchema, gemini_schema
+from loopwright.providers.schema import UnsupportedSchema, gemini_native_output, gemini_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 EFFORT_LEVELS: Mapping[str, str] = {
@@ -355,6 +359,9 @@ def encode_request(
     thinking = _thinking(model, settings)
     if thinking is not None:
         config["thinkingConfig"] = thinking
+    if request.output is not None:
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = dict(request.output.schema)
     config.update(settings.extra)
     return {"model": model, "contents": contents, "config": config}, names
 
@@ -451,6 +458,11 @@ class GeminiModel:
     def reports_cost(self) -> bool:
         """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
         return self.prices is not None
+
+    def supports_native_output(self, with_tools: bool) -> bool:
+        """``responseJsonSchema``: without tools on every Gemini model, with them on
+        Gemini 3 and later."""
+        return gemini_native_output(self.model, with_tools)
 
     def _sdk(self) -> Any:
         return self._client.get(self._new_client)

@@ -10,6 +10,9 @@ Wire facts (OpenAI API reference, ``/v1/chat/completions``):
   fragments keyed by ``index``; usage arrives in a final chunk with empty ``choices`` when
   ``stream_options.include_usage`` is set.
 * ``finish_reason``: ``stop | length | tool_calls | content_filter | function_call``.
+* structured output: ``response_format: {"type": "json_schema", "json_schema": {name,
+  description?, schema, strict}}``; the answer is the message's JSON text (a refusal
+  comes back in ``message.refusal``).
 * reasoning: DeepSeek/vLLM/llama.cpp send ``reasoning_content``, OpenRouter/Ollama/Groq
   ``reasoning``; both are read, the vendor's field is echoed back (DeepSeek's thinking
   mode rejects tool-call turns whose ``reasoning_content`` is missing).
@@ -37,7 +40,13 @@ from loopwright.core.messages import (
     ToolResultPart,
     Usage,
 )
-from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.core.protocols import (
+    ModelRequest,
+    ModelSettings,
+    NamedTool,
+    OutputFormat,
+    PayloadHook,
+)
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import _openai
 from loopwright.providers._common import (
@@ -57,7 +66,7 @@ from loopwright.providers._common import (
 from loopwright.providers._partial_json import is_arguments_json
 from loopwright.providers.pricing import count, prices_for
 from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, VENDORS, Vendor
-from loopwright.providers.schema import openai_strict_schema
+from loopwright.providers.schema import openai_output_schema, openai_strict_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 PROTOCOL = "openai-chat"
@@ -254,12 +263,25 @@ class ChatEncoder:
         if request.tools:
             payload["tools"] = self._tools(request.tools, request.settings.strict_tools, names)
         payload.update(self.settings(request.settings, bool(request.tools), names))
+        if request.output is not None:
+            payload["response_format"] = response_format(request.output)
         if self.stream:
             payload["stream"] = True
             if self.vendor.stream_usage:
                 payload["stream_options"] = {"include_usage": True}
         payload.update(request.settings.extra)
         return payload, names
+
+
+def response_format(output: OutputFormat) -> dict[str, Any]:
+    """The ``response_format`` asking for an answer that follows ``output``'s schema."""
+    schema, strict = openai_output_schema(output.schema)
+    spec: dict[str, Any] = {"name": output.name}
+    if output.description:
+        spec["description"] = output.description
+    spec["schema"] = schema
+    spec["strict"] = strict
+    return {"type": "json_schema", "json_schema": spec}
 
 
 # ----------------------------------------------------------------- decoding
@@ -411,6 +433,11 @@ class OpenAIChatModel:
     def reports_cost(self) -> bool:
         """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
         return self.prices is not None
+
+    def supports_native_output(self, with_tools: bool) -> bool:
+        """``response_format`` json_schema, with or without tools, where the vendor takes
+        it (:attr:`Vendor.native_output`)."""
+        return self.vendor.native_output
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
         return self.encoder.encode(request)

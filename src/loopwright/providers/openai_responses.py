@@ -10,6 +10,8 @@ Wire facts (OpenAI API reference, Responses; ``shared/wire-samples/README.md``):
   together with the items that followed them.
 * tools are flat ``{"type": "function", "name", "description", "parameters", "strict"}``
   (``strict`` is sent explicitly: the API's default is strict).
+* structured output: ``text: {"format": {"type": "json_schema", name, description?,
+  schema, strict}}``; the answer is the ``output_text`` of the message item.
 * the stream is named SSE events: ``response.output_item.added`` -> text
   (``response.output_text.delta``), reasoning (``response.reasoning_summary_text.delta``,
   ``response.reasoning_text.delta``) and argument (``response.function_call_arguments.delta``)
@@ -42,7 +44,13 @@ from loopwright.core.messages import (
     ToolResultPart,
     Usage,
 )
-from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
+from loopwright.core.protocols import (
+    ModelRequest,
+    ModelSettings,
+    NamedTool,
+    OutputFormat,
+    PayloadHook,
+)
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import _openai
 from loopwright.providers._common import (
@@ -62,7 +70,7 @@ from loopwright.providers._common import (
 from loopwright.providers._partial_json import is_arguments_json
 from loopwright.providers.pricing import count, prices_for
 from loopwright.providers.registry import VENDORS, Vendor
-from loopwright.providers.schema import openai_strict_schema
+from loopwright.providers.schema import openai_output_schema, openai_strict_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
 
 PROTOCOL = "openai-responses"
@@ -238,10 +246,25 @@ class ResponsesEncoder:
         if request.tools:
             payload["tools"] = self._tools(request.tools, request.settings.strict_tools, names)
         payload.update(self.settings(request.settings, bool(request.tools), names))
+        if request.output is not None:
+            payload["text"] = {"format": text_format(request.output)}
         if self.stream:
             payload["stream"] = True
         payload.update(request.settings.extra)
         return payload, names
+
+
+def text_format(output: OutputFormat) -> dict[str, Any]:
+    """``text.format`` asking for an answer that follows ``output``'s schema (the
+    Responses API's flat shape: ``{type: json_schema, name, description?, schema,
+    strict}``)."""
+    schema, strict = openai_output_schema(output.schema)
+    out: dict[str, Any] = {"type": "json_schema", "name": output.name}
+    if output.description:
+        out["description"] = output.description
+    out["schema"] = schema
+    out["strict"] = strict
+    return out
 
 
 # ----------------------------------------------------------------- decoding
@@ -447,6 +470,10 @@ class OpenAIResponsesModel:
     def reports_cost(self) -> bool:
         """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
         return self.prices is not None
+
+    def supports_native_output(self, with_tools: bool) -> bool:
+        """``text.format`` json_schema, with or without tools."""
+        return self.vendor.native_output
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
         return self.encoder.encode(request)

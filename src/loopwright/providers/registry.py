@@ -59,6 +59,9 @@ class Vendor:
       OpenRouter, Ollama, Groq). Responses are parsed leniently (both are read); this
       field decides what is *sent back* when echoing reasoning.
     * ``supports_strict``: accepts ``strict: true`` on function tools.
+    * ``native_output``: takes a JSON schema for the answer (Chat Completions
+      ``response_format: {type: json_schema}``; the Responses API's ``text.format``), so
+      an agent's ``output_type`` is asked for natively (docs/loop.md).
     * ``supports_reasoning_effort``: accepts ``reasoning_effort`` / ``reasoning.effort``.
     * ``stream_usage``: accepts ``stream_options: {"include_usage": true}``.
     * ``extra_headers``: sent with every request.
@@ -73,6 +76,7 @@ class Vendor:
     system_role: Literal["system", "developer"] = "system"
     reasoning_field: str | None = "reasoning_content"
     supports_strict: bool = True
+    native_output: bool = True
     supports_reasoning_effort: bool = True
     stream_usage: bool = True
     extra_headers: Mapping[str, str] = field(default_factory=dict)
@@ -125,8 +129,13 @@ VENDORS: dict[str, Vendor] = {
             ("AWS_BEARER_TOKEN_BEDROCK",),
             key_required=False,
         ),
+        # DeepSeek's response_format takes only {"type": "json_object"} (no schema)
         _compat(
-            "deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", supports_strict=False
+            "deepseek",
+            "https://api.deepseek.com/v1",
+            "DEEPSEEK_API_KEY",
+            supports_strict=False,
+            native_output=False,
         ),
         _compat(
             "groq",
@@ -169,12 +178,15 @@ VENDORS: dict[str, Vendor] = {
 
 # "openai:" pointed at a non-OpenAI server (llama.cpp, a proxy, ...) speaks the generic
 # OpenAI-compatible dialect: ``max_tokens`` is the field every server understands, and
-# reasoning is read from ``reasoning_content`` (vLLM/llama.cpp/DeepSeek convention).
+# reasoning is read from ``reasoning_content`` (vLLM/llama.cpp/DeepSeek convention). Not
+# every such server takes a json_schema response_format (llama-cpp-python's server takes
+# only json_object), so structured output goes through the final-answer tool.
 GENERIC_OPENAI_COMPAT = replace(
     VENDORS["openai"],
     name="openai-compatible",
     max_tokens_field="max_tokens",
     reasoning_field="reasoning_content",
+    native_output=False,
 )
 
 PLACEHOLDER_KEY = "not-needed"

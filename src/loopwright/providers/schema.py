@@ -16,6 +16,13 @@ Tools declare Draft 2020-12 schemas; providers accept subsets:
   ``additionalProperties: false`` on every object, every property required, optional
   ones made nullable. Returns ``None`` when the schema cannot be strict (maps,
   ``patternProperties``): the adapter then sends that tool non-strict.
+  :func:`openai_output_schema` is the same for a native structured answer, strict only
+  when that changes nothing the answer is validated against.
+* :func:`closed_schema` -- Anthropic structured outputs (``output_config.format``, also
+  Claude on Bedrock): ``additionalProperties: false`` on every object; keywords the
+  constrained decoder does not take (numeric and length bounds, most ``format`` values)
+  move into the description, where the model still reads them (loopwright validates the
+  answer against the full schema either way).
 
 Both are pure: the input is never mutated.
 """
@@ -23,6 +30,8 @@ Both are pure: the input is never mutated.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -350,3 +359,121 @@ def openai_strict_schema(schema: Mapping[str, Any]) -> Schema | None:
     except _NotStrict:
         return None
     return result
+
+
+def _has_optional(node: Any) -> bool:
+    """Whether an object anywhere in ``node`` has a property it does not require."""
+    if isinstance(node, list):
+        return any(_has_optional(n) for n in node)
+    if not isinstance(node, Mapping):
+        return False
+    props = node.get("properties")
+    if isinstance(props, Mapping) and set(props) - set(node.get("required", ())):
+        return True
+    return any(_has_optional(v) for v in node.values())
+
+
+def openai_output_schema(schema: Mapping[str, Any]) -> tuple[Schema, bool]:
+    """``(schema, strict)`` for a native structured answer (``response_format`` /
+    ``text.format``). Strict mode makes every property required and the optional ones
+    nullable, so a model would send ``null`` for an omitted field and fail validation
+    against the original type: strict only when every property is already required."""
+    if not _has_optional(schema):
+        strict = openai_strict_schema(schema)
+        if strict is not None:
+            return strict, True
+    return dict(schema), False
+
+
+# ----------------------------------------------------------------- Anthropic / Claude
+
+# What Claude's constrained decoding takes (platform.claude.com, "Structured outputs",
+# JSON Schema limitations); every other keyword is appended to the description.
+_CLOSED_KEEP = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "anyOf",
+        "allOf",
+        "$ref",
+        "$defs",
+        "properties",
+        "required",
+        "items",
+        "description",
+        "title",
+    }
+)
+_CLOSED_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+
+
+def closed_schema(schema: Mapping[str, Any]) -> Schema:
+    """A copy of ``schema`` for Claude's structured outputs (see the module docstring)."""
+    result: Schema = _closed(schema)
+    return result
+
+
+def _closed_keeps(key: str, value: Any) -> bool:
+    if key == "format":
+        return value in _CLOSED_FORMATS
+    if key == "minItems":
+        return value in (0, 1)
+    return key in _CLOSED_KEEP
+
+
+def _closed(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_closed(n) for n in node]
+    if not isinstance(node, Mapping):
+        return node
+    out: Schema = {}
+    moved: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("properties", "$defs") and isinstance(value, Mapping):
+            out[key] = {name: _closed(sub) for name, sub in value.items()}
+        elif key in ("anyOf", "oneOf", "allOf", "items"):
+            out["anyOf" if key == "oneOf" else key] = _closed(value)
+        elif key == "additionalProperties" and value is False:
+            continue
+        elif _closed_keeps(key, value):
+            out[key] = value
+        elif key not in _ANNOTATIONS and key != "default":
+            moved[key] = value
+    if out.get("type") == "object" or "properties" in out:
+        out["additionalProperties"] = False
+    if moved:
+        note = "{" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in moved.items()) + "}"
+        text = out.get("description")
+        out["description"] = f"{text}\n\n{note}" if text else note
+    return out
+
+
+# ----------------------------------------------------------------- native output support
+
+# Claude 4.5 and later take ``output_config.format`` (GA on the Claude API and on Bedrock
+# for Haiku/Sonnet/Opus 4.5, Opus/Sonnet 4.6, ...: platform.claude.com, "Structured
+# outputs"); a trailing date (``claude-sonnet-4-20250514``) is not a minor version.
+_CLAUDE_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?![0-9])")
+_GEMINI_VERSION = re.compile(r"gemini-(\d+)")
+
+
+def claude_native_output(model_id: str) -> bool:
+    """Whether the Claude model ``model_id`` (an API id or a Bedrock model id) takes a
+    native structured-output schema."""
+    match = _CLAUDE_VERSION.search(model_id)
+    if match is None:
+        return False
+    return (int(match[1]), int(match[2] or 0)) >= (4, 5)
+
+
+def gemini_native_output(model: str, with_tools: bool) -> bool:
+    """Whether the Gemini model ``model`` takes ``responseJsonSchema`` for this request:
+    every Gemini model without function declarations; with them only Gemini 3 and later
+    (ai.google.dev, "Structured outputs with tools"; 2.x rejects the combination)."""
+    match = _GEMINI_VERSION.search(model)
+    if match is None:
+        return False
+    return not with_tools or int(match[1]) >= 3
