@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -211,3 +214,50 @@ def test_the_batch_progress_counts_the_cost_of_every_attempt() -> None:
     assert summary.cost == 1.0
     assert stream.getvalue().splitlines()[-1].startswith("batch 2/2 [####################]")
     assert "cost $1.0000" in stream.getvalue()
+
+
+# ------------------------------------------------------------------ the command line
+def _cli(tmp_path: Path, monkeypatch, *args: str):  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from loopwright.cli.main import main
+
+    shutil.copy(Path(__file__).with_name("batch_agents.py"), tmp_path / "batch_agents.py")
+    monkeypatch.chdir(tmp_path)
+    return CliRunner().invoke(main, ["batch", *args, "--agent", "batch_agents:standin"])
+
+
+def test_the_local_engine_through_the_command(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(
+        '"hi"\n'
+        f'{{"prompt": "flaky {marks} f", "id": "f"}}\n'
+        '{"prompt": "loop", "id": "L", "limits": {"max_turns": 2}}\n'
+    )
+    out = _cli(tmp_path, monkeypatch, str(prompts), "--out", "r.jsonl", "--retry-on", "model_error")
+    assert out.exit_code == 10, out.output  # L stopped at max_turns
+    by_task = {x["task"]: x for x in _records((tmp_path / "r.jsonl").read_text())}
+    assert by_task["#0"]["answer"] == "echo hi" and by_task["f"]["attempts"] == 2
+    assert by_task["L"]["stop_reason"] == "max_turns" and by_task["L"]["attempts"] == 1
+    assert "batch 3/3" in out.stderr and "retries 1" in out.stderr
+
+
+def test_usage_errors_of_the_command(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('"hi"\n')
+    out = _cli(tmp_path, monkeypatch, str(prompts), "--address", "auto")
+    assert out.exit_code == 2 and "--address is for --engine ray" in out.stderr
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    out = _cli(tmp_path, monkeypatch, str(prompts), "--engine", "ray")
+    assert out.exit_code == 2 and "pip install 'loopwright[ray]'" in out.stderr
+
+
+def test_ray_is_not_imported_unless_a_ray_engine_starts() -> None:
+    code = (
+        "import sys, loopwright, loopwright.batch, loopwright.cli.main; "
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
