@@ -19,7 +19,12 @@ from loopwright.cli.options import (
 from loopwright.cli.output import CliError
 from loopwright.cli.results import print_result
 from loopwright.cli.stored import session_recipe
-from loopwright.cli.strategy_run import is_strategy_session, report, resume_strategy
+from loopwright.cli.strategy_run import (
+    is_strategy_session,
+    report,
+    resume_strategy,
+    strategy_decision,
+)
 from loopwright.core.run import RunResult
 from loopwright.durable import Durable
 from loopwright.store import open_store
@@ -38,9 +43,10 @@ Examples:
   loopwright resume s-1a2b3c --approve --json
   loopwright resume s-4d5e6f --guidance "use the 2025 figures"   a paused plan
 
-A `run --strategy plan_execute` session (paused by its reflector, or whose process
-died) continues from its last checkpoint without running finished steps again;
---guidance has the planner revise the plan first (docs/strategies.md).
+A `run --strategy plan_execute` session (paused by its reflector or by a step waiting
+for approval, or whose process died) continues from its last checkpoint without running
+finished steps again; --approve / --deny REASON answer the waiting steps, --guidance has
+the planner revise the plan first (docs/strategies.md).
 
 The agent is rebuilt from the session's sealed setup (what was given on the command
 line when it started, sealed with this user's key). A setup changed in the store, or
@@ -130,12 +136,13 @@ def resume(
         stored = store.load(session_id)
         result: RunResult | StrategyResult
         if is_strategy_session(stored):  # cli/strategy_run.py
-            if per_call or deny or approve_calls:
+            if per_call or approve_calls:
                 raise CliError(
-                    f"session {session_id!r} is a strategy run: it has no pending calls to "
-                    "approve or deny; continue it as it is, or with --guidance TEXT"
+                    f"session {session_id!r} is a strategy run: --approve or --deny REASON "
+                    "answers its waiting steps (not one call at a time)"
                 )
-            result = resume_strategy(agent, recipe, store, stored, guidance)
+            decision = strategy_decision(approve, deny)
+            result = resume_strategy(agent, recipe, store, stored, guidance, decision)
         elif guidance is not None:
             raise CliError(
                 f"--guidance applies to a paused strategy run; session {session_id!r} is an "

@@ -8,7 +8,9 @@ the agent -- which records the strategy and its settings. A run that escalates p
 (``awaiting_confirmation``); a run whose process died stays unfinished. Either way
 ``loopwright resume SESSION`` rebuilds the agent and the strategy in a new process and
 continues from the last checkpoint without running finished steps again (with
-``--guidance TEXT`` the planner revises the plan first).
+``--guidance TEXT`` the planner revises the plan first; ``--approve`` / ``--deny REASON``
+answer the steps waiting for a person's approval: side effects after the run read
+untrusted content, docs/security.md).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from loopwright.strategies.catalog import RESUMABLE, for_agent, settings_for
 from loopwright.strategies.memory import PlanCheckpoints
 from loopwright.strategies.plan_execute import PlanAndExecute
 from loopwright.strategies.runtime import StrategyResult
+from loopwright.tools.confirm import Confirmation
 
 
 def run_strategy(
@@ -65,12 +68,22 @@ def is_strategy_session(state: RunState) -> bool:
     return PlanCheckpoints.KEY in state.metadata
 
 
+def strategy_decision(approve: bool, deny: str | None) -> Confirmation | None:
+    """A person's answer for the steps waiting for approval (``--approve`` / ``--deny``)."""
+    if approve and deny is not None:
+        raise CliError("use --approve or --deny REASON, not both")
+    if approve:
+        return Confirmation.approve()
+    return None if deny is None else Confirmation.deny(deny)
+
+
 def resume_strategy(
     agent: Agent,
     recipe: AgentRecipe,
     store: CheckpointStore,
     state: RunState,
     guidance: str | None,
+    decision: Confirmation | None = None,
 ) -> StrategyResult:
     """Continue the strategy session ``state`` (see the module docstring)."""
     name = recipe.strategy or PlanAndExecute.name
@@ -90,6 +103,7 @@ def resume_strategy(
     outcome = strategy.resume(
         progress,
         guidance,
+        decision=decision,
         on_event=agent.config.hooks.on_event,
         session_id=state.session_id,
     )

@@ -32,8 +32,14 @@ def _plan_execute(agent: Agent, s: Settings, progress: Progress | None) -> Strat
         reflect_each_batch=bool(s["reflect_each_batch"]),
         on_progress=progress,
     )
+    # the agent's dispatch settings too: its confirmation handlers answer for the steps
     return PlanAndExecute(
-        agent.model, agent.tools, reflector=agent.model, limits=agent.config.limits, config=config
+        agent.model,
+        agent.tools,
+        reflector=agent.model,
+        limits=agent.config.limits,
+        config=config,
+        dispatch=agent.config.dispatch,
     )
 
 
@@ -52,7 +58,9 @@ def _self_refine(agent: Agent, s: Settings, progress: Progress | None) -> Strate
 
 
 def _react_text(agent: Agent, s: Settings, progress: Progress | None) -> Strategy:
-    return ReActText(agent.model, agent.tools, limits=agent.config.limits)
+    return ReActText(
+        agent.model, agent.tools, limits=agent.config.limits, dispatch=agent.config.dispatch
+    )
 
 
 _Builder: TypeAlias = Callable[[Agent, Settings, "Progress | None"], Strategy]

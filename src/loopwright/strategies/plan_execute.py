@@ -31,9 +31,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, TypeAlias
 
+from loopwright.core.errors import ToolErrorKind
 from loopwright.core.events import RunStarted
 from loopwright.core.messages import JSONValue, Message, ToolCallPart
 from loopwright.core.protocols import Model
+from loopwright.core.run import TaintSource
 from loopwright.loop.agent import ToolLike
 from loopwright.loop.limits import Limits
 from loopwright.prompts import OutputParseError, Pattern, PromptText, load_pattern
@@ -49,6 +51,8 @@ from loopwright.strategies.runtime import (
     StrategyResult,
 )
 from loopwright.tools import DispatchConfig, Dispatcher, ToolRegistry
+from loopwright.tools.confirm import Confirmation
+from loopwright.tools.taint import describe as describe_taint
 
 _REF: Final = "$step_{}_result"
 
@@ -89,32 +93,48 @@ class PlanStep:
 @dataclass(frozen=True, slots=True)
 class StepResult:
     """What a step produced: the tool's result text, whether it failed, and how many times
-    the step has run."""
+    the step has run; ``error_kind`` is the failed result's
+    :class:`~loopwright.core.errors.ToolErrorKind` value."""
 
     step_id: int
     output: str
     ok: bool
     attempts: int
+    error_kind: str | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """The step's call was not run: it waits for a person's approval (a side effect
+        after the run read untrusted content)."""
+        return self.error_kind == ToolErrorKind.AWAITING_CONFIRMATION
 
     def to_dict(self) -> dict[str, JSONValue]:
-        return {
+        data: dict[str, JSONValue] = {
             "step_id": self.step_id,
             "output": self.output,
             "ok": self.ok,
             "attempts": self.attempts,
         }
+        if self.error_kind is not None:
+            data["error_kind"] = self.error_kind
+        return data
 
 
 @dataclass(slots=True)
 class PlanRun:
     """The progress of one plan: JSON round-trips through :meth:`to_dict` /
-    :meth:`from_dict` (what a paused run's ``state`` holds)."""
+    :meth:`from_dict` (what a paused run's ``state`` holds). ``taint`` lists the
+    untrusted results the run has read (docs/security.md, "Taint"): a resumed run is as
+    tainted as it was. ``decisions`` are a person's answers for the calls of steps that
+    wait for one (given when the run resumes; not stored)."""
 
     request: str
     steps: list[PlanStep] = field(default_factory=list)
     results: dict[int, StepResult] = field(default_factory=dict)
     retries: dict[int, int] = field(default_factory=dict)
     replans: int = 0
+    taint: tuple[TaintSource, ...] = ()
+    decisions: dict[int, Confirmation] = field(default_factory=dict)
     _shown: tuple[list[PlanStep], str] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, JSONValue]:
@@ -124,6 +144,9 @@ class PlanRun:
             "results": [r.to_dict() for r in self.results.values()],
             "retries": {str(k): v for k, v in self.retries.items()},
             "replans": self.replans,
+            "taint": [
+                {"tool": t.tool, "call_id": t.call_id, "excerpt": t.excerpt} for t in self.taint
+            ],
         }
 
     @classmethod
@@ -136,7 +159,16 @@ class PlanRun:
         for r in results:
             assert isinstance(r, dict)
             sid = int(r["step_id"])  # type: ignore[arg-type]
-            run.results[sid] = StepResult(sid, str(r["output"]), bool(r["ok"]), int(r["attempts"]))  # type: ignore[arg-type]
+            run.results[sid] = StepResult(
+                sid,
+                str(r["output"]),
+                bool(r["ok"]),
+                int(r["attempts"]),
+                _text(r.get("error_kind")),  # type: ignore[arg-type]
+            )
+        for t in data.get("taint") or []:  # type: ignore[union-attr]
+            assert isinstance(t, dict)
+            run.taint += (TaintSource(str(t["tool"]), str(t["call_id"]), str(t["excerpt"])),)
         run.retries = {int(k): int(v) for k, v in retries.items()}  # type: ignore[arg-type]
         run.replans = int(data.get("replans") or 0)  # type: ignore[arg-type]
         return run
@@ -209,8 +241,11 @@ def resolve(value: JSONValue, results: Mapping[int, StepResult]) -> JSONValue:
 
 def rule_reflector(run: PlanRun, max_retries: int) -> Decision:
     """The reflector used when no reflector model is given: a failed step is retried
-    while it has retries left, then the run escalates; otherwise accept."""
+    while it has retries left, then the run escalates; a step whose call a person denied
+    escalates at once (asking again is for the person to choose); otherwise accept."""
     for sid, result in run.results.items():
+        if result.error_kind == ToolErrorKind.DENIED_BY_USER:
+            return Decision("escalate", sid, f"step {sid}: {result.output}")
         if not result.ok:
             if run.retries.get(sid, 0) < max_retries:
                 return Decision("retry_step", sid, "the tool reported an error")
@@ -291,15 +326,20 @@ class PlanAndExecute(Strategy):
         state: Mapping[str, JSONValue],
         guidance: str | None = None,
         *,
+        decision: Confirmation | None = None,
         on_event: EventSink | None = None,
         session_id: str | None = None,
     ) -> StrategyResult:
         """Continue a paused (or crashed) run from its ``state``. With ``guidance`` (a
         person's instructions) the planner revises the plan first; without, failed steps
-        get a fresh set of retries. Finished steps are never run again. ``session_id``
-        keeps the run's id (a fresh one by default)."""
+        get a fresh set of retries. Finished steps are never run again. ``decision``
+        answers the calls of steps waiting for a person's approval (without one they wait
+        again). ``session_id`` keeps the run's id (a fresh one by default)."""
         run = PlanRun.from_dict(state)
+        if decision is not None:
+            run.decisions = {sid: decision for sid, r in run.results.items() if r.waiting}
         ctx = self._context(on_event, session_id)
+        ctx.taint = run.taint
         ctx.record = run.to_dict
         ctx.emit(RunStarted(ctx.session_id, Message.user(run.request)))
         ctx.step("resumed", guidance=guidance or "")
@@ -326,11 +366,16 @@ class PlanAndExecute(Strategy):
         state: Mapping[str, JSONValue],
         guidance: str | None = None,
         *,
+        decision: Confirmation | None = None,
         on_event: EventSink | None = None,
         session_id: str | None = None,
     ) -> StrategyResult:
         """Synchronous :meth:`aresume` (``asyncio.run``)."""
-        return asyncio.run(self.aresume(state, guidance, on_event=on_event, session_id=session_id))
+        return asyncio.run(
+            self.aresume(
+                state, guidance, decision=decision, on_event=on_event, session_id=session_id
+            )
+        )
 
     # -- the cycle --------------------------------------------------------------------
     async def _drive(self, ctx: StrategyContext, run: PlanRun) -> Outcome:
@@ -340,6 +385,11 @@ class PlanAndExecute(Strategy):
                 await self._execute(ctx, run, batch)
                 ctx.best = run.answer()
                 self._progress(run)
+                waiting = [str(sid) for sid, r in run.results.items() if r.waiting]
+                if waiting:  # a person decides; retrying or replanning would not help
+                    reason = f"step(s) {', '.join(waiting)} wait for a person to approve their call"
+                    held = self._pause(ctx, run, f"{reason}; {describe_taint(run.taint)}")
+                    return run.answer(), held
             failed = any(not r.ok for r in run.results.values())
             if not batch and not failed and run.finished():
                 return run.answer(), run.to_dict()
@@ -464,23 +514,31 @@ class PlanAndExecute(Strategy):
         ctx.check()
         ctx.step("batch", step_ids=[s.step_id for s in batch])
         sem = asyncio.Semaphore(self.config.max_concurrency)
+        # the batch's steps were planned before any of its results were read: what the
+        # run had read before the batch is what gates their side effects (as in the loop)
+        read_before = ctx.taint
 
         async def one(step: PlanStep) -> StepResult:
             async with sem:
-                return await self._run_step(ctx, run, step)
+                return await self._run_step(ctx, run, step, read_before)
 
         for result in await asyncio.gather(*(one(s) for s in batch)):
             run.results[result.step_id] = result
+        run.taint = ctx.taint
 
-    async def _run_step(self, ctx: StrategyContext, run: PlanRun, step: PlanStep) -> StepResult:
+    async def _run_step(
+        self, ctx: StrategyContext, run: PlanRun, step: PlanStep, taint: Sequence[TaintSource]
+    ) -> StepResult:
         arguments = resolve(dict(step.tool_input), run.results)
         assert isinstance(arguments, dict)
         attempts = run.retries.get(step.step_id, 0) + 1
         call = ToolCallPart(f"step_{step.step_id}_{attempts}", step.tool_name, arguments)
-        outcome = await ctx.call_tool(self.dispatcher, call)
-        ok = not outcome.result.is_error
+        decision = run.decisions.pop(step.step_id, None)
+        outcome = await ctx.call_tool(self.dispatcher, call, taint=taint, confirmation=decision)
+        result = outcome.result
+        ok = not result.is_error
         ctx.step("step_finished", step_id=step.step_id, ok=ok, attempts=attempts)
-        return StepResult(step.step_id, outcome.result.content, ok, attempts)
+        return StepResult(step.step_id, result.content, ok, attempts, result.error_kind)
 
     # -- reflection -------------------------------------------------------------------
     async def _reflect(self, ctx: StrategyContext, run: PlanRun) -> Decision:
@@ -530,6 +588,10 @@ def _low_scores(value: Mapping[str, JSONValue]) -> str:
         if isinstance(item, dict) and isinstance(item.get("score"), int) and item["score"] < 4:  # type: ignore[operator]
             reasons.append(f"{name} {item['score']}/5: {item.get('reason', '')}")
     return "; ".join(reasons)
+
+
+def _text(value: JSONValue) -> str | None:
+    return None if value is None else str(value)
 
 
 def _retry_target(run: PlanRun, step_id: int | None) -> int | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loopwright.core.errors import ProviderError, UserError
@@ -43,10 +43,11 @@ from loopwright.core.events import (
 )
 from loopwright.core.messages import JSONValue, Message, ToolCallPart, Usage
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
-from loopwright.core.run import RunResult, RunStop, new_session_id
+from loopwright.core.run import TAINT_LOG_SIZE, RunResult, RunStop, TaintSource, new_session_id
 from loopwright.loop.agent import running_as_parent
 from loopwright.loop.limits import Limits
 from loopwright.prompts.template import fingerprints_of, prompt_message
+from loopwright.tools.confirm import Confirmation
 from loopwright.tools.dispatcher import Dispatcher, DispatchOutcome
 
 EventSink = Callable[[RunEvent], None]
@@ -121,6 +122,7 @@ class StrategyContext:
         self.best = ""
         self.record: Mapping[str, JSONValue] | Callable[[], Mapping[str, JSONValue]] = {}
         self.started = time.perf_counter()
+        self.taint: tuple[TaintSource, ...] = ()
         self._emit = emit
 
     def recorded(self) -> Mapping[str, JSONValue]:
@@ -172,11 +174,28 @@ class StrategyContext:
         if self._emit is not None:
             self._emit(event)
 
-    async def call_tool(self, dispatcher: Dispatcher, call: ToolCallPart) -> DispatchOutcome:
+    async def call_tool(
+        self,
+        dispatcher: Dispatcher,
+        call: ToolCallPart,
+        *,
+        taint: Sequence[TaintSource] | None = None,
+        confirmation: Confirmation | None = None,
+    ) -> DispatchOutcome:
         """Run one tool call through ``dispatcher``, reporting it as the loop does
-        (:class:`ToolCallStarted` / :class:`ToolCallFinished`)."""
+        (:class:`ToolCallStarted` / :class:`ToolCallFinished`).
+
+        Taint works as in the loop (docs/security.md, "Taint"): ``taint`` is what the
+        run had read when the call was written (default: everything read so far, the
+        run's ``taint``) -- while it is not empty a side-effect call needs a person's
+        approval -- and an untrusted result the call returns is added to the run's
+        ``taint``. ``confirmation`` is a person's decision already made for this call."""
         self.emit(ToolCallStarted(self.calls, call))
-        outcome = await dispatcher.run_one(call)
+        outcome = await dispatcher.run_one(
+            call, confirmation=confirmation, taint=self.taint if taint is None else taint
+        )
+        if outcome.taint is not None:
+            self.taint = (*self.taint[1 - TAINT_LOG_SIZE :], outcome.taint)
         self.emit(
             ToolCallFinished(
                 self.calls,
