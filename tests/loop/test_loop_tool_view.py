@@ -1,5 +1,5 @@
 """The tools an agent shows the model are built once per registry version and shared by
-its runs (``loop.turn.ToolView``), and a registry change still reaches the next request."""
+its runs (``loop.turn.AgentView``), and a registry change still reaches the next request."""
 
 from __future__ import annotations
 

@@ -171,10 +171,18 @@ class RunState:
                     return text
         return ""
 
-    def result(self, stop: RunStop | None = None, detail: str | None = None) -> RunResult:
-        """The :class:`RunResult` of this state (its own ``stop``/``detail`` unless given)."""
+    def result(
+        self,
+        stop: RunStop | None = None,
+        detail: str | None = None,
+        *,
+        answer: str | None = None,
+        output: object = None,
+    ) -> RunResult:
+        """The :class:`RunResult` of this state (its own ``stop``/``detail`` unless given;
+        ``answer``: the best answer of the history unless given)."""
         return RunResult(
-            self.best_answer(),
+            self.best_answer() if answer is None else answer,
             stop or self.stop or RunStop.FINAL_ANSWER,
             self.turn,
             self.usage,
@@ -182,6 +190,7 @@ class RunState:
             self.session_id,
             self.detail if detail is None else detail,
             tuple(self.pending_calls),
+            output,
         )
 
     def snapshot(self) -> RunState:

@@ -27,7 +27,7 @@ from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.loop.output import OutputMode, OutputSchema
 from loopwright.loop.steps import Resume, RunEngine
-from loopwright.loop.turn import ToolView
+from loopwright.loop.turn import AgentView
 from loopwright.tools import (
     Confirmation,
     DispatchConfig,
@@ -358,7 +358,7 @@ class Agent(Generic[OutputT]):
                 config = replace(config, output=resolved)
         self.config = config
         self._dispatcher = Dispatcher(config.registry, config.dispatch, config.ledger)
-        self._tools = ToolView(config)
+        self._view = AgentView(config)
 
     @property
     def model(self) -> Model:
@@ -585,9 +585,9 @@ class Agent(Generic[OutputT]):
         self, state: RunState, resume: Resume | None, feed: _EventFeed | None, deps: object
     ) -> RunEngine:
         emit = _emitter(feed, self.config.hooks.on_event)
-        tools = self._tools.current()
-        dispatcher = self._run_dispatcher(state, deps, tools.takes_context)
-        return RunEngine(self.config, state, dispatcher, emit, resume, tools)
+        view = self._view.current()
+        dispatcher = self._run_dispatcher(state, deps, view.takes_context)
+        return RunEngine(self.config, state, dispatcher, emit, resume, view)
 
     def _run_dispatcher(self, state: RunState, deps: object, takes_context: bool) -> Dispatcher:
         """The agent's dispatcher, or a per-run one whose ``ToolContext`` carries the run's

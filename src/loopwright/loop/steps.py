@@ -61,10 +61,10 @@ from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, Run
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.output import FINAL_RESULT, OutputInvalid, final_answer_text
 from loopwright.loop.turn import (
+    AgentView,
     ContextFailure,
     RepetitionDetector,
     Requests,
-    ToolView,
     describe,
 )
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
@@ -178,8 +178,8 @@ class _Batch:
 class RunEngine:
     """Drives one run over one :class:`RunState`. Not reusable; not thread-safe.
 
-    ``emit`` is ``None`` when nobody listens (no event is built then). ``tools`` is
-    the agent's :class:`~loopwright.loop.turn.ToolView`, shared by its runs.
+    ``emit`` is ``None`` when nobody listens (no event is built then). ``view`` is
+    the agent's :class:`~loopwright.loop.turn.AgentView`, shared by its runs.
     """
 
     # slots: a thousand concurrent runs mean a thousand engines (no per-engine __dict__)
@@ -209,7 +209,7 @@ class RunEngine:
         dispatcher: Dispatcher,
         emit: Emit | None,
         resume: Resume | None = None,
-        tools: ToolView | None = None,
+        view: AgentView | None = None,
     ) -> None:
         self.config = config
         self.state = state
@@ -230,8 +230,8 @@ class RunEngine:
             )
             if state.messages:
                 self.detector.prime(state.messages)
-        # ``tools``: the agent's view shared by its runs (a run of its own otherwise)
-        self.requests = Requests(config, state, ToolView(config) if tools is None else tools)
+        # ``view``: shared by the agent's runs (a view of its own otherwise)
+        self.requests = Requests(config, state, AgentView(config) if view is None else view)
         self.turns = 0  # turns in this start()/resume; limits count these
         self.base_tokens = state.usage.total_tokens
         self.base_cost = state.usage.cost
@@ -713,16 +713,19 @@ class RunEngine:
         state.pending_calls = []
         self.append(Message("tool", tuple(results)), "tools")
 
-    def with_output(self, result: RunResult) -> RunResult:
-        """``result`` with its ``output``: the validated value (and, when the answer came
-        as a ``final_result`` call, that call's arguments as ``answer``), or the text."""
+    def final_result(self) -> RunResult:
+        """The result of a final answer, with its ``output``: the validated value (and,
+        when the answer came as a ``final_result`` call, that call's arguments as
+        ``answer``), or the text. Built once (it copies the history)."""
+        state = self.state
         if self.config.output is None:
-            return replace(result, output=result.answer)
-        messages = self.state.messages
-        answer = result.answer
+            text = state.best_answer()
+            return state.result(answer=text, output=text)
+        messages = state.messages
+        answer: str | None = None
         if len(messages) >= 2 and messages[-1].role == "tool" and messages[-2].role == "assistant":
             answer = final_answer_text(messages[-2])
-        return replace(result, answer=answer, output=self.output)
+        return state.result(answer=answer, output=self.output)
 
     def finish(self, stop: Stop) -> RunResult:
         state = self.state
@@ -734,9 +737,7 @@ class RunEngine:
             emit(LimitReached(state.turn, stop.reason, stop.detail))
         state.stop = stop.reason
         state.detail = stop.detail
-        result = state.result()
-        if stop.reason is RunStop.FINAL_ANSWER:
-            result = self.with_output(result)
+        result = state.result() if stop.reason is not RunStop.FINAL_ANSWER else self.final_result()
         if emit is not None:
             emit(StateChanged(previous, state.status, state.turn))
             emit(RunFinished(result))
