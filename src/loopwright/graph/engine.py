@@ -96,6 +96,7 @@ class CompiledStateGraph:
         }
         self.checkpointer = checkpointer
         self.saver = GraphSaver(checkpointer, reducers) if checkpointer is not None else None
+        self._nested_saver: GraphSaver | None = None
         self.recursion_limit = DEFAULT_RECURSION_LIMIT
 
     # ------------------------------------------------------------------ running
@@ -191,11 +192,31 @@ class CompiledStateGraph:
     async def run_nested(
         self, input: Mapping[str, Any], config: Config, task: _Task
     ) -> dict[str, Any]:
-        """Run as a subgraph node inside ``task`` of a parent graph: no checkpoints of its
-        own; interrupts and ``Command.PARENT`` propagate to the parent."""
-        run = _Run(self, config, parent=task)
+        """Run as a subgraph node inside ``task`` of a parent graph. With a checkpointer
+        on the parent, the run checkpoints in the parent's store under its own
+        namespace (:meth:`_Run.namespace`), so an interrupt or a failure inside it
+        resumes there without running its finished nodes again; interrupts and
+        ``Command.PARENT`` propagate to the parent."""
+        parent = task.run
+        configurable = {
+            **(config.get("configurable") or {}),
+            "thread_id": parent.namespace(task),
+            "checkpoint_id": None,  # the parent's checkpoint id means nothing here
+        }
+        run = _Run(self, {**config, "configurable": configurable}, parent=task)
+        run.write_behind = parent.write_behind
         state = {k: v for k, v in input.items() if k in self.keys}
         return self.output(await run.run(state))
+
+    def nested_saver(self, parent: GraphSaver | None) -> GraphSaver | None:
+        """The saver of this graph's runs as a subgraph: the parent's store, this
+        graph's reducers (``None`` when the parent keeps no checkpoints)."""
+        if parent is None:
+            return None
+        saver = self._nested_saver
+        if saver is None or saver.store is not parent.store:
+            saver = self._nested_saver = GraphSaver(parent.store, self.reducers)
+        return saver
 
     # ------------------------------------------------------------------ node outputs
     def input_writes(self, input: Any) -> list[tuple[str, Any]]:

@@ -69,13 +69,16 @@ otherwise (Python's default thread-pool size)."""
 
 
 class _Cursor:
-    """Resume answers of one task; a subgraph run inside the task shares it."""
+    """Resume answers of one task: ``resume`` for its own ``interrupt()`` calls, in
+    order; ``answers`` (interrupt id -> answer) for a subgraph task, handed to the
+    subgraph run, which routes each to its own waiting task."""
 
-    __slots__ = ("key", "resume", "used")
+    __slots__ = ("answers", "key", "resume", "used")
 
     def __init__(self, key: str, resume: list[Any]) -> None:
         self.key = key
         self.resume = resume
+        self.answers: dict[str, Any] = {}
         self.used = 0
 
 
@@ -189,7 +192,10 @@ class _Run:
         configurable = config.get("configurable") or {}
         self.thread = str(configurable.get("thread_id", ""))
         self.checkpoint_id = configurable.get("checkpoint_id")
-        self.saver: GraphSaver | None = graph.saver if parent is None else None
+        # a subgraph checkpoints in the parent's store, under its own namespace
+        self.saver: GraphSaver | None = (
+            graph.saver if parent is None else graph.nested_saver(parent.run.saver)
+        )
         if self.saver is not None and not self.thread:
             raise GraphError(
                 "this graph has a checkpointer: pass a thread id, e.g. "
@@ -326,6 +332,12 @@ class _Run:
         saved = await self._load()
         if input is None or isinstance(input, Command):
             return await self._resume(saved, input)
+        if saved is not None and self.parent is not None:
+            # this subgraph run started before under the same parent task and was
+            # interrupted or failed: continue it, its finished tasks are not run again
+            cursor = self.parent.cursor
+            answers = dict(cursor.answers) if cursor is not None else {}
+            return await self._resume(saved, Command(resume=answers) if answers else None)
         if saved is not None:  # a new input on a thread: its pending tasks are dropped
             self.saved = saved
             self.values = dict(saved.values)
@@ -407,7 +419,7 @@ class _Run:
         waiting = [t for t in tasks if t.interrupts]
         by_id = {i.id: t for t in waiting for i in t.interrupts}
         if isinstance(resume, Mapping) and resume and all(k in by_id for k in resume):
-            answers = [(by_id[k], v) for k, v in resume.items()]
+            answers = [(by_id[k], k, v) for k, v in resume.items()]
         elif len(waiting) > 1 or (waiting and len(waiting[0].interrupts) > 1):
             raise GraphError(
                 "several interrupts are pending: resume with Command(resume={interrupt_id: "
@@ -416,11 +428,14 @@ class _Run:
         elif not waiting:
             raise GraphError("Command(resume=...) given, but no interrupt is pending")
         else:
-            answers = [(waiting[0], resume)]
-        for task, answer in answers:
+            answers = [(waiting[0], waiting[0].interrupts[0].id, resume)]
+        for task, interrupt_id, answer in answers:
             if task.cursor is None:
                 task.cursor = _Cursor(f"{self.thread}:{task.id}", [])
-            task.cursor.resume.append(answer)
+            if task.spec is not None and task.spec.subgraph is not None:
+                task.cursor.answers[interrupt_id] = answer  # for the subgraph's own task
+            else:
+                task.cursor.resume.append(answer)
 
     # ------------------------------------------------------------------ tasks
     def _tasks(self, pending: Sequence[str | Send]) -> list[_Task]:
@@ -433,12 +448,14 @@ class _Run:
         task = _Task(self, f"{self.step}:{index}", name, send)
         if task.spec is None and name != START:
             raise InvalidUpdateError(f"unknown node {name!r} scheduled")
-        parent = self.parent
-        if parent is not None:  # interrupts inside a subgraph answer to the parent's task
-            if parent.cursor is None:
-                parent.cursor = _Cursor(f"{parent.run.thread}:{parent.id}", [])
-            task.cursor = parent.cursor
         return task
+
+    def namespace(self, task: _Task) -> str:
+        """The thread a subgraph run inside ``task`` checkpoints under: this run's
+        thread, the node and the task, and the checkpoint the superstep started from
+        (a fork or a new input starts the subgraph afresh; a resume finds it again)."""
+        where = f"{self.thread}|{task.name}:{task.id}"
+        return where if self.saved is None else f"{where}#{self.saved.number}"
 
     async def _execute(self, tasks: list[_Task]) -> None:
         todo = [t for t in tasks if not t.done]
@@ -447,6 +464,8 @@ class _Run:
         for task in todo:
             task.input = self._input_of(task)
             task.interrupts = ()
+        if self.saver is not None and any(t.spec and t.spec.subgraph for t in todo):
+            await self._settle()  # a subgraph's namespace names the stored checkpoint
         if len(todo) == 1:
             await self._run_task(todo[0])
             return

@@ -1,0 +1,181 @@
+"""A subgraph checkpoints under its own namespace in the parent's store: an interrupt or
+a failure inside it resumes inside it, and the subgraph nodes that had finished do not
+run again (LangGraph's ``checkpoint_ns``; docs/graph.md, "Subgraphs")."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated, Any
+
+import pytest
+from typing_extensions import TypedDict
+
+from loopwright.graph import END, START, Command, Send, StateGraph, interrupt
+
+
+class S(TypedDict, total=False):
+    answer: str
+    first: str
+    second: str
+    done: bool
+
+
+def _merge(left: list, right: list) -> list:
+    return sorted(left + right)
+
+
+class Fan(TypedDict, total=False):
+    who: str
+    answers: list
+
+
+class FanParent(TypedDict, total=False):
+    answers: Annotated[list, _merge]
+
+
+def _child(runs: Counter[str], *, fail_once: set[str] | None = None) -> Any:
+    """``prep`` -> ``ask`` (waits for an answer) -> ``check`` (may fail once)."""
+
+    def prep(state: S) -> dict:
+        runs["prep"] += 1
+        return {}
+
+    def ask(state: S) -> dict:
+        runs["ask"] += 1
+        return {"answer": interrupt("name?")}
+
+    def check(state: S) -> dict:
+        runs["check"] += 1
+        if fail_once is not None and "check" not in fail_once:
+            fail_once.add("check")
+            raise RuntimeError("flaky")
+        return {"done": True}
+
+    g = StateGraph(S)
+    g.add_node("prep", prep)
+    g.add_node("ask", ask)
+    g.add_node("check", check)
+    g.add_edge(START, "prep")
+    g.add_edge("prep", "ask")
+    g.add_edge("ask", "check")
+    return g.compile()
+
+
+def _parent(child: Any, runs: Counter[str]) -> StateGraph:
+    def before(state: S) -> dict:
+        runs["before"] += 1
+        return {}
+
+    g = StateGraph(S)
+    g.add_node("before", before)
+    g.add_node("child", child)
+    g.add_edge(START, "before")
+    g.add_edge("before", "child")
+    return g
+
+
+def test_an_interrupt_in_a_subgraph_resumes_there_without_rerunning_its_finished_nodes(
+    store: Any, thread: dict
+) -> None:
+    runs: Counter[str] = Counter()
+    app = _parent(_child(runs), runs).compile(checkpointer=store)
+    out = app.invoke({}, thread)
+    assert [i.value for i in out["__interrupt__"]] == ["name?"]
+    done = app.invoke(Command(resume="Ada"), thread)
+    assert done == {"answer": "Ada", "done": True}
+    assert runs == {"before": 1, "prep": 1, "ask": 2, "check": 1}
+
+
+def test_a_failure_in_a_subgraph_resumes_there(store: Any, thread: dict) -> None:
+    runs: Counter[str] = Counter()
+    app = _parent(_child(runs, fail_once=set()), runs).compile(checkpointer=store)
+    app.invoke({}, thread)
+    with pytest.raises(RuntimeError, match="flaky"):
+        app.invoke(Command(resume="Ada"), thread)
+    done = app.invoke(None, thread)
+    assert done == {"answer": "Ada", "done": True}
+    # prep and ask finished before check failed: only check runs again
+    assert runs == {"before": 1, "prep": 1, "ask": 2, "check": 2}
+
+
+def test_answers_reach_the_subgraph_task_that_asked(store: Any, thread: dict) -> None:
+    # two questions in two subgraph nodes: the second answer must not be handed to the
+    # first question (which no longer runs) by position
+    runs: Counter[str] = Counter()
+
+    def one(state: S) -> dict:
+        runs["one"] += 1
+        return {"first": interrupt("first?")}
+
+    def two(state: S) -> dict:
+        runs["two"] += 1
+        return {"second": interrupt("second?")}
+
+    child = StateGraph(S)
+    child.add_node("one", one)
+    child.add_node("two", two)
+    child.add_edge(START, "one")
+    child.add_edge("one", "two")
+    app = _parent(child.compile(), runs).compile(checkpointer=store)
+    assert [i.value for i in app.invoke({}, thread)["__interrupt__"]] == ["first?"]
+    assert [i.value for i in app.invoke(Command(resume="1"), thread)["__interrupt__"]] == [
+        "second?"
+    ]
+    assert app.invoke(Command(resume="2"), thread) == {"first": "1", "second": "2"}
+    assert runs == {"before": 1, "one": 2, "two": 2}
+
+
+def test_a_subgraph_inside_a_subgraph_resumes_at_the_innermost_level(
+    store: Any, thread: dict
+) -> None:
+    runs: Counter[str] = Counter()
+    middle = StateGraph(S)
+
+    def mid(state: S) -> dict:
+        runs["mid"] += 1
+        return {}
+
+    middle.add_node("mid", mid)
+    middle.add_node("inner", _child(runs))
+    middle.add_edge(START, "mid")
+    middle.add_edge("mid", "inner")
+    app = _parent(middle.compile(), runs).compile(checkpointer=store)
+    app.invoke({}, thread)
+    assert app.invoke(Command(resume="Ada"), thread) == {"answer": "Ada", "done": True}
+    assert runs == {"before": 1, "mid": 1, "prep": 1, "ask": 2, "check": 1}
+
+
+def test_parallel_subgraph_tasks_each_resume_with_their_own_answer(
+    store: Any, thread: dict
+) -> None:
+    runs: Counter[str] = Counter()
+
+    def greet(state: Fan) -> dict:
+        runs[state["who"]] += 1
+        return {"answers": [f"{state['who']}={interrupt(state['who'])}"]}
+
+    child = StateGraph(Fan)
+    child.add_node("greet", greet)
+    child.add_edge(START, "greet")
+    parent = StateGraph(FanParent)
+    parent.add_node("child", child.compile())
+    parent.add_conditional_edges(
+        START, lambda s: [Send("child", {"who": w, "answers": []}) for w in ("x", "y")]
+    )
+    parent.add_edge("child", END)
+    app = parent.compile(checkpointer=store)
+    pending = app.invoke({"answers": []}, thread)["__interrupt__"]
+    by_value = {i.value: i.id for i in pending}
+    assert sorted(by_value) == ["x", "y"]
+    out = app.invoke(Command(resume={by_value["x"]: "1", by_value["y"]: "2"}), thread)
+    assert out["answers"] == ["x=1", "y=2"]
+
+
+def test_a_new_input_runs_the_subgraph_afresh(store: Any, thread: dict) -> None:
+    runs: Counter[str] = Counter()
+    app = _parent(_child(runs), runs).compile(checkpointer=store)
+    app.invoke({}, thread)
+    app.invoke(Command(resume="Ada"), thread)
+    app.invoke({"done": False}, thread)  # a new input on the thread
+    assert runs["prep"] == 2  # the subgraph started over for it
+    assert app.invoke(Command(resume="Bob"), thread)["answer"] == "Bob"
