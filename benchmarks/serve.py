@@ -16,7 +16,12 @@ memory per idle session afterwards. Usage: ``python benchmarks/serve.py [--sessi
 
 ``--kill N``: the crash test instead: two server processes over one store, the one
 running a session SIGKILLed at a random moment N times; every side effect (3 sends per
-session through a non-idempotent tool) must land exactly once.
+session through a non-idempotent tool) must land exactly once. ``--kill N --cluster``:
+the same with THREE processes forming a cluster over PostgreSQL and Redis
+(``$LOOPWRIGHT_TEST_POSTGRES_URL``, ``$LOOPWRIGHT_TEST_REDIS_URL``: ``source
+.ci/services.sh``): sessions are created through a random process, the worker that
+claimed each is SIGKILLed mid-run and restarted; the dead worker's job returns to the
+queue and another worker finishes the session.
 """
 
 from __future__ import annotations
@@ -89,9 +94,11 @@ def send(token: str, n: int) -> str:
 
 def _sender(messages: Sequence[Message], request: ModelRequest) -> Reply:
     token = next(m.text for m in messages if m.role == "user")
-    step = sum(1 for m in messages if m.role == "tool")
-    if step < SENDS:
-        call = ToolCallPart(f"s{step}", "send", {"token": token, "n": step})
+    # a send whose result is an error (cut off by a crash or a hand-over) is asked again
+    done = {r.content for m in messages for r in m.tool_results_parts if not r.is_error}
+    todo = [n for n in range(SENDS) if f"sent {token}|{n}" not in done]
+    if todo:
+        call = ToolCallPart(f"s{len(messages)}", "send", {"token": token, "n": todo[0]})
         return Reply([call], delay=MODEL_DELAY * 2)
     return Reply("all sent", delay=MODEL_DELAY)
 
@@ -315,16 +322,138 @@ def kill_test(rounds: int, tmp: Path) -> dict[str, Any]:
     return out
 
 
+class _ClusterSetup:
+    """A fresh PostgreSQL schema and Redis key prefix for one cluster run."""
+
+    def __init__(self) -> None:
+        import secrets
+
+        import psycopg
+
+        self.pg, self.redis = (
+            os.environ["LOOPWRIGHT_TEST_POSTGRES_URL"],
+            os.environ["LOOPWRIGHT_TEST_REDIS_URL"],
+        )
+        self.schema = f"serve_bench_{secrets.token_hex(4)}"
+        with psycopg.connect(self.pg, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {self.schema}")
+        self.store_url = f"{self.pg}?options=-csearch_path%3D{self.schema}"
+
+    def options(self, *extra: str) -> tuple[str, ...]:
+        return ("--redis-url", self.redis, "--redis-prefix", f"lwbench:{self.schema}", *extra)
+
+    def start(self, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+        return start_server(Path("unused"), self.store_url, self.options(*extra))
+
+    def lock_pid(self, session_id: str, timeout: float = 10.0) -> int | None:
+        """The pid of the process holding the session's lock (None: it finished first)."""
+        from loopwright.store import PostgresStore
+
+        store = PostgresStore(self.store_url, migrate=False)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                owner = store.lock_owner(session_id)
+                if owner is not None:
+                    return int(owner.split(":")[1])
+                if store.load(session_id).stop is not None:
+                    return None
+                time.sleep(0.005)
+        finally:
+            store.close()
+        return None
+
+    def close(self) -> None:
+        import psycopg
+        import redis
+
+        with psycopg.connect(self.pg, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {self.schema} CASCADE")
+        client = redis.Redis.from_url(self.redis)
+        keys = list(client.scan_iter(f"lwbench:{self.schema}:*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+
+
+def kill_cluster(rounds: int, tmp: Path) -> dict[str, Any]:
+    """``rounds`` sessions through a 3-process cluster; each one's worker SIGKILLed at a
+    random moment of its run, then restarted. Every send must land exactly once."""
+    import random
+
+    import httpx
+
+    os.environ[OUTBOX_ENV] = str(tmp / "outbox.jsonl")
+    setup = _ClusterSetup()
+    opts = ("--lock-ttl", "1", "--drain", "1")
+    procs = [setup.start(*opts) for _ in range(3)]
+    rng = random.Random(23)
+    tokens: dict[str, str] = {}
+    killed_after: dict[int, int] = {}
+    missed = 0  # sessions that finished before their worker could be killed
+    started = time.perf_counter()
+    try:
+        for i in range(rounds):
+            token = f"c{i}"
+            sid = asyncio.run(_create(rng.choice(procs)[1], token))
+            tokens[sid] = token
+            pid = setup.lock_pid(sid)
+            time.sleep(rng.uniform(0.0, 0.25))  # the 3 sends happen in the first ~0.25 s
+            victim = next((n for n, (p, _) in enumerate(procs) if p.pid == pid), None)
+            if victim is None:
+                missed += 1
+                continue
+            outbox = Path(os.environ[OUTBOX_ENV])
+            procs[victim][0].send_signal(signal.SIGKILL)
+            procs[victim][0].wait()
+            sent = outbox.read_text().count(f'"{token}|') if outbox.exists() else 0
+            killed_after[sent] = killed_after.get(sent, 0) + 1
+            procs[victim] = setup.start(*opts)
+        pending = set(tokens)
+        headers = {"Authorization": f"Bearer {KEY}"}
+        deadline = time.monotonic() + 120
+        while pending and time.monotonic() < deadline:
+            url = procs[0][1]
+            for sid in list(pending):
+                state = httpx.get(f"{url}/v1/sessions/{sid}", headers=headers).json()
+                if state["status"] == "finished" and state["answer"] == "all sent":
+                    pending.discard(sid)
+            time.sleep(0.2)
+    finally:
+        for proc, _ in procs:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+        setup.close()
+    lines = Path(os.environ[OUTBOX_ENV]).read_text().splitlines()
+    keys = [json.loads(x)["key"] for x in lines]
+    expected = {f"{t}|{n}" for t in tokens.values() for n in range(SENDS)}
+    out = {
+        "mode": "cluster: 3 processes, PostgreSQL store, Redis queue/events",
+        "rounds": rounds,
+        "killed": rounds - missed,
+        "unfinished": len(pending),
+        "lost": len(expected - set(keys)),
+        "duplicated": len(keys) - len(set(keys)),
+        "killed_after_sends": {str(k): v for k, v in sorted(killed_after.items())},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(f"kill test: {out}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="50 sessions")
     parser.add_argument("--kill", type=int, default=0, help="only the kill test, N rounds")
+    parser.add_argument(
+        "--cluster", action="store_true", help="the kill test on a 3-process Redis cluster"
+    )
     args = parser.parse_args()
     n = 50 if args.quick else args.sessions
     tmp = Path(tempfile.mkdtemp(prefix="lw-serve-bench-"))
     if args.kill:
-        result = kill_test(args.kill, tmp)
+        result = kill_cluster(args.kill, tmp) if args.cluster else kill_test(args.kill, tmp)
         result["load"] = os.getloadavg()[0]
         print(json.dumps(result))
         return

@@ -147,3 +147,14 @@ def create(client: httpx.Client, headers: dict[str, str], agent: str, prompt: st
     resp = client.post("/v1/sessions", json={"agent": agent, "prompt": prompt}, headers=headers)
     assert resp.status_code == 201, resp.text
     return str(resp.json()["id"])
+
+
+def drop_redis_keys(url: str, prefix: str) -> None:
+    """Delete a test's Redis keys (the server is shared with other tests)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    keys = list(client.scan_iter(f"{prefix}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()

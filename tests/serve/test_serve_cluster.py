@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_harness import ALPHA, BRAVO, Server, create, read_events
+from serve_harness import ALPHA, BRAVO, Server, create, drop_redis_keys, read_events
 from served_agents import SENDS
 from tests.services import POSTGRES_ENV, REDIS_ENV, service_url
 
@@ -53,7 +53,7 @@ class Cluster:
             "--recover-every",
             "0.5",
             "--drain",
-            "3",
+            "0.3",
             "--no-access-log",
         ]
         return Server(
@@ -70,16 +70,11 @@ class Cluster:
 
     def close(self) -> None:
         import psycopg
-        import redis
 
         self.stop()
         with psycopg.connect(self.base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {self.schema} CASCADE")
-        client = redis.Redis.from_url(self.redis_url)
-        keys = list(client.scan_iter(f"{self.prefix}:*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
+        drop_redis_keys(self.redis_url, self.prefix)
 
     def runner(self, session_id: str) -> Server:
         """The server process holding the session's lease (its lock in the store)."""
@@ -209,6 +204,36 @@ def test_a_sigkilled_worker_s_session_completes_on_another(cluster: Cluster) -> 
     sent = cluster.sent()
     assert {k: n for k, n in sent.items() if k.startswith("survive|")} == {
         f"survive|{n}": 1 for n in range(SENDS)
+    }
+
+
+def test_sigterm_hands_an_unfinished_run_to_another_worker(cluster: Cluster) -> None:
+    """A worker told to stop takes no new job, lets runs finish for --drain seconds,
+    then interrupts the rest at a checkpoint and puts them back on the queue."""
+    entry = cluster.servers[0]
+    with entry.client() as a:
+        sid = create(a, ALPHA, "sender", "drained")
+        victim = cluster.runner(sid)
+        time.sleep(0.3)
+        assert victim.proc is not None
+        victim.proc.send_signal(signal.SIGTERM)
+        # uvicorn re-raises the signal once its graceful shutdown is done
+        assert victim.proc.wait(30) in (0, -signal.SIGTERM)
+        assert victim.proc.stderr is not None
+        log = victim.proc.stderr.read().decode()
+        assert f"session {sid}: handed back to the queue" in log, log[-3000:]
+        victim.proc = None
+        survivor = next(s for s in cluster.servers if s.proc is not None)
+        with survivor.client() as s:
+            state = wait_status(s, sid, "finished")
+            events = read_events(s, sid, ALPHA)
+        victim.start()
+    assert state["answer"] == f"delivered {SENDS}"
+    assert [e.event for e in events].count("serve_error") == 0
+    assert [e.event for e in events].count("run_started") == 2  # one per worker
+    sent = cluster.sent()
+    assert {k: n for k, n in sent.items() if k.startswith("drained|")} == {
+        f"drained|{n}": 1 for n in range(SENDS)
     }
 
 

@@ -174,3 +174,32 @@ async def test_listing_shows_only_the_tenants_own_sessions() -> None:
 
     assert len(tenant_tag("alpha")) == 16
     await manager.close()
+
+
+@pytest.mark.parametrize("at_boundary", [True, False])
+async def test_cancel_at_a_boundary_lets_the_running_tool_finish(at_boundary: bool) -> None:
+    """What a server handing a run over uses: the tool in flight completes and its result
+    is kept; a plain cancel cuts it off."""
+    from loopwright.providers.scripted import tool_call
+    from loopwright.tools import tool
+
+    finished: list[str] = []
+
+    @tool
+    async def work(n: int) -> str:
+        """Work a while."""
+        await asyncio.sleep(0.2)
+        finished.append(f"w{n}")
+        return f"worked {n}"
+
+    def reply(messages, request):
+        return [tool_call("work", {"n": 1}, id="c1")]
+
+    run = Agent(FunctionModel(reply), [work]).start("go", events=False)
+    await asyncio.sleep(0.1)  # the tool is running
+    run.cancel(at_boundary=at_boundary)
+    result = await run.result()
+    assert result.stop.value == "cancelled"
+    results = [r for m in result.messages for r in m.tool_results_parts]
+    assert [r.is_error for r in results] == [not at_boundary]
+    assert finished == (["w1"] if at_boundary else [])

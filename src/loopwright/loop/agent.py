@@ -235,18 +235,23 @@ class Run(Generic[OutputT]):
         self._check_open("follow_up")
         self._engine.state.follow_ups.append(_as_message(message, "follow_up(message)"))
 
-    def cancel(self) -> None:
+    def cancel(self, *, at_boundary: bool = False) -> None:
         """Request a stop. The run ends with ``RunStop.CANCELLED`` and a well-formed history
         (a tool batch cut off gets results saying so). Idempotent; no effect once done.
         Call it from the event loop's thread (from another thread use
-        ``loop.call_soon_threadsafe(run.cancel)``)."""
+        ``loop.call_soon_threadsafe(run.cancel)``).
+
+        ``at_boundary=True`` interrupts nothing in flight: a model call and the tool calls
+        already running finish (their results are recorded), calls of the batch that have
+        not started are skipped, and the run stops at the next step boundary. A server
+        handing a run to another process uses it: no side effect is left running."""
         if self._task.done():
             return
         engine = self._engine
         engine.cancel_requested = True
         # From inside the run's own task (a hook, an inline tool) cancelling the task would
         # end it CANCELLED without a result; the flag alone stops it at the next boundary.
-        if engine.running and asyncio.current_task() is not self._task:
+        if not at_boundary and engine.running and asyncio.current_task() is not self._task:
             self._task.cancel()
 
     async def result(self) -> RunResult[OutputT]:

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Literal
 
 from loopwright.core.messages import Message
-from loopwright.core.run import RunState
+from loopwright.core.run import RunState, RunStop
 from loopwright.durable import Durable
 from loopwright.store.base import CheckpointStore
 from loopwright.store.errors import SessionLocked, SessionNotFound
@@ -52,6 +52,9 @@ from .sessions import (
 log = logging.getLogger("loopwright.serve")
 
 Mode = Literal["steer", "follow_up"]
+
+HANDOVER_WAIT = 30.0
+"""Seconds a shutting-down worker waits for its runs to reach a step boundary."""
 
 
 class _Handover(Exception):
@@ -89,8 +92,10 @@ class ClusterSessions(SessionManager):
 
     async def close(self) -> None:
         """Stop claiming jobs; let runs in progress finish until ``drain`` seconds after
-        the shutdown began; interrupt the rest (each saves a checkpoint and releases its
-        session's lock) and put their jobs back on the queue for another worker."""
+        the shutdown began; stop the rest at their next step boundary (a model call or
+        tool call in flight finishes and is checkpointed) and put their jobs back on the
+        queue for another worker. A run still busy ``HANDOVER_WAIT`` seconds later is
+        cut off like a crash (the durable runner's recovery rules apply)."""
         self.stop_taking_work()
         for task in (self._sweeper, self._claimer):
             if task is not None:
@@ -102,9 +107,19 @@ class ClusterSessions(SessionManager):
         if tasks and left > 0:
             await asyncio.wait(tasks, timeout=left)
         self._handover = True
-        for task in tasks:
+        for live in list(self.live.values()):
+            if live.running:
+                live.handover = True
+                if live.run is not None:
+                    live.run.cancel(at_boundary=True)
+                else:
+                    live.cancel_requested = True
+        busy = [t for t in tasks if not t.done()]
+        if busy:
+            await asyncio.wait(busy, timeout=HANDOVER_WAIT)
+        for task in busy:
             task.cancel()
-        for task in tasks:
+        for task in busy:
             with contextlib.suppress(BaseException):
                 await task
         await self.cluster.close()
@@ -275,24 +290,51 @@ class ClusterSessions(SessionManager):
             await asyncio.wait([prior.task])  # one run of a session at a time here
             prior = self.live.get(sid)
         tenant = _owner(state) or ""
-        live = LiveSession(sid, tenant, self.agent_name(state), sink=self.cluster.events.append)
+        events = self.cluster.events
+
+        def sink(session_id: str, type_: str, data: str) -> None:
+            # a run stopped for a hand-over has not finished: its streams go on with
+            # the events of the worker that continues it
+            if not (live.handover and type_ == "run_finished"):
+                events.append(session_id, type_, data)
+
+        live = LiveSession(sid, tenant, self.agent_name(state), sink=sink)
         live.active, live.task = True, asyncio.current_task()  # type: ignore[assignment]
         self.live[sid] = live
         handed_over = False
         try:
             await self._drive_job(live, job, state)
+            if live.handover:
+                await self._reopen(sid)
+                handed_over = True
+                await self.cluster.requeue(raw)
+                log.warning("session %s: handed back to the queue (shutting down)", sid)
         except (asyncio.CancelledError, _Handover):
             if not self._handover and not self._stopping:
                 live.publish("serve_error", {"kind": "cancelled", "message": "run cancelled"})
             else:
                 handed_over = True
                 await self.cluster.requeue(raw)
+                log.warning("session %s: handed back to the queue (shutting down)", sid)
         finally:
             live.active, live.run = False, None
             if self.live.get(sid) is live:
                 del self.live[sid]
             if not handed_over:
                 await self._finish(live, raw)
+
+    async def _reopen(self, session_id: str) -> None:
+        """A run stopped at a boundary for a hand-over ended ``cancelled``: clear that, so
+        the next worker continues it instead of finding it finished."""
+        owner = lock_owner_id()
+        await self.aio.acquire_lock(session_id, owner, self.config.durable.lock_ttl)
+        try:
+            state = await self.aio.load(session_id)
+            if state.stop is RunStop.CANCELLED:
+                state.stop, state.detail = None, ""
+                await self.aio.save(state)
+        finally:
+            await self.aio.release_lock(session_id, owner)
 
     async def _finish(self, live: LiveSession, raw: str) -> None:
         """Messages that arrived as the run ended become its next turn, then the job is

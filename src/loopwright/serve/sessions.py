@@ -86,6 +86,8 @@ class LiveSession:
     queued: list[tuple[Literal["steer", "follow_up"], str]] = field(default_factory=list)
     cancel_requested: bool = False
     """A cancel arrived before the run started: it is cancelled as it starts."""
+    handover: bool = False
+    """The run is being stopped at a step boundary for another process to continue."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
