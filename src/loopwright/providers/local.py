@@ -65,6 +65,7 @@ from loopwright.providers import local_answer as la
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
+from loopwright.providers.schema import inline_refs
 
 DEFAULT_MODEL = "gemma-3-270m"
 _GGUF_MAGIC = b"GGUF"
@@ -267,6 +268,7 @@ class _Plan:
     answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
     answer_guide: la.FieldBinder | None = None
     request: str | None = None  # the user's text optional arguments are grounded in
+    structured: bool = False  # the answer is JSON under the request's output schema
 
 
 class LocalModel:
@@ -297,6 +299,12 @@ class LocalModel:
     def context_window(self) -> int:
         """Tokens the model sees per call (read by the loop's context budget)."""
         return self._config.n_ctx
+
+    def supports_native_output(self, with_tools: bool) -> bool:
+        """An agent's ``output_type`` without tools is decoded under a grammar of its
+        schema (the request's ``output``); with tools the final-answer call's arguments
+        are grammar-constrained like every call's."""
+        return not with_tools
 
     def load(self) -> None:
         """Assemble (default model) and load the file now. Raises :class:`ConfigError`."""
@@ -548,6 +556,10 @@ class LocalModel:
             answer_guide=guide,
             request=request_text,
         )
+        if request.output is not None and not tools:
+            # native structured output: the whole reply is the answer, under its schema
+            schema = lp._bounded(inline_refs(request.output.schema), self._config.bounds, 0)
+            return replace(plan, schema=schema, mode="tools", answer_gbnf=None, structured=True)
         if planning and mode != "answer" and _awaits_first_call(request.messages):
             grammar = lpl.plan_grammar(tools, self._config.bounds.max_string_chars)
             plan = replace(plan, plan_grammar=grammar, tools=tuple(tools))
@@ -573,6 +585,14 @@ def _mode(request: ModelRequest, tools: Sequence[ToolSpec]) -> lp.Mode:
 
 
 # ------------------------------------------------------------------ helpers
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _decode_error(value: object) -> ProviderError:
@@ -759,6 +779,9 @@ def _finish_plan(text: str, plan: _Plan, usage: Usage, model: str) -> list[Model
 
 
 def _finish(text: str, plan: _Plan, usage: Usage, model: str) -> list[ModelEvent]:
+    if plan.structured:  # cut short only by the token cap
+        stop = StopReason.FINAL_ANSWER if _is_json(text) else StopReason.MAX_TOKENS
+        return [TextDelta(text), ResponseDone(Message.assistant(text), stop, usage, model)]
     if plan.plan_grammar is not None:
         planned = _finish_plan(text, plan, usage, model)
         if planned is not None:
