@@ -145,3 +145,29 @@ def test_a_subgraph_run_nests_under_its_node_and_its_interrupt_is_not_an_error(
     assert _parent(names["node ask"]) == _span_id(names["invoke_agent inner"])
     for name in ("invoke_agent outer", "node inner", "invoke_agent inner", "node ask"):
         assert names[name].status.status_code is StatusCode.UNSET, name
+
+
+def test_a_checkpointed_subgraph_names_the_parents_thread_as_its_conversation(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # the subgraph checkpoints under a namespace of its own; the trace's conversation
+    # is still the thread the caller named
+    from loopwright.graph import interrupt
+    from loopwright.store import MemoryStore
+
+    def ask(state: State) -> dict[str, list[str]]:
+        return {"answers": [interrupt("which one?")]}
+
+    inner = StateGraph(State)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "ask")
+    outer = StateGraph(State)
+    outer.add_node("inner", inner.compile(name="inner"))
+    outer.add_edge(START, "inner")
+    graph = outer.compile(name="outer", checkpointer=MemoryStore())
+    config = {"configurable": {"thread_id": "t-42"}, "tracer": GraphSpans(provider)}
+    graph.invoke({"answers": []}, config)
+    names = _by_name(exporter.get_finished_spans())
+    for name in ("invoke_agent outer", "invoke_agent inner"):
+        attributes = names[name].attributes
+        assert attributes is not None and attributes["gen_ai.conversation.id"] == "t-42", name

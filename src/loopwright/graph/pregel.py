@@ -191,6 +191,9 @@ class _Run:
         self.config = config
         configurable = config.get("configurable") or {}
         self.thread = str(configurable.get("thread_id", ""))
+        """The thread this run checkpoints under (a subgraph's: its namespace)."""
+        self.conversation: str = self.thread if parent is None else parent.run.conversation
+        """The top-level thread id: the conversation a trace names."""
         self.checkpoint_id = configurable.get("checkpoint_id")
         # a subgraph checkpoints in the parent's store, under its own namespace
         self.saver: GraphSaver | None = (
@@ -241,7 +244,7 @@ class _Run:
         span = (
             contextlib.nullcontext(_ignore)
             if self.tracer is None
-            else self.tracer.invocation(self.graph.name, self.thread)
+            else self.tracer.invocation(self.graph.name, self.conversation)
         )
         with span as failed:
             try:
