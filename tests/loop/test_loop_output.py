@@ -257,3 +257,10 @@ async def test_output_mode_tool_and_native_are_honoured_or_refused() -> None:
         Agent(ScriptedModel([]), output_type=City, output_mode="native")
     with pytest.raises(ConfigError, match="output_mode='json'"):
         Agent(ScriptedModel([]), output_type=City, output_mode="json")  # type: ignore[arg-type]
+
+
+async def test_native_mode_exhausted_retries_stop_with_output_invalid() -> None:
+    model = NativeModel(lambda messages, request: '{"name": "X"}')
+    result = await Agent(model, output_type=City, output_retries=1).arun("?")
+    assert result.stop is RunStop.OUTPUT_INVALID and result.turns == 2
+    assert "population: Field required" in result.detail and result.output is None

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from contract import Answer, Call
-from fakeserver import FakeServer
+from fakeserver import FakeServer, Reply
 from kit_anthropic import AnthropicKit
 from kit_bedrock import OPTIONS, BedrockKit
 from kit_gemini import GeminiKit
@@ -294,3 +294,20 @@ def test_closed_schema_closes_every_object_and_describes_what_it_drops() -> None
     assert props["pick"]["anyOf"][0] == {"$ref": "#/$defs/Item"}
     assert closed["required"] == ["tags"]
     assert "additionalProperties" not in schema  # the input is not changed
+
+
+def test_openai_chat_refusal_in_native_mode_stops_with_refusal() -> None:
+    kit = ChatKit("openai")
+    refusal = Reply.sse(
+        [
+            kit.chunk({"role": "assistant", "content": None, "refusal": "I can't help with that."}),
+            kit.chunk({}, "stop"),
+        ],
+        done=True,
+    )
+    with FakeServer() as server:
+        server.push(refusal)
+        result = Agent(_openai_chat(server.url), output_type=Forecast).run("?")
+    # a refusal is not an invalid answer to re-ask: the run stops and says why
+    assert result.stop is RunStop.REFUSAL and result.output is None
+    assert result.answer == "I can't help with that."
