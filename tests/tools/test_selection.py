@@ -10,7 +10,7 @@ from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.tools import ToolRegistry
 from loopwright.tools.selection import ToolIndex, TopK, TwoStage, index_for, request_text
-from loopwright.tools.selection_lexical import BM25, stem, tool_text, words
+from loopwright.tools.selection_lexical import BM25, query_text, stem, tool_text, words
 
 SPECS = [
     ToolSpec(
@@ -78,6 +78,100 @@ def test_words_split_names_and_stem() -> None:
     assert stem("bookings") == "booking"
     assert stem("class") == "class" and stem("status") == "status"
     assert "party size" in tool_text(SPECS[5])  # parameter names are searchable
+
+
+EVENTS = [
+    ToolSpec(
+        "Events_3_FindEvents",
+        "Find cultural events happening in a city.",
+        {
+            "type": "object",
+            "properties": {
+                "event_type": {"type": "string", "enum": ["Music", "Theater"]},
+                "city": {"type": "string"},
+            },
+        },
+    ),
+    ToolSpec(
+        "sports.find_games",
+        "Find events happening in a city.",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "league": {"type": "string"}},
+        },
+    ),
+    ToolSpec(
+        "find_places",
+        "Find places in a city.",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "date": {"type": "string"}},
+        },
+    ),
+]
+
+
+def test_allowed_values_and_nested_enums_are_searchable() -> None:
+    text = tool_text(EVENTS[0])
+    assert "Music Theater" in text and "Events 3 FindEvents" in text
+    nested = ToolSpec(
+        "tag", "Tag it.", {"properties": {"tags": {"type": "array", "items": {"enum": ["urgent"]}}}}
+    )
+    assert "urgent" in tool_text(nested)
+    # the two event finders differ only by what the first one's enum allows
+    for method in ("lexical", "hybrid"):
+        top = ToolIndex(EVENTS, method).search("any theater shows in Seattle", 1)  # type: ignore[arg-type]
+        assert top[0].name == "Events_3_FindEvents"
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("weather in Oslo on March 3rd", "date"),
+        ("weather in Oslo on 2023-04-15", "date"),
+        ("what is on next Tuesday", "date"),
+        ("wake me at 7:30 am", "time"),
+        ("open https://example.org", "url"),
+        ("write to ana@example.org", "email"),
+        ("summarise report.pdf", "file"),
+    ],
+)
+def test_query_text_names_the_kinds_of_value_in_the_request(query: str, kind: str) -> None:
+    assert query_text(query).split("\n")[-1].split() == [kind]
+
+
+def test_query_text_leaves_a_request_without_values_alone() -> None:
+    assert query_text("what is the weather in Oslo") == "what is the weather in Oslo"
+
+
+def test_a_date_in_the_request_favours_the_tool_with_a_date_parameter() -> None:
+    city = {"city": {"type": "string"}}
+    tools = [
+        ToolSpec("find_places", "Places in a city.", {"properties": city}),
+        ToolSpec(
+            "search_places",
+            "Places in a city.",
+            {"properties": city | {"date": {"type": "string"}}},
+        ),
+    ]
+    assert ToolIndex(tools, "lexical").search("places in Oslo", 1)[0].name == "find_places"
+    top = ToolIndex(tools, "lexical").search("places in Oslo on March 3rd", 1)
+    assert top[0].name == "search_places"
+
+
+@pytest.mark.parametrize("fusion", ["score", "rank"])
+def test_hybrid_fusions_agree_on_clear_cases(fusion: str) -> None:
+    index = ToolIndex(SPECS, "hybrid", fusion)  # type: ignore[arg-type]
+    assert index.search("Translate this sentence into French", 1)[0].name == "translate_text"
+    # more than there are tools: every tool once, none invented
+    assert sorted(s.name for s in index.search("anything at all", 50)) == sorted(
+        s.name for s in SPECS
+    )
+
+
+def test_unknown_fusion_is_refused() -> None:
+    with pytest.raises(ValueError, match="fusion"):
+        ToolIndex(SPECS, "hybrid", "max")  # type: ignore[arg-type]
 
 
 def test_bm25_prefers_rare_words_and_scores_only_matches() -> None:
