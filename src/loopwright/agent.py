@@ -96,6 +96,8 @@ class Agent(_LoopAgent[OutputT]):
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
         output_mode: OutputMode = "auto",
     ) -> None:
+        # The implementation forwards whichever overload the caller matched; the loop's
+        # implementation takes both (its overloads exist for callers, not for this call).
         super().__init__(
             as_model(model),
             tools,
@@ -108,7 +110,7 @@ class Agent(_LoopAgent[OutputT]):
             ledger=ledger,
             sleep=sleep,
             tool_selection=tool_selection,
-            output_type=output_type,
+            output_type=output_type,  # type: ignore[arg-type]
             output_retries=output_retries,
             output_mode=output_mode,
         )

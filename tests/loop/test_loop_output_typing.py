@@ -35,6 +35,10 @@ reveal_type(loopwright.run(model, "x", output_type=Section).output)  # R6
 
 async def main() -> None:
     reveal_type(await loopwright.arun(model, "x", output_type=Section))  # R7
+
+from loopwright.loop import Agent as LoopAgent
+reveal_type(LoopAgent(model))  # R8
+also_wrong: LoopAgent[Section] = LoopAgent(model)  # E3
 """
 
 EXPECTED = {
@@ -45,8 +49,10 @@ EXPECTED = {
     "R5": 'Revealed type is "loopwright.core.run.RunResult[str]"',
     "R6": 'Revealed type is "user_program.Section | None"',
     "R7": 'Revealed type is "loopwright.core.run.RunResult[user_program.Section]"',
+    "R8": 'Revealed type is "loopwright.loop.agent.Agent[str]"',
     "E1": 'expression has type "str", variable has type "int"',
     "E2": 'expression has type "Agent[str]", variable has type "Agent[Section]"',
+    "E3": 'expression has type "Agent[str]", variable has type "Agent[Section]"',
 }
 
 

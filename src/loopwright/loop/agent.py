@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Generic, Protocol, Self, TypeAlias
+from typing import Any, Generic, Protocol, Self, TypeAlias, overload
 
 from typing_extensions import TypeVar
 
@@ -300,6 +300,48 @@ class Agent(Generic[OutputT]):
     alike): a bad value raises :class:`~loopwright.core.errors.ConfigError` naming the
     field and the fix.
     """
+
+    # Overloads: a checker infers the output type from ``output_type`` only, never from
+    # the assignment target (``a: Agent[Foo] = Agent(model)`` is an error).
+    @overload
+    def __init__(
+        self: Agent[str],
+        model: Model,
+        tools: ToolRegistry | Iterable[ToolLike] = (),
+        *,
+        system: str | None = None,
+        limits: Limits | None = None,
+        settings: ModelSettings | None = None,
+        dispatch: DispatchConfig | None = None,
+        hooks: Hooks | None = None,
+        context_policy: ContextPolicy | None = None,
+        ledger: IdempotencyLedger | None = None,
+        sleep: Sleep | None = None,
+        tool_selection: ToolSelection | None = None,
+        output_type: None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        output_mode: OutputMode = "auto",
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        model: Model,
+        tools: ToolRegistry | Iterable[ToolLike] = (),
+        *,
+        system: str | None = None,
+        limits: Limits | None = None,
+        settings: ModelSettings | None = None,
+        dispatch: DispatchConfig | None = None,
+        hooks: Hooks | None = None,
+        context_policy: ContextPolicy | None = None,
+        ledger: IdempotencyLedger | None = None,
+        sleep: Sleep | None = None,
+        tool_selection: ToolSelection | None = None,
+        output_type: type[OutputT],
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        output_mode: OutputMode = "auto",
+    ) -> None: ...
 
     def __init__(
         self,
