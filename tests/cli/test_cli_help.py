@@ -22,6 +22,9 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str,
     return out
 
 
+_CTX = click.Context(main)
+for _name in main.list_commands(_CTX):  # command modules load on first use
+    main.get_command(_CTX, _name)
 ALL = _commands(main)
 
 

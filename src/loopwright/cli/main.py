@@ -14,6 +14,7 @@ command. The import-linter contracts in pyproject.toml enforce it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
@@ -23,19 +24,6 @@ from typing import Any, NoReturn
 import click
 
 from loopwright import __version__
-from loopwright.cli import (
-    batch_cmd,
-    chat,
-    graph_cmd,
-    mcp_cmd,
-    prompt,
-    resume,
-    run,
-    serve_cmd,
-    sessions,
-    tools_cmd,
-    trace_cmd,
-)
 from loopwright.cli.exit_codes import INTERNAL_ERROR, STORE_ERROR, USAGE_ERROR, exit_code
 from loopwright.cli.output import CliError, report_failure, say, tolerant_streams
 from loopwright.core.errors import LoopwrightError, UserError
@@ -124,8 +112,81 @@ def _finish(exc: BaseException, argv: Sequence[str]) -> NoReturn:
     sys.exit(INTERNAL_ERROR)
 
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    "batch": (
+        "loopwright.cli.batch_cmd",
+        "Run every prompt of PROMPTS (JSONL) through one agent; one JSON result line per "
+        "prompt, recorded exactly once.",
+    ),
+    "chat": (
+        "loopwright.cli.chat",
+        "A conversation kept in the store: one turn with PROMPT, or one turn per line of "
+        "stdin until EOF (or `exit`).",
+    ),
+    "graph": ("loopwright.cli.graph_cmd", "Work with state graphs built with loopwright.graph."),
+    "mcp": (
+        "loopwright.cli.mcp_cmd",
+        "MCP: serve loopwright tools to any MCP client, or inspect an MCP server.",
+    ),
+    "prompt": ("loopwright.cli.prompt", "Prompt templates: list, show, regression-test."),
+    "resume": (
+        "loopwright.cli.resume",
+        "Continue stored session SESSION: approve or deny its pending calls, or recover a "
+        "run whose process died.",
+    ),
+    "run": (
+        "loopwright.cli.run",
+        'Run an agent on PROMPT and print its answer ("-" reads the prompt from stdin).',
+    ),
+    "serve": (
+        "loopwright.cli.serve_cmd",
+        "Serve agents over HTTP: sessions, Server-Sent Events, approvals.",
+    ),
+    "sessions": (
+        "loopwright.cli.sessions",
+        "List stored sessions with their status (newest first).",
+    ),
+    "tools": (
+        "loopwright.cli.tools_cmd",
+        "List the built-in tools (name, description, flags and parameter schema).",
+    ),
+    "trace": (
+        "loopwright.cli.trace_cmd",
+        "Recorded runs: list them, show one as a tree, or write an HTML viewer.",
+    ),
+}
+"""Each command: the module defining it (in its ``COMMANDS``), imported only when the
+command runs, and its one-line help for ``loopwright --help``, which so imports no
+command module (they load the agent, tools and stores: most of the CLI's start-up
+time). ``tests/cli/test_cli_lazy.py`` checks each line against the command's own help."""
+
+
 class LoopwrightGroup(click.Group):
-    """Runs a command and turns whatever it raises into one line and an exit code."""
+    """Runs a command and turns whatever it raises into one line and an exit code.
+    Command modules are imported on first use (:data:`COMMANDS`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            for command in importlib.import_module(COMMANDS[cmd_name][0]).COMMANDS:
+                self.add_command(command)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from :data:`COMMANDS` for commands not loaded yet (what
+        ``click.Group`` prints, without importing every command module)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            # a stand-in carrying the help line shortens it exactly as the command would
+            command = self.commands.get(name) or click.Command(name, help=COMMANDS[name][1])
+            if not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> NoReturn:  # type: ignore[override]
         kwargs["standalone_mode"] = False
@@ -176,20 +237,3 @@ def version_command() -> None:
       loopwright version
     """
     click.echo(f"loopwright {__version__}")
-
-
-for _module in (
-    run,
-    tools_cmd,
-    sessions,
-    resume,
-    chat,
-    prompt,
-    trace_cmd,
-    graph_cmd,
-    mcp_cmd,
-    serve_cmd,
-    batch_cmd,
-):
-    for _command in _module.COMMANDS:
-        main.add_command(_command)
