@@ -122,9 +122,8 @@ def test_a_failed_node_span_has_the_error_and_an_interrupt_is_not_one(
     assert names["invoke_agent failing"].status.status_code is StatusCode.ERROR
 
 
-def test_a_subgraph_run_nests_under_its_node_and_its_interrupt_is_not_an_error(
-    provider: TracerProvider, exporter: InMemorySpanExporter
-) -> None:
+def _asking_subgraph(checkpointer: object = None):  # type: ignore[no-untyped-def]
+    """``outer`` whose node ``inner`` is a subgraph whose node ``ask`` interrupts."""
     from loopwright.graph import interrupt
 
     def ask(state: State) -> dict[str, list[str]]:
@@ -136,8 +135,13 @@ def test_a_subgraph_run_nests_under_its_node_and_its_interrupt_is_not_an_error(
     outer = StateGraph(State)
     outer.add_node("inner", inner.compile(name="inner"))
     outer.add_edge(START, "inner")
-    graph = outer.compile(name="outer")
-    out = graph.invoke({"answers": []}, {"tracer": GraphSpans(provider)})
+    return outer.compile(name="outer", checkpointer=checkpointer)
+
+
+def test_a_subgraph_run_nests_under_its_node_and_its_interrupt_is_not_an_error(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    out = _asking_subgraph().invoke({"answers": []}, {"tracer": GraphSpans(provider)})
     assert out["__interrupt__"]
 
     names = _by_name(exporter.get_finished_spans())
@@ -152,19 +156,9 @@ def test_a_checkpointed_subgraph_names_the_parents_thread_as_its_conversation(
 ) -> None:
     # the subgraph checkpoints under a namespace of its own; the trace's conversation
     # is still the thread the caller named
-    from loopwright.graph import interrupt
     from loopwright.store import MemoryStore
 
-    def ask(state: State) -> dict[str, list[str]]:
-        return {"answers": [interrupt("which one?")]}
-
-    inner = StateGraph(State)
-    inner.add_node("ask", ask)
-    inner.add_edge(START, "ask")
-    outer = StateGraph(State)
-    outer.add_node("inner", inner.compile(name="inner"))
-    outer.add_edge(START, "inner")
-    graph = outer.compile(name="outer", checkpointer=MemoryStore())
+    graph = _asking_subgraph(MemoryStore())
     config = {"configurable": {"thread_id": "t-42"}, "tracer": GraphSpans(provider)}
     graph.invoke({"answers": []}, config)
     names = _by_name(exporter.get_finished_spans())
