@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from mcp_helpers import python_bin
+from mcp_helpers import FAULTY, python_bin
 
 from loopwright.cli import agents as agents_mod
 from loopwright.cli.main import main
-from loopwright.providers.scripted import ScriptedModel, tool_call
+from loopwright.cli.recipe import AgentRecipe, RecipeError
+from loopwright.core.messages import Message, ToolCallPart
+from loopwright.providers.scripted import FunctionModel, ScriptedModel, tool_call
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -72,3 +76,52 @@ def test_mcp_tools_lists_flags() -> None:
     tools = {t["name"]: t for t in json.loads(out)}
     assert tools["get_current_time"]["permission"] == "read"
     assert tools["get_current_time"]["idempotent"] is True
+
+
+def _echo_then_answer(messages, request):  # type: ignore[no-untyped-def]
+    if messages[-1].role == "tool":
+        return "done: " + messages[-1].tool_results_parts[0].content
+    return Message("assistant", (ToolCallPart("call-1", "echo", {"text": "kept"}),))
+
+
+@pytest.fixture
+def isolated_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store and session key of this test's own; the model echoes, then answers."""
+    monkeypatch.setenv("LOOPWRIGHT_STORE_URL", f"sqlite://{tmp_path / 'sessions.db'}")
+    monkeypatch.delenv("LOOPWRIGHT_STORE", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("LOOPWRIGHT_SESSION_KEY_FILE", raising=False)
+    model = lambda spec, base_url, on_payload: FunctionModel(_echo_then_answer)  # noqa: E731
+    monkeypatch.setattr(agents_mod, "resolve", model)
+
+
+@pytest.mark.usefixtures("isolated_sessions")
+@pytest.mark.parametrize("from_file", [False, True])
+def test_resume_reconnects_the_sessions_mcp_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, from_file: bool
+) -> None:
+    # the faulty server's echo is not read-only, so calling it needs confirmation: without
+    # --yes the run pauses, and the call runs only when `resume --approve` answers it
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAULTY))}"
+    spec = command
+    if from_file:
+        config = tmp_path / "mcp.json"
+        entry = {"command": sys.executable, "args": [str(FAULTY)]}
+        config.write_text(json.dumps({"servers": {"f": entry}}))
+        spec = "mcp.json#f"  # relative: the session records the absolute path
+    monkeypatch.chdir(tmp_path)
+    paused = CliRunner().invoke(main, ["run", "--json", "--tools", "", "--mcp", spec, "echo"])
+    assert paused.exit_code == 17, paused.output
+    session = json.loads(paused.stdout)["session_id"]
+    monkeypatch.chdir(tmp_path.parent)  # resumed from elsewhere, with no --mcp given
+    done = CliRunner().invoke(main, ["resume", session, "--approve", "--json"])
+    assert done.exit_code == 0, done.output
+    answer = json.loads(done.stdout)["answer"]
+    assert answer.startswith("done: ") and "echo: kept (pid " in answer, answer
+
+
+def test_a_recipe_keeps_mcp_values_as_strings_only() -> None:
+    recipe = AgentRecipe(mcp=("mcp-server-time", "/abs/mcp.json#time"))
+    assert AgentRecipe.from_dict(recipe.to_dict()) == recipe
+    with pytest.raises(RecipeError, match="'mcp' must be a list of strings"):
+        AgentRecipe.from_dict({"mcp": "mcp-server-time"})

@@ -177,7 +177,8 @@ def build_agent(
     """The agent ``recipe`` describes; ``confirm`` answers tools that need confirmation,
     ``confirm_tainted`` side-effect calls after untrusted content was read."""
     if recipe.agent:
-        return with_confirm(_user_agent(recipe.agent), confirm, confirm_tainted)
+        agent = with_confirm(_user_agent(recipe.agent), confirm, confirm_tainted)
+        return _with_mcp(agent, recipe)
     tools = _tools(recipe)
     model = resolve(recipe.model or DEFAULT_MODEL, recipe.base_url, on_payload)
     limits = Limits(
@@ -185,10 +186,21 @@ def build_agent(
         token_budget=recipe.token_budget,
         timeout=recipe.timeout,
     )
-    return Agent(
+    agent = Agent(
         model,
         tools,  # type: ignore[arg-type]
         system=recipe.system,
         limits=limits,
         dispatch=DispatchConfig(confirm=confirm, confirm_tainted=confirm_tainted),
     )
+    return _with_mcp(agent, recipe)
+
+
+def _with_mcp(agent: Agent, recipe: AgentRecipe) -> Agent:
+    """``agent`` with the tools of the recipe's MCP servers (connected now), so a
+    resumed or continued session reaches the servers its calls were made to."""
+    if not recipe.mcp:
+        return agent
+    from loopwright.cli.mcp_tools import attach_mcp
+
+    return attach_mcp(agent, recipe.mcp)

@@ -33,6 +33,20 @@ def server_configs(values: Iterable[str]) -> list[Any]:
     return out
 
 
+def recipe_values(values: Iterable[str]) -> tuple[str, ...]:
+    """``--mcp`` values as a session's recipe keeps them: a config file's path made
+    absolute (so ``resume`` from another folder reads the same file), the rest as given.
+    Each value is parsed now, so a bad one (an unknown server name) fails before the run."""
+    out: list[str] = []
+    for value in values:
+        path, sep, name = value.partition("#")
+        if path.endswith(_CONFIG_SUFFIXES) and Path(path).is_file():
+            value = f"{Path(path).resolve()}{sep}{name}"
+        out.append(value)
+    server_configs(out)
+    return tuple(out)
+
+
 def attach_mcp(agent: Agent, values: Sequence[str]) -> Agent:
     """Add every tool of the ``--mcp`` servers to ``agent``'s registry and keep it
     current while the process runs; the sessions end when it exits."""

@@ -52,7 +52,12 @@ class AgentRecipe:
     ``root``/``database``/``outbox`` are absolute paths for the built-in tools.
     ``strategy`` names the reasoning strategy a ``run --strategy`` session answers with
     and ``strategy_settings`` the settings it was built with (numbers and flags), so
-    ``resume`` rebuilds the same strategy (docs/strategies.md).
+    ``resume`` rebuilds the same strategy (docs/strategies.md). ``mcp`` holds the
+    ``--mcp`` values (command lines, URLs, absolute config-file paths with an optional
+    ``#NAME``) whose servers' tools join the agent; they are reconnected when the agent is
+    rebuilt. Headers and environment of a config file's servers are not stored: the file
+    is read again (``${VAR}`` expanded from this environment), so tokens stay out of the
+    store.
     """
 
     model: str | None = None
@@ -68,6 +73,7 @@ class AgentRecipe:
     timeout: float | None = None
     strategy: str | None = None
     strategy_settings: Mapping[str, int | float | bool] = field(default_factory=dict)
+    mcp: tuple[str, ...] = ()
 
     def updated(self, fields: Mapping[str, object]) -> AgentRecipe:
         """This recipe with ``fields`` (given on a command line) in place of its own; an
@@ -80,6 +86,7 @@ class AgentRecipe:
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["tools"] = list(self.tools)
+        data["mcp"] = list(self.mcp)
         data["strategy_settings"] = dict(self.strategy_settings)
         return data
 
@@ -113,7 +120,7 @@ def _checked(name: str, value: object) -> object:
     if name == "timeout" and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if (
-        name == "tools"
+        name in ("tools", "mcp")
         and isinstance(value, list | tuple)
         and all(isinstance(t, str) for t in value)
     ):
@@ -122,6 +129,7 @@ def _checked(name: str, value: object) -> object:
         return dict(value)  # type: ignore[call-overload]
     expected = {
         "tools": "a list of strings",
+        "mcp": "a list of strings",
         "timeout": "a number",
         "strategy_settings": "an object of numbers and flags",
     }.get(name, "an integer" if name in _INT_FIELDS else "a string")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -166,6 +167,10 @@ def run_command(
         ctx.exit(batch_main(prompt, recipe, confirm_handler(yes, deny, False), options))
     if prompt is None:
         raise CliError('give a PROMPT (e.g. "What is 2 + 2?") or --batch FILE')
+    if mcp:  # the servers' tools join the agent's registry (cli/mcp_tools.py)
+        from loopwright.cli.mcp_tools import recipe_values
+
+        recipe = replace(recipe, mcp=recipe_values(mcp))
     text = read_prompt(prompt)
     interactive = prompt != "-" and sys.stdin.isatty() and sys.stderr.isatty()
     confirm = confirm_handler(yes, deny, interactive)
@@ -175,10 +180,6 @@ def run_command(
         _payload_printer if show_payload else None,
         confirm_tainted=tainted_handler(interactive),
     )
-    if mcp:  # the servers' tools join the agent's registry (cli/mcp_tools.py)
-        from loopwright.cli.mcp_tools import attach_mcp
-
-        attach_mcp(agent, mcp)
     agent = instrument(agent, trace_dir, otel)
     if stream:
         agent = observed(agent, StreamRenderer(sys.stderr if as_json else sys.stdout))
