@@ -45,7 +45,7 @@ from loopwright import Agent, FunctionModel, Reply, tool
 from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.protocols import ModelRequest
 from loopwright.durable import NOT_RUN, Durable
-from loopwright.store import AsyncStore, SQLiteStore
+from loopwright.store import AsyncStore, CheckpointStore, SQLiteStore
 
 MODEL_DELAY = 0.02
 CALLS = 6
@@ -118,8 +118,7 @@ async def _timed(coro: Any) -> float:
     return time.perf_counter() - start
 
 
-async def in_process(n: int, durable_db: Path | None) -> tuple[float, list[float]]:
-    store = SQLiteStore(durable_db) if durable_db is not None else None
+async def in_process(n: int, store: CheckpointStore | None) -> tuple[float, list[float]]:
     start = time.perf_counter()
     if store is None:
         runs = [_timed(make_agent().arun(f"q{i}")) for i in range(n)]
@@ -128,8 +127,6 @@ async def in_process(n: int, durable_db: Path | None) -> tuple[float, list[float
         runs = [_timed(Durable(make_agent(), shared).arun(f"q{i}")) for i in range(n)]
     latencies = await asyncio.gather(*runs)
     wall = time.perf_counter() - start
-    if store is not None:
-        store.close()
     return wall, list(latencies)
 
 
@@ -184,17 +181,19 @@ async def _session(url: str, i: int) -> float:
     seen = b""
     try:
         while chunk := await reader.read(65536):
-            seen = seen[-32:] + chunk  # the marker may straddle two reads
+            seen = seen[-400:] + chunk  # the marker may straddle two reads
             if b"event: run_finished" in seen:
                 return time.perf_counter() - start
     finally:
         writer.close()
-    raise RuntimeError(f"session {sid}: the stream ended without run_finished")
+    raise RuntimeError(f"session {sid}: the stream ended without run_finished: {seen[-400:]!r}")
 
 
-async def over_http(n: int, url: str) -> tuple[float, list[float], int]:
+async def over_http(n: int, urls: Sequence[str]) -> tuple[float, list[float], int]:
+    """``n`` clients at once, client ``i`` talking to ``urls[i % len(urls)]``."""
     start = time.perf_counter()
-    results = await asyncio.gather(*(_session(url, i) for i in range(n)), return_exceptions=True)
+    sessions = (_session(urls[i % len(urls)], i) for i in range(n))
+    results = await asyncio.gather(*sessions, return_exceptions=True)
     wall = time.perf_counter() - start
     latencies = [r for r in results if isinstance(r, float)]
     failures = [r for r in results if not isinstance(r, float)]
@@ -345,6 +344,20 @@ class _ClusterSetup:
     def start(self, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
         return start_server(Path("unused"), self.store_url, self.options(*extra))
 
+    def store(self) -> CheckpointStore:
+        from loopwright.store import PostgresStore
+
+        return PostgresStore(self.store_url)
+
+    def redis_memory(self) -> int:
+        import redis
+
+        client = redis.Redis.from_url(self.redis)
+        try:
+            return int(client.info("memory")["used_memory"])
+        finally:
+            client.close()
+
     def lock_pid(self, session_id: str, timeout: float = 10.0) -> int | None:
         """The pid of the process holding the session's lock (None: it finished first)."""
         from loopwright.store import PostgresStore
@@ -449,47 +462,92 @@ def main() -> None:
     parser.add_argument(
         "--cluster", action="store_true", help="the kill test on a 3-process Redis cluster"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server processes; 2+: a cluster over PostgreSQL and Redis ($LOOPWRIGHT_TEST_*)",
+    )
     args = parser.parse_args()
     n = 50 if args.quick else args.sessions
     tmp = Path(tempfile.mkdtemp(prefix="lw-serve-bench-"))
     if args.kill:
-        result = kill_cluster(args.kill, tmp) if args.cluster else kill_test(args.kill, tmp)
-        result["load"] = os.getloadavg()[0]
-        print(json.dumps(result))
+        killed = kill_cluster(args.kill, tmp) if args.cluster else kill_test(args.kill, tmp)
+        killed["load"] = os.getloadavg()[0]
+        print(json.dumps(killed))
         return
-    print(f"{n} concurrent sessions, {CALLS} model calls of {MODEL_DELAY * 1000:.0f} ms each")
+    workers = max(1, args.workers)
+    where = "SQLite, one process" if workers == 1 else f"PostgreSQL + Redis, {workers} processes"
+    print(
+        f"{n} concurrent sessions, {CALLS} model calls of {MODEL_DELAY * 1000:.0f} ms each "
+        f"({where})"
+    )
+    result: dict[str, Any] = {"sessions": n, "workers": workers, "load_before": _load()}
     wall, floor = asyncio.run(in_process(n, None))
-    result: dict[str, Any] = {"sessions": n, "ideal_ms": CALLS * MODEL_DELAY * 1000}
     result["floor"] = _figures("floor", n, wall, floor, floor)
-    wall, lat = asyncio.run(in_process(n, tmp / "durable.db"))
-    result["durable"] = _figures("durable", n, wall, lat, floor)
-    proc, url = start_server(tmp / "serve.db")
+    setup = _ClusterSetup() if workers > 1 else None
     try:
-        idle_rss = _rss_kib(proc.pid)
-        server_cpu, client_cpu = _cpu_s(proc.pid), time.process_time()
-        wall, lat, errors = asyncio.run(over_http(n, url))
-        server_cpu, client_cpu = _cpu_s(proc.pid) - server_cpu, time.process_time() - client_cpu
-        result["http"] = _figures("http", n, wall, lat, floor) if lat else {}
-        result["http"]["errors"] = errors
-        # on a shared machine the client competes with the server for the same cores
-        result["http"]["server_cpu_ms_per_session"] = round(server_cpu * 1000 / n, 1)
-        result["http"]["client_cpu_ms_per_session"] = round(client_cpu * 1000 / n, 1)
-        print(
-            f"CPU per session: server {server_cpu * 1000 / n:.1f} ms, "
-            f"client {client_cpu * 1000 / n:.1f} ms"
-        )
-        time.sleep(0.5)
-        grown = _rss_kib(proc.pid) - idle_rss
-        result["http"]["rss_kib_per_idle_session"] = round(grown / n, 1)
-        print(f"errors {errors}; server memory per idle session ~{grown / n:.0f} KiB")
+        store = SQLiteStore(tmp / "durable.db") if setup is None else setup.store()
+        wall, lat = asyncio.run(in_process(n, store))
+        store.close()
+        result["durable"] = _figures("durable", n, wall, lat, floor)
+        if setup is None:
+            procs = [start_server(tmp / "serve.db")]
+        else:
+            procs = [setup.start("--no-resume") for _ in range(workers)]
+        try:
+            lat = _measure_http(n, procs, setup, floor, result)
+        finally:
+            for proc, _ in procs:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(60)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    result["load"] = os.getloadavg()[0]
+        if setup is not None:
+            setup.close()
+    result["load"] = _load()
     result["median_latency_ratio_http_over_floor"] = round(
         statistics.median(lat) / statistics.median(floor), 2
     )
     print(json.dumps(result))
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _measure_http(
+    n: int,
+    procs: list[tuple[subprocess.Popen[bytes], str]],
+    setup: _ClusterSetup | None,
+    floor: list[float],
+    result: dict[str, Any],
+) -> list[float]:
+    pids = [p.pid for p, _ in procs]
+    idle_rss = sum(_rss_kib(pid) for pid in pids)
+    redis_before = setup.redis_memory() if setup is not None else 0
+    server_cpu, client_cpu = sum(_cpu_s(pid) for pid in pids), time.process_time()
+    wall, lat, errors = asyncio.run(over_http(n, [url for _, url in procs]))
+    server_cpu = sum(_cpu_s(pid) for pid in pids) - server_cpu
+    client_cpu = time.process_time() - client_cpu
+    figures = result["http"] = _figures("http", n, wall, lat, floor) if lat else {}
+    figures["errors"] = errors
+    # on a shared machine the client competes with the servers for the same cores
+    figures["server_cpu_ms_per_session"] = round(server_cpu * 1000 / n, 2)
+    figures["client_cpu_ms_per_session"] = round(client_cpu * 1000 / n, 2)
+    print(
+        f"CPU per session: servers {server_cpu * 1000 / n:.2f} ms, "
+        f"client {client_cpu * 1000 / n:.2f} ms"
+    )
+    time.sleep(1.0)
+    grown = sum(_rss_kib(pid) for pid in pids) - idle_rss
+    figures["rss_kib_per_idle_session"] = round(grown / n, 1)
+    line = f"errors {errors}; server memory per idle session ~{grown / n:.1f} KiB"
+    if setup is not None:
+        kib = (setup.redis_memory() - redis_before) / 1024 / n
+        figures["redis_kib_per_idle_session"] = round(kib, 1)
+        line += f", Redis ~{kib:.1f} KiB"
+    print(line)
+    return lat
 
 
 if __name__ == "__main__":

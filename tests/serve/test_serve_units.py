@@ -74,10 +74,10 @@ async def test_the_event_log_keeps_the_newest_events_and_replays_from_the_oldest
     for n in range(1, 26):
         live.publish("tick", {"n": n})
     assert live.last_id == 25 and len(live.events) <= 10
-    replay = [e async for e in live.follow(0, keepalive=1) if e is not None]
+    replay = [e async for batch in live.follow(0, keepalive=1) if batch for e in batch]
     ids = [e.id for e in replay]
     assert ids == list(range(ids[0], 26)) and ids[0] > 1  # the oldest kept onwards
-    assert [e.id async for e in live.follow(23, keepalive=1) if e is not None] == [24, 25]
+    assert [e.id async for b in live.follow(23, keepalive=1) if b for e in b] == [24, 25]
     assert all(json.loads(e.data)["n"] == e.id for e in replay)
 
 
@@ -89,8 +89,8 @@ async def test_a_follower_is_woken_by_new_events_and_released_when_the_run_ends(
     got: list[object] = []
 
     async def reader() -> None:
-        async for event in live.follow(0, keepalive=0.05):
-            got.append(None if event is None else event.id)
+        async for batch in live.follow(0, keepalive=0.05):
+            got.extend([None] if batch is None else [e.id for e in batch])
 
     task = asyncio.create_task(reader())
     await asyncio.sleep(0.12)  # idle: keepalives

@@ -17,7 +17,7 @@ See ``docs/serve.md``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -150,7 +150,7 @@ class Api:
 
     async def describe(self, state: RunState) -> dict[str, JSONValue]:
         sid = state.session_id
-        (running,) = await self.manager.running([sid])
+        running, last_event = await self.manager.overview(sid)
         status = session_status(running, state.awaiting_confirmation, state.stop)
         return {
             "id": state.session_id,
@@ -163,7 +163,7 @@ class Api:
             "usage": state.usage.to_dict(),
             "pending_calls": [part_to_dict(c) for c in state.pending_calls],
             "messages": [m.to_dict() for m in state.messages],
-            "events": await self.manager.event_count(sid),
+            "events": last_event,
             "created_at": state.created_at,
             "updated_at": state.updated_at,
         }
@@ -236,13 +236,15 @@ class Api:
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def _sse(self, events: AsyncIterator[Event | None], head: str) -> AsyncIterator[str]:
+    async def _sse(
+        self, events: AsyncIterator[Sequence[Event] | None], head: str
+    ) -> AsyncIterator[str]:
         yield f"retry: 1000\nevent: session\ndata: {head}\n\n"
-        async for event in events:
-            if event is None:
+        async for batch in events:
+            if batch is None:
                 yield ": keepalive\n\n"
-            else:
-                yield f"id: {event.id}\nevent: {event.type}\ndata: {event.data}\n\n"
+            else:  # one write per batch of events, not one per event
+                yield "".join([f"id: {e.id}\nevent: {e.type}\ndata: {e.data}\n\n" for e in batch])
 
     async def message(self, request: Request) -> Response:
         tenant = self.tenant(request)

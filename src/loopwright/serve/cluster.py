@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from loopwright.store.state import lock_owner_id
 
-from .eventlog import Event, RedisEventLog, parse_published
+from .eventlog import Event, RedisEventLog, parse_published, stream_events
 
 log = logging.getLogger("loopwright.serve")
 
@@ -59,6 +59,9 @@ class ClusterConfig:
     lease_ttl: float = 30.0
     max_runs: int = 256
     control_timeout: float = 2.0
+    connections: int = 64
+    """Redis connections of one worker (a stream's subscription shares one; a claim and
+    each control request hold one while they wait)."""
     poll: float = 1.0
     """Seconds between checks a stream makes that its session still runs (the channel
     tells it at once; this bounds the wait if a notice is lost)."""
@@ -110,7 +113,11 @@ class Cluster:
         self.config = config
         # redis-py's async annotations are loose (bytes | str | None everywhere): the
         # client is typed by what decode_responses=True returns, at the call sites
-        self.redis: Any = aioredis.Redis.from_url(config.url, decode_responses=True)
+        # a blocking pool: a burst of requests waits for a connection instead of failing
+        pool = aioredis.BlockingConnectionPool.from_url(
+            config.url, max_connections=config.connections, timeout=30, decode_responses=True
+        )
+        self.redis: Any = aioredis.Redis.from_pool(pool)
         self.prefix = config.prefix
         self.worker = lock_owner_id()
         self.events = RedisEventLog(self.redis, config.prefix)
@@ -235,6 +242,21 @@ class Cluster:
         pipe.rpush(self.queue_key, raw)
         await pipe.execute()
 
+    async def _stored_and_active(self, session_id: str, after: int) -> tuple[list[Event], int]:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.xrange(self.events.key(session_id), min=f"({after}-0")
+        pipe.get(self.active_key(session_id))
+        rows, active = await pipe.execute()
+        return stream_events(rows), int(active or 0)
+
+    async def overview(self, session_id: str) -> tuple[int, int]:
+        """The session's unfinished jobs and the number of its last event."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(self.active_key(session_id))
+        pipe.get(self.events.seq_key(session_id))
+        active, last = await pipe.execute()
+        return int(active or 0), int(last or 0)
+
     async def active(self, session_id: str) -> int:
         return int(await self.redis.get(self.active_key(session_id)) or 0)
 
@@ -314,22 +336,21 @@ class Cluster:
 
     async def follow(
         self, session_id: str, after: int, keepalive: float
-    ) -> AsyncIterator[Event | None]:
-        """The session's events numbered above ``after``, wherever it runs, until it has
-        no unfinished job; ``None`` after ``keepalive`` idle seconds."""
+    ) -> AsyncIterator[list[Event] | None]:
+        """The session's events numbered above ``after``, wherever it runs, in batches,
+        until it has no unfinished job; ``None`` after ``keepalive`` idle seconds."""
         channel = self.events.channel(session_id)
         queue = await self._subscribe(channel)
         try:
             last, check, idle = after, True, 0.0
-            for event in await self.events.read(session_id, last):
-                yield event
-                last = event.id
             while True:
-                if check:
+                if check:  # one round trip: what is stored, and whether it still runs
                     check = False
-                    if not await self.active(session_id):
-                        for event in await self.events.read(session_id, last):
-                            yield event
+                    stored, active = await self._stored_and_active(session_id, last)
+                    if stored:
+                        last = stored[-1].id
+                        yield stored
+                    if not active:
                         return
                 try:
                     payload = await asyncio.wait_for(queue.get(), self.config.poll)
@@ -343,13 +364,11 @@ class Cluster:
                 if not payload:  # a job of the session ended
                     check = True
                     continue
-                for event in parse_published(payload):
-                    if event.id <= last:
-                        continue
-                    if event.id > last + 1:  # missed while subscribing: from the stream
-                        for missed in await self.events.read(session_id, last, event.id - 1):
-                            yield missed
-                    yield event
-                    last = event.id
+                batch = [e for e in parse_published(payload) if e.id > last]
+                if batch and batch[0].id > last + 1:  # missed while subscribing: stored
+                    batch[:0] = await self.events.read(session_id, last, batch[0].id - 1)
+                if batch:
+                    last = batch[-1].id
+                    yield batch
         finally:
             await self._unsubscribe(channel, queue)

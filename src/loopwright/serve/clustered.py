@@ -143,12 +143,13 @@ class ClusterSessions(SessionManager):
         actives = await self.cluster.active_many(session_ids)
         return [a > 0 for a in actives]
 
-    async def event_count(self, session_id: str) -> int:
-        return await self.cluster.events.last_id(session_id)
+    async def overview(self, session_id: str) -> tuple[bool, int]:
+        active, last = await self.cluster.overview(session_id)
+        return active > 0, last
 
     async def stream(
         self, tenant: str, session_id: str, after: int, keepalive: float
-    ) -> AsyncIterator[Event | None]:
+    ) -> AsyncIterator[list[Event] | None]:
         """Events of the session after ``after`` from Redis, wherever it runs."""
         await self.state(tenant, session_id)  # 404 for another tenant
         async for item in self.cluster.follow(session_id, after, keepalive):

@@ -157,11 +157,16 @@ class RedisEventLog:
         """Stored events numbered in ``(after, upto]``."""
         end = "+" if upto is None else f"{upto}-0"
         rows = await self._redis.xrange(self.key(session_id), min=f"({after}-0", max=end)
-        return [Event(int(i.split("-", 1)[0]), f["t"], f["d"]) for i, f in rows]
+        return stream_events(rows)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self.flush()
+
+
+def stream_events(rows: list[tuple[str, dict[str, str]]]) -> list[Event]:
+    """The events of ``XRANGE`` rows (entry id ``<number>-0``)."""
+    return [Event(int(i.split("-", 1)[0]), f["t"], f["d"]) for i, f in rows]
 
 
 def parse_published(payload: str) -> list[Event]:

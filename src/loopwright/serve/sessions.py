@@ -127,15 +127,18 @@ class LiveSession:
         wake, self.wake = self.wake, asyncio.Event()
         wake.set()
 
-    async def follow(self, after: int, keepalive: float) -> AsyncIterator[Event | None]:
-        """Events numbered above ``after``, then new ones until no run is in progress;
+    async def follow(self, after: int, keepalive: float) -> AsyncIterator[list[Event] | None]:
+        """Events numbered above ``after``, then new ones until no run is in progress,
+        as batches of what arrived since the last one (one network write each);
         ``None`` after ``keepalive`` idle seconds (the stream sends a comment)."""
         while True:
             wake = self.wake
             after = max(after, self.dropped)  # older events are gone: start at the oldest kept
-            while after < self.last_id:
-                after += 1
-                yield self.events[after - 1 - self.dropped]
+            if after < self.last_id:
+                batch = self.events[after - self.dropped :]
+                after = self.last_id
+                yield batch
+                continue
             if not self.running:
                 return
             try:
@@ -221,10 +224,10 @@ class SessionManager:
         """Whether each session has a run in progress (or, in a cluster, waiting)."""
         return [(s in self.live and self.live[s].running) for s in session_ids]
 
-    async def event_count(self, session_id: str) -> int:
-        """The number of the session's last event."""
+    async def overview(self, session_id: str) -> tuple[bool, int]:
+        """Whether the session runs, and the number of its last event."""
         live = self.live.get(session_id)
-        return live.last_id if live is not None else 0
+        return (live.running, live.last_id) if live is not None else (False, 0)
 
     # ------------------------------------------------------------------ commands
     async def create(self, tenant: str, agent: str, prompt: str) -> str:
@@ -366,7 +369,7 @@ class SessionManager:
 
     async def stream(
         self, tenant: str, session_id: str, after: int, keepalive: float
-    ) -> AsyncIterator[Event | None]:
+    ) -> AsyncIterator[list[Event] | None]:
         """The session's events after ``after`` kept by this process, then new ones
         until no run of the session is in progress."""
         live = await self.live_session(tenant, session_id)
