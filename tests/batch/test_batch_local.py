@@ -261,3 +261,17 @@ def test_ray_is_not_imported_unless_a_ray_engine_starts() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_without_an_address_ray_starts_its_own_cluster_unless_ray_address_says(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    # "local": never the cluster named by the address file `ray start` leaves behind
+    # (ray.init() with no address would join it, or fail on it once that node is gone)
+    from loopwright.batch import RayEngine
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert RayEngine()._address() == "local"
+    assert RayEngine("auto")._address() == "auto"
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
+    assert RayEngine()._address() is None  # Ray reads its own variable

@@ -38,7 +38,7 @@ def ray_session(doc_dir: Path) -> Iterator[None]:
     # Ray hands the driver's sys.path to its workers when it starts: the docs' module
     # (imported by the Python example) must be importable there too
     sys.path.insert(0, str(doc_dir))
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="warning")
     yield
     ray.shutdown()
     sys.path.remove(str(doc_dir))

@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +54,11 @@ def cluster() -> Iterator[int]:
     finally:
         head.terminate()  # the node drains and stops its processes
         head.wait(timeout=60)
+        # `ray start` leaves its address file behind when stopped this way; `ray.init()`
+        # with no address would try to join the dead node
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if current.exists() and current.read_text().strip().endswith(f":{gcs}"):
+            current.unlink()
 
 
 @pytest.fixture

@@ -3,9 +3,11 @@
 Needs the ``ray`` extra (``pip install 'loopwright[ray]'``); ``ray`` is imported when the
 engine starts, never on import of :mod:`loopwright` or :mod:`loopwright.batch`.
 
-* **Where.** ``address=None`` connects to the cluster this process already joined, else
-  starts a local one (Ray's own default); ``"auto"`` joins the cluster started on this
-  machine with ``ray start``; ``"ray://host:10001"`` connects through Ray Client.
+* **Where.** ``address=None`` uses the cluster this process already joined, else the one
+  ``$RAY_ADDRESS`` names, else starts a new Ray on this machine for the batch (never a
+  cluster found through ``ray start``'s address file, which outlives a node that was not
+  stopped with ``ray stop``); ``"auto"`` joins the cluster started on this machine with
+  ``ray start``; ``"ray://host:10001"`` connects through Ray Client.
 * **What ships.** The agent *source* (a picklable factory; see
   :data:`~loopwright.batch.engine.AgentSource`) is put in the object store once; each
   worker process builds the agent from it on its first chunk of the batch and keeps it
@@ -22,6 +24,7 @@ engine starts, never on import of :mod:`loopwright` or :mod:`loopwright.batch`.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -92,6 +95,11 @@ class RayEngine:
     def slots(self) -> int:
         return self._slots
 
+    def _address(self) -> str | None:
+        if self.address is not None or os.environ.get("RAY_ADDRESS"):
+            return self.address  # given, or Ray's own variable
+        return "local"
+
     @property
     def chunk_size(self) -> int:
         return self._chunk_size
@@ -101,7 +109,7 @@ class RayEngine:
         if not ray.is_initialized():
             options = {"include_dashboard": False, "logging_level": "warning", **self._init}
             try:
-                ray.init(address=self.address, **options)
+                ray.init(address=self._address(), **options)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = self.address or "a local cluster"
                 raise UserError(f"cannot start or join the Ray cluster at {where}: {exc}") from None
