@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from loopwright import Limits, RunStop, ScriptedModel, tool
+from loopwright import FunctionModel, Limits, RunStop, ScriptedModel, tool
 from loopwright.strategies import ReActText, parse_hermes, parse_react
+from loopwright.strategies.react_text import without_echo
 
 
 @tool
@@ -25,7 +26,7 @@ def test_react_loop_with_an_observation() -> None:
     result = ReActText(model, [add]).run("What is 2 + 3?")
     assert result.ok and result.answer == "5" and result.calls == 2
     second = model.requests[1].tail[-1].text
-    assert second.rstrip().endswith("Observation: 5")
+    assert second.rstrip().endswith("Observation: 5\nThought:")
     assert model.requests[0].settings.stop == ("\nObservation:",)
 
 
@@ -42,7 +43,7 @@ def test_a_malformed_reply_is_sent_back_as_the_observation() -> None:
     second = model.requests[1].tail[-1].text
     assert "The Action Input of 'add' is unusable: the JSON is malformed" in second
     third = model.requests[2].tail[-1].text
-    assert "99 (invented)" not in third and third.rstrip().endswith("Observation: 5")
+    assert "99 (invented)" not in third and third.rstrip().endswith("Observation: 5\nThought:")
 
 
 def test_unknown_tools_and_bad_arguments_are_observations_too() -> None:
@@ -71,7 +72,7 @@ def test_hermes_format() -> None:
 
 
 def test_max_steps_bounds_a_model_that_never_answers() -> None:
-    model = ScriptedModel(['Action: add\nAction Input: {"a": 1, "b": 1}'] * 5)
+    model = ScriptedModel([f'Action: add\nAction Input: {{"a": 1, "b": {n}}}' for n in range(5)])
     result = ReActText(model, [add], max_steps=3).run("q")
     assert result.stop is RunStop.MAX_TURNS and result.calls == 3
     limited = ReActText(
@@ -115,3 +116,44 @@ def test_parse_hermes_unclosed_tag_and_garbage() -> None:
     assert step.tool == "add" and step.arguments == {"a": 1, "b": 2}
     assert "unusable" in (parse_hermes("<tool_call>{oops</tool_call>").error or "")
     assert parse_hermes("plain answer").final == "plain answer"
+
+
+def test_a_reply_that_repeats_the_prompt_is_parsed_after_the_repetition() -> None:
+    # small models often repeat the prompt first; the repeated instructions must not be
+    # read as the model's move, and the scratchpad keeps the call, not the repetition
+    calls = iter(["echo-then-act", "Thought: done\nFinal Answer: 5"])
+
+    def reply(messages, request):  # type: ignore[no-untyped-def]
+        if next(calls) == "echo-then-act":
+            prompt = messages[-1].text
+            return prompt[:300] + ' I add.\nAction: add\nAction Input: {"a": 2, "b": 3}'
+        return "Thought: done\nFinal Answer: 5"
+
+    model = FunctionModel(reply)
+    result = ReActText(model, [add]).run("What is 2 + 3?")
+    assert result.ok and result.answer == "5"
+    second = model.requests[1].tail[-1].text
+    assert second.count("Answer the question as well as you can") == 1
+    assert second.rstrip().endswith(
+        'Thought: I should use a tool.\nAction: add\nAction Input: {"a": 2, "b": 3}\n'
+        "Observation: 5\nThought:"
+    )
+
+
+def test_a_repeated_call_is_answered_from_its_result_then_ends_the_run() -> None:
+    act = 'Thought: add\nAction: add\nAction Input: {"a": 2, "b": 3}'
+    model = ScriptedModel([act, act, act])
+    events: list[object] = []
+    result = ReActText(model, [add]).run("What is 2 + 3?", on_event=events.append)
+    assert result.ok and result.answer == "5" and result.calls == 3
+    assert result.data["answered_from"] == "last_observation"
+    assert "you already made this call" in model.requests[2].tail[-1].text
+    ran = [e for e in events if type(e).__name__ == "ToolCallFinished"]
+    assert len(ran) == 1  # the tool ran once
+
+
+def test_without_echo() -> None:
+    prompt = "Answer the question as well as you can.\nQuestion: q\nThought:"
+    assert without_echo(prompt + " go", prompt) == " go"
+    assert without_echo(prompt[:30], prompt) == ""
+    assert without_echo("Thought: short reply", prompt) == "Thought: short reply"

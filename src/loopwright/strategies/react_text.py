@@ -40,6 +40,12 @@ _ACTION: Final = re.compile(r"^\s*Action\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MU
 _INPUT: Final = re.compile(r"^\s*Action Input\s*:\s*", re.IGNORECASE | re.MULTILINE)
 _OBSERVATION: Final = re.compile(r"^\s*Observation\s*:", re.IGNORECASE | re.MULTILINE)
 _CALL: Final = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+_THOUGHT: Final = re.compile(r"^\s*Thought\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+_ECHO_MIN: Final = 24
+REPEATED: Final = (
+    "you already made this call; this is its result again. Use it: give the Final "
+    "Answer, or call a different tool"
+)
 REACT_HELP: Final = (
     "Reply in the format: 'Thought: ...', then either 'Action: <tool>' and "
     "'Action Input: <JSON object>', or 'Final Answer: <answer>'."
@@ -104,6 +110,28 @@ def parse_react(text: str) -> TextStep:
     return TextStep(text, tool=name, arguments=arguments)
 
 
+def without_echo(reply: str, prompt: str) -> str:
+    """``reply`` without a repetition of ``prompt`` at its start (small models often
+    repeat the prompt before answering): the part after the longest common prefix, when
+    that prefix is long enough to be a repetition; else ``reply`` itself."""
+    limit = min(len(reply), len(prompt))
+    if limit < _ECHO_MIN or reply[:_ECHO_MIN] != prompt[:_ECHO_MIN]:
+        return reply
+    n = _ECHO_MIN
+    while n < limit and reply[n] == prompt[n]:
+        n += 1
+    return reply[n:]
+
+
+def _call_key(step: TextStep) -> str:
+    return json.dumps([step.tool, step.arguments], sort_keys=True)
+
+
+def _without_label(text: str) -> str:
+    """``text`` without a leading ``Thought:`` (the prompt already ends with one)."""
+    return re.sub(r"^\s*Thought\s*:\s*", "", text, count=1, flags=re.IGNORECASE)
+
+
 def parse_hermes(text: str) -> TextStep:
     """Parse a Hermes-style reply (module docstring)."""
     found = _CALL.search(text)
@@ -125,7 +153,12 @@ def parse_hermes(text: str) -> TextStep:
 class ReActText(Strategy):
     """A tool-using loop over plain text (module docstring). ``max_steps`` bounds the
     model calls of one run (stop ``max_turns``) on top of ``Limits``; ``settings`` are
-    every call's settings (the format's stop sequence is added to them)."""
+    every call's settings (the format's stop sequence is added to them).
+
+    A call the run has already made (same tool, same arguments) is not run again: the
+    model gets the result it had, with a note to use it. A model that still asks for it
+    ``max_repeats`` more times has nothing left to learn: the run ends with the latest
+    result as its answer (``data["answered_from"] == "last_observation"``)."""
 
     name = "react_text"
 
@@ -136,6 +169,7 @@ class ReActText(Strategy):
         *,
         format: Format = "react",
         max_steps: int = 10,
+        max_repeats: int = 1,
         limits: Limits | None = None,
         dispatch: DispatchConfig | None = None,
         settings: ModelSettings | None = None,
@@ -144,6 +178,7 @@ class ReActText(Strategy):
         self.model = model
         self.format = format
         self.max_steps = max_steps
+        self.max_repeats = max_repeats
         registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.dispatcher = Dispatcher(registry, dispatch)
         stop = ("\nObservation:",) if format == "react" else ("<tool_response>",)
@@ -169,24 +204,44 @@ class ReActText(Strategy):
         )
 
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
-        parse = parse_react if self.format == "react" else parse_hermes
         scratchpad = ""
+        done: dict[str, str] = {}  # each call made (tool and arguments) -> its result
+        repeats = 0
         for step_number in range(1, self.max_steps + 1):
-            reply = await ctx.ask(
-                self.model, self._prompt(prompt, scratchpad), settings=self.settings
-            )
-            step = parse(reply)
+            sent = self._prompt(prompt, scratchpad)
+            step = self._parse(await ctx.ask(self.model, sent, settings=self.settings), sent)
             if step.final is not None:
                 ctx.step("final", step=step_number)
                 return step.final, {"steps": step_number, "scratchpad": scratchpad}
             if step.error is not None:
                 observation = step.error
                 ctx.step("malformed", step=step_number, problem=step.error)
+            elif (key := _call_key(step)) in done:
+                repeats += 1
+                ctx.step("repeated_action", step=step_number, tool=step.tool, repeats=repeats)
+                if repeats > self.max_repeats:
+                    # the model only asks again for what it has: its latest result answers
+                    answer = next(reversed(done.values()))
+                    data = {"steps": step_number, "scratchpad": scratchpad}
+                    return answer, {**data, "answered_from": "last_observation"}
+                observation = f"{done[key]}\n({REPEATED})"
             else:
-                observation = await self._call(ctx, step, step_number)
+                observation = done[key] = await self._call(ctx, step, step_number)
             scratchpad += self._record(step, observation)
             ctx.record = {"steps": step_number, "scratchpad": scratchpad}
         raise BudgetExhausted(RunStop.MAX_TURNS, f"no final answer after {self.max_steps} steps")
+
+    def _parse(self, reply: str, sent: str) -> TextStep:
+        """Parse what the model wrote after any repetition of the prompt; a reply that
+        only repeated the prompt is read whole (its last move is what it repeated)."""
+        parse = parse_react if self.format == "react" else parse_hermes
+        fresh = without_echo(reply, sent)
+        step = parse(fresh)
+        if step.error is not None and fresh is not reply:
+            whole = parse(reply)
+            if whole.error is None:
+                return whole
+        return step
 
     async def _call(self, ctx: StrategyContext, step: TextStep, number: int) -> str:
         assert step.tool is not None and step.arguments is not None
@@ -195,12 +250,20 @@ class ReActText(Strategy):
         return outcome.result.content
 
     def _record(self, step: TextStep, observation: str) -> str:
-        """The reply and its observation, as the next prompt's scratchpad shows them."""
+        """The model's move and its observation, as the next prompt's scratchpad shows
+        them: a call in the format's canonical lines (not the reply as written, which may
+        repeat the prompt), else the reply's own text."""
         text = step.text.rstrip()
         if self.format == "react":
             cut = _OBSERVATION.search(text)
             text = text[: cut.start()].rstrip() if cut else text
-            return f"{text}\nObservation: {observation}\n"
+            action = _ACTION.search(text)
+            if step.error is None and action is not None:
+                thoughts = _THOUGHT.findall(text[: action.start()])
+                thought = thoughts[-1].strip() if thoughts else "I should use a tool."
+                arguments = json.dumps(step.arguments, ensure_ascii=False)
+                text = f"{thought}\nAction: {step.tool}\nAction Input: {arguments}"
+            return f"Thought: {_without_label(text)}\nObservation: {observation}\n"
         found = _CALL.search(text)
         call = f"<tool_call>{found.group(1).strip()}</tool_call>" if found else text
         return f"{call}\n<tool_response>\n{observation}\n</tool_response>\n"
