@@ -311,3 +311,15 @@ def test_openai_chat_refusal_in_native_mode_stops_with_refusal() -> None:
     # a refusal is not an invalid answer to re-ask: the run stops and says why
     assert result.stop is RunStop.REFUSAL and result.output is None
     assert result.answer == "I can't help with that."
+
+
+def test_which_vendors_take_a_schema_for_every_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    native = {name for name, vendor in VENDORS.items() if vendor.native_output}
+    assert {"deepseek", "groq", "together", "openrouter"}.isdisjoint(native)
+    assert {"openai", "openai-responses", "mistral", "vllm", "llamacpp"} <= native
+    groq = Agent("groq:llama-3.3-70b-versatile", output_type=Forecast)
+    assert groq.config.output is not None and not groq.config.output.native
+    openai = Agent("openai:gpt-4o", output_type=Forecast)
+    assert openai.config.output is not None and openai.config.output.native

@@ -137,19 +137,23 @@ VENDORS: dict[str, Vendor] = {
             supports_strict=False,
             native_output=False,
         ),
+        # Groq, Together and OpenRouter take a json_schema response_format for some of
+        # their models only (others answer 400): the final-answer tool works with all
         _compat(
             "groq",
             "https://api.groq.com/openai/v1",
             "GROQ_API_KEY",
             max_tokens_field="max_completion_tokens",
             reasoning_field="reasoning",
+            native_output=False,
         ),
-        _compat("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+        _compat("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", native_output=False),
         _compat(
             "openrouter",
             "https://openrouter.ai/api/v1",
             "OPENROUTER_API_KEY",
             reasoning_field="reasoning",
+            native_output=False,
         ),
         _compat(
             "mistral",
