@@ -184,10 +184,12 @@ async def test_cancel_at_a_boundary_lets_the_running_tool_finish(at_boundary: bo
     from loopwright.tools import tool
 
     finished: list[str] = []
+    started = asyncio.Event()
 
     @tool
     async def work(n: int) -> str:
         """Work a while."""
+        started.set()
         await asyncio.sleep(0.2)
         finished.append(f"w{n}")
         return f"worked {n}"
@@ -196,7 +198,7 @@ async def test_cancel_at_a_boundary_lets_the_running_tool_finish(at_boundary: bo
         return [tool_call("work", {"n": 1}, id="c1")]
 
     run = Agent(FunctionModel(reply), [work]).start("go", events=False)
-    await asyncio.sleep(0.1)  # the tool is running
+    await asyncio.wait_for(started.wait(), 10)  # the tool is running
     run.cancel(at_boundary=at_boundary)
     result = await run.result()
     assert result.stop.value == "cancelled"
