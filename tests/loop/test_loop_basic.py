@@ -62,7 +62,7 @@ async def test_steering_passes_through_observe() -> None:
     run = Agent(_script(), [add]).start("hi")
     runs.append(run)
     seen = [(e.previous, e.current) async for e in run if isinstance(e, StateChanged)]
-    assert (LoopState.REFLECT, LoopState.OBSERVE) in seen
+    assert (LoopState.ACT, LoopState.OBSERVE) in seen
     assert (LoopState.OBSERVE, LoopState.THINK) in seen
     assert [m.text for m in (await run.result()).messages][-2] == "also: be brief"
 
@@ -73,8 +73,7 @@ async def test_state_transitions_in_order() -> None:
     assert states == [
         (LoopState.OBSERVE, LoopState.THINK),
         (LoopState.THINK, LoopState.ACT),
-        (LoopState.ACT, LoopState.REFLECT),
-        (LoopState.REFLECT, LoopState.THINK),  # nothing queued: no OBSERVE in between
+        (LoopState.ACT, LoopState.THINK),  # nothing queued: no OBSERVE in between
         (LoopState.THINK, LoopState.DONE),
     ]
     assert isinstance(events[0], RunStarted)

@@ -105,3 +105,13 @@ def test_seed_v0_state_migrates() -> None:
 def test_newer_version_is_refused() -> None:
     with pytest.raises(SchemaVersionError, match=r"version 7.*reads versions 0\.\.2"):
         decode_state(json.dumps({"schema_version": 7}), [], session_id="s")
+
+
+def test_a_status_this_version_has_no_state_for_reads_as_observe() -> None:
+    """Older versions entered a ``reflect`` state between ACT and THINK; a checkpoint
+    holding it still loads (a resumed run continues from OBSERVE anyway)."""
+    state = RunState(session_id="s-old", status=LoopState.ACT, messages=[Message.user("hi")])
+    header = json.loads(encode_header(state))
+    header["status"] = "reflect"
+    rows = [encode_message(m) for m in state.messages]
+    assert decode_state(json.dumps(header), rows, session_id="s-old").status is LoopState.OBSERVE

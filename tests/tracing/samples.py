@@ -66,7 +66,7 @@ def step(n: int) -> int:
 
 def large_trace(directory: Path, min_events: int = 10_000) -> Path:
     """One long run with at least ``min_events`` events (many turns, two tools each)."""
-    turns = 1 + min_events // 13  # about 14 events per turn
+    turns = 1 + min_events // 12  # about 13 events per turn
 
     def reply(messages, request):  # type: ignore[no-untyped-def]
         done = sum(1 for m in messages if m.role == "assistant")

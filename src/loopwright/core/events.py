@@ -10,14 +10,16 @@ Two families share one module:
   checkpointing and the CLI subscribe to them; they are never called from adapters.
 
 All events are frozen, slotted dataclasses with a ``type`` tag for exhaustive matching
-and JSON export.
+and JSON export. The tag is a class attribute, not a field: a field costs every event
+one more ``object.__setattr__`` in the frozen ``__init__`` (a step builds about ten
+events; measured in ``benchmarks/loop.py``, "subscriber").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from loopwright.core.errors import ProviderError
 from loopwright.core.messages import (
@@ -36,13 +38,13 @@ from loopwright.core.run import LoopState, RunResult, RunStop
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str
-    type: Literal["text_delta"] = "text_delta"
+    type: ClassVar[Literal["text_delta"]] = "text_delta"
 
 
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     text: str
-    type: Literal["reasoning_delta"] = "reasoning_delta"
+    type: ClassVar[Literal["reasoning_delta"]] = "reasoning_delta"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ class ToolCallDelta:
     name: str | None = None
     arguments_delta: str = ""
     partial_arguments: dict[str, Any] | None = None
-    type: Literal["tool_call_delta"] = "tool_call_delta"
+    type: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +68,7 @@ class ResponseDone:
     stop_reason: StopReason
     usage: Usage = field(default_factory=Usage)
     model: str = ""
-    type: Literal["response_done"] = "response_done"
+    type: ClassVar[Literal["response_done"]] = "response_done"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +78,7 @@ class StreamError:
     error: ProviderError
     partial: Message | None = None
     usage: Usage = field(default_factory=Usage)
-    type: Literal["stream_error"] = "stream_error"
+    type: ClassVar[Literal["stream_error"]] = "stream_error"
 
 
 ModelEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | ResponseDone | StreamError
@@ -90,7 +92,7 @@ class RunStarted:
 
     session_id: str | None
     input: Message | None
-    type: Literal["run_started"] = "run_started"
+    type: ClassVar[Literal["run_started"]] = "run_started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +100,7 @@ class StateChanged:
     previous: LoopState
     current: LoopState
     turn: int
-    type: Literal["state_changed"] = "state_changed"
+    type: ClassVar[Literal["state_changed"]] = "state_changed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +110,7 @@ class ModelCallStarted:
     message_count: int
     prompt_fingerprints: tuple[str, ...] = ()
     attempt: int = 1
-    type: Literal["model_call_started"] = "model_call_started"
+    type: ClassVar[Literal["model_call_started"]] = "model_call_started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +119,7 @@ class ModelStreamed:
 
     turn: int
     event: TextDelta | ReasoningDelta | ToolCallDelta
-    type: Literal["model_streamed"] = "model_streamed"
+    type: ClassVar[Literal["model_streamed"]] = "model_streamed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,7 @@ class ModelCallFinished:
     response_model: str = ""
     """The model that answered, as the provider reported it (``ResponseDone.model``);
     may differ from the requested one (an alias resolved to a dated snapshot)."""
-    type: Literal["model_call_finished"] = "model_call_finished"
+    type: ClassVar[Literal["model_call_finished"]] = "model_call_finished"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,14 +142,14 @@ class ModelCallFailed:
     error: ProviderError
     attempt: int
     will_retry: bool
-    type: Literal["model_call_failed"] = "model_call_failed"
+    type: ClassVar[Literal["model_call_failed"]] = "model_call_failed"
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     turn: int
     call: ToolCallPart
-    type: Literal["tool_call_started"] = "tool_call_started"
+    type: ClassVar[Literal["tool_call_started"]] = "tool_call_started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +160,7 @@ class ToolCallFinished:
     duration_s: float
     attempts: int = 1
     repairs: tuple[str, ...] = ()
-    type: Literal["tool_call_finished"] = "tool_call_finished"
+    type: ClassVar[Literal["tool_call_finished"]] = "tool_call_finished"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +170,7 @@ class MessageAppended:
     turn: int
     message: Message
     source: Literal["input", "model", "tools", "steering", "follow_up", "observation"]
-    type: Literal["message_appended"] = "message_appended"
+    type: ClassVar[Literal["message_appended"]] = "message_appended"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +178,7 @@ class LimitReached:
     turn: int
     stop: RunStop
     detail: str
-    type: Literal["limit_reached"] = "limit_reached"
+    type: ClassVar[Literal["limit_reached"]] = "limit_reached"
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,13 +193,13 @@ class StrategyStep:
     strategy: str
     kind: str
     detail: Mapping[str, JSONValue] = field(default_factory=dict)
-    type: Literal["strategy_step"] = "strategy_step"
+    type: ClassVar[Literal["strategy_step"]] = "strategy_step"
 
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
     result: RunResult
-    type: Literal["run_finished"] = "run_finished"
+    type: ClassVar[Literal["run_finished"]] = "run_finished"
 
 
 RunEvent: TypeAlias = (

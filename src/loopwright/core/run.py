@@ -48,7 +48,6 @@ class LoopState(enum.StrEnum):
     OBSERVE = "observe"
     THINK = "think"
     ACT = "act"
-    REFLECT = "reflect"
     DONE = "done"
     ERROR = "error"
     PAUSED = "paused"

@@ -203,11 +203,17 @@ def decode_state(
         raise CorruptCheckpoint(session_id, where, f"{type(exc).__name__}: {exc}") from None
 
 
+_RETIRED_STATUS = {"reflect": "observe"}
+"""Statuses older versions stored that this one has no state for: ``reflect`` was entered
+between ACT and THINK; a run resumed from it continues from OBSERVE anyway."""
+
+
 def _state_from_header(data: Mapping[str, Any], history: tuple[Message, ...]) -> RunState:
     stop = data.get("stop")
+    status = data.get("status", LoopState.OBSERVE.value)
     return RunState(
         session_id=str(data["session_id"]),
-        status=LoopState(data.get("status", LoopState.OBSERVE.value)),
+        status=LoopState(_RETIRED_STATUS.get(status, status)),
         turn=int(data.get("turn", 0)),
         messages=list(history),
         usage=Usage.from_dict(data.get("usage") or {}),

@@ -155,6 +155,8 @@ def event_to_dict(event: RunEvent) -> dict[str, JSONValue]:
             | LimitReached()
             | StrategyStep()
         ):
-            return {f.name: _value(getattr(event, f.name)) for f in fields(event)}
+            out = {f.name: _value(getattr(event, f.name)) for f in fields(event)}
+            out["type"] = event.type  # a class attribute, not a field
+            return out
         case _:
             assert_never(event)
