@@ -1,4 +1,4 @@
-"""Where plain ``def`` nodes run: like sync tools (``tools/threads.py``), on worker threads
+"""Where plain ``def`` nodes run: like sync tools (``tools/execution.py``), on worker threads
 until their own runs prove them short and non-blocking, so a node may call a synchronous
 API that starts its own event loop (``Agent.run``) or block without stalling the graph."""
 
@@ -125,3 +125,27 @@ def test_max_concurrency_bounds_the_tasks_of_a_superstep_running_at_once() -> No
     out = graph.compile().invoke({"question": "", "answers": [], "n": 0}, {"max_concurrency": 2})
     assert sorted(out["answers"]) == list(range(6))
     assert running[1] == 2
+
+
+def test_without_max_concurrency_every_task_of_a_superstep_runs_at_once() -> None:
+    # async nodes waiting on I/O (model calls) are not held to a thread-pool size
+    count = 40
+    started: list[int] = []
+    everyone: asyncio.Event | None = None
+
+    async def wait_for_all(state: dict) -> dict:
+        nonlocal everyone
+        everyone = everyone or asyncio.Event()
+        started.append(state["i"])
+        if len(started) == count:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 5)
+        return {"answers": [state["i"]]}
+
+    graph = lw.StateGraph(State)
+    graph.add_node("work", wait_for_all)
+    graph.add_conditional_edges(
+        lw.START, lambda s: [lw.Send("work", {"i": i}) for i in range(count)]
+    )
+    out = graph.compile().invoke({"question": "", "answers": [], "n": 0})
+    assert sorted(out["answers"]) == list(range(count))

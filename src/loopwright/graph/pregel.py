@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import functools
 import hashlib
-import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
@@ -63,9 +62,6 @@ if TYPE_CHECKING:
 
 Emit = Callable[[str, Any], None]
 _CURRENT: ContextVar[_Task | None] = ContextVar("loopwright_graph_task", default=None)
-DEFAULT_WORKERS = min(32, (os.cpu_count() or 1) + 4)
-"""Tasks of one superstep running at once unless ``config["max_concurrency"]`` says
-otherwise (Python's default thread-pool size)."""
 
 
 class _Cursor:
@@ -207,7 +203,10 @@ class _Run:
         self.limit = int(config.get("recursion_limit", graph.recursion_limit))
         if self.limit < 1:
             raise GraphError("recursion_limit must be at least 1")
-        self.workers = int(config.get("max_concurrency") or DEFAULT_WORKERS)
+        limit = config.get("max_concurrency")
+        self.workers: int | None = int(limit) if limit else None
+        """Tasks of one superstep running at once; ``None``: no bound (plain nodes still
+        share the worker pool of ``tools/execution.py``)."""
         self.tracer: GraphTracer | None = config.get("tracer")
         self._emit = emit
         self._drain = drain
@@ -472,7 +471,8 @@ class _Run:
         if len(todo) == 1:
             await self._run_task(todo[0])
             return
-        if len(todo) <= self.workers:
+        lanes = self.workers
+        if lanes is None or len(todo) <= lanes:
             await asyncio.gather(*(self._run_task(t) for t in todo))
             return
         queue = iter(todo)
@@ -481,7 +481,7 @@ class _Run:
             for task in queue:  # the shared iterator hands each task to one lane
                 await self._run_task(task)
 
-        await asyncio.gather(*(lane() for _ in range(self.workers)))
+        await asyncio.gather(*(lane() for _ in range(lanes)))
 
     def _input_of(self, task: _Task) -> Any:
         if task.send is not None:
