@@ -119,13 +119,13 @@ def test_a_resumed_batch_runs_only_the_unrecorded_tasks(workdir: Path) -> None:
     )
     out = _batch(prompts, "--out", str(results))
     assert out.exit_code == 0, out.output
-    assert "2 of 6 tasks were already recorded" in out.stderr
+    assert "2 of 6 tasks are already recorded" in out.stderr
     by_task = _results(results)
     assert set(by_task) == {f"t{i}" for i in range(6)}
     assert by_task["t0"]["answer"] == "before" and by_task["t2"]["answer"] == "answer t2"
     assert sorted(p.stem for p in marks.glob("*.calls")) == ["t2", "t3", "t4", "t5"]
     out = _batch(prompts, "--out", str(results))  # everything recorded: nothing runs
-    assert out.exit_code == 0 and "6 of 6 tasks were already recorded" in out.stderr
+    assert out.exit_code == 0 and "6 of 6 tasks are already recorded" in out.stderr
     assert len(list(marks.glob("*.calls"))) == 4
     assert all(len(p.read_text().splitlines()) == 1 for p in marks.glob("*.calls"))
 

@@ -20,7 +20,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
 
 from loopwright.batch import (
     INTERNAL_ERROR,
@@ -28,9 +27,11 @@ from loopwright.batch import (
     AgentSource,
     BatchConfig,
     BatchSummary,
+    BatchTask,
     Engine,
     LocalEngine,
     RayEngine,
+    ResultSink,
     read_tasks,
     run_batch,
 )
@@ -111,6 +112,11 @@ def batch_main(
     if prompt is not None:
         raise CliError("give either PROMPT or --batch FILE, not both")
     tasks = read_tasks(options.path)
+    if options.engine == "ray" and (options.trace_dir is not None or options.otel):
+        raise CliError(
+            "--trace/--otel record runs in this process only; use --engine local, or "
+            "record inside your --agent factory"
+        )
     factory = AgentFactory(
         recipe, confirm, str(Path.cwd()), limit_flags(recipe, options.cost_budget)
     )
@@ -127,28 +133,33 @@ def batch_main(
     engine: Engine
     source: AgentSource
     if options.engine == "ray":
-        if options.trace_dir is not None or options.otel:
-            raise CliError(
-                "--trace/--otel record runs in this process only; use --engine local, or "
-                "record inside your --agent factory"
-            )
         engine, source = RayEngine(options.address, chunk_size=options.chunk_size), factory
     else:
         engine = LocalEngine()
         source = instrument(agent, options.trace_dir, options.otel, closers=closers)
-    out: Path | IO[str] = options.out if options.out is not None else sys.stdout
+    sink = _open_sink(options.out, tasks)
     try:
-        summary = run_batch(source, tasks, out, engine=engine, config=config, progress=sys.stderr)
+        summary = run_batch(source, tasks, sink, engine=engine, config=config, progress=sys.stderr)
     finally:
+        sink.close()
         for close in closers:
             close()
-    if summary.skipped:
+    return summary_code(summary)
+
+
+def _open_sink(out: Path | None, tasks: list[BatchTask]) -> ResultSink:
+    """stdout, or the results file (locked; resumed: says how much it already holds)."""
+    if out is None:
+        return ResultSink.to_stream(sys.stdout)
+    sink = ResultSink.open(out)
+    recorded = sum(1 for task in tasks if task.key in sink)
+    if recorded:
         say(
-            f"batch: {summary.skipped} of {summary.total} tasks were already recorded in "
-            f"{options.out}; ran the other {summary.total - summary.skipped}",
+            f"batch: {recorded} of {len(tasks)} tasks are already recorded in {out}; "
+            f"running the other {len(tasks) - recorded}",
             err=True,
         )
-    return summary_code(summary)
+    return sink
 
 
 def summary_code(summary: BatchSummary) -> int:
