@@ -62,8 +62,46 @@ def counter_graph(store: Any, stop: int) -> Any:
     return g.compile(checkpointer=store)
 
 
+class Steps(TypedDict, total=False):
+    done: list
+
+
+def crash_in_subgraph_graph(store: Any, marks: str) -> Any:
+    """``outer`` runs subgraph ``inner``: ``prep`` (appends a line to the file ``marks``
+    each time it runs) then ``work``, which kills the process while the environment
+    variable ``CRASH_IN_SUBGRAPH`` is set."""
+    import os
+
+    def prep(state: Steps) -> dict:
+        with open(marks, "a", encoding="utf-8") as f:
+            f.write("prep\n")
+        return {"done": ["prep"]}
+
+    def work(state: Steps) -> dict:
+        if os.environ.get("CRASH_IN_SUBGRAPH"):
+            os._exit(3)  # a crash: no exception, no cleanup, nothing recorded
+        return {"done": [*state["done"], "work"]}
+
+    inner = StateGraph(Steps)
+    inner.add_sequence([prep, work])
+    inner.add_edge(START, "prep")
+    outer = StateGraph(Steps)
+    outer.add_node("inner", inner.compile())
+    outer.add_edge(START, "inner")
+    return outer.compile(checkpointer=store)
+
+
 def main() -> None:
-    """``python graph_programs.py KIND URL THREAD ANSWER``: resume the approval graph."""
+    """``python graph_programs.py KIND URL THREAD ANSWER``: resume the approval graph;
+    ``python graph_programs.py crash SQLITE_PATH THREAD MARKS``: run
+    :func:`crash_in_subgraph_graph` until it crashes."""
+    if sys.argv[1] == "crash":
+        from loopwright.store import SQLiteStore
+
+        path, thread, marks = sys.argv[2:5]
+        config = {"configurable": {"thread_id": thread}}
+        crash_in_subgraph_graph(SQLiteStore(path), marks).invoke({}, config, durability="sync")
+        return
     from loopwright.store import open_store
 
     kind, url, thread, answer = sys.argv[1:5]

@@ -4,10 +4,15 @@ run again (LangGraph's ``checkpoint_ns``; docs/graph.md, "Subgraphs")."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from graph_programs import crash_in_subgraph_graph
 from typing_extensions import TypedDict
 
 from loopwright.graph import END, START, Command, Send, StateGraph, interrupt
@@ -179,3 +184,28 @@ def test_a_new_input_runs_the_subgraph_afresh(store: Any, thread: dict) -> None:
     app.invoke({"done": False}, thread)  # a new input on the thread
     assert runs["prep"] == 2  # the subgraph started over for it
     assert app.invoke(Command(resume="Bob"), thread)["answer"] == "Bob"
+
+
+def test_a_process_killed_inside_a_subgraph_resumes_there(tmp_path: Path) -> None:
+    from loopwright.store import SQLiteStore
+
+    db, marks, thread = tmp_path / "g.db", tmp_path / "marks", "crash-1"
+    here = Path(__file__).resolve().parent
+    proc = subprocess.run(
+        [sys.executable, str(here / "graph_programs.py"), "crash", str(db), thread, str(marks)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CRASH_IN_SUBGRAPH": "1"},
+        cwd=here,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert marks.read_text().split() == ["prep"]
+    store = SQLiteStore(db)
+    try:
+        app = crash_in_subgraph_graph(store, str(marks))
+        out = app.invoke(None, {"configurable": {"thread_id": thread}})
+    finally:
+        store.close()
+    assert out == {"done": ["prep", "work"]}
+    assert marks.read_text().split() == ["prep"]  # the finished subgraph node did not rerun
