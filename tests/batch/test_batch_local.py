@@ -4,6 +4,7 @@ results, resuming a results file, the progress line."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import shutil
@@ -275,3 +276,39 @@ def test_without_an_address_ray_starts_its_own_cluster_unless_ray_address_says(
     assert RayEngine("auto")._address() == "auto"
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
     assert RayEngine()._address() is None  # Ray reads its own variable
+
+
+async def test_an_interrupted_batch_keeps_what_it_recorded_and_resumes(tmp_path: Path) -> None:
+    from loopwright.batch import arun_batch
+
+    results = tmp_path / "results.jsonl"
+    calls: list[str] = []
+
+    async def reply(messages, request):  # type: ignore[no-untyped-def]
+        calls.append(messages[-1].text)
+        if messages[-1].text.startswith("slow"):
+            await asyncio.sleep(30)
+        return "done " + messages[-1].text
+
+    tasks = make_tasks(["a", "b", "slow1", "slow2"])
+    agent = Agent(FunctionModel(reply))
+    batch = asyncio.ensure_future(
+        arun_batch(agent, tasks, results, config=BatchConfig(concurrency=4))
+    )
+    for _ in range(1000):  # until the two quick runs are recorded
+        if results.exists() and results.read_text().count("\n") == 2:
+            break
+        await asyncio.sleep(0.01)
+    batch.cancel()  # Ctrl-C: the slow runs are cut off, the file is closed and unlocked
+    with contextlib.suppress(asyncio.CancelledError):
+        await batch
+    assert sorted(x["task"] for x in _records(results.read_text())) == ["#0", "#1"]
+    calls.clear()
+
+    async def quick(messages, request):  # type: ignore[no-untyped-def]
+        calls.append(messages[-1].text)
+        return "done " + messages[-1].text
+
+    summary = await arun_batch(Agent(FunctionModel(quick)), tasks, results)
+    assert sorted(calls) == ["slow1", "slow2"] and summary.skipped == 2
+    assert sorted(x["task"] for x in _records(results.read_text())) == ["#0", "#1", "#2", "#3"]
