@@ -209,3 +209,21 @@ def test_a_process_killed_inside_a_subgraph_resumes_there(tmp_path: Path) -> Non
         store.close()
     assert out == {"done": ["prep", "work"]}
     assert marks.read_text().split() == ["prep"]  # the finished subgraph node did not rerun
+
+
+def test_get_state_with_subgraphs_shows_where_a_paused_subgraph_stands(
+    store: Any, thread: dict
+) -> None:
+    runs: Counter[str] = Counter()
+    middle = StateGraph(S)
+    middle.add_node("inner", _child(runs))
+    middle.add_edge(START, "inner")
+    app = _parent(middle.compile(), runs).compile(checkpointer=store)
+    app.invoke({"answer": "none yet"}, thread)
+    assert app.get_state(thread).tasks[0].state is None  # only when asked for
+    (task,) = app.get_state(thread, subgraphs=True).tasks
+    assert task.name == "child" and task.state.next == ("inner",)
+    (inner,) = task.state.tasks
+    assert inner.state.next == ("ask",)  # prep done, ask waiting
+    assert inner.state.values == {"answer": "none yet"}
+    assert [i.value for i in inner.state.interrupts] == ["name?"]

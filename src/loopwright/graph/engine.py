@@ -13,12 +13,13 @@ import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from loopwright.graph.checkpoint import GraphSaver, Saved
 from loopwright.graph.messages import add_messages
-from loopwright.graph.pregel import Next, _Run, _Task, merge_writes
+from loopwright.graph.pregel import Next, _Run, _Task, merge_writes, subgraph_thread
 from loopwright.graph.schema import schema_kind
 from loopwright.graph.types import (
     END,
@@ -320,19 +321,42 @@ class CompiledStateGraph:
         return out
 
     # ------------------------------------------------------------------ threads
-    def get_state(self, config: Config) -> StateSnapshot:
+    def get_state(self, config: Config, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's current state (or the checkpoint ``checkpoint_id`` names): values,
         the nodes that run next, and the tasks of an unfinished superstep (their errors,
-        interrupts, and the updates of tasks that finished)."""
+        interrupts, and the updates of tasks that finished). With ``subgraphs``, a
+        pending subgraph task that has started carries the subgraph's own snapshot in
+        its ``state`` (nested subgraphs too), as in LangGraph."""
         saver, thread, checkpoint_id = self._thread(config)
         saved = saver.at(thread, int(checkpoint_id)) if checkpoint_id else saver.latest(thread)
         if saved is None:
             return StateSnapshot({}, (), dict(config), None, None, None)
-        return self._snapshot(thread, saved, apply_pending=checkpoint_id is None)
+        snapshot = self._snapshot(thread, saved, apply_pending=checkpoint_id is None)
+        if subgraphs:
+            snapshot = self._with_subgraphs(snapshot, saver, thread, saved.number)
+        return snapshot
 
-    async def aget_state(self, config: Config) -> StateSnapshot:
+    def _with_subgraphs(
+        self, snapshot: StateSnapshot, saver: GraphSaver, thread: str, number: int
+    ) -> StateSnapshot:
+        tasks = []
+        for task in snapshot.tasks:
+            spec = self.nodes.get(task.name)
+            inner = spec.subgraph if spec is not None else None
+            nested = inner.nested_saver(saver) if inner is not None else None
+            if inner is not None and nested is not None:
+                where = subgraph_thread(thread, task.name, task.id, number)
+                saved = nested.latest(where)
+                if saved is not None:
+                    state = inner._snapshot(where, saved, apply_pending=True)
+                    state = inner._with_subgraphs(state, nested, where, saved.number)
+                    task = replace(task, state=state)
+            tasks.append(task)
+        return replace(snapshot, tasks=tuple(tasks))
+
+    async def aget_state(self, config: Config, *, subgraphs: bool = False) -> StateSnapshot:
         """:meth:`get_state` from async code (a blocking store is read on a thread)."""
-        return await self._off_loop(self.get_state, config)
+        return await self._off_loop(lambda: self.get_state(config, subgraphs=subgraphs))
 
     async def aget_state_history(
         self, config: Config, *, limit: int | None = None

@@ -456,8 +456,8 @@ class _Run:
         """The thread a subgraph run inside ``task`` checkpoints under: this run's
         thread, the node and the task, and the checkpoint the superstep started from
         (a fork or a new input starts the subgraph afresh; a resume finds it again)."""
-        where = f"{self.thread}|{task.name}:{task.id}"
-        return where if self.saved is None else f"{where}#{self.saved.number}"
+        number = None if self.saved is None else self.saved.number
+        return subgraph_thread(self.thread, task.name, task.id, number)
 
     async def _execute(self, tasks: list[_Task]) -> None:
         todo = [t for t in tasks if not t.done]
@@ -678,6 +678,12 @@ class _Run:
         inflight, self._inflight = self._inflight, None
         if inflight is not None:
             await inflight
+
+
+def subgraph_thread(thread: str, node: str, task_id: str, checkpoint: int | None) -> str:
+    """The thread a subgraph run checkpoints under (LangGraph's ``checkpoint_ns``)."""
+    where = f"{thread}|{node}:{task_id}"
+    return where if checkpoint is None else f"{where}#{checkpoint}"
 
 
 def merge_writes(
