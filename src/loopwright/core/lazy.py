@@ -2,11 +2,11 @@
 
 A package lists what it re-exports and from which module; a name is imported the first
 time it is looked up (``from loopwright.tools import tool`` or ``loopwright.tools.tool``),
-then cached in the package so later lookups cost nothing. ``import loopwright`` and the
-command line's ``--help`` so load only the modules they use (docs/quickstart.md, "Import
-time"). Type checkers read the same names from the package's ``if TYPE_CHECKING:``
-imports; ``tests/test_lazy_exports.py`` checks the two lists agree and every name
-resolves to the object its module defines.
+then cached in the package so later lookups cost nothing. So ``import loopwright`` loads
+the facade alone (``python -X importtime``: about 150 ms of imports before, 12 ms
+after) and a program pays only for the parts it uses. Type checkers read the names from
+the package's ``if TYPE_CHECKING:`` imports; ``tests/test_lazy_exports.py`` checks that
+every lazily served name is there and resolves to the object its module defines.
 
 A re-exported name must not be the name of a submodule of the same package: importing
 the submodule would set the package attribute to the module and the lookup would never
