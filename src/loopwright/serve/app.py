@@ -148,7 +148,8 @@ class Api:
                 fix="send a JSON object with Content-Type: application/json",
             ) from None
 
-    async def describe(self, state: RunState) -> dict[str, JSONValue]:
+    async def describe(self, state: RunState, *, history: bool = True) -> dict[str, JSONValue]:
+        """The session's state; ``history=False``: its message count, not its messages."""
         sid = state.session_id
         running, last_event = await self.manager.overview(sid)
         status = session_status(running, state.awaiting_confirmation, state.stop)
@@ -162,7 +163,7 @@ class Api:
             "turn": state.turn,
             "usage": state.usage.to_dict(),
             "pending_calls": [part_to_dict(c) for c in state.pending_calls],
-            "messages": [m.to_dict() for m in state.messages],
+            "messages": [m.to_dict() for m in state.messages] if history else len(state.messages),
             "events": last_event,
             "created_at": state.created_at,
             "updated_at": state.updated_at,
@@ -228,7 +229,7 @@ class Api:
                 )
             after = int(raw)
         state = await self.manager.state(tenant, sid)
-        head = to_json(await self.describe(state) | {"messages": len(state.messages)})
+        head = to_json(await self.describe(state, history=False))
         events = self.manager.stream(tenant, sid, after, self.config.keepalive)
         return StreamingResponse(
             self._sse(events, head),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import secrets
@@ -44,6 +45,10 @@ from .eventlog import Event, RedisEventLog, parse_published, stream_events
 log = logging.getLogger("loopwright.serve")
 
 JobOp = Literal["resume", "approve"]
+
+_JOB_PREFIX = f"{secrets.token_hex(4)}-"
+_JOB_NUMBERS = itertools.count(1)
+"""Job ids: unique per process prefix + counter (no system call per job)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +76,16 @@ class ClusterConfig:
 class Job:
     """Run session ``session_id``: ``resume`` it (a new session, its next turn, a run cut
     off by a crash), or ``approve`` its pending calls (the ids in ``approve`` approved,
-    those in ``deny`` denied with the reason given)."""
+    those in ``deny`` denied with the reason given). ``tenant`` and ``agent`` (what the
+    store records for the session) spare the worker a load before it starts."""
 
     session_id: str
     op: JobOp = "resume"
     approve: tuple[str, ...] = ()
     deny: Mapping[str, str] = field(default_factory=dict)
-    id: str = field(default_factory=lambda: secrets.token_hex(8))
+    tenant: str = ""
+    agent: str = ""
+    id: str = field(default_factory=lambda: f"{_JOB_PREFIX}{next(_JOB_NUMBERS)}")
 
     def to_json(self) -> str:
         return json.dumps(
@@ -87,6 +95,8 @@ class Job:
                 "op": self.op,
                 "approve": list(self.approve),
                 "deny": dict(self.deny),
+                "tenant": self.tenant,
+                "agent": self.agent,
             },
             separators=(",", ":"),
         )
@@ -96,7 +106,13 @@ class Job:
         data = json.loads(raw)
         op: JobOp = "approve" if data.get("op") == "approve" else "resume"
         return cls(
-            data["sid"], op, tuple(data.get("approve", ())), data.get("deny", {}), data["id"]
+            data["sid"],
+            op,
+            tuple(data.get("approve", ())),
+            data.get("deny", {}),
+            str(data.get("tenant", "")),
+            str(data.get("agent", "")),
+            data["id"],
         )
 
 

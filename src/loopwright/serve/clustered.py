@@ -25,6 +25,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Literal
 
+from loopwright.core.errors import UserError
 from loopwright.core.messages import Message
 from loopwright.core.run import RunState, RunStop
 from loopwright.durable import Durable
@@ -134,7 +135,7 @@ class ClusterSessions(SessionManager):
         for (sid, _), active in zip(found, actives, strict=True):
             if active or await asyncio.to_thread(self.store.lock_owner, sid) is not None:
                 continue
-            await self.cluster.enqueue(Job(sid))
+            await self.cluster.enqueue(Job(sid))  # the worker loads tenant and agent
             queued.append(sid)
         return queued
 
@@ -158,7 +159,7 @@ class ClusterSessions(SessionManager):
     # ------------------------------------------------------------------ commands
     async def create(self, tenant: str, agent: str, prompt: str) -> str:
         sid = await self._store_new(tenant, agent, prompt)
-        await self.cluster.enqueue(Job(sid))
+        await self.cluster.enqueue(Job(sid, tenant=tenant, agent=agent))
         return sid
 
     async def message(self, tenant: str, session_id: str, text: str, mode: Mode) -> str:
@@ -202,7 +203,8 @@ class ClusterSessions(SessionManager):
         finally:
             await self.aio.release_lock(session_id, owner)
         idle = not await self.cluster.active(session_id)
-        await self.cluster.enqueue(Job(session_id))
+        job = Job(session_id, tenant=_owner(state) or "", agent=self.agent_name(state))
+        await self.cluster.enqueue(job)
         return "started" if idle else "queued"
 
     async def approve(self, tenant: str, session_id: str, approve: Approve, deny: Deny) -> None:
@@ -276,8 +278,10 @@ class ClusterSessions(SessionManager):
     async def _execute(self, raw: str, job: Job) -> None:
         """Run one claimed job; hand it back if this worker shuts down first."""
         sid = job.session_id
+        state: RunState | None = None
         try:
-            state = await self.aio.load(sid)
+            if job.op == "approve" or not job.tenant:
+                state = await self.aio.load(sid)
         except SessionNotFound:
             self.cluster.complete(raw, sid)
             return
@@ -290,7 +294,9 @@ class ClusterSessions(SessionManager):
         while prior is not None and prior.running and prior.task is not None:
             await asyncio.wait([prior.task])  # one run of a session at a time here
             prior = self.live.get(sid)
-        tenant = _owner(state) or ""
+        tenant, agent = job.tenant, job.agent
+        if state is not None:
+            tenant, agent = _owner(state) or "", self.agent_name(state)
         events = self.cluster.events
 
         def sink(session_id: str, type_: str, data: str) -> None:
@@ -299,7 +305,7 @@ class ClusterSessions(SessionManager):
             if not (live.handover and type_ == "run_finished"):
                 events.append(session_id, type_, data)
 
-        live = LiveSession(sid, tenant, self.agent_name(state), sink=sink)
+        live = LiveSession(sid, tenant, agent, sink=sink)
         live.active, live.task = True, asyncio.current_task()  # type: ignore[assignment]
         self.live[sid] = live
         handed_over = False
@@ -345,7 +351,9 @@ class ClusterSessions(SessionManager):
                 await self._next_turn(live.session_id, text)
         self.cluster.complete(raw, live.session_id)
 
-    async def _drive_job(self, live: LiveSession, job: Job, state: RunState) -> None:
+    async def _drive_job(self, live: LiveSession, job: Job, state: RunState | None) -> None:
+        """Run the job's session; ``state`` (loaded for an approval) decides which calls
+        are still pending."""
         sid = job.session_id
         try:
             durable = self._durable(live)
@@ -353,15 +361,13 @@ class ClusterSessions(SessionManager):
             live.publish("serve_error", {"kind": exc.code, "message": exc.message})
             return
         drive: Callable[[Durable], Awaitable[object]]
-        if job.op == "approve":
+        if job.op == "approve" and state is not None:
             pending = {c.id for c in state.pending_calls}
             approve = [i for i in job.approve if i in pending]
             deny = {k: v for k, v in job.deny.items() if k in pending}
             if state.awaiting_confirmation and not (approve or deny):
                 return  # decided by an earlier run of this job
             drive = _approve(sid, approve, deny)
-        elif state.awaiting_confirmation:
-            return  # nothing to run until a client decides
         else:
             drive = _resume(sid)
         delay = 0.02
@@ -376,10 +382,19 @@ class ClusterSessions(SessionManager):
                     raise _Handover from None
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
+            except SessionNotFound:
+                return  # deleted meanwhile
             except Exception as exc:
+                if isinstance(exc, UserError) and await self._awaiting(sid):
+                    return  # nothing to run until a client decides
                 log.warning("session %s: run failed: %s", sid, exc)
                 live.publish("serve_error", error_to_dict(exc))
                 return
+
+    async def _awaiting(self, session_id: str) -> bool:
+        with contextlib.suppress(Exception):
+            return (await self.aio.load(session_id)).awaiting_confirmation
+        return False
 
 
 def _approve(

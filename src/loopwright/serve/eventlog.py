@@ -111,6 +111,9 @@ class RedisEventLog:
             self._writer = asyncio.get_running_loop().create_task(self._write())
 
     async def _write(self) -> None:
+        # let the events of everything runnable now join this batch: one round trip
+        # for the steps of many sessions instead of one per step
+        await asyncio.sleep(0)
         while self._queue:
             batch, self._queue = self._queue, []
             pipe = self._redis.pipeline(transaction=False)
