@@ -20,6 +20,7 @@ import pytest
 from loopwright.cli.exit_codes import exit_code
 from loopwright.core.run import RunStop
 from loopwright.store import SQLiteStore
+from loopwright.store.state import lock_owner_id
 
 # The tools of every command below log each execution; `finish` fails or kills its
 # process as the file `mode` says.
@@ -219,7 +220,16 @@ def test_a_plan_whose_process_died_resumes_without_rerunning_finished_steps(
     assert state.metadata["agent"]["recipe"]["strategy_settings"]["max_retries"] == 2
 
     (tmp_path / "mode").write_text("ok")
-    resumed = cli(tmp_path, "resume", session.session_id, "--json")
+    # a live process holding the session's lock keeps a second one from continuing it
+    store = SQLiteStore(tmp_path / "sessions.db")
+    try:
+        store.acquire_lock(session.session_id, lock_owner_id())
+    finally:
+        store.close()
+    locked = cli(tmp_path, "resume", session.session_id, "--json")
+    assert locked.returncode != 0 and "--break-lock" in locked.stdout
+    assert log(tmp_path) == ["fetch", "finish"]
+    resumed = cli(tmp_path, "resume", session.session_id, "--break-lock", "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["answer"] == "report: SALES"
     assert log(tmp_path) == ["fetch", "finish", "finish"]  # fetch did not run again

@@ -142,7 +142,9 @@ def resume(
                     "answers its waiting steps (not one call at a time)"
                 )
             decision = strategy_decision(approve, deny)
-            result = resume_strategy(agent, recipe, store, stored, guidance, decision)
+            result = resume_strategy(
+                agent, recipe, store, stored, guidance, decision, break_lock=break_lock
+            )
         elif guidance is not None:
             raise CliError(
                 f"--guidance applies to a paused strategy run; session {session_id!r} is an "

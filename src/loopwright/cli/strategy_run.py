@@ -52,7 +52,9 @@ def run_strategy(
     recorded = replace(recipe, strategy=name, strategy_settings=settings)
     store = open_store()
     try:
-        checkpoints = PlanCheckpoints(store, new_session_id(), metadata=metadata_for(recorded))
+        checkpoints = PlanCheckpoints(
+            store, new_session_id(), metadata=metadata_for(recorded), lock=True
+        )
         strategy = for_agent(name, agent, settings, on_progress=checkpoints)
         outcome = strategy.run(
             prompt, on_event=agent.config.hooks.on_event, session_id=checkpoints.session_id
@@ -84,8 +86,11 @@ def resume_strategy(
     state: RunState,
     guidance: str | None,
     decision: Confirmation | None = None,
+    *,
+    break_lock: bool = False,
 ) -> StrategyResult:
-    """Continue the strategy session ``state`` (see the module docstring)."""
+    """Continue the strategy session ``state`` (see the module docstring): under the
+    session's lock, so two processes never continue one plan at once."""
     name = recipe.strategy or PlanAndExecute.name
     if state.stop is not None and state.stop is not RunStop.AWAITING_CONFIRMATION:
         raise CliError(
@@ -95,18 +100,25 @@ def resume_strategy(
     kept: Mapping[str, JSONValue] = {
         k: v for k, v in state.metadata.items() if k != PlanCheckpoints.KEY
     }
-    checkpoints = PlanCheckpoints(store, state.session_id, metadata=kept)
+    checkpoints = PlanCheckpoints(store, state.session_id, metadata=kept, lock=True)
+    if break_lock:
+        store.break_lock(state.session_id)
+    checkpoints.lock()  # SessionLocked while another live process runs it
     progress = checkpoints.load()
     settings = settings_for(name, recipe.strategy_settings or None)
     strategy = for_agent(name, agent, settings, on_progress=checkpoints)
     assert isinstance(strategy, PlanAndExecute)  # the one resumable strategy (RESUMABLE)
-    outcome = strategy.resume(
-        progress,
-        guidance,
-        decision=decision,
-        on_event=agent.config.hooks.on_event,
-        session_id=state.session_id,
-    )
+    try:
+        outcome = strategy.resume(
+            progress,
+            guidance,
+            decision=decision,
+            on_event=agent.config.hooks.on_event,
+            session_id=state.session_id,
+        )
+    except BaseException:
+        store.release_lock(state.session_id, str(checkpoints.owner))  # progress is saved
+        raise
     checkpoints.finish(outcome.stop, outcome.detail)
     return outcome
 

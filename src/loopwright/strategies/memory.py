@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from loopwright.core.messages import JSONValue, Message
 from loopwright.core.run import RunState, RunStop, new_session_id
 from loopwright.store import CheckpointStore, SessionNotFound
+from loopwright.store.base import DEFAULT_LOCK_TTL
+from loopwright.store.state import lock_owner_id
 
 
 class ReflectionMemory:
@@ -69,6 +71,12 @@ class PlanCheckpoints:
     not given), next to ``metadata`` (kept with every save: what the command line stores
     to rebuild the agent); each save is a checkpoint, and :meth:`finish` records how the
     run ended (``stop`` stays unset while it runs, so a crashed run shows as unfinished).
+
+    With ``lock=True`` the run holds the session's lock, as a durable agent run does: taken
+    (or refreshed) with every save, released by :meth:`finish`, so a second process cannot
+    continue the same plan at the same time (:class:`~loopwright.store.SessionLocked`); a
+    lock left by a process that died on this host is taken over. The lock lives ``ttl``
+    seconds from the latest save: a step running longer than that may lose it.
     """
 
     KEY = "plan_execute"
@@ -79,11 +87,20 @@ class PlanCheckpoints:
         session_id: str | None = None,
         *,
         metadata: Mapping[str, JSONValue] | None = None,
+        lock: bool = False,
+        ttl: float = DEFAULT_LOCK_TTL,
     ) -> None:
         self.store = store
         self.session_id = session_id or new_session_id()
         self.metadata = dict(metadata or {})
+        self.owner = lock_owner_id() if lock else None
+        self.ttl = ttl
         self._last: Mapping[str, JSONValue] = {}
+
+    def lock(self) -> None:
+        """Take (or refresh) the session's lock; a no-op without ``lock=True``."""
+        if self.owner is not None:
+            self.store.acquire_lock(self.session_id, self.owner, self.ttl)
 
     def __call__(self, state: Mapping[str, JSONValue]) -> None:
         self._last = dict(state)
@@ -91,10 +108,13 @@ class PlanCheckpoints:
 
     def finish(self, stop: RunStop, detail: str = "") -> None:
         """Record the run's end: paused (``awaiting_confirmation``), finished or stopped
-        by a limit, with the last progress saved."""
+        by a limit, with the last progress saved -- and release the lock."""
         self._save(stop, detail)
+        if self.owner is not None:
+            self.store.release_lock(self.session_id, self.owner)
 
     def _save(self, stop: RunStop | None, detail: str) -> None:
+        self.lock()
         metadata = {**self.metadata, self.KEY: dict(self._last)}
         self.store.save(
             RunState(session_id=self.session_id, stop=stop, detail=detail, metadata=metadata)
