@@ -8,7 +8,7 @@ import pytest
 from loopwright.core.messages import Message
 from loopwright.core.protocols import ModelRequest
 from loopwright.providers import local_prompt as lp
-from loopwright.providers._names import VALID_NAME
+from loopwright.providers._common import VALID_NAME
 from loopwright.providers.openai_chat import OpenAIChatModel
 from loopwright.tools import Tool
 

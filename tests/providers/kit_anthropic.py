@@ -16,7 +16,7 @@ from contract import Answer
 from fakeserver import Recorded, Reply
 
 from loopwright.core.protocols import Model, PayloadHook
-from loopwright.providers._names import wire_name
+from loopwright.providers._common import wire_name
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.providers.transport import CallLimits
 

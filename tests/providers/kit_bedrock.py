@@ -18,7 +18,7 @@ from contract import Answer
 from fakeserver import Recorded, Reply
 
 from loopwright.core.protocols import Model, PayloadHook
-from loopwright.providers._names import wire_name
+from loopwright.providers._common import wire_name
 from loopwright.providers.bedrock import BedrockModel, BedrockOptions
 from loopwright.providers.transport import CallLimits
 

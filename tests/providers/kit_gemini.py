@@ -18,7 +18,7 @@ from contract import Answer
 from fakeserver import Recorded, Reply
 
 from loopwright.core.protocols import Model, PayloadHook
-from loopwright.providers._names import wire_name
+from loopwright.providers._common import wire_name
 from loopwright.providers.gemini import GeminiModel
 from loopwright.providers.transport import CallLimits
 

@@ -212,7 +212,7 @@ class ChatKit:
 
 
 def wire(name: str) -> str:
-    from loopwright.providers._names import wire_name
+    from loopwright.providers._common import wire_name
 
     return wire_name(name)
 

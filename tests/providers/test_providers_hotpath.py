@@ -30,8 +30,7 @@ from loopwright.core.messages import (
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import anthropic, bedrock, gemini
-from loopwright.providers._common import EncodeCache
-from loopwright.providers._names import ToolNameMap
+from loopwright.providers._common import EncodeCache, ToolNameMap
 from loopwright.providers._stream import StreamAccumulator
 from loopwright.providers.openai_chat import ChatEncoder
 from loopwright.providers.openai_responses import ResponsesEncoder

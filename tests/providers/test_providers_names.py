@@ -5,8 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwright.providers._common import normalize_call_id
-from loopwright.providers._names import VALID_NAME, ToolNameMap, wire_name
+from loopwright.providers._common import VALID_NAME, ToolNameMap, normalize_call_id, wire_name
 
 names = st.text(min_size=1, max_size=100)
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwright.providers._partial_json import (
+from loopwright.providers._stream import (
     ArgumentsError,
     complete_partial,
     parse_final,

@@ -2,7 +2,7 @@
 
 The ``openai`` package is imported only inside functions (it is an optional extra).
 Clients are built with ``max_retries=0`` (the loop owns retries, see ``docs/providers.md``)
-and the bounded HTTP client of :mod:`._http` (call limits, size cap, no ``__del__``
+and the bounded HTTP client of :mod:`.transport` (call limits, size cap, no ``__del__``
 scheduling ``aclose`` on a foreign event loop).
 """
 
@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopwright.core.errors import ConfigError
-from loopwright.providers._http import bounded_client
 from loopwright.providers.registry import PLACEHOLDER_KEY
-from loopwright.providers.transport import CallLimits
+from loopwright.providers.transport import CallLimits, bounded_client
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,11 +76,10 @@ from loopwright.providers._common import (
     tool_definitions,
     tool_name_map,
 )
-from loopwright.providers._http import bounded_client
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import claude_native_output, closed_schema
-from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, bounded_client
 
 PROVIDER = "anthropic"
 

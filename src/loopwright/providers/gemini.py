@@ -71,7 +71,6 @@ from loopwright.providers._common import (
     tool_definitions,
     tool_name_map,
 )
-from loopwright.providers._http import bounded_client, default_httpx_client_class
 from loopwright.providers.gemini_stream import (
     FINISH_REASONS,
     MALFORMED_REASONS,
@@ -86,7 +85,12 @@ from loopwright.providers.gemini_stream import (
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import UnsupportedSchema, gemini_native_output, gemini_schema
-from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
+from loopwright.providers.transport import (
+    DEFAULT_CALL_LIMITS,
+    CallLimits,
+    bounded_client,
+    default_httpx_client_class,
+)
 
 EFFORT_LEVELS: Mapping[str, str] = {
     "minimal": "MINIMAL",

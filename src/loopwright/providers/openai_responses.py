@@ -67,7 +67,7 @@ from loopwright.providers._common import (
     stream_call,
     tool_definitions,
 )
-from loopwright.providers._partial_json import is_arguments_json
+from loopwright.providers._stream import is_arguments_json
 from loopwright.providers.pricing import count, prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import openai_output_schema, openai_strict_schema

@@ -38,7 +38,7 @@ _R = TypeVar("_R")
 
 # Dots are common in real tool sets (``math.factorial``, ``files.read``); providers whose
 # wire format refuses them map the name reversibly at their boundary
-# (``providers._names``), so the canonical name may keep them.
+# (``providers._common``), so the canonical name may keep them.
 _NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 
 
