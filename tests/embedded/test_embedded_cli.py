@@ -121,3 +121,61 @@ def test_a_question_no_tool_fits_is_answered_without_a_tool_call() -> None:
     assert code == 0
     assert calls(data) == []
     assert data["answer"].strip()
+
+
+def test_readme_question_restates_only_what_the_tool_received() -> None:
+    """The README's first question: the answer states the calculator's own expression
+    and result, never a rewritten expression such as '3 + 5 * 8 = 64.'."""
+    code, data = run_cli("What is (3 + 5) * 8?")
+    assert code == 0
+    assert calls(data) == [("calculator", {"expression": "(3 + 5) * 8"})]
+    assert "64" in data["answer"] and "3 + 5 * 8" not in data["answer"]
+    _no_fallback(data)
+
+
+def test_answer_states_what_a_file_says(tmp_path) -> None:
+    (tmp_path / "notes.txt").write_text("The team meeting is on Tuesday at 10 am in room 4.")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("1. Buy milk")
+    code, data = run_cli(
+        "--tools", "read_file", "--root", str(tmp_path), "What does notes.txt say?"
+    )
+    assert code == 0
+    # Not the schema's example path (notes/todo.txt), which exists here too.
+    assert calls(data) == [("read_file", {"path": "notes.txt"})]
+    assert "Tuesday" in data["answer"]
+    _no_fallback(data)
+
+
+def test_answer_states_a_count_from_the_database(tmp_path) -> None:
+    import sqlite3
+
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER, total REAL)")
+        conn.executemany("INSERT INTO orders VALUES (?, ?)", [(i, 10.0 * i) for i in range(7)])
+    code, data = run_cli(
+        "--tools", "sql_query", "--db", str(db), "How many orders are in the orders table?"
+    )
+    assert code == 0
+    assert calls(data)[0][0] == "sql_query"
+    assert re.search(r"\b7\b", data["answer"]) and "orders" in data["answer"]
+    _no_fallback(data)
+
+
+def test_mcp_time_in_tokyo_fills_the_iana_name_and_states_the_time() -> None:
+    """A tool the model has never seen (mcp-server-time): its parameter's description
+    gives the examples ('America/New_York'), and the call must use the IANA name."""
+    import shutil
+    from pathlib import Path
+
+    server = shutil.which("mcp-server-time") or str(Path(sys.executable).parent / "mcp-server-time")
+    if not Path(server).exists():
+        pytest.fail("mcp-server-time is not installed; pip install -e '.[test]'")
+    code, data = run_cli("--tools", "", "--mcp", server, "What time is it in Tokyo?")
+    assert code == 0
+    assert calls(data) == [("get_current_time", {"timezone": "Asia/Tokyo"})]
+    results = [p for m in data["messages"] for p in m["parts"] if p["kind"] == "tool_result"]
+    stamp = re.search(r'"datetime": "[\d-]+T(\d\d:\d\d)', results[0]["content"])
+    assert stamp and stamp.group(1) in data["answer"]
+    _no_fallback(data)

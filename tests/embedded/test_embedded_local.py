@@ -162,6 +162,8 @@ def test_answer_grammars_parse_in_llama_cpp() -> None:
         la.Grounding(("540", "-3.5"), ("45",)),
         la.Grounding(("8", "64"), ("3", "5"), (("total", "64"),), ("64",)),
         la.Grounding(("7",), (), (), ("7",)),
+        la.Grounding(("1",), (), (), ("1",), ("Oslo", "cloudy")),
+        la.Grounding((), (), (), (), ("Roses", "violets")),
         la.Grounding(),
     ]
     for ground in grounds:
@@ -171,3 +173,37 @@ def test_answer_grammars_parse_in_llama_cpp() -> None:
         )
         assert sampler, la.answer_grammar(ground)
         llama_cpp.llama_sampler_free(sampler)
+
+
+async def test_a_users_own_tool_is_called_with_the_requests_values() -> None:
+    """The issue's example: a tool without example values, and a request that names
+    it. The call is made (not a direct answer) and its values are the request's, not
+    the parameters' names."""
+    from loopwright.core.tools import ToolSpec
+
+    directions = ToolSpec(
+        "get_directions",
+        "Get driving directions between two places.",
+        {
+            "type": "object",
+            "properties": {
+                "start_location": {"type": "string"},
+                "end_location": {"type": "string"},
+            },
+            "required": ["start_location", "end_location"],
+        },
+    )
+    request = ModelRequest(
+        [Message.user("Get directions from Sydney to Melbourne")], tools=[directions]
+    )
+    done, _ = await final(LocalModel(), request)
+    calls = [(c.name, dict(c.arguments)) for c in done.message.tool_calls]
+    assert calls == [("get_directions", {"start_location": "Sydney", "end_location": "Melbourne"})]
+    # The request shares words with the tool: it is a call whatever the answer-or-call
+    # score says (here made to prefer an answer); without that rule it is an answer.
+    prefers_answer = LocalConfig(answer_margin=-100.0)
+    done, _ = await final(LocalModel(config=prefers_answer), request)
+    assert [c.name for c in done.message.tool_calls] == ["get_directions"]
+    no_rule = LocalConfig(answer_margin=-100.0, call_overlap=float("inf"))
+    done, _ = await final(LocalModel(config=no_rule), request)
+    assert not done.message.tool_calls and done.message.text

@@ -137,3 +137,41 @@ def test_symbol_runs_are_detected(text: str, repeats: bool) -> None:
     from loopwright.providers.local_sampler import _repeats_symbol
 
     assert _repeats_symbol(text) is repeats
+
+
+def test_a_formula_the_tool_received_is_quoted_verbatim() -> None:
+    """'What is (3 + 5) * 8?': the calculator got '(3 + 5) * 8' and the model began its
+    answer with '3', heading for '3 + 5 * 8 = 64.'. The guide writes the formula the
+    tool received instead, once."""
+    from loopwright.providers.scripted import tool_call
+
+    history = [
+        Message.user("What is (3 + 5) * 8?"),
+        Message("assistant", (tool_call("calculator", {"expression": "(3 + 5) * 8"}, id="c0"),)),
+        Message.tool_results([ToolResultPart("c0", "calculator", "64")]),
+    ]
+    ground = la.grounding(history)
+    assert ground.formulas == ("(3 + 5) * 8",)
+    guide = la.answer_guide(ground, "What is (3 + 5) * 8?")
+    assert guide is not None
+    assert guide(' {"answer": "', "3") == "(3 + 5) * 8"
+    assert guide(' {"answer": "(3 + 5) * 8 = ', "6") is None  # written already
+    assert guide(' {"answer": "The result is ', "6") is None  # not the formula's start
+    # Arguments that are not formulas are not quoted; neither are plain numbers.
+    city = [Message.user("q"), Message("assistant", (tool_call("w", {"city": "Oslo 2"}),))]
+    assert la.grounding(city).formulas == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "piece", "refused"),
+    [
+        ("(3 + 5) * 8 = 64", " 64", True),
+        ("1000 / 8 = 125", "/", True),
+        ("(3 + 5) * 8 = 64", ".", False),
+        ("(3 + 5) * 8 = 6", "4", False),
+        ("(3 + 5) * 8 = 64", '"', False),
+        ("It is 64", " degrees", False),  # not an equation
+    ],
+)
+def test_an_equation_ends_its_sentence_at_its_value(text: str, piece: str, refused: bool) -> None:
+    assert la.runs_past_equation(' {"answer": "' + text, piece) is refused

@@ -158,6 +158,23 @@ def test_turn_policies() -> None:
     assert not _repeats_answered_call(other, answered)
 
 
+@pytest.mark.parametrize(("kind", "repeats"), [("invalid_arguments", True), ("transient", False)])
+def test_a_call_that_failed_is_not_made_again_with_the_same_arguments(
+    kind: str, repeats: bool
+) -> None:
+    """The same query against a column that does not exist fails the same way: the
+    model made it three times, then gave an empty answer. A transient failure may pass
+    on a new try."""
+    call = tool_call("sql_query", {"query": "SELECT x FROM t"}, id="c1")
+    failed = [
+        Message.user("q"),
+        Message("assistant", (call,)),
+        Message.tool_results([ToolResultPart("c1", "sql_query", "no such column", True, kind)]),
+    ]
+    again = Message("assistant", (tool_call("sql_query", {"query": "SELECT x FROM t"}, id="c2"),))
+    assert _repeats_answered_call(again, failed) is repeats
+
+
 def test_registry_resolves_local_specs_without_loading(tmp_path) -> None:
     from loopwright.providers.local import LocalModel
     from loopwright.providers.registry import resolve_model
@@ -228,3 +245,82 @@ def test_output_schema_keeps_required_parameters_whatever_the_request() -> None:
     assert list(args["properties"]) == ["city"]
     full = lp.output_schema([spec], "tools", BOUNDS)["properties"]["arguments"]
     assert list(full["properties"]) == ["city", "days"]
+
+
+TIMEZONE = {
+    "type": "string",
+    "description": "IANA timezone name (e.g., 'America/New_York', 'Europe/London'). Use"
+    " 'Etc/UTC' as local timezone if no timezone provided by the user.",
+}
+
+
+@pytest.mark.parametrize(
+    ("description", "examples"),
+    [
+        (TIMEZONE["description"], ["America/New_York", "Europe/London"]),
+        ("the currency code, e.g. USD", ["USD"]),
+        ("The city, for example San Francisco, CA", ["San Francisco"]),
+        ("Time to convert in 24-hour format (HH:MM)", []),
+    ],
+)
+def test_examples_are_read_from_a_parameter_description(
+    description: str, examples: list[str]
+) -> None:
+    from loopwright.providers.local_prompt import schema_examples
+
+    assert schema_examples({"type": "string", "description": description}) == examples
+    # Explicit examples win; other types are not read.
+    assert schema_examples({"type": "string", "description": description, "examples": ["x"]}) == [
+        "x"
+    ]
+    assert schema_examples({"type": "integer", "description": description}) == []
+
+
+def test_values_are_held_to_the_shape_their_examples_share() -> None:
+    """mcp-server-time's timezone: the model wrote "Tokyo" (then "Tokyo/Japan"); held to
+    the examples' word/word shape and shown the description, it writes Asia/Tokyo."""
+    import re
+
+    from loopwright.providers.local_prompt import example_pattern, output_schema
+
+    shape = example_pattern(["America/New_York", "Europe/London"])
+    assert shape is not None
+    assert re.fullmatch(shape, " Asia/Tokyo") and not re.fullmatch(shape, " Tokyo")
+    assert example_pattern(["2024-01-31", "1999-12-01"]) is not None
+    for unlike in (["notes/todo.txt", "README.md"], ["Paris", "Tokyo"], ["a/b"], ["a b/c", "d/e"]):
+        assert example_pattern(unlike) is None
+    spec = ToolSpec(
+        "get_current_time",
+        "Get current time in a specific timezone",
+        {"type": "object", "properties": {"timezone": TIMEZONE}, "required": ["timezone"]},
+    )
+    schema = output_schema([spec], "tools", BOUNDS)
+    assert schema["properties"]["arguments"]["properties"]["timezone"]["pattern"] == shape
+    line = lp.render_prefix([spec], None).split("Tools available now:\n")[1]
+    assert "(IANA timezone name (e.g., 'America/New_York', 'Europe/London'))" in line
+    # A parameter with explicit examples shows no description (the built-ins' prompt,
+    # and their tool choice, are unchanged).
+    assert "(" not in lp.describe_parameters(
+        {
+            "properties": {
+                "city": {"type": "string", "description": "e.g. Paris", "examples": ["Paris"]}
+            }
+        }
+    )
+
+
+def test_request_overlap_measures_words_shared_with_one_tool() -> None:
+    """A request that shares a good part of its words with a tool is a call (BFCL
+    questions the answer-or-call score sent to a direct answer); one that shares none
+    is left to the score ("What is 45 * 12?", "Who wrote Hamlet?")."""
+    tools = [t.spec for t in make_tools(["calculator", "get_weather"])]
+    assert lp.request_overlap(tools, "What is the weather in Beijing?") >= 0.5
+    assert lp.request_overlap(tools, "What is 45 * 12?") == 0.0
+    assert lp.request_overlap(tools, "Who wrote Hamlet?") == 0.0
+    directions = ToolSpec(
+        "get_directions",
+        "Get driving directions between two places.",
+        {"properties": {"start_location": {"type": "string"}, "end_location": {"type": "string"}}},
+    )
+    assert lp.request_overlap([directions], "Get directions from Sydney to Melbourne") >= 0.3
+    assert lp.request_overlap([directions], "Tell me a joke about penguins") == 0.0

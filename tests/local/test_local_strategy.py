@@ -183,3 +183,17 @@ async def test_grounded_answers_keep_a_grounded_answer_and_ignore_first_turns() 
     first = await _events(model, ModelRequest([Message.user("hi")], settings=ModelSettings()))
     assert first[-1].message.text == "45 * 12 = 540."  # no results: nothing to check
     assert model.checked == 1 and model.replaced == 0
+
+
+def test_an_answer_after_only_failed_calls_is_replaced_by_the_failure() -> None:
+    """'12 squared' is not an expression: the calculator failed and the model answered
+    '12 squared is 12 squared.' The user sees the failure instead."""
+    history = [
+        Message.user("What is 12 squared?"),
+        Message.tool_results(
+            [ToolResultPart("c1", "calculator", "invalid syntax", True, "invalid_arguments")]
+        ),
+    ]
+    turn = current_turn(history)
+    assert ungrounded("12 squared is 12 squared.", turn) == "every tool call failed"
+    assert "calculator failed: invalid syntax" in fallback_text(turn)

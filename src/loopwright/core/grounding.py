@@ -15,7 +15,7 @@ MIN_LABEL_CHARS = 3
 
 _LABEL = re.compile(r"[^\W\d_][\w'-]*")
 # Words too common to show that an answer used a result (it would start with them).
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     [
         "the",
         "and",
@@ -77,7 +77,7 @@ def label_words(text: str) -> list[str]:
     for match in _LABEL.finditer(text):
         word = match.group(0).rstrip("'-")
         long = len(word) >= MIN_LABEL_CHARS and not any(ch.isdigit() for ch in word)
-        if long and word.lower() not in _STOPWORDS:
+        if long and word.lower() not in STOPWORDS:
             found.append(word)
     return found
 
@@ -116,4 +116,4 @@ def result_labels(contents: Iterable[str], question: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w.lower() not in asked))
 
 
-__all__ = ["label_words", "result_labels", "result_texts"]
+__all__ = ["STOPWORDS", "label_words", "result_labels", "result_texts"]

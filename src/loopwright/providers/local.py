@@ -44,7 +44,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart
 from loopwright.core.protocols import ModelRequest, NamedTool
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_answer as la
+from loopwright.providers import local_args as lar
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
@@ -93,6 +94,11 @@ class LocalConfig:
     ``tool_choice="auto"``. Plan prompts show only "What is ..." requests, and other
     wordings of a chainable request ("Compute (6 + 7) * 3") scored up to +2.5 for an
     answer; 2.5 keeps them planned (benchmarks/README.md, "Embedded model").
+    ``call_overlap``: a first turn whose request shares at least this share of its
+    content words with one tool (``local_prompt.request_overlap``) calls a tool
+    without the answer-or-call score, which sent 40-50 % of BFCL's answerable
+    questions to a direct answer (chosen on a BFCL sample separate from the reported
+    one; ``float("inf")`` turns it off).
     ``ground_optional``: offer an optional parameter only when the request gives it
     (``local_prompt.grounded_optional``). ``max_digit_run`` bounds a run of digits in any
     constrained output (see ``local_sampler``)."""
@@ -105,6 +111,7 @@ class LocalConfig:
     grounded_answers: bool = True
     answer_max_tokens: int = 80
     answer_margin: float = 0.0
+    call_overlap: float = 0.2
     plan_answer_margin: float = 2.5
     no_repeat_ngram: int = 4
     max_digit_run: int = 10
@@ -266,9 +273,11 @@ class _Plan:
     mode: lp.Mode = "both"
     choices: tuple[ToolSpec, ...] = ()  # the tools ``schema`` offers
     answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
-    answer_guide: la.FieldBinder | None = None
+    answer_guide: la.AnswerGuide | None = None
     request: str | None = None  # the user's text optional arguments are grounded in
     structured: bool = False  # the answer is JSON under the request's output schema
+    guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
+    on_topic: bool = False  # the request shares enough words with a tool: call one
 
 
 class LocalModel:
@@ -464,7 +473,12 @@ class LocalModel:
         return self._config.score_tools and self._config.temperature == 0.0 and ls.supported(llm)
 
     def _choose_kind(self, llm: Any, plan: _Plan) -> _Plan:
-        """``plan`` narrowed to an answer or to a call (a plan line when planning)."""
+        """``plan`` narrowed to an answer or to a call (a plan line when planning).
+        A first turn whose request shares enough words with a tool calls one without
+        scoring (see :class:`LocalConfig` ``call_overlap``)."""
+        if plan.on_topic:
+            schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.request)
+            return replace(plan, schema=schema, mode="tools")
         call_head = lpl.PLAN_PREFIX if plan.plan_grammar is not None else None
         options = lp.kind_options(call_head)
         kinds = [_tokenize(llm, text, bos=False) for text in options]
@@ -511,9 +525,20 @@ class LocalModel:
                 guide=guide,
                 max_digit_run=self._config.max_digit_run,
                 no_symbol_runs=answering,
+                veto=self._veto(plan, answering),
             )
             return ls.greedy_grammar_stream(llm, sampler, plan.tokens, options)
         return llm.create_completion(plan.tokens, grammar=grammar, stream=True, **options)
+
+    @staticmethod
+    def _veto(plan: _Plan, answering: bool) -> Callable[[str, str], bool] | None:
+        """The sampler's veto: the argument guard for a tool call, the equation stop
+        for a grounded answer (see ``local_args`` and ``local_answer``)."""
+        if answering:
+            return la.runs_past_equation
+        if plan.mode == "tools" and plan.plan_grammar is None:
+            return plan.guard
+        return None
 
     # ------------------------------------------------------------------ planning
 
@@ -543,7 +568,7 @@ class LocalModel:
         if self._config.grounded_answers and mode != "tools":
             ground = la.grounding(request.messages)
             answer = la.answer_grammar(ground)
-            guide = la.FieldBinder(ground.fields) if ground.fields else None
+            guide = la.answer_guide(ground, _last_user_text(request.messages))
         plan = _Plan(
             tokens,
             schema,
@@ -555,6 +580,14 @@ class LocalModel:
             answer_gbnf=answer,
             answer_guide=guide,
             request=request_text,
+            guard=lar.argument_guard(prefix, request.messages) if mode != "answer" else None,
+            on_topic=(
+                mode == "both"
+                and not planning
+                and _awaits_first_call(request.messages)
+                and lp.request_overlap(tools, _last_user_text(request.messages))
+                >= self._config.call_overlap
+            ),
         )
         if request.output is not None and not tools:
             # native structured output: the whole reply is the answer, under its schema
@@ -650,9 +683,14 @@ def _visible_tools(request: ModelRequest) -> list[ToolSpec]:
     return tools
 
 
+_RETRYABLE = frozenset({"transient", "timeout", "outcome_unknown", "awaiting_confirmation"})
+
+
 def _repeats_answered_call(reply: Message, history: Sequence[Message]) -> bool:
     """True when ``reply`` calls a tool with the same arguments as an earlier call (since
-    the last user message) that already has a successful result."""
+    the last user message) that already has a result: a success, or a failure that the
+    same arguments will meet again (invalid arguments, not found, ...; a transient
+    error or a timeout may pass on a new try)."""
     calls = reply.tool_calls
     if len(calls) != 1:
         return False
@@ -662,7 +700,7 @@ def _repeats_answered_call(reply: Message, history: Sequence[Message]) -> bool:
         if message.role == "user":
             break
         for result in message.tool_results_parts:
-            if not result.is_error:
+            if not result.is_error or result.error_kind not in _RETRYABLE:
                 answered.add(result.call_id)
         for earlier in message.tool_calls:
             if (

@@ -66,6 +66,7 @@ class Grounding:
     fields: tuple[tuple[str, str], ...] = ()
     latest: tuple[str, ...] = ()  # numbers of the most recent tool message's results
     labels: tuple[str, ...] = ()  # words of the most recent results the question lacks
+    formulas: tuple[str, ...] = ()  # formula-like string arguments of the calls made
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -89,12 +90,14 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     fields: list[tuple[str, str]] = []
     latest: list[str] | None = None
     words: list[str] | None = None  # the most recent results' texts
+    formulas: list[str] = []
     asked = ""
     for message in reversed(messages):
         if message.role == "user":
             question = numbers_in(message.text)
             asked = message.text
             break
+        formulas[:0] = [f for c in message.tool_calls for f in _formulas(c.arguments)]
         found: list[str] = []
         texts: list[str] = []
         for part in message.tool_results_parts:
@@ -112,7 +115,22 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     allowed = set(keep)
     bound = tuple(dict.fromkeys((w, v) for w, v in fields if v in allowed))
     labels = tuple(result_labels(words or (), asked)[:MAX_LABELS])
-    return Grounding(keep, _short(question), bound, _short(latest or []), labels)
+    return Grounding(keep, _short(question), bound, _short(latest or []), labels, _unique(formulas))
+
+
+_FORMULA = re.compile(r"\d\s*[-+*/^%]\s*[\d(]|\d\s*\*\*")
+MAX_FORMULA_CHARS = 60
+
+
+def _formulas(arguments: object) -> list[str]:
+    """String arguments that read as formulas (a number, an operator, a number)."""
+    if not isinstance(arguments, dict):
+        return []
+    return [
+        v.strip()
+        for v in arguments.values()
+        if isinstance(v, str) and len(v.strip()) <= MAX_FORMULA_CHARS and _FORMULA.search(v)
+    ]
 
 
 def _short(numbers: Iterable[str]) -> tuple[str, ...]:
@@ -171,22 +189,91 @@ class FieldBinder:
     the number of another one (the temperature). Called with the text decoded so far
     when the model starts a number: if the words since the previous number name
     exactly one numeric field (a word starting with a key word: "windy" names
-    ``wind_kph``), that field's value is returned and the sampler writes it. Nothing
-    here knows what the fields mean."""
+    ``wind_kph``), that field's value is returned and the sampler writes it. The
+    answer's first number, when the answer has named no field yet ("It is 6 ..."),
+    takes the field the ``question`` names ("How windy is it in Oslo?"). Nothing here
+    knows what the fields mean."""
 
     fields: tuple[tuple[str, str], ...]
+    question: str = ""
 
     def __call__(self, text: str) -> str | None:
         head = _ANSWER_HEAD.search(text)
         answer = text[head.end() :] if head else text
-        tail = re.split(r"\d", answer)[-1]
-        for word in reversed(_WORD.findall(tail.lower())):
+        parts = re.split(r"\d", answer)
+        found = self._named(parts[-1])
+        if found is None and len(parts) == 1:
+            found = self._named(self.question)
+        return found or None
+
+    def _named(self, text: str) -> str | None:
+        """The value of the one field the last field-naming word of ``text`` names;
+        ``""`` when that word names several; ``None`` when no word names a field."""
+        for word in reversed(_WORD.findall(text.lower())):
             values = {v for w, v in self.fields if word.startswith(w)}
             if len(values) == 1:
                 return values.pop()
             if values:
-                return None  # the word names several numbers: let the model choose
+                return ""  # the word names several numbers: let the model choose
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class FormulaQuoter:
+    """The formula an answer must write, when it starts restating one a tool received.
+
+    Asked "What is (3 + 5) * 8?", the calculator got ``(3 + 5) * 8`` and returned 64,
+    and the model answered "3 + 5 * 8 = 64.": the right number after a wrong
+    expression. Called with the text decoded so far when the model starts a number:
+    if no formula was written yet and a formula argument of the calls begins with that
+    number (after its opening parentheses), the whole formula is returned and the
+    sampler writes it verbatim. Nothing here evaluates or knows arithmetic."""
+
+    formulas: tuple[str, ...]
+
+    def __call__(self, text: str, first: str) -> str | None:
+        head = _ANSWER_HEAD.search(text)
+        answer = text[head.end() :] if head else text
+        if any(f in answer for f in self.formulas):
+            return None
+        for formula in self.formulas:
+            if formula.lstrip("( ").startswith(first):
+                return formula
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerGuide:
+    """What the sampler writes when an answer starts a number: a call's formula
+    (:class:`FormulaQuoter`), else the value of the field just named
+    (:class:`FieldBinder`)."""
+
+    binder: FieldBinder
+    quoter: FormulaQuoter
+
+    def __call__(self, text: str, first: str) -> str | None:
+        return self.quoter(text, first) or self.binder(text)
+
+
+def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:
+    """The guide of an answer turn, or ``None`` when there is nothing to guide."""
+    if not ground.fields and not ground.formulas:
+        return None
+    return AnswerGuide(FieldBinder(ground.fields, question), FormulaQuoter(ground.formulas))
+
+
+_EQUATION_END = re.compile(r"=\s*-?\d+(?:\.\d+)?$")
+
+
+def runs_past_equation(text: str, piece: str) -> bool:
+    """Whether ``piece`` would go on after an equation's value (``= 64``) with anything
+    but the sentence end or more of that number. A small model that has written
+    "(3 + 5) * 8 = 64" runs on ("64 64", "= 125/8 = 8"); an equation's right side is
+    where its sentence ends. Used as the answer sampler's veto."""
+    if not _EQUATION_END.search(text):
+        return False
+    head = piece[:1]
+    return not (head.isdigit() or head in (".", "!", '"', "°") or piece == "")
 
 
 def _alternatives(values: Sequence[str]) -> str:
@@ -237,4 +324,15 @@ def _first_sentence(ground: Grounding) -> list[str]:
     return [f"rval ::= {_alternatives(values)}", f"first ::= {pre} rval {post}"]
 
 
-__all__ = ["FieldBinder", "Grounding", "answer_grammar", "grounding", "key_words", "numbers_in"]
+__all__ = [
+    "AnswerGuide",
+    "FieldBinder",
+    "FormulaQuoter",
+    "answer_guide",
+    "runs_past_equation",
+    "Grounding",
+    "answer_grammar",
+    "grounding",
+    "key_words",
+    "numbers_in",
+]

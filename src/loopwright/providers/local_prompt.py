@@ -30,6 +30,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
+from loopwright.core.grounding import STOPWORDS
 from loopwright.core.messages import (
     Message,
     ReasoningPart,
@@ -88,8 +89,25 @@ def describe_parameters(schema: Mapping[str, Any]) -> str:
     items = []
     for name, sub in props.items():
         mark = "" if name in required else "?"
-        items.append(f"{json.dumps(name)}{mark}: {_type_name(sub)}")
+        items.append(f"{json.dumps(name)}{mark}: {_type_name(sub)}{_example_hint(sub)}")
     return "{" + ", ".join(items) + "}"
+
+
+MAX_HINT_CHARS = 120
+
+
+def _example_hint(schema: Mapping[str, Any]) -> str:
+    """The description of a parameter whose examples only its description gives
+    (`` (IANA timezone name (e.g., 'America/New_York', 'Europe/London'))``), else "".
+    The name alone ("timezone") let the model write "Tokyo"; descriptions of every
+    parameter made the prompt long and the tool choice worse (32 -> 26 of 32 in
+    ``benchmarks/tool_choice_eval.py``), so only these are shown."""
+    if not isinstance(schema, Mapping) or "examples" in schema or not schema_examples(schema):
+        return ""
+    text = _first_sentence(str(schema.get("description", "")))
+    if len(text) > MAX_HINT_CHARS:
+        text = text[:MAX_HINT_CHARS].rsplit(" ", 1)[0] + " ..."
+    return f" ({text.rstrip('.')})"
 
 
 def _type_name(schema: Mapping[str, Any]) -> str:
@@ -103,13 +121,46 @@ def _type_name(schema: Mapping[str, Any]) -> str:
     return str(kind or "value")
 
 
+_EXAMPLE_CUE = re.compile(r"\b(?:e\.g\.|eg\.|for example|for instance|such as|like)[,:]?\s*", re.I)
+_QUOTED = re.compile(r"""'([^'\n]{1,60})'|"([^"\n]{1,60})"|`([^`\n]{1,60})`""")
+
+
+def schema_examples(schema: Mapping[str, Any]) -> list[Any]:
+    """A parameter's example values: its ``examples``, else for a string the values its
+    description gives after "e.g." / "for example" / "such as" (``"IANA timezone name
+    (e.g., 'America/New_York', 'Europe/London')"`` gives both names). Real tool sets
+    (MCP servers, OpenAPI) put examples in descriptions far more often than in
+    ``examples``, and a value of the right shape is what the model copies the form of
+    ("Asia/Tokyo", not "Tokyo")."""
+    examples = schema.get("examples")
+    if isinstance(examples, list) and examples:
+        return list(examples)
+    description = schema.get("description")
+    if schema.get("type") != "string" or not isinstance(description, str):
+        return []
+    cue = _EXAMPLE_CUE.search(description)
+    if cue is None:
+        return []
+    segment = re.split(r"[)\]]|\.\s", description[cue.end() :], maxsplit=1)[0]
+    quoted = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(segment)]
+    if quoted:
+        return quoted[:MAX_DESCRIPTION_EXAMPLES]
+    bare = re.split(r"[,;]", segment, maxsplit=1)[0].strip().rstrip(".")
+    return [bare] if 0 < len(bare) <= MAX_BARE_EXAMPLE_CHARS else []
+
+
+MAX_DESCRIPTION_EXAMPLES = 4
+MAX_BARE_EXAMPLE_CHARS = 40
+
+
 def example_value(
     schema: Mapping[str, Any], name: str = "value", depth: int = 0, variant: int = 0
 ) -> Any:
-    """A plausible value for ``schema``: its ``examples`` (``variant`` picks which),
-    ``default``, ``const`` or ``enum`` first, then a type-shaped placeholder."""
-    examples = schema.get("examples")
-    if isinstance(examples, list) and examples:
+    """A plausible value for ``schema``: its examples (:func:`schema_examples`;
+    ``variant`` picks which), ``default``, ``const`` or ``enum`` first, then a
+    type-shaped placeholder."""
+    examples = schema_examples(schema)
+    if examples:
         return examples[variant % len(examples)]
     if "default" in schema:
         return schema["default"]
@@ -157,7 +208,7 @@ def has_examples(schema: Mapping[str, Any]) -> bool:
 def example_count(schema: Mapping[str, Any]) -> int:
     """How many distinct worked examples the schema's ``examples`` lists support (1-2)."""
     props: Mapping[str, Any] = schema.get("properties") or {}
-    counts = [len(p.get("examples") or ()) for p in props.values() if isinstance(p, Mapping)]
+    counts = [len(schema_examples(p)) for p in props.values() if isinstance(p, Mapping)]
     return max(1, min(2, max(counts, default=1)))
 
 
@@ -193,12 +244,52 @@ def _bounded(schema: Mapping[str, Any], bounds: GrammarBounds, depth: int) -> di
         }
     if kind in ("integer", "number", "boolean", "null"):
         return {"type": kind}
+    shape = example_pattern(schema_examples(schema))
+    if shape is not None:
+        return {"type": "string", "pattern": shape}
     limit = min(int(schema.get("maxLength", bounds.max_string_chars)), bounds.max_string_chars)
     return {
         "type": "string",
         "minLength": min(int(schema.get("minLength", 0)), limit),
         "maxLength": limit,
     }
+
+
+_SHAPE_PART = re.compile(r"(?P<word>[A-Za-z_]+)|(?P<digits>[0-9]+)|(?P<sign>[^\sA-Za-z0-9_])")
+MAX_SHAPE_WORD = 40
+MAX_SHAPE_DIGITS = 12
+
+
+def _shape(example: str) -> tuple[str, ...] | None:
+    """``America/New_York`` -> ``("w", "/", "w")``; ``None`` for text with spaces."""
+    if not example or any(ch.isspace() for ch in example):
+        return None
+    parts: list[str] = []
+    for match in _SHAPE_PART.finditer(example):
+        kind = match.lastgroup
+        parts.append(match.group(0) if kind == "sign" else str(kind)[0])
+    return tuple(parts)
+
+
+def example_pattern(examples: Sequence[Any]) -> str | None:
+    """A regular expression for the shape every example shares, when at least two
+    string examples share one with a separator in it (``America/New_York`` and
+    ``Europe/London``: a word, ``/``, a word; ``2024-01-31``: digits, ``-``, ...).
+    Given only "Tokyo", the model otherwise writes the bare name; held to the shape it
+    writes ``Asia/Tokyo``. Examples of different shapes (``notes/todo.txt`` and
+    ``README.md``), free text and a single example give no pattern."""
+    if len(examples) < 2 or not all(isinstance(e, str) for e in examples):
+        return None
+    shapes = {_shape(e) for e in examples}
+    if len(shapes) != 1:
+        return None
+    shape = shapes.pop()
+    if shape is None or all(part in ("w", "d") for part in shape):
+        return None
+    pieces = {"w": f"[A-Za-z_]{{1,{MAX_SHAPE_WORD}}}", "d": f"[0-9]{{1,{MAX_SHAPE_DIGITS}}}"}
+    body = "".join(pieces.get(part) or re.escape(part) for part in shape)
+    # The one leading space every string value starts with in the prompt (``_spaced``).
+    return f"^ ?{body}$"
 
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\d)")
@@ -208,6 +299,34 @@ _WORDS = re.compile(r"[a-z]+")
 def _name_words(name: str) -> list[str]:
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower()
     return [w for w in _WORDS.findall(spaced) if len(w) >= 3]
+
+
+STEM_CHARS = 5
+
+
+def _stems(text: str) -> set[str]:
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()
+    return {w[:STEM_CHARS] for w in _WORDS.findall(spaced) if len(w) >= 3 and w not in STOPWORDS}
+
+
+def request_overlap(tools: Sequence[ToolSpec], request: str) -> float:
+    """The largest share of the request's content words (first five letters) that one
+    tool's name, description or parameters (names and descriptions) also use; 0.0 when
+    the request has no content word ("What is 45 * 12?")."""
+    asked = _stems(request)
+    if not asked:
+        return 0.0
+    best = 0.0
+    for spec in tools:
+        props = spec.parameters.get("properties") or {}
+        notes = " ".join(
+            str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping)
+        )
+        told = _stems(
+            f"{spec.name.replace('_', ' ').replace('.', ' ')} {spec.description} {' '.join(props)} {notes}"
+        )
+        best = max(best, len(asked & told) / len(asked))
+    return best
 
 
 def grounded_optional(schema: Mapping[str, Any], name: str, request: str) -> dict[str, Any] | None:

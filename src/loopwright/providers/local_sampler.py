@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 SHORTLIST = 48
+MAX_REFUSED_IN_SCAN = 16
 
 
 def supported(llm: Any) -> bool:
@@ -52,9 +53,10 @@ class GreedyGrammarSampler:
     model answering from a tool result otherwise loops on one clause ("19, 19, 19")
     until the token cap.
 
-    ``guide``: called with the text generated so far whenever the model starts a
-    number; when it returns a number (text), that number is written instead, digit by
-    digit, as long as the grammar allows it (see ``local_answer.FieldBinder``).
+    ``guide``: called with the text generated so far and the token starting a number
+    whenever the model starts one; when it returns text, that text is written instead, character by
+    character, as long as the grammar allows it (see ``local_answer.FieldBinder`` and
+    ``local_answer.FormulaQuoter``).
 
     ``max_digit_run``: when ``> 0``, no number runs longer than this many digits. Under
     a grammar a small model can get stuck writing one digit after another inside a
@@ -62,7 +64,10 @@ class GreedyGrammarSampler:
 
     ``no_symbol_runs``: no punctuation character twice in a row ("-----", "°°", "$$"):
     kept away from a digit or a word the grammar refuses, a small model fills the gap
-    with one sign repeated until the length bound."""
+    with one sign repeated until the length bound.
+
+    ``veto``: called with the text decoded so far and a candidate token's text; ``True``
+    refuses the candidate (see ``local_args.ArgumentGuard``)."""
 
     def __init__(
         self,
@@ -70,9 +75,10 @@ class GreedyGrammarSampler:
         grammar: Any,
         shortlist: int = SHORTLIST,
         no_repeat: int = 0,
-        guide: Callable[[str], str | None] | None = None,
+        guide: Callable[[str, str], str | None] | None = None,
         max_digit_run: int = 0,
         no_symbol_runs: bool = False,
+        veto: Callable[[str, str], bool] | None = None,
     ) -> None:
         import llama_cpp
         import numpy as np
@@ -87,8 +93,9 @@ class GreedyGrammarSampler:
         self._llm = llm
         self._guide = guide
         self._no_symbol_runs = no_symbol_runs
-        self._track_text = guide is not None or no_symbol_runs
-        self._chars = _number_char_tokens(llm) if guide else {}
+        self._veto = veto
+        self._track_text = guide is not None or no_symbol_runs or veto is not None
+        self._chars: dict[str, tuple[int, ...]] = {}
         self._text = b""
         self._pending = ""
         self._n_vocab = int(llm.n_vocab())
@@ -133,39 +140,54 @@ class GreedyGrammarSampler:
         if self._guide is not None and self._generated and self._generated[-1] in self._digits:
             # A bound number just ended: it must not run on into other digits.
             banned = banned | (self._digits if not self._pending else frozenset())
-        if self._no_symbol_runs:
-            banned = banned | self._symbol_runs(ids)
+        if self._no_symbol_runs or self._veto is not None:
+            banned = banned | self._refused(ids)
         token = self._first_allowed(ids, logits, banned)
         if token is None:
             self.full_scans += 1
-            token = self._first_allowed(np.arange(self._n_vocab), logits, banned)
+            token = self._scan(logits, banned)
         if token is None and banned:
             token = self._first_allowed(np.arange(self._n_vocab), logits, frozenset())
         if token is None:  # the grammar allows nothing: end the generation
             token = int(self._eog[0])
         return token
 
-    def _symbol_runs(self, ids: Any) -> frozenset[int]:
-        """Tokens among ``ids`` that would write a punctuation character twice in a
-        row (see ``no_symbol_runs``)."""
-        last = self._text.decode("utf-8", "ignore")[-1:]
-        found = set()
+    def _scan(self, logits: Any, banned: frozenset[int]) -> int | None:
+        """The best allowed token of the whole vocabulary that ``no_symbol_runs`` and
+        ``veto`` do not refuse (they are checked on the winner only, a few times)."""
+        everything = self._np.arange(self._n_vocab)
+        for _ in range(MAX_REFUSED_IN_SCAN):
+            token = self._first_allowed(everything, logits, banned)
+            if token is None or not self._refused(self._np.array([token])):
+                return token
+            banned = banned | {token}
+        return None
+
+    def _refused(self, ids: Any) -> frozenset[int]:
+        """Tokens among ``ids`` that ``no_symbol_runs`` or ``veto`` refuse."""
+        found: set[int] = set()
+        if not (self._no_symbol_runs or self._veto is not None):
+            return frozenset()
+        text = self._text.decode("utf-8", "ignore")
         for token in ids.tolist():
             piece = self._llm.detokenize([int(token)]).decode("utf-8", "ignore")
-            if _repeats_symbol(last + piece):
+            if (self._no_symbol_runs and _repeats_symbol(text[-1:] + piece)) or (
+                self._veto is not None and self._veto(text, piece)
+            ):
                 found.add(int(token))
         return frozenset(found)
 
     def _bind_number(self, token: int, logits: Any) -> int:
-        """``token`` unless it starts a number and the guide names the number to write:
-        then the first character of that number (the rest is pending)."""
+        """``token`` unless it starts a number and the guide names the text to write
+        there (a field's number, a call's formula): then the first character of that
+        text (the rest is pending)."""
         piece = self._llm.detokenize([token]).decode("utf-8", "ignore").lstrip(" ")
         if not piece or not (piece[0].isdigit() or piece[0] == "-"):
             return token
         before = self._text.decode("utf-8", "ignore")
         if before[-1:].isdigit() or before[-1:] in ("-", "."):
             return token
-        wanted = self._guide(before) if self._guide is not None else None
+        wanted = self._guide(before, piece) if self._guide is not None else None
         if not wanted:
             return token
         self._pending = wanted
@@ -179,7 +201,10 @@ class GreedyGrammarSampler:
         """The next character of the pending number, if the grammar allows it (only
         the first character may carry the space before it)."""
         np = self._np
-        ids = self._chars.get(self._pending[0], ())
+        char = self._pending[0]
+        if char not in self._chars:
+            self._chars[char] = _char_tokens(self._llm, char)
+        ids = self._chars[char]
         ids = ids if first else ids[:1]
         token = self._first_allowed(np.array(ids, dtype=np.int64), logits, frozenset())
         self._pending = self._pending[1:] if token is not None else ""
@@ -233,21 +258,18 @@ def _repeats_symbol(text: str) -> bool:
     return any(a == b and not a.isalnum() and not a.isspace() for a, b in itertools.pairwise(text))
 
 
-def _number_char_tokens(llm: Any) -> dict[str, tuple[int, ...]]:
-    """Single-token spellings of each character a number is written with (the
-    character alone, or with the space before it: ``" -"`` is one Gemma token)."""
-    found: dict[str, tuple[int, ...]] = {}
-    for char in "0123456789.-":
-        ids: list[int] = []
-        for text in (char, " " + char):
-            try:
-                tokens = llm.tokenize(text.encode(), add_bos=False, special=False)
-            except (TypeError, ValueError, RuntimeError):
-                continue
-            if len(tokens) == 1:
-                ids.append(int(tokens[0]))
-        found[char] = tuple(ids)
-    return found
+def _char_tokens(llm: Any, char: str) -> tuple[int, ...]:
+    """Single-token spellings of ``char`` for guided text: the character alone, then
+    with the space before it (``" -"`` is one Gemma token)."""
+    ids: list[int] = []
+    for text in (char, " " + char):
+        try:
+            tokens = llm.tokenize(text.encode(), add_bos=False, special=False)
+        except (TypeError, ValueError, RuntimeError):
+            continue
+        if len(tokens) == 1:
+            ids.append(int(tokens[0]))
+    return tuple(ids)
 
 
 def _digit_tokens(llm: Any) -> frozenset[int]:

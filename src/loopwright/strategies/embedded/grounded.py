@@ -5,7 +5,8 @@ of an answer that is not grounded in them.
 the last user message), the answer is held back until it is complete and checked by
 :func:`ungrounded` (generic rules, nothing that knows what a tool does):
 
-* it is finished (not cut by the token cap) and not empty;
+* it is finished (not cut by the token cap) and not empty, and some tool call since
+  the question succeeded (when every one failed, the failures are what to show);
 * every number in it appears in a tool result or in the question;
 * it states a value of the results: one of their numbers, or one of their words the
   question does not use (a label such as "cloudy", a name such as "Oslo");
@@ -80,6 +81,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     ok = [r for r in turn.results if not r.is_error]
     if not answer.strip():
         return "empty answer"
+    if turn.results and not ok:
+        # Nothing to ground an answer in: the failure itself is the answer to show.
+        return "every tool call failed"
     said = _numbers(answer)
     known = set().union(*(_numbers(r.content) for r in ok)) if ok else set()
     stray = said - known - _numbers(turn.question)
