@@ -104,10 +104,17 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
 
 
-async def complete(model: Model, request: ModelRequest) -> ResponseDone | StreamError:
-    """Drain ``model.stream(request)`` and return its final event."""
+async def complete(
+    model: Model,
+    request: ModelRequest,
+    on_event: Callable[[ModelEvent], object] | None = None,
+) -> ResponseDone | StreamError:
+    """Drain ``model.stream(request)`` and return its final event; ``on_event`` sees
+    every event on the way (to forward a stream while waiting for its result)."""
     last: ResponseDone | StreamError | None = None
     async for event in model.stream(request):
+        if on_event is not None:
+            on_event(event)
         if isinstance(event, (ResponseDone, StreamError)):
             last = event
     if last is None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from loopwright.core.errors import MalformedResponse, UserError
-from loopwright.core.events import ResponseDone, RunFinished, StreamError
+from loopwright.core.errors import UserError
+from loopwright.core.events import ResponseDone, RunFinished
 from loopwright.core.messages import Message
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
 from loopwright.core.run import RunResult
@@ -93,27 +93,13 @@ def model_node(
     async def call_model(state: Any) -> dict[str, Any]:
         request = ModelRequest(_messages(state, messages_key), system, specs, settings)
         emit = current_task_emit()
-        final = await (complete(model, request) if emit is None else _forward(model, request, emit))
+        final = await complete(model, request, emit)
         if not isinstance(final, ResponseDone):
             raise final.error
         return {messages_key: [final.message]}
 
     call_model.__name__ = "llm"
     return call_model
-
-
-async def _forward(
-    model: Model, request: ModelRequest, emit: Callable[[Any], None]
-) -> ResponseDone | StreamError:
-    """:func:`complete`, sending every model event to the graph's ``events`` stream."""
-    final: ResponseDone | StreamError | None = None
-    async for event in model.stream(request):
-        emit(event)
-        if isinstance(event, (ResponseDone, StreamError)):
-            final = event
-    if final is None:
-        return StreamError(MalformedResponse("model stream ended without a final event"))
-    return final
 
 
 class ToolNode:
