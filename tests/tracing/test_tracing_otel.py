@@ -308,12 +308,13 @@ def test_spans_are_built_off_the_event_loop_thread(
     assert len([name for name, thread in started if thread != here]) == 3
 
 
-def test_tools_run_inside_the_run_span(
+def test_tools_run_inside_their_execute_tool_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    """While a run executes, its span is the current one: a tool's outgoing calls (an MCP
-    request, whose SDK injects the current trace context, an instrumented HTTP client) join
-    the run's trace. After the run the caller's context is back."""
+    """While a tool runs, its call's ``execute_tool`` span is the current one: the tool's
+    outgoing calls (an MCP request, whose SDK injects the current trace context, an
+    instrumented HTTP client) are children of it, in the run's trace. After the run the
+    caller's context is back."""
     seen = []
 
     @tool
@@ -328,10 +329,32 @@ def test_tools_run_inside_the_run_span(
     Agent(model, [probe], hooks=Hooks(on_event=OtelSubscriber(provider))).run("go")
     spans = _finished(exporter)
     (run,) = _by_name(spans, "invoke_agent")
+    (call,) = _by_name(spans, "execute_tool")
     (client,) = _by_name(spans, "mcp tools/call")
-    assert seen[0].trace_id == run.context.trace_id and seen[0].span_id == run.context.span_id
-    assert client.parent is not None and client.parent.span_id == run.context.span_id
+    assert seen[0].trace_id == run.context.trace_id and seen[0].span_id == call.context.span_id
+    assert call.parent is not None and call.parent.span_id == run.context.span_id
+    assert client.parent is not None and client.parent.span_id == call.context.span_id
     assert not trace.get_current_span().get_span_context().is_valid  # detached
+
+
+def test_a_tracer_whose_span_ids_cannot_be_chosen_keeps_tools_in_the_run_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """The API's proxy tracer (no SDK provider given or set) has no id generator to
+    preset: nothing fails, and the tool's context is the run span's."""
+    subscriber = OtelSubscriber(trace.NoOpTracerProvider())
+    seen = []
+
+    @tool
+    def probe() -> str:
+        """Record the current span."""
+        seen.append(trace.get_current_span())
+        return "ok"
+
+    model = ScriptedModel([[tool_call("probe", {})], "done"])
+    assert Agent(model, [probe], hooks=Hooks(on_event=subscriber)).run("go").answer == "done"
+    assert subscriber.flush()
+    assert not seen[0].get_span_context().is_valid  # the no-op run span
 
 
 class _TwoVotes(Strategy):

@@ -9,6 +9,10 @@ a run's events into a span tree::
       chat gpt-4o
       ...
 
+While a tool runs, its ``execute_tool`` span is the current span, so whatever the tool
+calls (an MCP server: the MCP SDK puts the current trace context in each request's
+``_meta``; an instrumented HTTP client) parents to that call's span.
+
 The run span's parent is whatever span is current where the run starts (a strategy or
 graph step, a web request), so runs nest under the caller's own spans.
 
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Sequence
 from contextvars import ContextVar, Token
@@ -45,7 +50,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode
 
 from loopwright.core.events import (
     LimitReached,
@@ -172,6 +178,9 @@ class _RunSpans:
     chats: dict[int, tuple[Span, int]] = field(default_factory=dict)
     """Open model-call spans by turn (a strategy may have several calls in flight)."""
     tools: dict[str, tuple[Span, int]] = field(default_factory=dict)
+    tool_span_ids: dict[str, int] = field(default_factory=dict)
+    """Span ids chosen on the event loop's thread for tool calls that started (the spans
+    are built later on the worker thread, with these ids)."""
     strategy: bool = False
 
 
@@ -206,6 +215,7 @@ class OtelSubscriber:
         self._current: ContextVar[_RunSpans | None] = ContextVar(
             f"loopwright_otel_run_{id(self)}", default=None
         )
+        self._ids = _PresetIds.install(self._tracer)
         self._worker = Worker("loopwright-otel", self._handle)
 
     # -- the event loop's side ---------------------------------------------------------
@@ -223,6 +233,10 @@ class OtelSubscriber:
             run = self._open_run(event)
         elif kind is ModelCallStarted:
             run.awaiting_chunk = event.turn  # type: ignore[union-attr]
+        elif kind is ToolCallStarted:
+            self._enter_tool(run, event.call)  # type: ignore[union-attr]
+        elif kind is ToolCallFinished and self._ids is not None and run.context is not None:
+            otel_context.attach(run.context)  # the run span is current again
         self._worker.put((run, time.time_ns(), event))
         if kind is RunFinished:
             self._current.set(None)
@@ -251,6 +265,21 @@ class OtelSubscriber:
         run.token = otel_context.attach(run.context)
         self._current.set(run)
         return run
+
+    def _enter_tool(self, run: _RunSpans, call: ToolCallPart) -> None:
+        """Make the call's ``execute_tool`` span current while the tool runs (the event
+        is emitted in the context the tool then runs in). Building a span here would
+        cost the run's thread ~10x more than choosing its id and putting a stand-in with
+        that id in the context; the worker builds the real span with the same id."""
+        if self._ids is None or run.span is None or run.context is None:
+            return  # a tracer whose span ids cannot be chosen: the run span stays current
+        parent = run.span.get_span_context()
+        span_id = self._ids.inner.generate_span_id()
+        run.tool_span_ids[call.id] = span_id
+        stand_in = NonRecordingSpan(
+            SpanContext(parent.trace_id, span_id, False, parent.trace_flags, parent.trace_state)
+        )
+        otel_context.attach(trace.set_span_in_context(stand_in, run.context))
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Wait until the spans of every event received so far have ended."""
@@ -385,13 +414,20 @@ class OtelSubscriber:
         }
         if self.capture_content:
             attributes[TOOL_ARGUMENTS] = json.dumps(dict(call.arguments), ensure_ascii=False)
-        return self._tracer.start_span(
-            f"execute_tool {call.name}",
-            context=run.context,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=start,
-        )
+        preset = run.tool_span_ids.pop(call.id, None)
+        if preset is not None and self._ids is not None:
+            self._ids.preset.span_id = preset  # the id the tool's own calls already carry
+        try:
+            return self._tracer.start_span(
+                f"execute_tool {call.name}",
+                context=run.context,
+                kind=SpanKind.INTERNAL,
+                attributes=attributes,
+                start_time=start,
+            )
+        finally:
+            if self._ids is not None:
+                self._ids.preset.span_id = None
 
     def _tool_finished(self, run: _RunSpans, t: int, event: ToolCallFinished) -> None:
         duration = int(event.duration_s * 1e9)
@@ -413,6 +449,37 @@ class OtelSubscriber:
         if attributes:
             span.set_attributes(attributes)
         span.end(end_time=start + duration)
+
+
+class _PresetIds(IdGenerator):
+    """The SDK tracer's id generator, except that the worker thread can say which span
+    id the next span it starts gets (``preset.span_id``, per thread: the run span is
+    started on another thread at the same time)."""
+
+    def __init__(self, inner: IdGenerator) -> None:
+        self.inner = inner
+        self.preset = threading.local()
+
+    @classmethod
+    def install(cls, tracer: trace.Tracer) -> _PresetIds | None:
+        """Wrap an SDK tracer's id generator; ``None`` for a tracer without one (the
+        API's no-op or proxy tracer, another SDK)."""
+        inner = getattr(tracer, "id_generator", None)
+        if not isinstance(inner, IdGenerator):
+            return None
+        ids = cls(inner)
+        tracer.id_generator = ids  # type: ignore[attr-defined]
+        return ids
+
+    def generate_span_id(self) -> int:
+        preset = getattr(self.preset, "span_id", None)
+        if preset is not None:
+            self.preset.span_id = None
+            return int(preset)
+        return self.inner.generate_span_id()
+
+    def generate_trace_id(self) -> int:
+        return self.inner.generate_trace_id()
 
 
 def _usage_attributes(usage: Usage) -> dict[str, int | float]:
