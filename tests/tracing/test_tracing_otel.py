@@ -337,6 +337,44 @@ def test_tools_run_inside_their_execute_tool_span(
     assert not trace.get_current_span().get_span_context().is_valid  # detached
 
 
+def test_a_sub_agent_run_from_a_tool_nests_under_that_tool_call(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    subscriber = OtelSubscriber(provider)
+    after: list[int] = []
+
+    @tool
+    def inner() -> str:
+        """A tool of the sub-agent."""
+        return "in"
+
+    sub = Agent(
+        ScriptedModel([[tool_call("inner", {})], "sub done"]),
+        [inner],
+        hooks=Hooks(on_event=subscriber),
+    )
+
+    @tool
+    async def delegate() -> str:
+        """Run a sub-agent, then look at the current span again."""
+        answer = (await sub.arun("go")).answer
+        after.append(trace.get_current_span().get_span_context().span_id)
+        return answer
+
+    model = ScriptedModel([[tool_call("delegate", {})], "done"])
+    Agent(model, [delegate], hooks=Hooks(on_event=subscriber)).run("go")
+    assert subscriber.flush()
+    spans = _finished(exporter)
+    outer_run, sub_run = sorted(_by_name(spans, "invoke_agent"), key=lambda s: s.start_time)
+    (call,) = _by_name(spans, "execute_tool delegate")
+    (inner_call,) = _by_name(spans, "execute_tool inner")
+    assert call.parent.span_id == outer_run.context.span_id  # type: ignore[union-attr]
+    assert sub_run.parent.span_id == call.context.span_id  # type: ignore[union-attr]
+    assert inner_call.parent.span_id == sub_run.context.span_id  # type: ignore[union-attr]
+    # the sub-run's own tool call ended: the outer call's span is current again
+    assert after == [call.context.span_id]  # type: ignore[union-attr]
+
+
 def test_a_tracer_whose_span_ids_cannot_be_chosen_keeps_tools_in_the_run_span(
     exporter: InMemorySpanExporter,
 ) -> None:

@@ -40,10 +40,10 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -51,7 +51,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator
-from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.util.types import Attributes, AttributeValue
 
 from loopwright.core.events import (
     LimitReached,
@@ -182,6 +183,9 @@ class _RunSpans:
     """Span ids chosen on the event loop's thread for tool calls that started (the spans
     are built later on the worker thread, with these ids)."""
     strategy: bool = False
+    outer: _RunSpans | None = None
+    """The run that was current where this one started (a tool running an agent in the
+    same task): current again when this one finishes, so its later events stay its own."""
 
 
 _FIRST_CHUNK = object()
@@ -234,12 +238,17 @@ class OtelSubscriber:
         elif kind is ModelCallStarted:
             run.awaiting_chunk = event.turn  # type: ignore[union-attr]
         elif kind is ToolCallStarted:
-            self._enter_tool(run, event.call)  # type: ignore[union-attr]
-        elif kind is ToolCallFinished and self._ids is not None and run.context is not None:
-            otel_context.attach(run.context)  # the run span is current again
+            if self._ids is not None and run.span is not None:  # type: ignore[union-attr]
+                span_id = self._ids.inner.generate_span_id()
+                run.tool_span_ids[event.call.id] = span_id  # type: ignore[union-attr]
+                _CALL_SPAN.set((run, span_id, _CALL_SPAN.get()))  # type: ignore[arg-type]
+        elif kind is ToolCallFinished:
+            call = _CALL_SPAN.get()
+            if call is not None and call[0] is run:  # this task ran the call: back to before
+                _CALL_SPAN.set(call[2])
         self._worker.put((run, time.time_ns(), event))
         if kind is RunFinished:
-            self._current.set(None)
+            self._current.set(run.outer)  # type: ignore[union-attr]
             if run.token is not None:
                 otel_context.detach(run.token)
                 run.token = None
@@ -261,25 +270,12 @@ class OtelSubscriber:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
-        run.context = trace.set_span_in_context(run.span, parent)
+        current = _RunSpan(run.span, run) if self._ids is not None else run.span
+        run.context = trace.set_span_in_context(current, parent)
         run.token = otel_context.attach(run.context)
+        run.outer = self._current.get()  # a run started by a tool of another run
         self._current.set(run)
         return run
-
-    def _enter_tool(self, run: _RunSpans, call: ToolCallPart) -> None:
-        """Make the call's ``execute_tool`` span current while the tool runs (the event
-        is emitted in the context the tool then runs in). Building a span here would
-        cost the run's thread ~10x more than choosing its id and putting a stand-in with
-        that id in the context; the worker builds the real span with the same id."""
-        if self._ids is None or run.span is None or run.context is None:
-            return  # a tracer whose span ids cannot be chosen: the run span stays current
-        parent = run.span.get_span_context()
-        span_id = self._ids.inner.generate_span_id()
-        run.tool_span_ids[call.id] = span_id
-        stand_in = NonRecordingSpan(
-            SpanContext(parent.trace_id, span_id, False, parent.trace_flags, parent.trace_state)
-        )
-        otel_context.attach(trace.set_span_in_context(stand_in, run.context))
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Wait until the spans of every event received so far have ended."""
@@ -449,6 +445,70 @@ class OtelSubscriber:
         if attributes:
             span.set_attributes(attributes)
         span.end(end_time=start + duration)
+
+
+_CallSpan: TypeAlias = "tuple[_RunSpans, int, _CallSpan | None]"
+_CALL_SPAN: ContextVar[_CallSpan | None] = ContextVar("loopwright_otel_call_span", default=None)
+"""The run and span id of the tool call running in this context, and the value before
+it (an outer run's call, when a tool runs an agent). Set when the call starts: the event
+is emitted in the context the tool then runs in."""
+
+
+class _RunSpan(trace.Span):
+    """The run's span as the current span: while one of the run's tool calls runs in this
+    context, its span context is that call's ``execute_tool`` span's (id chosen when the
+    call started; the span itself is built later on the worker thread), so what the tool
+    calls -- an MCP server, an instrumented HTTP client, a sub-agent run -- parents to the
+    call. Choosing an id and setting a context variable costs the run's thread well under
+    a microsecond; starting a span there costs tens. Everything else is the run span's."""
+
+    def __init__(self, span: Span, run: _RunSpans) -> None:
+        self.span = span
+        self.run = run
+
+    def get_span_context(self) -> SpanContext:
+        context = self.span.get_span_context()
+        call = _CALL_SPAN.get()
+        if call is None or call[0] is not self.run:
+            return context
+        return SpanContext(
+            context.trace_id, call[1], False, context.trace_flags, context.trace_state
+        )
+
+    def end(self, end_time: int | None = None) -> None:
+        self.span.end(end_time)
+
+    def set_attributes(self, attributes: Mapping[str, AttributeValue]) -> None:
+        self.span.set_attributes(attributes)
+
+    def set_attribute(self, key: str, value: AttributeValue) -> None:
+        self.span.set_attribute(key, value)
+
+    def add_event(
+        self,
+        name: str,
+        attributes: Attributes = None,
+        timestamp: int | None = None,
+    ) -> None:
+        self.span.add_event(name, attributes, timestamp)
+
+    def update_name(self, name: str) -> None:
+        self.span.update_name(name)
+
+    def is_recording(self) -> bool:
+        return self.span.is_recording()
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        self.span.set_status(status, description)
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        self.span.record_exception(exception, attributes, timestamp, escaped)
 
 
 class _PresetIds(IdGenerator):
