@@ -436,3 +436,13 @@ def test_a_strategy_run_with_concurrent_calls(
     assert [s.kind for s in trace_.spans] == ["run", "chat", "chat", "step"]
     assert trace_.spans[-1].name == "self_consistency vote"
     assert trace_.totals.model_calls == 2
+
+
+def test_subscribers_of_one_provider_share_one_id_generator_wrapper(
+    provider: TracerProvider,
+) -> None:
+    """The SDK caches the tracer per provider and name: a second subscriber must not wrap
+    the first one's id generator again (each call would go through every wrapper)."""
+    first, second = OtelSubscriber(provider), OtelSubscriber(provider)
+    assert first._ids is not None and first._ids is second._ids
+    assert not isinstance(first._ids.inner, type(first._ids))

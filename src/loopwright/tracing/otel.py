@@ -525,6 +525,8 @@ class _PresetIds(IdGenerator):
         """Wrap an SDK tracer's id generator; ``None`` for a tracer without one (the
         API's no-op or proxy tracer, another SDK)."""
         inner = getattr(tracer, "id_generator", None)
+        if isinstance(inner, cls):
+            return inner  # the SDK caches tracers: the subscribers of one provider share it
         if not isinstance(inner, IdGenerator):
             return None
         ids = cls(inner)
