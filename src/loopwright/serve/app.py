@@ -230,7 +230,7 @@ class Api:
             after = int(raw)
         state = await self.manager.state(tenant, sid)
         head = to_json(await self.describe(state, history=False))
-        events = self.manager.stream(tenant, sid, after, self.config.keepalive)
+        events = self.manager.stream(state, after, self.config.keepalive)
         return StreamingResponse(
             self._sse(events, head),
             media_type="text/event-stream",

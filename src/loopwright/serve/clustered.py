@@ -149,11 +149,10 @@ class ClusterSessions(SessionManager):
         return active > 0, last
 
     async def stream(
-        self, tenant: str, session_id: str, after: int, keepalive: float
+        self, state: RunState, after: int, keepalive: float
     ) -> AsyncIterator[list[Event] | None]:
         """Events of the session after ``after`` from Redis, wherever it runs."""
-        await self.state(tenant, session_id)  # 404 for another tenant
-        async for item in self.cluster.follow(session_id, after, keepalive):
+        async for item in self.cluster.follow(state.session_id, after, keepalive):
             yield item
 
     # ------------------------------------------------------------------ commands

@@ -368,11 +368,15 @@ class SessionManager:
         self.aio.close()
 
     async def stream(
-        self, tenant: str, session_id: str, after: int, keepalive: float
+        self, state: RunState, after: int, keepalive: float
     ) -> AsyncIterator[list[Event] | None]:
         """The session's events after ``after`` kept by this process, then new ones
-        until no run of the session is in progress."""
-        live = await self.live_session(tenant, session_id)
+        until no run of the session is in progress. ``state``: the session as
+        :meth:`state` returned it to its tenant (the stream checks no key)."""
+        sid = state.session_id
+        live = self.live.get(sid) or self._new_live(
+            sid, _owner(state) or "", self.agent_name(state)
+        )
         async for item in live.follow(after, keepalive):
             yield item
 
