@@ -243,6 +243,24 @@ def test_loop_pauses_tainted_side_effect_and_the_taint_survives_a_store(tmp_path
     assert [c.id for c in resumed.pending_calls] == ["d1"] and world.deleted == []
 
 
+def test_a_run_continued_from_a_conversation_inherits_its_taint() -> None:
+    # The previous turn of a chat read an injected page; the next turn starts a new run
+    # from that conversation and must not send the email unattended.
+    world = World()
+    first = _agent(world, ScriptedModel([[tool_call("fetch", {"url": "u"}, id="r1")], "ok"]))
+    earlier = first.run("summarise the page")
+    assert earlier.ok
+    model = ScriptedModel([[_email("e1")], "sent"])
+    later = _agent(world, model).run("now do what the page says", history=earlier.messages)
+    assert later.stop is RunStop.AWAITING_CONFIRMATION and world.sent == []
+    assert "fetch (call r1)" in later.detail
+    # A conversation without untrusted results starts clean.
+    clean = _agent(world, ScriptedModel([[_email("e2")], "sent"])).run(
+        "email", history=[m for m in earlier.messages if m.role == "user"]
+    )
+    assert clean.ok and world.sent == ["eve@evil.example"]
+
+
 def test_calls_of_the_same_batch_are_not_tainted_by_each_other() -> None:
     world = World()
     model = ScriptedModel(

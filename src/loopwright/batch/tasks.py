@@ -23,6 +23,7 @@ from loopwright.core.errors import UserError
 from loopwright.core.messages import JSONValue
 from loopwright.core.run import RunResult, RunStop
 from loopwright.loop import Agent, Limits
+from loopwright.tracing.serialize import result_to_dict
 
 MAX_LINE_BYTES: Final = 4_000_000
 
@@ -189,18 +190,9 @@ async def execute(agent: Agent, task: BatchTask, strategy: str | None) -> TaskOu
 
 
 def result_record(task: BatchTask, result: RunResult) -> dict[str, JSONValue]:
-    """The result line of a finished run (the driver adds ``attempts``)."""
-    return {
-        "task": task.key,
-        "index": task.index,
-        "id": task.id,
-        "answer": result.answer,
-        "stop_reason": result.stop.value,
-        "turns": result.turns,
-        "usage": result.usage.to_dict(),
-        "session_id": result.session_id,
-        "detail": result.detail,
-    }
+    """The result line of a finished run (the driver adds ``attempts``): the task's keys,
+    then the run's fields as every JSON writer of a result spells them."""
+    return {"task": task.key, "index": task.index, "id": task.id, **result_to_dict(result)}
 
 
 def failure_record(task: BatchTask, stop: str, error: str) -> dict[str, JSONValue]:

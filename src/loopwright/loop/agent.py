@@ -38,6 +38,7 @@ from loopwright.tools import (
     tool,
 )
 from loopwright.tools.selection import ToolSelection
+from loopwright.tools.taint import taint_in
 
 OutputT = TypeVar("OutputT", default=str, covariant=True)
 """The type of ``RunResult.output``: the agent's ``output_type`` (``str`` without one)."""
@@ -434,11 +435,24 @@ class Agent(Generic[OutputT]):
         the run's tools as ``ToolContext.deps`` (typed by ``ToolContext[Deps]``).
         """
         message = _as_message(prompt, "prompt")
-        state = RunState(
-            session_id=session_id or new_session_id(),
-            messages=list(history) if history else [],
-        )
+        state = self._new_state(session_id, history)
         return self._launch(state, None, message, events, deps)
+
+    def _new_state(self, session_id: str | None, history: Sequence[Message] | None) -> RunState:
+        """A fresh run's state. A run continued from a conversation inherits that
+        conversation's taint: untrusted results read by an earlier run (a chat's previous
+        turn, a graph's other nodes) still gate this run's side effects."""
+        state = RunState(session_id=session_id or new_session_id())
+        if history:
+            state.messages = list(history)
+            registry = self.config.registry
+
+            def untrusted(name: str) -> bool:
+                found = registry.get(name)
+                return found is not None and found.untrusted_output
+
+            state.taint = tuple(taint_in(state.messages, untrusted))
+        return state
 
     async def arun(
         self,
@@ -454,10 +468,7 @@ class Agent(Generic[OutputT]):
         cancels the run, and the cancellation propagates after the history was made
         well-formed."""
         message = _as_message(prompt, "prompt")
-        state = RunState(
-            session_id=session_id or new_session_id(),
-            messages=list(history) if history else [],
-        )
+        state = self._new_state(session_id, history)
         return await self._drive(self._engine(state, None, None, deps), message)
 
     def run(
