@@ -126,6 +126,16 @@ _PEEK = """
 return {redis.call('XRANGE', KEYS[1], ARGV[1], '+'), redis.call('GET', KEYS[2]) or '0'}
 """
 
+# KEYS: the worker's claimed list, the session's unfinished-job counter; ARGV: the job,
+# the session's channel. Atomic, and the counter only drops for a job this worker still
+# held: a job handed to another worker (this one looked dead) is counted down once.
+_COMPLETE = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('DECR', KEYS[2])
+end
+return redis.call('PUBLISH', ARGV[2], '')
+"""
+
 ControlHandler = Callable[[Mapping[str, str]], Awaitable[bool]]
 """Applies a control message to a run of this process; True if it ran the session."""
 
@@ -256,9 +266,7 @@ class Cluster:
         channel = self.events.channel(session_id)
 
         def done(pipe: Any) -> None:
-            pipe.lrem(claimed, 1, raw)
-            pipe.decr(active)
-            pipe.publish(channel, "")
+            pipe.eval(_COMPLETE, 2, claimed, active, raw, channel)
 
         self.events.after(done)
 
