@@ -151,7 +151,7 @@ def test_everything_over_stdio_content_types_and_list_changed(tmp_path: Path) ->
         roots = call(registry, "get-roots-list", {})
         assert tmp_path.resolve().as_uri() in roots.content
         image = call(registry, "get-tiny-image", {})
-        assert "[image image/png," in image.content and "not shown]" in image.content
+        assert "[image image/png," in image.content and image.media[0].mime_type == "image/png"
         resource = call(
             registry, "get-resource-reference", {"resourceType": "Text", "resourceId": 1}
         )

@@ -75,11 +75,22 @@ class ToolCallPart:
 
 
 @dataclass(frozen=True, slots=True)
+class MediaPart:
+    """An image a tool returned (``data`` base64-encoded, ``mime_type`` such as
+    ``image/png``), carried with its tool result to models whose API takes images in
+    tool results; for the others the result's text names it (docs/mcp.md)."""
+
+    mime_type: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResultPart:
     """The outcome of one tool call, paired to it by ``call_id``.
 
     ``error_kind`` is one of :class:`loopwright.core.errors.ToolErrorKind` values when
-    ``is_error`` is true.
+    ``is_error`` is true. ``media`` holds images the tool returned besides its text
+    (``content`` then has a line naming each).
     """
 
     call_id: str
@@ -89,6 +100,7 @@ class ToolResultPart:
     error_kind: str | None = None
     provider_meta: Mapping[str, JSONValue] = field(default_factory=dict)
     kind: Literal["tool_result"] = "tool_result"
+    media: tuple[MediaPart, ...] = ()
 
 
 Part: TypeAlias = TextPart | ReasoningPart | ToolCallPart | ToolResultPart
@@ -205,6 +217,8 @@ def part_to_dict(part: Part) -> dict[str, JSONValue]:
                 "is_error": part.is_error,
                 "error_kind": part.error_kind,
             }
+            if part.media:
+                out["media"] = [{"mime_type": m.mime_type, "data": m.data} for m in part.media]
         case _:
             assert_never(part)
     if part.provider_meta:
@@ -222,6 +236,18 @@ def _mapping(value: JSONValue, where: str) -> dict[str, JSONValue]:
     if not isinstance(value, Mapping):
         raise CodecError(f"{where} must be a JSON object, got {type(value).__name__}")
     return dict(value)
+
+
+def _media(value: JSONValue) -> tuple[MediaPart, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise CodecError(f"tool_result 'media' must be a list, got {type(value).__name__}")
+    out = []
+    for item in value:
+        entry = _mapping(item, "a tool_result 'media' item")
+        out.append(MediaPart(str(entry["mime_type"]), str(entry["data"])))
+    return tuple(out)
 
 
 def part_from_dict(data: Mapping[str, JSONValue]) -> Part:
@@ -251,6 +277,7 @@ def part_from_dict(data: Mapping[str, JSONValue]) -> Part:
                 bool(data.get("is_error", False)),
                 None if ek is None else str(ek),
                 meta,
+                media=_media(data.get("media")),
             )
     except KeyError as exc:
         raise CodecError(f"message part of kind {kind!r} lacks field {exc}") from exc

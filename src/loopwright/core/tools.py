@@ -12,10 +12,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopwright.core.messages import ToolCallPart, ToolResultPart
+from loopwright.core.messages import MediaPart, ToolCallPart, ToolResultPart
 
 ToolCall = ToolCallPart
 ToolResult = ToolResultPart
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool may return when its result carries images besides text: ``text`` is
+    the result's content (cut to the tool's budget like any result), ``media`` goes with
+    it (:attr:`ToolResultPart.media`) to models that take images in tool results."""
+
+    text: str
+    media: tuple[MediaPart, ...] = ()
 
 
 class Permission(enum.IntEnum):

@@ -5,12 +5,14 @@ direction of caution or for retry safety: a tool that may be destructive asks fo
 confirmation (MCP's defaults: a tool that is not read-only is destructive unless it says
 ``destructive_hint: false``), and a read-only or idempotent tool may be retried.
 
-Results become text, because a tool result in loopwright's canonical history is text:
-text blocks verbatim; an embedded text resource with its URI; images, audio and blobs
-as a one-line placeholder naming their type and size (the bytes are kept out of the
-prompt; providers that take images in tool results are not fed them by this path);
-resource links as their name, URI and type. Structured content is shown as JSON when
-the server sent no text.
+Results become a text plus images (:class:`~loopwright.core.tools.ToolOutput`): text
+blocks verbatim; an embedded text resource as its URI and text; an image (an image
+block, or an embedded blob resource of an image type) as a line naming its type and size
+in the text *and* the image itself, which providers whose API takes images in tool
+results send with it (Anthropic, OpenAI Responses; the others send the line and a note
+that the image is not shown); audio, other blobs and images over :data:`MAX_IMAGE_BYTES`
+as a one-line placeholder only; resource links as their name, URI and type. Structured
+content is shown as JSON when the server sent no text. See docs/mcp.md.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from loopwright.core.tools import Permission
+from loopwright.core.messages import MediaPart
+from loopwright.core.tools import Permission, ToolOutput
 
 if TYPE_CHECKING:  # the SDK is an optional extra, imported where used
     import mcp_types
@@ -58,33 +61,50 @@ def describe(tool: mcp_types.Tool) -> str:
     return title or tool.name
 
 
-def result_text(result: mcp_types.CallToolResult) -> str:
-    """The text of a tool result (see the module docstring for each content type)."""
-    pieces = [_block_text(block) for block in result.content]
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""Larger images stay a placeholder: model APIs refuse them (Anthropic's limit is 5 MB),
+and every later request of the run would carry them."""
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types model APIs take (others stay a placeholder)."""
+
+
+def result_output(result: mcp_types.CallToolResult) -> ToolOutput:
+    """The text and images of a tool result (see the module docstring per content type)."""
+    media: list[MediaPart] = []
+    pieces = [_block_text(block, media) for block in result.content]
     text = "\n".join(p for p in pieces if p)
     if not text and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False, default=str)
-    return text
+    return ToolOutput(text, tuple(media))
 
 
-def _block_text(block: Any) -> str:
+def _block_text(block: Any, media: list[MediaPart]) -> str:
     kind = getattr(block, "type", None)
     if kind == "text":
         return str(block.text)
     if kind in ("image", "audio"):
-        return f"[{kind} {block.mime_type}, {_decoded_size(block.data)} bytes, not shown]"
+        return _binary(f"{kind} {block.mime_type}", block.mime_type, block.data, media)
     if kind == "resource":
         res = block.resource
         text = getattr(res, "text", None)
         if text is not None:
             return f"[resource {res.uri}]\n{text}"
         mime = res.mime_type or "application/octet-stream"
-        return f"[resource {res.uri} {mime}, {_decoded_size(res.blob)} bytes, not shown]"
+        return _binary(f"resource {res.uri} {mime}", mime, res.blob, media)
     if kind == "resource_link":
         mime = f" {block.mime_type}" if block.mime_type else ""
         about = f": {block.description}" if block.description else ""
         return f"[resource link {block.name} <{block.uri}>{mime}{about}]"
     return f"[{kind or type(block).__name__} content, not shown]"
+
+
+def _binary(label: str, mime: str | None, data: str, media: list[MediaPart]) -> str:
+    """A line naming base64 ``data``; an image of a type models take is attached too."""
+    size = _decoded_size(data)
+    if mime in IMAGE_TYPES and 0 < size <= MAX_IMAGE_BYTES:
+        media.append(MediaPart(str(mime), data))
+        return f"[{label}, {size} bytes]"
+    return f"[{label}, {size} bytes, not shown]"
 
 
 def _decoded_size(data: str) -> int:

@@ -112,10 +112,12 @@ async def _call(
             return asked  # an InputRequiredResult: the client answers, then calls again
         decision = asked
     result = (await dispatcher.run_one(call, confirmation=decision)).result
-    return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=result.content)],
-        is_error=result.is_error,
-    )
+    content: list[Any] = [mcp_types.TextContent(type="text", text=result.content)]
+    content += [  # a tool's images (docs/mcp.md) go out as MCP image content
+        mcp_types.ImageContent(type="image", data=m.data, mime_type=m.mime_type)
+        for m in result.media
+    ]
+    return mcp_types.CallToolResult(content=content, is_error=result.is_error)
 
 
 _CONFIRM_KEY = "loopwright/confirm"

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind
+from loopwright.core.tools import ToolOutput
 from loopwright.core.untrusted import wrap_tool_result
 from loopwright.mcp import convert
 from loopwright.mcp.config import MCPServerConfig
@@ -188,11 +189,12 @@ def mcp_tool(
     remote_name = item.name
     flags = convert.flags(item.annotations, config.confirm_destructive)
 
-    async def call_mcp_tool(**arguments: Any) -> str:
+    async def call_mcp_tool(**arguments: Any) -> str | ToolOutput:
         if toolset is not None:
             toolset.running_on(asyncio.get_running_loop())
         result = await connection.call_tool(remote_name, arguments)
-        text = convert.result_text(result)
+        output = convert.result_output(result)
+        text = output.text
         if result.is_error:
             # the server's error text is outside content too (the dispatcher delimits
             # successful results of untrusted_output tools, not error messages)
@@ -200,7 +202,7 @@ def mcp_tool(
             if not config.trusted:
                 message = wrap_tool_result(message, name)
             raise ToolError(message, kind=ToolErrorKind.PERMANENT)
-        return text
+        return output if output.media else text  # images ride along (docs/mcp.md)
 
     call_mcp_tool.__name__ = name
     return Tool.from_schema(

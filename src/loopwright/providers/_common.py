@@ -39,7 +39,13 @@ from typing import Any, Generic, TypeVar
 
 from loopwright.core.errors import BadRequest, ProviderError
 from loopwright.core.events import ModelEvent, StreamError
-from loopwright.core.messages import JSONValue, Message, ReasoningPart, ToolCallPart
+from loopwright.core.messages import (
+    JSONValue,
+    Message,
+    ReasoningPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from loopwright.core.protocols import PayloadHook
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._errors import (
@@ -108,6 +114,19 @@ def normalize_call_id(call_id: str, max_len: int = 64) -> str:
         return ("c" + digest)[: max(1, max_len)]
     stem = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[:room] or "call"[:room]
     return f"{stem}_{digest[:12]}"
+
+
+def tool_result_text(part: ToolResultPart) -> str:
+    """A tool result's content for an API that takes no images in tool results: the
+    content (which names each image on a line) and a note that they are not shown."""
+    if not part.media:
+        return part.content
+    count = len(part.media)
+    images = "an image" if count == 1 else f"{count} images"
+    return (
+        f"{part.content}\n[the tool returned {images}; this model API takes no images in "
+        "tool results, so they are not shown]"
+    )
 
 
 def own_meta(meta: Mapping[str, JSONValue], protocol: str) -> Mapping[str, JSONValue]:

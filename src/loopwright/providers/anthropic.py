@@ -199,6 +199,16 @@ def _reasoning_block(part: ReasoningPart) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}] if text else []
 
 
+def _result_content(part: ToolResultPart) -> list[dict[str, Any]]:
+    """A tool result with images: its text, then each image (tool_result content blocks
+    may be text or image)."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": part.content}] if part.content else []
+    for media in part.media:
+        source = {"type": "base64", "media_type": media.mime_type, "data": media.data}
+        blocks.append({"type": "image", "source": source})
+    return blocks
+
+
 def _user_blocks(message: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.parts:
@@ -206,7 +216,7 @@ def _user_blocks(message: Message) -> list[dict[str, Any]]:
             block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": normalize_call_id(part.call_id),
-                "content": part.content,
+                "content": _result_content(part) if part.media else part.content,
             }
             if part.is_error:
                 block["is_error"] = True

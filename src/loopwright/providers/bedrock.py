@@ -80,6 +80,7 @@ from loopwright.providers._common import (
     stream_call,
     tool_definitions,
     tool_name_map,
+    tool_result_text,
 )
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
@@ -193,7 +194,7 @@ def _user_content(message: Message) -> list[dict[str, Any]]:
         if isinstance(part, ToolResultPart):
             result = {
                 "toolUseId": normalize_call_id(part.call_id),
-                "content": [{"text": part.content}],
+                "content": [{"text": tool_result_text(part)}],
                 "status": "error" if part.is_error else "success",
             }
             blocks.append({"toolResult": result})

@@ -70,6 +70,7 @@ from loopwright.providers._common import (
     stream_call,
     tool_definitions,
     tool_name_map,
+    tool_result_text,
 )
 from loopwright.providers.gemini_stream import (
     FINISH_REASONS,
@@ -255,7 +256,7 @@ def _response_parts(
     by_id = {call.id: call for call in calls}
     parts = []
     for result in results:
-        response = {"error" if result.is_error else "result": result.content}
+        response = {"error" if result.is_error else "result": tool_result_text(result)}
         body: dict[str, Any] = {"name": names.to_wire(result.name), "response": response}
         call = by_id.get(result.call_id)
         gemini_id = own_meta(call.provider_meta, PROVIDER).get("id") if call else None

@@ -62,6 +62,7 @@ from loopwright.providers._common import (
     own_meta,
     stream_call,
     tool_definitions,
+    tool_result_text,
 )
 from loopwright.providers._stream import is_arguments_json
 from loopwright.providers.pricing import count, prices_for
@@ -178,7 +179,7 @@ class ChatEncoder:
                 {
                     "role": "tool",
                     "tool_call_id": normalize_call_id(r.call_id, MAX_ID),
-                    "content": r.content,
+                    "content": tool_result_text(r),
                 }
                 for r in message.parts
                 if type(r) is ToolResultPart

@@ -88,6 +88,16 @@ STATUSES: dict[str, StopReason] = {
 # ----------------------------------------------------------------- encoding
 
 
+def _output(result: ToolResultPart) -> list[dict[str, Any]]:
+    """A function call's output with images: its text, then each image as a data URL
+    (function_call_output takes input_text and input_image items)."""
+    items: list[dict[str, Any]] = [{"type": "input_text", "text": result.content}]
+    for media in result.media:
+        url = f"data:{media.mime_type};base64,{media.data}"
+        items.append({"type": "input_image", "image_url": url})
+    return items
+
+
 def _arguments(call: ToolCallPart) -> str:
     if call.raw_arguments and is_arguments_json(call.raw_arguments):
         return call.raw_arguments  # echo exactly what the model produced
@@ -163,7 +173,7 @@ class ResponsesEncoder:
                 {
                     "type": "function_call_output",
                     "call_id": normalize_call_id(r.call_id),
-                    "output": r.content,
+                    "output": _output(r) if r.media else r.content,
                 }
                 for r in message.parts
                 if type(r) is ToolResultPart

@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 from loopwright.core.errors import ToolErrorKind
 from loopwright.core.messages import ToolCallPart, ToolResultPart
 from loopwright.core.run import TaintSource
-from loopwright.core.tools import Permission, ToolSpec
+from loopwright.core.tools import Permission, ToolOutput, ToolSpec
 from loopwright.core.untrusted import wrap_tool_result
 from loopwright.tools import inflight
 from loopwright.tools.confirm import Confirmation, ConfirmHandler
@@ -464,6 +464,8 @@ class Dispatcher:
         ``untrusted_output`` returns outside content, so its result is delimited as data
         (this is the one place that does it; the wrapper counts against the budget)."""
         budget = t.spec.max_result_chars
+        if type(value) is ToolOutput:  # text plus images (an MCP tool's, for one)
+            return replace(self._success(call, t, value.text), media=value.media)
         if not t.untrusted_output or not self.config.delimit_untrusted:
             return ToolResultPart(call.id, call.name, truncate_result(value, budget))
         room = budget - len(wrap_tool_result("", call.name))
