@@ -504,7 +504,9 @@ def main() -> None:
         if setup is None:
             procs = [start_server(tmp / "serve.db")]
         else:
-            procs = [setup.start("--no-resume") for _ in range(workers)]
+            # 8 store threads per process: 2 x 64 PostgreSQL connections contend for the
+            # interpreter (measured ~13 % more CPU per session) and for max_connections
+            procs = [setup.start("--no-resume", "--store-threads", "8") for _ in range(workers)]
         try:
             lat = _measure_http(n, procs, setup, floor, result)
         finally:

@@ -99,6 +99,14 @@ def load_agents(ref: str) -> dict[str, object]:
     help="Prefix of the cluster's Redis keys (one cluster per prefix).",
 )
 @click.option(
+    "--store-threads",
+    default=64,
+    show_default=True,
+    type=int,
+    help="Threads (and database connections) for store calls; in a cluster over PostgreSQL "
+    "keep processes x threads under its max_connections.",
+)
+@click.option(
     "--max-runs",
     default=256,
     show_default=True,
@@ -119,6 +127,7 @@ def serve(
     recover_every,
     redis_url,
     redis_prefix,
+    store_threads,
     max_runs,
     store_kind,
     store_url,
@@ -140,7 +149,9 @@ def serve(
         max_body=max_body,
         resume_interrupted=not no_resume,
         recover_every=recover_every,
-        serve=ServeConfig(drain=drain, durable=DurableConfig(lock_ttl=lock_ttl)),
+        serve=ServeConfig(
+            drain=drain, durable=DurableConfig(lock_ttl=lock_ttl), store_threads=store_threads
+        ),
     )
     cluster = None
     if redis_url:
