@@ -61,10 +61,12 @@ def test_audio_odd_image_types_and_huge_images_stay_placeholders() -> None:
             mcp_types.AudioContent(type="audio", data=PIXEL, mime_type="audio/wav"),
             mcp_types.ImageContent(type="image", data=PIXEL, mime_type="image/x-icon"),
             mcp_types.ImageContent(type="image", data=huge, mime_type="image/png"),
+            mcp_types.ImageContent(type="image", data="not base64!", mime_type="image/png"),
         )
     )
     assert output.media == ()
-    assert output.text.count("not shown]") == 3
+    assert output.text.count("not shown]") == 4
+    assert output.text.endswith("[image image/png, not valid base64, not shown]")
 
 
 def test_an_embedded_image_resource_is_media_and_a_text_resource_is_text() -> None:

@@ -99,12 +99,18 @@ def _block_text(block: Any, media: list[MediaPart]) -> str:
 
 
 def _binary(label: str, mime: str | None, data: str, media: list[MediaPart]) -> str:
-    """A line naming base64 ``data``; an image of a type models take is attached too."""
-    size = _decoded_size(data)
-    if mime in IMAGE_TYPES and 0 < size <= MAX_IMAGE_BYTES:
-        media.append(MediaPart(str(mime), data))
-        return f"[{label}, {size} bytes]"
-    return f"[{label}, {size} bytes, not shown]"
+    """A line naming base64 ``data``; an image of a type models take is attached too
+    (only if it is valid base64: a model API would refuse the whole request)."""
+    if mime in IMAGE_TYPES:
+        try:
+            size = len(base64.b64decode(data, validate=True))
+        except ValueError:
+            return f"[{label}, not valid base64, not shown]"
+        if 0 < size <= MAX_IMAGE_BYTES:
+            media.append(MediaPart(str(mime), data))
+            return f"[{label}, {size} bytes]"
+        return f"[{label}, {size} bytes, not shown]"
+    return f"[{label}, {_decoded_size(data)} bytes, not shown]"
 
 
 def _decoded_size(data: str) -> int:
