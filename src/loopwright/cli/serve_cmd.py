@@ -100,7 +100,7 @@ def load_agents(ref: str) -> dict[str, object]:
 )
 @click.option(
     "--store-threads",
-    default=64,
+    default=16,
     show_default=True,
     type=int,
     help="Threads (and database connections) for store calls; in a cluster over PostgreSQL "

@@ -35,7 +35,7 @@ from loopwright.core.text import to_json
 from loopwright.durable import Durable, DurableConfig
 from loopwright.loop import Agent
 from loopwright.loop.agent import Run
-from loopwright.store.aio import DEFAULT_WORKERS, AsyncStore
+from loopwright.store.aio import AsyncStore
 from loopwright.store.base import CheckpointStore
 from loopwright.store.errors import SessionLocked, SessionNotFound
 from loopwright.store.state import SessionInfo
@@ -159,11 +159,12 @@ class ServeConfig:
     drain: float = 10.0
     max_idle_sessions: int = 1_000
     """Finished sessions whose event log stays in memory (the rest: state only)."""
-    store_threads: int = DEFAULT_WORKERS
+    store_threads: int = 16
     """Threads (each with its own connection to a database store) that run the store's
     calls. Several processes sharing one PostgreSQL need processes x threads
-    connections; fewer threads also contend less for the interpreter (a cluster of two
-    spent ~13 % less CPU per session with 8 than with 64: benchmarks/README.md)."""
+    connections; fewer threads also contend less for the interpreter (benchmarks/
+    README.md: one process spent ~8 % less CPU per session with 16 than with 64, a
+    cluster of two ~13-25 % less with 8)."""
 
 
 class SessionManager:
