@@ -279,3 +279,28 @@ async def test_two_stage_falls_back_to_retrieval_when_the_reply_names_nothing() 
     agent = Agent(model, _registry(), tool_selection=TwoStage(k=5, choose=1))
     await agent.arun("What's the weather in Oslo today?")
     assert model.requests[1].tool_names == ("get_weather",)
+
+
+def test_the_same_spec_objects_find_their_index_without_serialising_schemas(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import loopwright.tools.selection as selection
+
+    specs = [ToolSpec(f"tool_{i}", f"Tool number {i}.", SPECS[i % 8].parameters) for i in range(40)]
+    first = index_for(specs, "lexical")
+    serialised: list[object] = []
+    original = selection._schema_key
+
+    def counting(schema: object) -> str:
+        serialised.append(schema)
+        return original(schema)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(selection, "_schema_key", counting)
+    assert index_for(list(specs), "lexical") is first  # a new list of the same objects
+    assert serialised == []
+    # equal content in new objects: found by content (serialised once), then by identity
+    copies = [ToolSpec(s.name, s.description, dict(s.parameters)) for s in specs]
+    assert index_for(copies, "lexical") is first
+    assert len(serialised) == len(specs)
+    assert index_for(copies, "lexical") is first
+    assert len(serialised) == len(specs) * 2  # the index holds the first objects, not these
