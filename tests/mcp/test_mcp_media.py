@@ -84,6 +84,32 @@ def test_an_embedded_image_resource_is_media_and_a_text_resource_is_text() -> No
     assert output.media == (MediaPart("image/png", PIXEL),)
 
 
+def test_a_textual_blob_resource_is_shown_as_text() -> None:
+    def blob(mime: str, data: bytes) -> object:
+        contents = mcp_types.BlobResourceContents(
+            uri="file:///x", mime_type=mime, blob=base64.b64encode(data).decode()
+        )
+        return mcp_types.EmbeddedResource(type="resource", resource=contents)
+
+    output = convert.result_output(
+        _result(
+            blob("text/csv", b"a,b\n1,2"),
+            blob("application/vnd.api+json", b'{"ok": true}'),
+            blob("text/plain", b"\xff\xfe not utf-8"),
+            blob("application/zip", b"PK"),
+        )
+    )
+    assert output.text.split("\n") == [
+        "[resource file:///x text/csv]",
+        "a,b",
+        "1,2",
+        "[resource file:///x application/vnd.api+json]",
+        '{"ok": true}',
+        "[resource file:///x text/plain, 12 bytes, not shown]",
+        "[resource file:///x application/zip, 2 bytes, not shown]",
+    ]
+
+
 def test_media_survives_the_message_codec() -> None:
     message = Message.tool_results([RESULT])
     assert message_from_dict(json.loads(json.dumps(message.to_dict()))) == message
@@ -149,11 +175,42 @@ def test_everything_servers_tiny_image_reaches_the_model_as_an_image() -> None:
     assert media.mime_type == "image/png"
     assert base64.b64decode(media.data).startswith(b"\x89PNG")
     assert f"[image image/png, {len(base64.b64decode(media.data))} bytes]" in part.content
-    # the model's next request carries it
+    # the model's next request carries it (and the server's other content types)
     last = model.requests[1].last_message
     assert last is not None
     sent = last.tool_results_parts[0]
     assert sent.media == part.media
+
+
+def test_everything_servers_resources_and_annotated_image() -> None:
+    server = MCPServerConfig("everything", command=(node_bin("mcp-server-everything"),))
+    with MCPToolset.connect([server]) as toolset:
+        registry = toolset.attach(ToolRegistry())
+        blob = Agent(
+            ScriptedModel([[tool_call("get-resource-reference", {"resourceType": "Blob"})], "ok"]),
+            registry,
+        ).run("blob")
+        annotated = Agent(
+            ScriptedModel(
+                [
+                    [
+                        tool_call(
+                            "get-annotated-message",
+                            {"messageType": "success", "includeImage": True},
+                        )
+                    ],
+                    "ok",
+                ]
+            ),
+            registry,
+        ).run("annotated")
+    [resource] = blob.messages[2].tool_results_parts
+    # a text/plain blob resource: its text, not a placeholder
+    assert "[resource demo://resource/dynamic/blob/1 text/plain]\n" in resource.content
+    assert "not shown" not in resource.content and resource.media == ()
+    [message] = annotated.messages[2].tool_results_parts
+    assert "Operation completed successfully" in message.content
+    assert [m.mime_type for m in message.media] == ["image/png"]
 
 
 async def test_loopwrights_server_sends_a_tools_images_as_image_content() -> None:

@@ -6,7 +6,8 @@ confirmation (MCP's defaults: a tool that is not read-only is destructive unless
 ``destructive_hint: false``), and a read-only or idempotent tool may be retried.
 
 Results become a text plus images (:class:`~loopwright.core.tools.ToolOutput`): text
-blocks verbatim; an embedded text resource as its URI and text; an image (an image
+blocks verbatim; an embedded text resource, or a blob resource of a textual type (text/*,
+JSON, XML, YAML) that decodes as UTF-8, as its URI and text; an image (an image
 block, or an embedded blob resource of an image type) as a line naming its type and size
 in the text *and* the image itself, which providers whose API takes images in tool
 results send with it (Anthropic, OpenAI Responses; the others send the line and a note
@@ -90,12 +91,29 @@ def _block_text(block: Any, media: list[MediaPart]) -> str:
         if text is not None:
             return f"[resource {res.uri}]\n{text}"
         mime = res.mime_type or "application/octet-stream"
+        decoded = _text_blob(mime, res.blob)
+        if decoded is not None:
+            return f"[resource {res.uri} {mime}]\n{decoded}"
         return _binary(f"resource {res.uri} {mime}", mime, res.blob, media)
     if kind == "resource_link":
         mime = f" {block.mime_type}" if block.mime_type else ""
         about = f": {block.description}" if block.description else ""
         return f"[resource link {block.name} <{block.uri}>{mime}{about}]"
     return f"[{kind or type(block).__name__} content, not shown]"
+
+
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml")
+
+
+def _text_blob(mime: str, data: str) -> str | None:
+    """The text of a base64 blob whose type is textual (a server may send a text file as
+    a blob), or ``None`` when it is not text or does not decode as UTF-8."""
+    if not mime.startswith(_TEXT_TYPES) and not mime.endswith(("+json", "+xml")):
+        return None
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8")
+    except ValueError:  # bad base64 or bad UTF-8 (both ValueErrors)
+        return None
 
 
 def _binary(label: str, mime: str | None, data: str, media: list[MediaPart]) -> str:
