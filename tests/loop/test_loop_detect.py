@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from loopwright.core.messages import Message, ToolCallPart, Usage
-from loopwright.core.run import LoopState
+from loopwright.core.run import ERROR_LOG_SIZE, LoopState
 from loopwright.loop import ErrorRecord, RepetitionDetector, RunState
 from loopwright.store import CorruptCheckpoint, decode_state, encode_state
 
@@ -81,11 +83,11 @@ def test_run_state_round_trip() -> None:
         messages=[Message.user("hi"), Message("assistant", (_c("a", x=1),))],
         usage=Usage(1, 2, cost=0.5),
         consecutive_errors=1,
-        pending_calls=[_c("a", x=1)],
+        pending_calls=(_c("a", x=1),),
         metadata={"agent": {"model": "m"}},
     )
     state.log_error(ErrorRecord(1, "tool", "timeout", "slow"))
-    state.steering.append(Message.user("steer"))
+    state.queue_steering(Message.user("steer"))
     back = decode_state(encode_state(state), (), session_id="s1")
     assert back == state
     assert back.status is LoopState.PAUSED and back.error_log[0].kind == "timeout"
@@ -111,3 +113,24 @@ def test_error_log_is_capped() -> None:
     for i in range(150):
         state.log_error(ErrorRecord(i, "tool", "x", "y"))
     assert len(state.error_log) == 100 and state.error_log[0].turn == 50
+
+
+def test_fresh_run_state_allocates_no_queue_objects() -> None:
+    """The five queues of a state start as the one shared empty tuple (nothing for the
+    garbage collector to track per in-flight run) and writes replace them."""
+    state = RunState()
+    queues = (
+        state.error_log,
+        state.pending_calls,
+        state.held_results,
+        state.steering,
+        state.follow_ups,
+    )
+    assert all(q == () and not gc.is_tracked(q) for q in queues)
+    state.queue_follow_up(Message.user("a"))
+    state.queue_follow_up(Message.user("b"))
+    assert state.next_follow_up().text == "a" and [m.text for m in state.follow_ups] == ["b"]
+    assert RunState().follow_ups == ()
+    for n in range(ERROR_LOG_SIZE + 5):
+        state.log_error(ErrorRecord(n, "tool", "timeout", "slow"))
+    assert len(state.error_log) == ERROR_LOG_SIZE and state.error_log[-1].turn == n

@@ -60,7 +60,7 @@ async def test_pause_then_approve_and_deny() -> None:
     assert results[0].content == "2"
     assert results[1].content == "deleted /tmp/x"
     assert results[2].error_kind == "denied_by_user" and "keep y" in results[2].content
-    assert restored.pending_calls == [] and restored.held_results == []
+    assert restored.pending_calls == () and restored.held_results == ()
     well_formed(done.messages)
 
 

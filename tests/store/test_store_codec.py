@@ -33,8 +33,10 @@ states = st.builds(
     turn=st.integers(0, 1000),
     messages=st.lists(messages, max_size=6),
     usage=st.builds(Usage, st.integers(0, 10**6), st.integers(0, 10**6)),
-    pending_calls=st.lists(st.builds(ToolCallPart, text, st.just("t"), args, text), max_size=2),
-    steering=st.lists(messages, max_size=2),
+    pending_calls=st.lists(st.builds(ToolCallPart, text, st.just("t"), args, text), max_size=2).map(
+        tuple
+    ),
+    steering=st.lists(messages, max_size=2).map(tuple),
     stop=st.one_of(st.none(), st.sampled_from(list(RunStop))),
     metadata=args,
     created_at=st.floats(0, 2e9),

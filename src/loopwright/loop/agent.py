@@ -229,12 +229,12 @@ class Run(Generic[OutputT]):
     def steer(self, message: Prompt) -> None:
         """Queue a user message seen at the next turn; skip the rest of the running batch."""
         self._check_open("steer")
-        self._engine.state.steering.append(_as_message(message, "steer(message)"))
+        self._engine.state.queue_steering(_as_message(message, "steer(message)"))
 
     def follow_up(self, message: Prompt) -> None:
         """Queue a user message delivered after the next final answer (one per answer)."""
         self._check_open("follow_up")
-        self._engine.state.follow_ups.append(_as_message(message, "follow_up(message)"))
+        self._engine.state.queue_follow_up(_as_message(message, "follow_up(message)"))
 
     def cancel(self, *, at_boundary: bool = False) -> None:
         """Request a stop. The run ends with ``RunStop.CANCELLED`` and a well-formed history
@@ -468,8 +468,14 @@ class Agent(Generic[OutputT]):
         cancels the run, and the cancellation propagates after the history was made
         well-formed."""
         message = _as_message(prompt, "prompt")
-        state = self._new_state(session_id, history)
-        return await self._drive(self._engine(state, None, None, deps), message)
+        engine = self._engine(self._new_state(session_id, history), None, None, deps)
+        # the run is the current one (see as_tool) while it runs in this task; set here,
+        # not in a wrapper coroutine: one coroutine less held by every in-flight run
+        token = _CURRENT_RUN.set(engine)
+        try:
+            return await engine.drive(message)  # type: ignore[return-value]
+        finally:
+            _CURRENT_RUN.reset(token)
 
     def run(
         self,
@@ -602,7 +608,12 @@ class Agent(Generic[OutputT]):
         """:meth:`resume` to the end, in the caller's task: the run's result."""
         message = None if prompt is None else _as_message(prompt, "prompt")
         resume, message = _continuation(state, decisions, message)
-        return await self._drive(self._engine(state, resume, None, deps), message)
+        engine = self._engine(state, resume, None, deps)
+        token = _CURRENT_RUN.set(engine)  # the current run while it runs (as in arun)
+        try:
+            return await engine.drive(message)  # type: ignore[return-value]
+        finally:
+            _CURRENT_RUN.reset(token)
 
     # ------------------------------------------------------------------ helpers
     def _launch(
@@ -627,15 +638,6 @@ class Agent(Generic[OutputT]):
         token = _CURRENT_RUN.set(engine)  # copied into the run's task, then restored here
         try:
             return Run(engine, feed, asyncio.create_task(engine.drive(message)))
-        finally:
-            _CURRENT_RUN.reset(token)
-
-    @staticmethod
-    async def _drive(engine: RunEngine, message: Message | None) -> RunResult[OutputT]:
-        """Drive ``engine`` in the caller's task, as the current run (see :meth:`as_tool`)."""
-        token = _CURRENT_RUN.set(engine)
-        try:
-            return await engine.drive(message)  # type: ignore[return-value]
         finally:
             _CURRENT_RUN.reset(token)
 
@@ -683,7 +685,7 @@ def _continuation(
             return None, None
         raise UserError("give the continued run a prompt (the state has nothing queued)")
     if message is None and not state.steering:  # continue with the next follow-up
-        message = state.follow_ups.pop(0)
+        message = state.next_follow_up()
     return None, message
 
 

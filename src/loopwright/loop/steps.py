@@ -314,7 +314,7 @@ class RunEngine:
             self.emit(RunStarted(state.session_id, input_message))
         if self.resume is not None:
             if input_message is not None:  # results first: a call must meet its result
-                state.steering.append(input_message)
+                state.queue_steering(input_message)
             return self.prepare_resume(self.resume)
         if input_message is not None:
             self.append(input_message, "input")
@@ -330,7 +330,7 @@ class RunEngine:
         """Take queued steering messages into the history, then think."""
         state = self.state
         if state.steering:
-            queued, state.steering = state.steering, []
+            queued, state.steering = state.steering, ()
             for message in queued:
                 self.append(message, "steering")
         if self.cancel_requested:
@@ -451,16 +451,16 @@ class RunEngine:
         if state.held_results:
             results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
         if awaiting:
-            state.pending_calls = awaiting
-            state.held_results = [r for r in results if r.error_kind != _AWAITING]
+            state.pending_calls = tuple(awaiting)
+            state.held_results = tuple(r for r in results if r.error_kind != _AWAITING)
             detail = f"{len(awaiting)} tool call(s) await confirmation"
             if state.taint:
                 detail += f"; {describe_taint(state.taint)}"
             return Stop(RunStop.AWAITING_CONFIRMATION, detail)
-        if state.held_results:  # fresh lists only when needed: no garbage per turn
-            state.held_results = []
+        if state.held_results:
+            state.held_results = ()
         if state.pending_calls:
-            state.pending_calls = []
+            state.pending_calls = ()
         parts = tuple(results)
         self.append(Message("tool", parts), "tools")
         return Reflect(failed, calls, parts)
@@ -625,7 +625,7 @@ class RunEngine:
         if state.steering:
             return _REFLECT  # OBSERVE takes them in
         if state.follow_ups:
-            self.append(state.follow_ups.pop(0), "follow_up")
+            self.append(state.next_follow_up(), "follow_up")
             return _REFLECT
         return _FINAL_ANSWER
 
@@ -714,8 +714,8 @@ class RunEngine:
             ]
         if state.held_results:
             results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
-        state.held_results = []
-        state.pending_calls = []
+        state.held_results = ()
+        state.pending_calls = ()
         self.append(Message("tool", tuple(results)), "tools")
 
     def final_result(self) -> RunResult:
