@@ -12,6 +12,8 @@
 3. **concurrency** -- 1,000 runs in one event loop, 6 model calls each sleeping 20 ms
    (5 tool turns + an answer). Goal: wall <= 1.3x the 120 ms ideal. Floor: plain asyncio
    tasks doing the same sleeps and appends.
+4. **tracked objects** -- GC-tracked objects each of 1,000 in-flight runs holds (what the
+   collections a burst of runs triggers walk), against the same plain tasks.
 
 Usage: ``python benchmarks/loop.py [--quick]``. Prints figures, then ONE JSON line.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import os
@@ -207,6 +210,48 @@ def concurrency(runs: int, repeats: int) -> dict[str, float]:
     }
 
 
+def tracked_per_run(runs: int) -> dict[str, float]:
+    """Objects the garbage collector tracks per in-flight run: ``gc.get_objects()``
+    counted when the first run starts its third model call (every run is then waiting
+    in its second or third), minus the count before the runs started, over ``runs``; the
+    same for the plain-asyncio floor. The full collections a burst of runs triggers walk
+    all of these (benchmarks/notes/loop.md, "concurrency")."""
+    counts: dict[str, int] = {}
+    calls = itertools.count(1)
+    inner = _replier(5, add_async.name, 0.02)
+
+    def reply(messages: Sequence[Message], request: ModelRequest) -> object:
+        if next(calls) == 2 * runs + 1:
+            counts["agent"] = len(gc.get_objects())
+        return inner(messages, request)
+
+    async def plain_task(delay: float) -> None:
+        messages: list[Message] = [Message.user("go")]
+        for i in range(6):
+            if next(calls) == 2 * runs + 1:
+                counts["plain"] = len(gc.get_objects())
+            await asyncio.sleep(delay)
+            messages.append(Message("assistant", (ToolCallPart(f"c{i}", "add", {"a": i}),)))
+            messages.append(Message.user(str(i + 2)))
+
+    async def measure(plain: bool) -> int:
+        agent = Agent(FunctionModel(reply), [add_async], limits=_LIMITS)  # type: ignore[arg-type]
+        gc.collect()
+        before = len(gc.get_objects())
+        if plain:
+            await asyncio.gather(*(plain_task(0.02) for _ in range(runs)))
+        else:
+            await asyncio.gather(*(agent.arun("go") for _ in range(runs)))
+        return before
+
+    out = {}
+    for case in ("plain", "agent"):
+        calls = itertools.count(1)
+        before = asyncio.run(measure(case == "plain"))
+        out[f"{case}_objects"] = (counts[case] - before) / runs
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
@@ -233,6 +278,12 @@ def main() -> None:
         f"1,000 runs x 6 calls x 20 ms: {conc['agent_ms']:.1f} ms = {conc['ratio']:.2f}x ideal "
         f"(plain asyncio {conc['plain_ms']:.1f} ms = {conc['plain_ms'] / 120:.2f}x); CPU "
         f"{conc['agent_cpu_ms']:.1f} ms vs {conc['plain_cpu_ms']:.1f} ms"
+    )
+    tracked = tracked_per_run(1000)
+    out["tracked_per_run"] = tracked
+    print(
+        f"GC-tracked objects per in-flight run: {tracked['agent_objects']:.1f} "
+        f"(plain asyncio {tracked['plain_objects']:.1f})"
     )
     print(f"load average (1 min): {out['load']:.2f}")
     print(json.dumps(out))
