@@ -184,15 +184,15 @@ class Durable:
             decided = {**recovery.decisions, **decided}
             rerun = recovery.rerun
             if rerun:
-                state.pending_calls = list(rerun)
-                state.held_results = held
+                state.pending_calls = tuple(rerun)
+                state.held_results = tuple(held)
                 state.status = LoopState.PAUSED
                 keep = {c.id for c in rerun}
                 decided = {k: v for k, v in decided.items() if k in keep}
                 return await self._drive(state, lock, persisted, prompt=prompt, decisions=decided)
             calls = state.messages[-1].tool_calls
             state.messages.append(Message("tool", in_call_order(calls, held)))
-            state.pending_calls, state.held_results = [], []
+            state.pending_calls, state.held_results = (), ()
             state.status = LoopState.OBSERVE
             return await self._drive(state, lock, persisted, prompt=prompt)
         if stop is not None and stop is not RunStop.AWAITING_CONFIRMATION and prompt is None:
