@@ -272,18 +272,20 @@ class Timed:
     def __init__(self, model: Model) -> None:
         self.model = model
         self.turns: list[tuple[str, float, int]] = []  # (kind, seconds, output tokens)
+        self.cpu: list[tuple[str, float]] = []  # (kind, process CPU seconds)
 
     @property
     def name(self) -> str:
         return self.model.name
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         async for event in self.model.stream(request):
             if isinstance(event, ResponseDone):
                 kind = "call" if event.message.tool_calls else "answer"
                 spent = time.perf_counter() - start
                 self.turns.append((kind, spent, event.usage.output_tokens))
+                self.cpu.append((kind, time.process_time() - cpu))
             yield event
 
 
@@ -308,6 +310,8 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
     passed = fallbacks = 0
     run_s: list[float] = []
     single_s: list[float] = []
+    single_cpu: list[float] = []
+    answer_cpu: list[float] = []
     answer_s: list[float] = []
     tok_s: list[float] = []
     for case in cases:
@@ -315,17 +319,20 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
         agent = Agent(
             embedded_strategy(timed), make_tools(case.tools, config), limits=Limits(max_turns=5)
         )
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = asyncio.run(agent.arun(case.question))
         run_s.append(time.perf_counter() - start)
+        run_cpu = time.process_time() - cpu
         verdict = check(case, result)
         passed += bool(verdict["pass"])
         fallbacks += bool(verdict["fallback"])
         answers = [t for t in timed.turns if t[0] == "answer"]
         answer_s += [t[1] for t in answers]
         tok_s += [t[1] / t[2] for t in answers if t[2]]
+        answer_cpu += [c for kind, c in timed.cpu if kind == "answer"]
         if case.tool != "*" and len(timed.turns) == 2:
             single_s.append(run_s[-1])
+            single_cpu.append(run_cpu)
         calls = [
             f"{c.name}({json.dumps(dict(c.arguments))})"
             for m in result.messages
@@ -345,8 +352,14 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
         "median_run_s": round(statistics.median(run_s), 2),
         "mean_single_call_question_s": round(statistics.mean(single_s), 2) if single_s else None,
         "mean_answer_turn_s": round(statistics.mean(answer_s), 2) if answer_s else None,
+        "mean_single_call_question_cpu_s": _mean(single_cpu),
+        "mean_answer_turn_cpu_s": _mean(answer_cpu),
         "median_answer_s_per_output_token": round(statistics.median(tok_s), 4) if tok_s else None,
     }
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(statistics.mean(values), 2) if values else None
 
 
 def main() -> None:

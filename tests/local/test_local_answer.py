@@ -46,6 +46,7 @@ def test_fields_pair_key_words_with_numbers_including_tables() -> None:
         (' {"answer": "The humidity in Mumbai is ', "35"),
         (' {"answer": "It is windy: ', "29"),  # "windy" names wind_kph
         (' {"answer": "The temperature is 14 and the humidity is ', "35"),
+        (' {"answer": "The temperature is ', "14"),
         (' {"answer": "In Mumbai it is ', None),  # no field named since the last number
         (' {"answer": "The humidity is 35 and it is ', None),
     ],
@@ -58,7 +59,7 @@ def test_field_binder_binds_a_number_to_the_field_just_named(text: str, bound: s
 def test_answer_grammar_allows_only_context_numbers_and_requires_a_result() -> None:
     gbnf = la.answer_grammar(la.Grounding(("540",), ("45", "12")))
     assert 'num ::= "540" | "45" | "12"' in gbnf
-    assert 'rval ::= "540"' in gbnf
+    assert 'rnum ::= "540"' in gbnf
     # Free characters hold no digit (numbers come from num only), no look-alike and
     # nothing outside ASCII ("°" only right after a number).
     free = la._FREE.encode().decode("unicode_escape")
@@ -67,7 +68,7 @@ def test_answer_grammar_allows_only_context_numbers_and_requires_a_result() -> N
     assert "c ::= " + la._FREE in gbnf
     assert 'x ::= c | num "°"? c' in gbnf
     no_results = la.answer_grammar(la.Grounding((), ()))
-    assert "num" not in no_results and "rval" not in no_results
+    assert "num" not in no_results and "rlabel" not in no_results
 
 
 def test_a_label_of_the_result_counts_as_its_value() -> None:
@@ -82,7 +83,7 @@ def test_a_label_of_the_result_counts_as_its_value() -> None:
     ground = la.grounding(_history("Which city does Dana live in?", table))
     assert ground.labels == ("Oslo",)  # column names are not values
     gbnf = la.answer_grammar(ground)
-    assert 'rval ::= "Oslo" | "1"' in gbnf or 'rval ::= "1" | "Oslo"' in gbnf
+    assert 'rnum ::= "1"' in gbnf and 'rlabel ::= "Oslo"' in gbnf
 
 
 @pytest.mark.parametrize("sentences", [1, 2])
@@ -123,7 +124,7 @@ def test_the_first_sentence_states_the_latest_result() -> None:
     ground = la.grounding(history)
     assert ground.latest == ("64",) and set(ground.results) == {"8", "64"}
     gbnf = la.answer_grammar(ground)
-    assert 'rval ::= "64"' in gbnf
+    assert 'rnum ::= "64"' in gbnf
     assert 'num ::= "64" | "8" | "3" | "5"' in gbnf
 
 
@@ -175,3 +176,18 @@ def test_a_formula_the_tool_received_is_quoted_verbatim() -> None:
 )
 def test_an_equation_ends_its_sentence_at_its_value(text: str, piece: str, refused: bool) -> None:
     assert la.runs_past_equation(' {"answer": "' + text, piece) is refused
+
+
+def test_the_first_number_takes_the_field_the_question_names_with_its_unit() -> None:
+    """'How windy is it in Oslo?' answered 'It is 6 degrees F.' (the temperature);
+    then, with the wind's number bound, 'It is 22 degrees Celsius.'. An answer that
+    names no field takes the question's field and its key's unit."""
+    history = _history("How windy is it in Mumbai?", WEATHER)
+    ground = la.grounding(history)
+    assert ("wind", "kph") in ground.units and ("humidity", "pct") in ground.units
+    guide = la.answer_guide(ground, "How windy is it in Mumbai?")
+    assert guide is not None
+    assert guide(' {"answer": "It is ', "1") == "29 kph"
+    assert guide(' {"answer": "The humidity is ', "1") == "35 pct"
+    # Once a number is written, the question no longer binds.
+    assert guide(' {"answer": "In Mumbai 14 and ', "2") is None

@@ -67,6 +67,7 @@ class Grounding:
     latest: tuple[str, ...] = ()  # numbers of the most recent tool message's results
     labels: tuple[str, ...] = ()  # words of the most recent results the question lacks
     formulas: tuple[str, ...] = ()  # formula-like string arguments of the calls made
+    units: tuple[tuple[str, str], ...] = ()  # a key's leading word -> its last word
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -91,6 +92,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     latest: list[str] | None = None
     words: list[str] | None = None  # the most recent results' texts
     formulas: list[str] = []
+    units: list[tuple[str, str]] = []
     asked = ""
     for message in reversed(messages):
         if message.role == "user":
@@ -105,6 +107,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
                 content = unwrap_untrusted(part.content) or part.content
                 found += numbers_in(content)
                 fields[:0] = _fields(content)
+                units += _units(content)
                 texts.append(content)
         results[:0] = found
         if latest is None and found:
@@ -115,7 +118,15 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     allowed = set(keep)
     bound = tuple(dict.fromkeys((w, v) for w, v in fields if v in allowed))
     labels = tuple(result_labels(words or (), asked)[:MAX_LABELS])
-    return Grounding(keep, _short(question), bound, _short(latest or []), labels, _unique(formulas))
+    return Grounding(
+        keep,
+        _short(question),
+        bound,
+        _short(latest or []),
+        labels,
+        _unique(formulas),
+        tuple(dict.fromkeys(units)),
+    )
 
 
 _FORMULA = re.compile(r"\d\s*[-+*/^%]\s*[\d(]|\d\s*\*\*")
@@ -159,6 +170,20 @@ def _fields(content: str) -> list[tuple[str, str]]:
     return found
 
 
+_UNIT_KEY = re.compile(r'"([A-Za-z]+_[A-Za-z]+)"\s*:\s*-?\d')
+
+
+def _units(content: str) -> list[tuple[str, str]]:
+    """(first word, last word) of a result's numeric keys written ``word_unit``
+    (``"wind_kph": 22`` -> ``("wind", "kph")``): the unit a bare number is read in."""
+    found = []
+    for match in _UNIT_KEY.finditer(content):
+        words = key_words(match.group(1))
+        if len(words) == 2:
+            found.append((words[0], words[1]))
+    return found
+
+
 def _walk(data: object, found: list[tuple[str, str]], depth: int) -> None:
     if depth > 4:
         return
@@ -169,7 +194,8 @@ def _walk(data: object, found: list[tuple[str, str]], depth: int) -> None:
             data = {**data, "rows": [dict(zip(map(str, columns), r, strict=False)) for r in table]}
         for key, value in data.items():
             if isinstance(value, int | float) and not isinstance(value, bool):
-                found.extend((word, json.dumps(value)) for word in key_words(str(key)))
+                words = key_words(str(key))
+                found.extend((word, json.dumps(value)) for word in words)
             else:
                 _walk(value, found, depth + 1)
     elif isinstance(data, list):
@@ -192,10 +218,12 @@ class FieldBinder:
     ``wind_kph``), that field's value is returned and the sampler writes it. The
     answer's first number, when the answer has named no field yet ("It is 6 ..."),
     takes the field the ``question`` names ("How windy is it in Oslo?"). Nothing here
-    knows what the fields mean."""
+    knows what the fields mean. A field whose key is ``word_unit`` is written with
+    that unit (``22 kph``)."""
 
     fields: tuple[tuple[str, str], ...]
     question: str = ""
+    units: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, text: str) -> str | None:
         head = _ANSWER_HEAD.search(text)
@@ -203,6 +231,7 @@ class FieldBinder:
         parts = re.split(r"\d", answer)
         found = self._named(parts[-1])
         if found is None and len(parts) == 1:
+            # The answer named no field ("It is ..."): the question's field.
             found = self._named(self.question)
         return found or None
 
@@ -210,9 +239,14 @@ class FieldBinder:
         """The value of the one field the last field-naming word of ``text`` names;
         ``""`` when that word names several; ``None`` when no word names a field."""
         for word in reversed(_WORD.findall(text.lower())):
-            values = {v for w, v in self.fields if word.startswith(w)}
+            named = {w: v for w, v in self.fields if word.startswith(w)}
+            values = set(named.values())
             if len(values) == 1:
-                return values.pop()
+                value = values.pop()
+                # With the key's unit: a bare number is read in another one ("22
+                # degrees" for wind_kph, "34 mph").
+                unit = next((u for w, u in self.units if w in named), "")
+                return f"{value} {unit}" if unit else value
             if values:
                 return ""  # the word names several numbers: let the model choose
         return None
@@ -259,10 +293,11 @@ def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:
     """The guide of an answer turn, or ``None`` when there is nothing to guide."""
     if not ground.fields and not ground.formulas:
         return None
-    return AnswerGuide(FieldBinder(ground.fields, question), FormulaQuoter(ground.formulas))
+    binder = FieldBinder(ground.fields, question, ground.units)
+    return AnswerGuide(binder, FormulaQuoter(ground.formulas))
 
 
-_EQUATION_END = re.compile(r"=\s*-?\d+(?:\.\d+)?$")
+_EQUATION_END = re.compile(r"=\s*-?\d+(?:\.\d+)?(\.?)$")
 
 
 def runs_past_equation(text: str, piece: str) -> bool:
@@ -270,9 +305,12 @@ def runs_past_equation(text: str, piece: str) -> bool:
     but the sentence end or more of that number. A small model that has written
     "(3 + 5) * 8 = 64" runs on ("64 64", "= 125/8 = 8"); an equation's right side is
     where its sentence ends. Used as the answer sampler's veto."""
-    if not _EQUATION_END.search(text):
+    end = _EQUATION_END.search(text)
+    if end is None:
         return False
     head = piece[:1]
+    if end.group(1):  # "= 64." ends the answer (or goes on as a decimal: "= 10.5")
+        return not (head.isdigit() or head == '"' or piece == "")
     return not (head.isdigit() or head in (".", "!", '"', "°") or piece == "")
 
 
@@ -295,7 +333,8 @@ def answer_grammar(ground: Grounding, *, max_sentences: int = 1) -> str:
             f"num ::= {_alternatives(allowed)}",
             # A number is followed by a non-digit (its own digits end there; "°" only
             # here) and ends a sentence only with "." (not ".5": another number).
-            'x ::= c | num "°"? c',
+            # "1. Buy milk": a number may also end in ". " inside a sentence.
+            'x ::= c | num "°"? c | num ". "',
             f'lead ::= {_LEAD} | num "°"? c',
             'stop ::= end | num "°"? "."?',
         ]
@@ -318,10 +357,23 @@ def _first_sentence(ground: Grounding) -> list[str]:
     "cloudy" or a name such as "Oslo"). Any allowed number may appear before and after
     it. Without this rule a small model echoes the question ("12 squared is 12
     squared.") or, after a chain, states the first step's result instead of the last."""
-    values = [*(ground.latest or ground.results), *ground.labels]
+    numbers = list(ground.latest or ground.results)
     pre = f"(lead x{{0,{MAX_SENTENCE_ITEMS}}})?"
-    post = f'"°"? (end | c x{{0,{MAX_TAIL_ITEMS}}} stop)'
-    return [f"rval ::= {_alternatives(values)}", f"first ::= {pre} rval {post}"]
+    tail = f"x{{0,{MAX_TAIL_ITEMS}}} stop"
+    # After a number the sentence may go on past ". " ("1. Buy milk, 2. ..."); after a
+    # word that would start a second sentence, which is where a small model contradicts
+    # the first ("It is windy. The wind is 19.").
+    options = []
+    if numbers:
+        options.append(f'rnum "°"? (end | (c | ". ") {tail})')
+    if ground.labels:
+        options.append(f"rlabel (end | c {tail})")
+    rules = [f"first ::= {pre} ({' | '.join(options)})"]
+    if numbers:
+        rules.append(f"rnum ::= {_alternatives(numbers)}")
+    if ground.labels:
+        rules.append(f"rlabel ::= {_alternatives(ground.labels)}")
+    return rules
 
 
 __all__ = [

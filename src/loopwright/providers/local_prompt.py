@@ -97,12 +97,16 @@ MAX_HINT_CHARS = 120
 
 
 def _example_hint(schema: Mapping[str, Any]) -> str:
-    """The description of a parameter whose examples only its description gives
-    (`` (IANA timezone name (e.g., 'America/New_York', 'Europe/London'))``), else "".
-    The name alone ("timezone") let the model write "Tokyo"; descriptions of every
-    parameter made the prompt long and the tool choice worse (32 -> 26 of 32 in
-    ``benchmarks/tool_choice_eval.py``), so only these are shown."""
-    if not isinstance(schema, Mapping) or "examples" in schema or not schema_examples(schema):
+    """The description of a parameter whose examples only its description gives and
+    whose value is held to their shape (:func:`example_pattern`), e.g. `` (IANA
+    timezone name (e.g., 'America/New_York', 'Europe/London'))``, else "". The name
+    alone ("timezone") let the model write "Tokyo"; descriptions of every parameter
+    made the prompt long and the tool choice worse (32 -> 26 of 32 in
+    ``benchmarks/tool_choice_eval.py``), and free-text ones were copied into the value
+    ("Paris, France (e.g., 'Paris, France' ..." on BFCL), so only these are shown."""
+    if not isinstance(schema, Mapping) or "examples" in schema:
+        return ""
+    if example_pattern(schema_examples(schema)) is None:
         return ""
     text = _first_sentence(str(schema.get("description", "")))
     if len(text) > MAX_HINT_CHARS:
