@@ -84,6 +84,9 @@ def test_a_label_of_the_result_counts_as_its_value() -> None:
     assert ground.labels == ("Oslo",)  # column names are not values
     gbnf = la.answer_grammar(ground)
     assert 'rnum ::= "1"' in gbnf and 'rlabel ::= "Oslo"' in gbnf
+    # A dotted name is one value: "example" alone does not state "example.internal".
+    ini = la.grounding(_history("What is the host in config.ini?", "host = example.internal"))
+    assert ini.labels == ("example.internal",)
 
 
 @pytest.mark.parametrize("sentences", [1, 2])

@@ -145,6 +145,7 @@ TABLE = '{"columns": ["city"], "rows": [["Oslo"]], "row_count": 1, "truncated": 
         ("Dana lives in Oslo.", "Which city does Dana live in?", [TABLE], None),
         ("Dana lives in a city.", "Which city does Dana live in?", [TABLE], "states no value"),
         ("It is cloudy in Lima.", "Is it raining in Lima?", [WEATHER], "states no value"),
+        ("The host is example.internal.", "What is the host?", ["host = example.internal"], None),
     ],
 )
 def test_ungrounded_rules(answer: str, question: str, results: list[str], why: str | None) -> None:

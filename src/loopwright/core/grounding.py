@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 MIN_LABEL_CHARS = 3
 
-_LABEL = re.compile(r"[^\W\d_][\w'-]*")
+# A word; a dot inside it stays ("example.internal" is one name, "Oslo." is "Oslo").
+_LABEL = re.compile(r"[^\W\d_](?:[\w'-]|\.(?=\w))*")
 # Words too common to show that an answer used a result (it would start with them).
 STOPWORDS = frozenset(
     [
@@ -72,7 +73,8 @@ STOPWORDS = frozenset(
 
 def label_words(text: str) -> list[str]:
     """Words of ``text`` an answer may quote as a result's value (letters first, at
-    least :data:`MIN_LABEL_CHARS` long, no digits, not a common function word)."""
+    least :data:`MIN_LABEL_CHARS` long, no digits, not a common function word; a
+    dotted name such as ``example.internal`` is one word)."""
     found = []
     for match in _LABEL.finditer(text):
         word = match.group(0).rstrip("'-")

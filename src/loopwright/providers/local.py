@@ -112,6 +112,7 @@ class LocalConfig:
     answer_max_tokens: int = 80
     answer_margin: float = 0.0
     call_overlap: float = 0.2
+    overlap_weight: float = 0.0
     plan_answer_margin: float = 2.5
     no_repeat_ngram: int = 4
     max_digit_run: int = 10
@@ -465,6 +466,11 @@ class LocalModel:
         head = plan.tokens + _tokenize(llm, lp.CALL_HEAD, bos=False)
         names = [_tokenize(llm, lp.name_option(spec.name), bos=False) for spec in offered]
         scores = ls.continuation_logprobs(llm, head, names)
+        if self._config.overlap_weight and plan.request:
+            shares = lp.tool_overlaps(offered, plan.request)
+            scores = [
+                s + self._config.overlap_weight * o for s, o in zip(scores, shares, strict=True)
+            ]
         best = offered[max(range(len(offered)), key=scores.__getitem__)]
         schema = lp.output_schema([best], "tools", self._config.bounds, plan.request)
         return replace(plan, schema=schema, mode="tools")

@@ -317,20 +317,25 @@ def request_overlap(tools: Sequence[ToolSpec], request: str) -> float:
     """The largest share of the request's content words (first five letters) that one
     tool's name, description or parameters (names and descriptions) also use; 0.0 when
     the request has no content word ("What is 45 * 12?")."""
+    return max(tool_overlaps(tools, request), default=0.0)
+
+
+def tool_overlaps(tools: Sequence[ToolSpec], request: str) -> list[float]:
+    """For each tool, the share of the request's content words it uses (see
+    :func:`request_overlap`)."""
     asked = _stems(request)
     if not asked:
-        return 0.0
-    best = 0.0
+        return [0.0 for _ in tools]
+    shares = []
     for spec in tools:
         props = spec.parameters.get("properties") or {}
         notes = " ".join(
             str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping)
         )
-        told = _stems(
-            f"{spec.name.replace('_', ' ').replace('.', ' ')} {spec.description} {' '.join(props)} {notes}"
-        )
-        best = max(best, len(asked & told) / len(asked))
-    return best
+        name = spec.name.replace("_", " ").replace(".", " ")
+        told = _stems(f"{name} {spec.description} {' '.join(props)} {notes}")
+        shares.append(len(asked & told) / len(asked))
+    return shares
 
 
 def grounded_optional(schema: Mapping[str, Any], name: str, request: str) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
-from loopwright.core.grounding import result_labels
+from loopwright.core.grounding import label_words, result_labels
 from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
@@ -90,7 +90,8 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     if stray:
         return f"numbers not in any result or the question: {sorted(stray)}"
     labels = {w.lower() for w in result_labels((r.content for r in ok), turn.question)}
-    if (known or labels) and not said & known and not labels & set(_words(answer)):
+    stated = {w.lower() for w in label_words(answer)}
+    if (known or labels) and not said & known and not labels & stated:
         return "states no value of the results"
     denied = _contradiction(answer, ok)
     if denied:
