@@ -324,3 +324,21 @@ def test_request_overlap_measures_words_shared_with_one_tool() -> None:
     )
     assert lp.request_overlap([directions], "Get directions from Sydney to Melbourne") >= 0.3
     assert lp.request_overlap([directions], "Tell me a joke about penguins") == 0.0
+
+
+def test_tool_overlaps_rank_the_tool_the_request_talks_about() -> None:
+    """Added to each tool's name score (LocalConfig.overlap_weight): a question about a
+    president shares words with the president tool, none with a deck of cards."""
+    card = ToolSpec(
+        "find_card_in_deck",
+        "Locate a particular card in a deck.",
+        {"properties": {"rank": {"type": "string"}, "suit": {"type": "string"}}},
+    )
+    president = ToolSpec(
+        "get_president_by_year",
+        "Get the name of the US president in a given year.",
+        {"properties": {"year": {"type": "integer"}}},
+    )
+    shares = lp.tool_overlaps([card, president], "Who was the president of the US in 1861?")
+    assert shares[0] == 0.0 and shares[1] > 0.5
+    assert lp.tool_overlaps([card, president], "What is 45 * 12?") == [0.0, 0.0]
