@@ -194,7 +194,7 @@ HELD_OUT: list[Case] = [
     chain("What is (7 * 8) + 4?", "60"),
 ]
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\d)")
+_NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\d)")
 _CONDITIONS = ("sunny", "cloudy", "rain", "windy", "foggy", "snow")
 _NEG = re.compile(r"\b(?:not|no|isn't|n't)\b\W+(?:\w+\W+){0,2}$")
 

@@ -194,3 +194,10 @@ def test_the_first_number_takes_the_field_the_question_names_with_its_unit() -> 
     assert guide(' {"answer": "The humidity is ', "1") == "35 pct"
     # Once a number is written, the question no longer binds.
     assert guide(' {"answer": "In Mumbai 14 and ', "2") is None
+
+
+def test_a_number_right_after_a_letter_is_a_number_of_the_result() -> None:
+    """mcp-server-time returned 2026-11-24T10:33 and the answer said 'T11:33': 10 was
+    not an allowed number (it follows a letter), 11 (the month) was."""
+    ground = la.grounding(_history("What time is it in Tokyo?", '{"datetime": "2026-11-24T10:33"}'))
+    assert "10" in ground.results

@@ -37,7 +37,7 @@ from loopwright.core.grounding import result_labels
 from loopwright.core.messages import Message
 from loopwright.core.untrusted import unwrap_untrusted
 
-NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\d])")
+NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d])")
 MAX_NUMBERS = 64
 MAX_SENTENCE_ITEMS = 80
 MAX_NUMBER_CHARS = 24
@@ -80,7 +80,9 @@ def _unique(values: Iterable[str]) -> tuple[str, ...]:
 
 def numbers_in(text: str) -> list[str]:
     """Numbers written in ``text`` (``12``, ``-3``, ``0.25``; thousands separators are
-    not joined: ``1,000`` is ``1`` and ``000``)."""
+    not joined: ``1,000`` is ``1`` and ``000``; a number right after a letter counts:
+    the hour of ``2026-11-24T10:33`` is ``10``, else an answer could not write it and
+    wrote another of the result's numbers in its place)."""
     return [m.group(0) for m in NUMBER.finditer(text)]
 
 

@@ -317,23 +317,29 @@ def request_overlap(tools: Sequence[ToolSpec], request: str) -> float:
     """The largest share of the request's content words (first five letters) that one
     tool's name, description or parameters (names and descriptions) also use; 0.0 when
     the request has no content word ("What is 45 * 12?")."""
-    return max(tool_overlaps(tools, request), default=0.0)
+    return max(tool_overlaps(tools, request, notes=True), default=0.0)
 
 
-def tool_overlaps(tools: Sequence[ToolSpec], request: str) -> list[float]:
-    """For each tool, the share of the request's content words it uses (see
-    :func:`request_overlap`)."""
+def tool_overlaps(tools: Sequence[ToolSpec], request: str, *, notes: bool = False) -> list[float]:
+    """For each tool, the share of the request's content words its name, description
+    and parameter names use (with ``notes``, the parameters' descriptions too: those
+    carry example values, e.g. a ``convert_time`` parameter's "e.g., 'Asia/Tokyo'",
+    which say nothing about what the tool does)."""
     asked = _stems(request)
     if not asked:
         return [0.0 for _ in tools]
     shares = []
     for spec in tools:
         props = spec.parameters.get("properties") or {}
-        notes = " ".join(
-            str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping)
+        described = (
+            " ".join(
+                str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping)
+            )
+            if notes
+            else ""
         )
         name = spec.name.replace("_", " ").replace(".", " ")
-        told = _stems(f"{name} {spec.description} {' '.join(props)} {notes}")
+        told = _stems(f"{name} {spec.description} {' '.join(props)} {described}")
         shares.append(len(asked & told) / len(asked))
     return shares
 

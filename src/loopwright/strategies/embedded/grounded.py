@@ -31,7 +31,7 @@ from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPa
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\d)")
+_NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\d)")
 _WORD = re.compile(r"[a-z0-9']+")
 _DENIAL = re.compile(r"\bnot (?:an? |the )?((?:[a-z]+ ){0,2}[a-z]+)")
 _NEGATORS = ("not", "no", "never", "isn't", "aren't", "wasn't", "n't")
