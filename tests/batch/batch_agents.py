@@ -11,6 +11,8 @@ with the test) follow the same script; ``DIR`` is a folder the test owns:
   (``model_error``); afterwards answers.
 * ``loop`` -- calls the ``ping`` tool forever (only a limit ends it).
 * ``slow`` -- takes 30 s to reply.
+* ``time ZONE`` -- calls the ``get_current_time`` tool of an MCP server
+  (``--mcp mcp-server-time``), then answers with its result.
 * anything else -- answers ``echo PROMPT``.
 
 Every reply costs 0.25.
@@ -18,7 +20,11 @@ Every reply costs 0.25.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
+import sys
 from pathlib import Path
 
 from loopwright import Agent, FunctionModel, Reply, Usage, tool, tool_call
@@ -60,6 +66,11 @@ def _reply(messages, request):  # type: ignore[no-untyped-def]
         return Reply(f"answer {args[1]}", usage=usage)
     if verb == "loop":
         return Reply([tool_call("ping", {"n": len(messages)})], usage=usage)
+    if verb == "time":
+        results = [p for m in messages for p in m.tool_results_parts]
+        if results:
+            return Reply(f"time {results[-1].content}", usage=usage)
+        return Reply([tool_call("get_current_time", {"timezone": args[0]})], usage=usage)
     if verb == "slow":
         return Reply("too late", usage=usage, delay=30.0)
     return Reply(f"echo {prompt}", usage=usage)
@@ -67,3 +78,24 @@ def _reply(messages, request):  # type: ignore[no-untyped-def]
 
 def standin() -> Agent:
     return Agent(FunctionModel(_reply), [ping])
+
+
+def marked_processes(mark: str) -> list[int]:
+    """Processes (of any parent) whose environment carries ``LOOPWRIGHT_TEST_MARK=mark``."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        with contextlib.suppress(OSError):
+            if f"LOOPWRIGHT_TEST_MARK={mark}".encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+    return found
+
+
+def time_server_config(folder: Path, mark: str) -> Path:
+    """An MCP config file naming the real ``mcp-server-time``, its processes marked."""
+    command = shutil.which("mcp-server-time") or str(
+        Path(sys.executable).with_name("mcp-server-time")
+    )
+    config = folder / "mcp.json"
+    server = {"command": command, "env": {"LOOPWRIGHT_TEST_MARK": mark}}
+    config.write_text(json.dumps({"servers": {"time": server}}))
+    return config

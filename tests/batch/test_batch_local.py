@@ -10,8 +10,11 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from batch_agents import marked_processes, time_server_config
 
 from loopwright import Agent, FunctionModel, Hooks, Reply, Usage
 from loopwright.batch import (
@@ -312,3 +315,51 @@ async def test_an_interrupted_batch_keeps_what_it_recorded_and_resumes(tmp_path:
     summary = await arun_batch(Agent(FunctionModel(quick)), tasks, results)
     assert sorted(calls) == ["slow1", "slow2"] and summary.skipped == 2
     assert sorted(x["task"] for x in _records(results.read_text())) == ["#0", "#1", "#2", "#3"]
+
+
+def test_mcp_servers_are_connected_once_for_the_batch_and_closed_after(
+    tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from loopwright.mcp import MCPToolset
+
+    connects: list[object] = []
+    connect = MCPToolset.connect
+    monkeypatch.setattr(
+        MCPToolset, "connect", lambda servers: connects.append(1) or connect(servers)
+    )
+    mark = f"batch-local-{uuid.uuid4().hex}"
+    config = time_server_config(tmp_path, mark)
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('"time Asia/Tokyo"\n"time Europe/Paris"\n"time UTC"\n')
+    out = _cli(tmp_path, monkeypatch, str(prompts), "--mcp", f"{config}#time", "--concurrency", "2")
+    assert out.exit_code == 0, out.output
+    answers = [x["answer"] for x in _records(out.stdout)]
+    zones = sorted(a.split('"timezone": "')[1].split('"')[0] for a in answers)
+    assert zones == ["Asia/Tokyo", "Europe/Paris", "UTC"], answers
+    assert len(connects) == 1  # one connection serves every prompt of the batch
+    assert marked_processes(mark) == []  # closed when the batch ended, not at exit
+
+
+def test_a_bad_mcp_server_is_a_usage_error_before_any_prompt(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('"hi"\n')
+    out = _cli(
+        tmp_path, monkeypatch, str(prompts), "--mcp", "no-such-mcp-server-xyz", "--out", "r.jsonl"
+    )
+    assert out.exit_code == 2, out.output
+    assert "no-such-mcp-server-xyz" in out.stderr and not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_source_giving_a_context_manager_holds_it_for_the_whole_batch() -> None:
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def source() -> Iterator[Agent]:
+        events.append("enter")
+        yield _echo(events)
+        events.append("exit")
+
+    summary = run_batch(source, make_tasks(["a", "b"]), io.StringIO())
+    assert summary.done == 2
+    assert events[0] == "enter" and events[-1] == "exit"
+    assert sorted(events[1:-1]) == ["a", "b"]

@@ -13,11 +13,13 @@ import shlex
 import shutil
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import ray
+from batch_agents import marked_processes, time_server_config
 from click.testing import CliRunner
 
 from loopwright import Agent, FunctionModel, Reply, ScriptedModel, Usage
@@ -85,6 +87,21 @@ def test_every_prompt_answered_once_with_progress(workdir: Path) -> None:
     progress = out.stderr.strip().splitlines()[-1]
     assert progress.startswith("batch 21/21 [####################]")
     assert "errors 0" in progress and "cost $5.2500" in progress
+
+
+def test_each_worker_connects_its_mcp_servers_and_closes_them_with_the_chunk(
+    workdir: Path,
+) -> None:
+    mark = f"batch-ray-{uuid.uuid4().hex}"
+    config = time_server_config(workdir, mark)
+    zones = ["Asia/Tokyo", "Europe/Paris", "UTC"]
+    prompts = _write(workdir / "p.jsonl", [f"time {zone}" for zone in zones])
+    out = _batch(prompts, "--mcp", str(config), "--chunk-size", "1", "--concurrency", "1")
+    assert out.exit_code == 0, out.output
+    answers = [json.loads(x)["answer"] for x in out.stdout.splitlines()]
+    assert sorted(a.split('"timezone": "')[1].split('"')[0] for a in answers) == zones
+    # the workers live on (the module's Ray session); their chunks' servers do not
+    assert marked_processes(mark) == []
 
 
 def test_a_worker_killed_mid_chunk_is_retried_and_each_task_recorded_once(workdir: Path) -> None:

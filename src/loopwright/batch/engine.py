@@ -13,6 +13,7 @@ driver's, the same for every engine.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
@@ -20,11 +21,15 @@ from loopwright.batch.tasks import BatchTask, TaskOutcome, execute, with_limits
 from loopwright.core.errors import UserError
 from loopwright.loop import Agent, Limits
 
-AgentSource: TypeAlias = Agent | Callable[[], Agent]
+AgentSource: TypeAlias = Agent | Callable[[], Agent | AbstractContextManager[Agent]]
 """An agent, or a zero-argument callable building one. Engines that run tasks in other
 processes ship the source there, so give them a callable that pickles (a module-level
 function, or an instance of a module-level class): each worker builds its own agent
-once, instead of receiving a copy of one."""
+once, instead of receiving a copy of one.
+
+The callable may instead return a context manager giving the agent, for an agent that
+holds resources (MCP server sessions): the local engine keeps it open for the batch, a
+Ray worker for one chunk (it then builds the agent for each chunk it runs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +102,16 @@ class Engine(Protocol):
     async def close(self) -> None: ...
 
 
-def build(source: AgentSource, limits: Limits | None) -> Agent:
-    """The agent ``source`` gives, under ``limits`` when given. A source that returns
-    something else is a :class:`UserError`."""
-    agent = source if isinstance(source, Agent) else source()
+def build(source: AgentSource, limits: Limits | None, stack: ExitStack) -> tuple[Agent, bool]:
+    """The agent ``source`` gives, under ``limits`` when given, and whether it holds
+    resources: a context manager the source returns is entered on ``stack`` (they last
+    until the stack closes). A source that gives something else is a :class:`UserError`."""
+    made = source if isinstance(source, Agent) else source()
+    agent = stack.enter_context(made) if isinstance(made, AbstractContextManager) else made
     if not isinstance(agent, Agent):
         raise UserError(f"the batch's agent source returned a {type(agent).__name__}, not an Agent")
-    return agent if limits is None else with_limits(agent, limits)
+    held = agent is not made
+    return (agent if limits is None else with_limits(agent, limits)), held
 
 
 class LocalEngine:
@@ -115,13 +123,14 @@ class LocalEngine:
         self._agent: Agent | None = None
         self._strategy: str | None = None
         self._slots = 1
+        self._held = ExitStack()
 
     @property
     def slots(self) -> int:
         return self._slots
 
     async def start(self, source: AgentSource, config: BatchConfig) -> None:
-        self._agent = build(source, config.limits)
+        self._agent, _ = build(source, config.limits, self._held)
         self._strategy = config.strategy
         self._slots = config.concurrency
 
@@ -131,3 +140,4 @@ class LocalEngine:
 
     async def close(self) -> None:
         self._agent = None
+        self._held.close()

@@ -11,7 +11,9 @@ engine starts, never on import of :mod:`loopwright` or :mod:`loopwright.batch`.
 * **What ships.** The agent *source* (a picklable factory; see
   :data:`~loopwright.batch.engine.AgentSource`) is put in the object store once; each
   worker process builds the agent from it on its first chunk of the batch and keeps it
-  for the next ones (an embedded model is loaded once per worker, not per task).
+  for the next ones (an embedded model is loaded once per worker, not per task). A
+  factory returning a context manager (an agent holding MCP sessions) is built for
+  each chunk instead, and closed when the chunk ends.
 * **Chunks.** One Ray task runs ``chunk_size`` batch tasks, ``concurrency`` at a time in
   its own event loop: model calls mostly wait on the network, so one CPU serves many.
 * **Failures.** Ray does not retry these tasks (``max_retries=0``): a chunk whose worker
@@ -27,6 +29,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from loopwright.batch.engine import AgentSource, BatchConfig, WorkLost, build
@@ -168,22 +171,31 @@ def run_chunk(
 ) -> list[TaskOutcome]:
     """The Ray task: run ``tasks`` in this worker, ``concurrency`` at a time.
     ``source`` holds the object reference of the agent source."""
-    agent = _AGENTS.get(batch_id)
-    if agent is None:
-        try:
-            agent = build(_import_ray().get(source[0]), limits)
-        except Exception as exc:
-            # Ray's errors carry the remote traceback; its last line names the cause
-            lines = [line for line in str(exc).splitlines() if line.strip()]
-            cause = lines[-1] if len(lines) > 1 else f"{type(exc).__name__}: {exc}"
-            raise AgentBuildError(cause) from None
-        while len(_AGENTS) >= _KEEP_AGENTS:
-            _AGENTS.pop(next(iter(_AGENTS)))
-        _AGENTS[batch_id] = agent
     global _LOOP
-    if _LOOP is None or _LOOP.is_closed():
-        _LOOP = asyncio.new_event_loop()
-    return _LOOP.run_until_complete(_run_all(agent, tasks, concurrency, strategy))
+    with ExitStack() as held:
+        agent = _AGENTS.get(batch_id)
+        holds = False
+        if agent is None:
+            agent, holds = _build(source, limits, held)
+        # an agent holding resources (its source gave a context manager) lives for this
+        # chunk only: they are released when the chunk ends, not when the worker does
+        if not holds and batch_id not in _AGENTS:
+            while len(_AGENTS) >= _KEEP_AGENTS:
+                _AGENTS.pop(next(iter(_AGENTS)))
+            _AGENTS[batch_id] = agent
+        if _LOOP is None or _LOOP.is_closed():
+            _LOOP = asyncio.new_event_loop()
+        return _LOOP.run_until_complete(_run_all(agent, tasks, concurrency, strategy))
+
+
+def _build(source: list[object], limits: Limits | None, held: ExitStack) -> tuple[Agent, bool]:
+    try:
+        return build(_import_ray().get(source[0]), limits, held)
+    except Exception as exc:
+        # Ray's errors carry the remote traceback; its last line names the cause
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        cause = lines[-1] if len(lines) > 1 else f"{type(exc).__name__}: {exc}"
+        raise AgentBuildError(cause) from None
 
 
 async def _run_all(

@@ -17,7 +17,8 @@ first (in input order) that did not (see ``loopwright run --help``). See docs/ba
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from loopwright.batch import (
     read_tasks,
     run_batch,
 )
+from loopwright.batch.engine import build
 from loopwright.batch.tasks import with_limits
 from loopwright.cli import exit_codes
 from loopwright.cli.agents import ConfirmHandler, build_agent
@@ -74,21 +76,40 @@ class AgentFactory:
     worker runs. The recipe's file paths (``--root``, ``--db``, ``--outbox``) are
     absolute paths on the machine that runs the task. ``limits`` are the limit flags
     given (``--max-turns``, ``--token-budget``, ``--timeout``, ``--cost-budget``): in a
-    batch they bound every prompt's run, an ``--agent``'s too."""
+    batch they bound every prompt's run, an ``--agent``'s too.
+
+    With ``--mcp`` servers the factory gives a context manager: the servers are
+    connected when it is entered and closed when it exits (the end of the batch on the
+    local engine, of the chunk on a Ray worker)."""
 
     recipe: AgentRecipe
     confirm: ConfirmHandler | None
     cwd: str
     limits: tuple[tuple[str, int | float], ...] = ()
 
-    def __call__(self) -> Agent:
+    def __call__(self) -> Agent | AbstractContextManager[Agent]:
         if self.cwd not in sys.path:
             sys.path.insert(0, self.cwd)
-        agent = build_agent(self.recipe, self.confirm)
+        if self.recipe.mcp:
+            return self._with_servers()
+        return self._limited(build_agent(self.recipe, self.confirm))
+
+    def _limited(self, agent: Agent) -> Agent:
         if not self.limits:
             return agent
         limits = replace(agent.config.limits, **dict(self.limits))  # type: ignore[arg-type]
         return with_limits(agent, limits)
+
+    @contextmanager
+    def _with_servers(self) -> Iterator[Agent]:
+        from loopwright.cli.mcp_tools import need_sdk, server_configs
+        from loopwright.mcp import MCPToolset
+
+        need_sdk()
+        agent = build_agent(replace(self.recipe, mcp=()), self.confirm)
+        with MCPToolset.connect(server_configs(self.recipe.mcp)) as toolset:
+            toolset.attach(agent.tools)
+            yield self._limited(agent)
 
 
 def limit_flags(
@@ -120,9 +141,18 @@ def batch_main(
     factory = AgentFactory(
         recipe, confirm, str(Path.cwd()), limit_flags(recipe, options.cost_budget)
     )
-    # built here first in every case: a bad model, tool or --agent is a usage error now,
-    # not a failure of every task on every worker
-    agent = factory()
+    with ExitStack() as held:
+        # built here first in every case: a bad model, tool, --agent or --mcp server is a
+        # usage error now, not a failure of every task on every worker. The local engine
+        # runs this agent, its MCP servers connected once for the batch; Ray workers
+        # connect their own, so the driver's are closed before the batch starts.
+        agent, _ = build(factory, None, held)
+        if options.engine == "ray":
+            held.close()
+        return _run(agent, factory, tasks, options)
+
+
+def _run(agent: Agent, factory: AgentFactory, tasks: list[BatchTask], options: BatchOptions) -> int:
     config = BatchConfig(
         concurrency=options.concurrency,
         retries=options.retries,

@@ -3,6 +3,7 @@ on a Ray cluster (cli/batch.py runs it; docs/batch.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -39,12 +40,18 @@ Examples:
   loopwright batch prompts.jsonl --engine ray --address ray://head:10001
   loopwright batch prompts.jsonl --strategy self_consistency --max-turns 4 --cost-budget 0.05
   loopwright batch prompts.jsonl --agent myagents:make_agent --retries 3 --retry-on model_error
+  loopwright batch prompts.jsonl --mcp mcp-server-time --mcp servers.json#search
 
 \b
 Engines:
   local  every run in this process, --concurrency at a time (as `loopwright run --batch`)
   ray    chunks of --chunk-size prompts as Ray tasks, each running --concurrency at a
          time; without --address Ray starts on this machine (pip install 'loopwright[ray]')
+
+\b
+MCP servers (--mcp, as for `loopwright run`): connected once for the batch with
+  --engine local; with --engine ray each worker connects its own for each chunk it
+  runs (so the server commands and config files must exist on every node).
 
 \b
 Results and retries:
@@ -127,6 +134,13 @@ RETRY_REASONS = tuple(stop.value for stop in RunStop if stop is not RunStop.FINA
 )
 @agent_options
 @agent_ref_option
+@click.option(
+    "--mcp",
+    multiple=True,
+    metavar="SERVER",
+    help="Add an MCP server's tools: a command (stdio), an http(s) URL, a config file "
+    "(.json/.yaml: all its servers) or FILE#NAME (one). Repeatable. See docs/mcp.md.",
+)
 @click.option("--yes", "-y", is_flag=True, help="Approve every tool call that needs confirmation.")
 @click.option(
     "--no", "-n", "deny", is_flag=True, help="Deny every tool call that needs confirmation."
@@ -155,6 +169,7 @@ def batch_command(
     retry_on: tuple[str, ...],
     strategy: str | None,
     cost_budget: float | None,
+    mcp: tuple[str, ...],
     yes: bool,
     deny: bool,
     trace_dir: Path | None,
@@ -166,6 +181,10 @@ def batch_command(
     if address is not None and engine != "ray":
         raise CliError("--address is for --engine ray; add --engine ray")
     recipe = recipe_from(given_fields(ctx, agent_params))
+    if mcp:  # cli/mcp_tools.py; config files made absolute for the Ray workers
+        from loopwright.cli.mcp_tools import recipe_values
+
+        recipe = replace(recipe, mcp=recipe_values(mcp))
     options = BatchOptions(
         prompts,
         concurrency,

@@ -162,15 +162,15 @@ def run_command(
     recipe = recipe_from(given_fields(ctx, agent_params))
     if yes and deny:
         raise CliError("--yes and --no exclude each other; pass one of them")
+    if mcp:  # the servers' tools join the agent's registry (cli/mcp_tools.py)
+        from loopwright.cli.mcp_tools import recipe_values
+
+        recipe = replace(recipe, mcp=recipe_values(mcp))
     if batch is not None:
         options = BatchOptions(batch, concurrency, trace_dir, otel)
         ctx.exit(batch_main(prompt, recipe, confirm_handler(yes, deny, False), options))
     if prompt is None:
         raise CliError('give a PROMPT (e.g. "What is 2 + 2?") or --batch FILE')
-    if mcp:  # the servers' tools join the agent's registry (cli/mcp_tools.py)
-        from loopwright.cli.mcp_tools import recipe_values
-
-        recipe = replace(recipe, mcp=recipe_values(mcp))
     text = read_prompt(prompt)
     interactive = prompt != "-" and sys.stdin.isatty() and sys.stderr.isatty()
     confirm = confirm_handler(yes, deny, interactive)
