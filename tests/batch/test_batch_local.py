@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from batch_agents import marked_processes, time_server_config
+from batch_agents import marked_processes, standin, time_server_config
 
 from loopwright import Agent, FunctionModel, Hooks, Reply, Usage
 from loopwright.batch import (
@@ -363,3 +363,21 @@ def test_a_source_giving_a_context_manager_holds_it_for_the_whole_batch() -> Non
     assert summary.done == 2
     assert events[0] == "enter" and events[-1] == "exit"
     assert sorted(events[1:-1]) == ["a", "b"]
+
+
+def test_run_batch_passes_mcp_servers_on(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from loopwright.cli import agents as agents_mod
+    from loopwright.cli.main import main
+
+    model = standin().config.model  # `run` has no --agent: the stand-in's model instead
+    monkeypatch.setattr(agents_mod, "resolve", lambda spec, base_url, on_payload: model)
+    config = time_server_config(tmp_path, f"run-batch-{uuid.uuid4().hex}")
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('"time UTC"\n')
+    argv = ["run", "--batch", str(prompts), "--mcp", str(config), "--tools", ""]
+    out = CliRunner().invoke(main, argv)
+    assert out.exit_code == 0, out.output
+    (record,) = _records(out.stdout)
+    assert '"timezone": "UTC"' in record["answer"]
