@@ -131,13 +131,9 @@ class ToolNode:
         calls = history[-1].tool_calls if history else ()
         if not calls:
             raise UserError("ToolNode: the last message has no tool calls to run")
-        taint = taint_in(history[:-1], self._untrusted)
+        taint = taint_in(history[:-1], self.registry)
         results = await self.dispatcher.run_results(calls, taint=taint)
         return {self.messages_key: [Message.tool_results(results)]}
-
-    def _untrusted(self, name: str) -> bool:
-        found = self.registry.get(name)
-        return found is not None and found.untrusted_output
 
 
 def tools_condition(state: Any, messages_key: str = "messages") -> str:

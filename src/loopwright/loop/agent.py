@@ -445,13 +445,7 @@ class Agent(Generic[OutputT]):
         state = RunState(session_id=session_id or new_session_id())
         if history:
             state.messages = list(history)
-            registry = self.config.registry
-
-            def untrusted(name: str) -> bool:
-                found = registry.get(name)
-                return found is not None and found.untrusted_output
-
-            state.taint = tuple(taint_in(state.messages, untrusted))
+            state.taint = tuple(taint_in(state.messages, self.config.registry))
         return state
 
     async def arun(

@@ -30,6 +30,7 @@ from loopwright.core.run import TAINT_LOG_SIZE, TaintSource
 from loopwright.core.tools import Permission, ToolSpec
 from loopwright.tools.confirm import Confirmation
 from loopwright.tools.decorator import Tool
+from loopwright.tools.registry import ToolRegistry
 
 EXCERPT_CHARS = 160
 """Characters of an untrusted result kept as its excerpt (enough to recognise it)."""
@@ -64,14 +65,15 @@ def source_of(result: ToolResultPart) -> TaintSource:
     return TaintSource(result.name, result.call_id, excerpt(_unwrapped(result.content)))
 
 
-def taint_in(messages: Iterable[Message], untrusted: Callable[[str], bool]) -> list[TaintSource]:
-    """The taint a conversation carries, for a runner that keeps no run state of its own
-    but the conversation (a graph's tool node: the messages are its checkpointed state).
+def taint_in(messages: Iterable[Message], tools: ToolRegistry) -> list[TaintSource]:
+    """The taint a conversation carries: for a run started from an earlier conversation
+    (a chat's next turn) and for a runner that keeps no run state of its own but the
+    conversation (a graph's tool node: the messages are its checkpointed state).
 
-    A tool result is untrusted content when ``untrusted(tool_name)`` says its tool is
-    flagged ``untrusted_output``, or when its content is a block the dispatcher delimited
-    as untrusted data (a result from a tool this caller does not know, such as one run
-    by another node). Error results count, as in the loop. Oldest first, the last
+    A tool result is untrusted content when its tool in ``tools`` is flagged
+    ``untrusted_output``, or when its content is a block the dispatcher delimited as
+    untrusted data (a result from a tool this caller does not know, such as one run by
+    another node). Error results count, as in the loop. Oldest first, the last
     :data:`~loopwright.core.run.TAINT_LOG_SIZE` as a run keeps them."""
     sources: list[TaintSource] = []
     for message in messages:
@@ -79,10 +81,15 @@ def taint_in(messages: Iterable[Message], untrusted: Callable[[str], bool]) -> l
             continue
         for part in message.parts:
             if isinstance(part, ToolResultPart) and (
-                untrusted(part.name) or delimited(part.content)
+                _flagged(tools, part.name) or delimited(part.content)
             ):
                 sources.append(source_of(part))
     return sources[-TAINT_LOG_SIZE:]
+
+
+def _flagged(tools: ToolRegistry, name: str) -> bool:
+    found = tools.get(name)
+    return found is not None and found.untrusted_output
 
 
 def delimited(content: str) -> bool:
