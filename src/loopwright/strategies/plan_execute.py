@@ -313,8 +313,15 @@ class PlanAndExecute(Strategy):
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
         run = PlanRun(prompt)
         ctx.record = run.to_dict  # encoded only if a limit stops the run
+        return await self._guarded(ctx, run, self._plan(ctx, run, feedback=""))
+
+    async def _guarded(
+        self, ctx: StrategyContext, run: PlanRun, prepare: Awaitable[None]
+    ) -> Outcome:
+        """Await ``prepare`` (planning, or readying a resumed plan), then run the plan;
+        a planner that declines answers, a plan refused at review pauses the run."""
         try:
-            await self._plan(ctx, run, feedback="")
+            await prepare
             return await self._drive(ctx, run)
         except PlannerDeclined as exc:
             return exc.text, {"action": exc.action, **run.to_dict()}
@@ -344,22 +351,16 @@ class PlanAndExecute(Strategy):
         ctx.emit(RunStarted(ctx.session_id, Message.user(run.request)))
         ctx.step("resumed", guidance=guidance or "")
 
-        async def work() -> Outcome:
+        async def ready() -> None:
             run.retries.clear()
-            try:
-                if guidance or not run.steps:  # no plan yet: the run stopped while planning
-                    run.replans = 0
-                    await self._plan(ctx, run, feedback=guidance or "")
-                else:
-                    for sid in [s for s, r in run.results.items() if not r.ok]:
-                        run.forget(sid)
-                return await self._drive(ctx, run)
-            except PlannerDeclined as exc:
-                return exc.text, {"action": exc.action, **run.to_dict()}
-            except PlanRejected as exc:
-                return run.answer(), self._pause(ctx, run, str(exc))
+            if guidance or not run.steps:  # no plan yet: the run stopped while planning
+                run.replans = 0
+                await self._plan(ctx, run, feedback=guidance or "")
+            else:
+                for sid in [s for s, r in run.results.items() if not r.ok]:
+                    run.forget(sid)
 
-        return await self._finish(ctx, work())
+        return await self._finish(ctx, self._guarded(ctx, run, ready()))
 
     def resume(
         self,
