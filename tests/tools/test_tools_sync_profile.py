@@ -105,3 +105,49 @@ async def test_context_variables_set_by_a_tool_do_not_leak_wherever_it_runs() ->
     await d.run_one(ToolCallPart("last", "setter", {"x": 0}))
     assert setter.profile.inline
     assert var.get() == "unset"
+
+
+async def test_a_def_tool_that_starts_its_own_event_loop_goes_back_to_workers() -> None:
+    # a sync tool that wraps async code with asyncio.run (or calls a synchronous
+    # Agent.run) is short and CPU-bound, so it gets promoted; on the loop's thread it
+    # would fail, so the call runs on a worker instead and the tool stays there
+    import asyncio
+
+    async def double(x: int) -> int:
+        return 2 * x
+
+    @tool
+    def wraps_async(x: int) -> int:
+        """Run a coroutine to completion."""
+        return asyncio.run(double(x))
+
+    d = Dispatcher(ToolRegistry([wraps_async]))
+    wraps_async.profile.inline = True  # as after a streak of fast worker runs
+    out = await d.run_one(ToolCallPart("c0", "wraps_async", {"x": 21}))
+    assert not out.result.is_error, out.result.content
+    assert out.result.content == "42"
+    assert not wraps_async.profile.inline and wraps_async.profile.demoted
+    for i in range(2 * SyncProfile.PROMOTE_AFTER):
+        out = await d.run_one(ToolCallPart(f"c{i + 1}", "wraps_async", {"x": i}))
+        assert out.result.content == str(2 * i)
+    assert not wraps_async.profile.inline
+
+
+async def test_a_def_tool_running_a_synchronous_agent_survives_promotion() -> None:
+    from loopwright import Agent, FunctionModel
+
+    inner = Agent(FunctionModel(lambda messages, request: "inner answer"))
+
+    @tool
+    def ask_inner(x: int) -> str:
+        """Ask another agent synchronously."""
+        return inner.run(f"question {x}").output
+
+    d = Dispatcher(ToolRegistry([ask_inner]))
+    for i in range(3 * SyncProfile.PROMOTE_AFTER):
+        if i == SyncProfile.PROMOTE_AFTER:
+            ask_inner.profile.inline = True
+        out = await d.run_one(ToolCallPart(f"c{i}", "ask_inner", {"x": i}))
+        assert not out.result.is_error, out.result.content
+        assert out.result.content == "inner answer"
+    assert ask_inner.profile.demoted

@@ -50,7 +50,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.core.errors import ToolError, ToolErrorKind, UserError
 
 if TYPE_CHECKING:
     from loopwright.tools.decorator import Tool
@@ -60,6 +60,9 @@ log = logging.getLogger("loopwright.tools")
 MAX_WORKERS = 64
 MAX_STUCK_PER_OWNER = 4
 MAX_ABANDONED = 256
+_RUNNING_LOOP = "running event loop"
+"""In the message of the error ``asyncio.run`` (``RuntimeError``) and ``Agent.run``
+(``UserError``) raise when called on a thread whose event loop is running."""
 
 Execution = concurrent.futures.Future
 """Resolved with ``(value, exception)`` when a worker finishes the function."""
@@ -106,6 +109,12 @@ class SyncProfile:
                 self.inline = True
         else:
             self.streak = 0
+
+    def refuse_inline(self) -> None:
+        """Back to workers for good: the function cannot run on the event loop's thread."""
+        self.inline = False
+        self.demoted = True
+        log.info("%r starts an event loop of its own; it runs on worker threads", self.name)
 
     def ran_inline(self, wall: float) -> None:
         if wall <= self.DEMOTE_S:
@@ -333,7 +342,18 @@ async def call_sync(
             started = time.perf_counter()
             # in a copy of the context, as on a worker: a function setting a context
             # variable behaves the same wherever it was placed
-            result = contextvars.copy_context().run(fn, **kwargs)
+            try:
+                result = contextvars.copy_context().run(fn, **kwargs)
+            except (RuntimeError, UserError) as exc:
+                if _RUNNING_LOOP not in str(exc):
+                    raise
+                # the function starts an event loop of its own (``asyncio.run``, a
+                # synchronous ``Agent.run``): fine on a worker, refused on the loop's
+                # thread before it runs anything. Workers for good, and this call too.
+                profile.refuse_inline()
+                return await run_in_worker(
+                    fn, kwargs, owner=owner, execution=execution, profile=profile
+                )
             profile.ran_inline(time.perf_counter() - started)
             return result
         return await run_in_worker(fn, kwargs, owner=owner, execution=execution, profile=profile)
