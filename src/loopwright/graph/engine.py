@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from loopwright.graph.checkpoint import GraphSaver, Saved
 from loopwright.graph.messages import add_messages
-from loopwright.graph.pregel import Next, _Run, _Task, merge_writes, subgraph_thread
+from loopwright.graph.pregel import Emit, Next, _Run, _Task, merge_writes, subgraph_thread
 from loopwright.graph.schema import schema_kind
 from loopwright.graph.types import (
     END,
@@ -126,6 +126,7 @@ class CompiledStateGraph:
         config: Config | None = None,
         *,
         stream_mode: StreamMode = "updates",
+        subgraphs: bool = False,
         **options: Any,
     ) -> AsyncIterator[Any]:
         """Yield chunks as the graph runs.
@@ -135,6 +136,11 @@ class CompiledStateGraph:
         ``"events"`` (:data:`~loopwright.graph.types.GraphEvent` values, including the
         run events of agent nodes), ``"custom"`` (what nodes send through
         :func:`get_stream_writer`), or a list of them (chunks become ``(mode, chunk)``).
+
+        ``subgraphs=True`` also streams the chunks of subgraph runs, each prefixed with
+        its namespace: ``(namespace, chunk)`` or ``(namespace, mode, chunk)``, where
+        the namespace is ``()`` for this graph and ``("node:task", ...)`` down to the
+        subgraph run that produced the chunk.
         """
         durability = _durability(options.pop("durability", None))
         refuse_options("stream", options)
@@ -145,6 +151,8 @@ class CompiledStateGraph:
         feed = _Feed()
         run = _Run(self, config or {}, feed.put, frozenset(modes), drain=feed.drained)
         run.write_behind = durability == "async"
+        if subgraphs:
+            run.subgraph_feed = feed.put
         task = asyncio.ensure_future(run.run(input))
         task.add_done_callback(feed.finished)
         multi = not isinstance(stream_mode, str)
@@ -154,9 +162,16 @@ class CompiledStateGraph:
                 if item is None:
                     break
                 mode, chunk = item
+                path: tuple[str, ...] = ()
+                graph = self
+                if type(chunk) is _FromSubgraph:
+                    path, graph, chunk = chunk.path, chunk.graph, chunk.chunk
                 if mode == "values":
-                    chunk = self._values_chunk(chunk)
-                yield (mode, chunk) if multi else chunk
+                    chunk = graph._values_chunk(chunk)
+                if subgraphs:
+                    yield (path, mode, chunk) if multi else (path, chunk)
+                else:
+                    yield (mode, chunk) if multi else chunk
             await task
         finally:
             if not task.done():  # the consumer stopped early: stop the run, let it unwind
@@ -204,7 +219,15 @@ class CompiledStateGraph:
             "thread_id": parent.namespace(task),
             "checkpoint_id": None,  # the parent's checkpoint id means nothing here
         }
-        run = _Run(self, {**config, "configurable": configurable}, parent=task)
+        config = {**config, "configurable": configurable}
+        feed = parent.subgraph_feed
+        if feed is None:
+            run = _Run(self, config, parent=task)
+        else:  # stream(..., subgraphs=True): this run's chunks go out with its namespace
+            path = (*parent.namespace_path, f"{task.name}:{task.id}")
+            run = _Run(self, config, _SubgraphEmit(feed, path, self), parent.modes, parent=task)
+            run.namespace_path = path
+            run.subgraph_feed = feed
         run.write_behind = parent.write_behind
         state = {k: v for k, v in input.items() if k in self.keys}
         return self.output(await run.run(state))
@@ -504,6 +527,31 @@ class CompiledStateGraph:
 
     def draw_mermaid(self) -> str:
         return str(self.get_graph().draw_mermaid())
+
+
+class _FromSubgraph:
+    """A chunk of a subgraph run on its way to the top-level stream."""
+
+    __slots__ = ("chunk", "graph", "path")
+
+    def __init__(self, path: tuple[str, ...], graph: CompiledStateGraph, chunk: Any) -> None:
+        self.path = path
+        self.graph = graph
+        self.chunk = chunk
+
+
+class _SubgraphEmit:
+    """The ``emit`` of a subgraph run when the stream asked for ``subgraphs=True``."""
+
+    __slots__ = ("feed", "graph", "path")
+
+    def __init__(self, feed: Emit, path: tuple[str, ...], graph: CompiledStateGraph) -> None:
+        self.feed = feed
+        self.path = path
+        self.graph = graph
+
+    def __call__(self, mode: str, chunk: Any) -> None:
+        self.feed(mode, _FromSubgraph(self.path, self.graph, chunk))
 
 
 class _Feed:

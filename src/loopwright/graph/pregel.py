@@ -212,6 +212,11 @@ class _Run:
         self._drain = drain
         self.modes = modes
         self.parent = parent
+        self.namespace_path: tuple[str, ...] = ()
+        """``("node:task", ...)`` from the top-level graph down to this run (``()`` there)."""
+        self.subgraph_feed: Emit | None = None
+        """Where subgraph runs send their chunks (``stream(..., subgraphs=True)``), or
+        ``None``: a subgraph's own chunks are not streamed."""
         self.saved: Saved | None = None
         self.values: dict[str, Any] = {}
         self.barriers: dict[str, set[str]] = {}
