@@ -15,6 +15,7 @@ untrusted content, docs/security.md).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -56,10 +57,10 @@ def run_strategy(
             store, new_session_id(), metadata=metadata_for(recorded), lock=True
         )
         strategy = for_agent(name, agent, settings, on_progress=checkpoints)
-        outcome = strategy.run(
+        run = strategy.arun(
             prompt, on_event=agent.config.hooks.on_event, session_id=checkpoints.session_id
         )
-        checkpoints.finish(outcome.stop, outcome.detail)
+        outcome = asyncio.run(checkpoints.hold(run))  # the lock is kept alive meanwhile
     finally:
         store.close()
     return report(outcome, as_json=as_json, streamed=streamed)
@@ -108,19 +109,14 @@ def resume_strategy(
     settings = settings_for(name, recipe.strategy_settings or None)
     strategy = for_agent(name, agent, settings, on_progress=checkpoints)
     assert isinstance(strategy, PlanAndExecute)  # the one resumable strategy (RESUMABLE)
-    try:
-        outcome = strategy.resume(
-            progress,
-            guidance,
-            decision=decision,
-            on_event=agent.config.hooks.on_event,
-            session_id=state.session_id,
-        )
-    except BaseException:
-        store.release_lock(state.session_id, str(checkpoints.owner))  # progress is saved
-        raise
-    checkpoints.finish(outcome.stop, outcome.detail)
-    return outcome
+    run = strategy.aresume(
+        progress,
+        guidance,
+        decision=decision,
+        on_event=agent.config.hooks.on_event,
+        session_id=state.session_id,
+    )
+    return asyncio.run(checkpoints.hold(run))  # released if it raises (progress is saved)
 
 
 def report(outcome: StrategyResult, *, as_json: bool, streamed: bool = False) -> RunStop:

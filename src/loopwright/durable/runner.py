@@ -34,7 +34,8 @@ from loopwright.loop.agent import Agent, Prompt, Run
 from loopwright.loop.hooks import Hooks
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
-from loopwright.store.errors import SessionNotFound, StoreError
+from loopwright.store.errors import SessionNotFound
+from loopwright.store.heartbeat import LockHeartbeat
 from loopwright.store.state import lock_owner_id
 from loopwright.tools import Confirmation
 
@@ -296,10 +297,10 @@ class _SessionLock:
     """``async with``: hold the session lock for the duration of a run; ``stored`` is the
     session as loaded once the lock is held (``None``: not stored yet).
 
-    A heartbeat refreshes the lock every ``ttl / 3`` seconds, so a tool that runs longer
-    than the TTL (between two checkpoints) does not lose the lock to another process. It
-    is a timer, not a sleeping task: most runs end before it ever fires. A run that
-    releases the lock with its final checkpoint sets ``released``."""
+    A :class:`~loopwright.store.heartbeat.LockHeartbeat` keeps the lock alive, so a tool
+    that runs longer than the TTL (between two checkpoints) does not lose the lock to
+    another process. A run that releases the lock with its final checkpoint sets
+    ``released``."""
 
     def __init__(self, store: AsyncStore, session_id: str, ttl: float, break_lock: bool) -> None:
         self.store = store
@@ -309,41 +310,19 @@ class _SessionLock:
         self.owner = lock_owner_id()
         self.stored: RunState | None = None
         self.released = False
-        self._timer: asyncio.TimerHandle | None = None
-        self._refresh: asyncio.Task[None] | None = None
+        self._heartbeat = LockHeartbeat(store, session_id, self.owner, ttl)
 
     async def __aenter__(self) -> _SessionLock:
         # taking the lock and loading the session are one store call (one thread hop)
         self.stored = await self.store.lock_and_load(
             self.session_id, self.owner, self.ttl, break_first=self.break_lock
         )
-        self._arm()
+        self._heartbeat.start()
         return self
 
-    def _arm(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(self.ttl / 3, self._beat)
-
-    def _beat(self) -> None:
-        self._refresh = asyncio.get_running_loop().create_task(self._refresh_lock())
-
-    async def _refresh_lock(self) -> None:
-        try:
-            await self.store.acquire_lock(self.session_id, self.owner, self.ttl)
-        except StoreError as exc:  # the next checkpoint reports a lasting problem
-            log.warning("session %s: lock refresh failed: %s", self.session_id, exc)
-        self._arm()
-
     async def quiet(self) -> None:
-        """Stop the heartbeat (a refresh in flight is cancelled and awaited)."""
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._refresh is not None and not self._refresh.done():
-            self._refresh.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refresh
-        if self._timer is not None:
-            self._timer.cancel()  # re-armed by a refresh that finished meanwhile
+        """Stop the heartbeat (a refresh in flight finishes first)."""
+        await self._heartbeat.stop()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.quiet()

@@ -13,13 +13,16 @@ Redis, PostgreSQL or memory: any :class:`~loopwright.store.CheckpointStore`). At
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 
 from loopwright.core.messages import JSONValue, Message
 from loopwright.core.run import RunState, RunStop, new_session_id
 from loopwright.store import CheckpointStore, SessionNotFound
+from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL
+from loopwright.store.heartbeat import LockHeartbeat
 from loopwright.store.state import lock_owner_id
+from loopwright.strategies.runtime import StrategyResult
 
 
 class ReflectionMemory:
@@ -76,7 +79,8 @@ class PlanCheckpoints:
     (or refreshed) with every save, released by :meth:`finish`, so a second process cannot
     continue the same plan at the same time (:class:`~loopwright.store.SessionLocked`); a
     lock left by a process that died on this host is taken over. The lock lives ``ttl``
-    seconds from the latest save: a step running longer than that may lose it.
+    seconds from its latest refresh: run the strategy through :meth:`hold` so a
+    heartbeat refreshes it while a step runs longer than that.
     """
 
     KEY = "plan_execute"
@@ -101,6 +105,41 @@ class PlanCheckpoints:
         """Take (or refresh) the session's lock; a no-op without ``lock=True``."""
         if self.owner is not None:
             self.store.acquire_lock(self.session_id, self.owner, self.ttl)
+
+    async def hold(self, run: Coroutine[object, object, StrategyResult]) -> StrategyResult:
+        """Await ``run`` (the strategy's ``arun`` / ``aresume`` with this object as its
+        ``on_progress``) under the session's lock, then :meth:`finish` it with the run's
+        stop. While ``run`` works, a :class:`~loopwright.store.heartbeat.LockHeartbeat`
+        refreshes the lock every ``ttl / 3`` seconds, so a step longer than ``ttl`` keeps
+        it. If ``run`` raises, the lock is released (the progress saved so far stays)."""
+        if self.owner is None:
+            outcome = await run
+        else:
+            outcome = await self._locked(run, self.owner)
+        self.finish(outcome.stop, outcome.detail)
+        return outcome
+
+    async def _locked(
+        self, run: Coroutine[object, object, StrategyResult], owner: str
+    ) -> StrategyResult:
+        aio = AsyncStore(self.store, workers=1)
+        heartbeat = LockHeartbeat(aio, self.session_id, owner, self.ttl)
+        try:
+            await aio.acquire_lock(self.session_id, owner, self.ttl)
+        except BaseException:
+            run.close()  # never started
+            aio.close()
+            raise
+        heartbeat.start()
+        try:
+            return await run
+        except BaseException:
+            await heartbeat.stop()
+            await aio.release_lock(self.session_id, owner)
+            raise
+        finally:
+            await heartbeat.stop()
+            aio.close()
 
     def __call__(self, state: Mapping[str, JSONValue]) -> None:
         self._last = dict(state)
