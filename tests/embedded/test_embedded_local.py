@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 pytest.importorskip("llama_cpp")
@@ -207,3 +209,32 @@ async def test_a_users_own_tool_is_called_with_the_requests_values() -> None:
     no_rule = LocalConfig(answer_margin=-100.0, call_overlap=float("inf"))
     done, _ = await final(LocalModel(config=no_rule), request)
     assert not done.message.tool_calls and done.message.text
+
+
+def test_a_guide_that_never_writes_leaves_decoding_unchanged() -> None:
+    # A guide that returns None must be inert: attaching one used to keep every number
+    # the model wrote to one digit, which is why guides on the call turn lost questions.
+    import re
+
+    from llama_cpp import LlamaGrammar
+
+    from loopwright.providers import local_sampler as ls
+
+    model = LocalModel()
+    model.load()
+    llm = model._loaded.llm  # type: ignore[union-attr]
+    prompt = llm.tokenize(
+        b"Q: What is 45 * 12?\nA: 45 * 12 = 540.\nQ: What is 250 + 1024?\nA:", add_bos=True
+    )
+    options = {"max_tokens": 24, "temperature": 0.0}
+
+    def decode(guide: Callable[[str, str], str | None] | None) -> list[int]:
+        grammar = LlamaGrammar.from_string('root ::= [ -~]{1,24} "\\n"', verbose=False)
+        sampler = ls.GreedyGrammarSampler(llm, grammar, guide=guide)
+        for _ in ls.greedy_grammar_stream(llm, sampler, prompt, options):
+            pass
+        return list(sampler._generated)
+
+    plain = decode(None)
+    assert any(len(n) > 1 for n in re.findall(r"\d+", llm.detokenize(plain).decode()))
+    assert decode(lambda text, first: None) == plain

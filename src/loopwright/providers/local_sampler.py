@@ -98,6 +98,10 @@ class GreedyGrammarSampler:
         self._chars: dict[str, tuple[int, ...]] = {}
         self._text = b""
         self._pending = ""
+        # True while the token just decoded ended text the guide wrote: only a number
+        # the guide wrote is kept from running on into the model's own digits, so a
+        # guide that returns ``None`` changes nothing.
+        self._guided_end = False
         self._n_vocab = int(llm.n_vocab())
         self._shortlist = min(shortlist, self._n_vocab)
         self._eog = np.array(sorted({int(llm.token_eos())} | _end_of_turn(llm)), dtype=np.int64)
@@ -113,11 +117,15 @@ class GreedyGrammarSampler:
         np = self._np
         ptr = self._lc.llama_get_logits_ith(ctx.ctx, idx)
         logits = np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
-        token = self._guided(logits) if self._pending else None
+        guiding = bool(self._pending)
+        token = self._guided(logits) if guiding else None
         if token is None:
             token = self._greedy(logits)
+            self._guided_end = False
             if self._guide is not None:
                 token = self._bind_number(token, logits)
+        else:
+            self._guided_end = not self._pending
         self._lc.llama_sampler_accept(self._smpl, token)
         self._generated.append(token)
         if self._track_text:
@@ -137,9 +145,9 @@ class GreedyGrammarSampler:
             and all(t in self._digits for t in self._generated[-run:])
         ):
             banned = banned | self._digits
-        if self._guide is not None and self._generated and self._generated[-1] in self._digits:
-            # A bound number just ended: it must not run on into other digits.
-            banned = banned | (self._digits if not self._pending else frozenset())
+        if self._guided_end and self._generated and self._generated[-1] in self._digits:
+            # A number the guide wrote just ended: it must not run on into other digits.
+            banned = banned | self._digits
         if self._no_symbol_runs or self._veto is not None:
             banned = banned | self._refused(ids)
         token = self._first_allowed(ids, logits, banned)
@@ -195,6 +203,7 @@ class GreedyGrammarSampler:
         if bound is None:
             self._pending = ""
             return token
+        self._guided_end = not self._pending
         return bound
 
     def _guided(self, logits: Any, first: bool = False) -> int | None:
