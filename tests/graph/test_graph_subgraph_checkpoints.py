@@ -15,7 +15,7 @@ import pytest
 from graph_programs import crash_in_subgraph_graph
 from typing_extensions import TypedDict
 
-from loopwright.graph import END, START, Command, Send, StateGraph, interrupt
+from loopwright.graph import END, START, Command, GraphError, Send, StateGraph, interrupt
 
 
 class S(TypedDict, total=False):
@@ -227,3 +227,41 @@ def test_get_state_with_subgraphs_shows_where_a_paused_subgraph_stands(
     assert inner.state.next == ("ask",)  # prep done, ask waiting
     assert inner.state.values == {"answer": "none yet"}
     assert [i.value for i in inner.state.interrupts] == ["name?"]
+
+
+def test_a_subgraph_snapshot_config_reads_history_and_takes_updates(
+    store: Any, thread: dict
+) -> None:
+    runs: Counter[str] = Counter()
+    app = _parent(_child(runs), runs).compile(checkpointer=store)
+    app.invoke({"answer": "none yet"}, thread)
+    (task,) = app.get_state(thread, subgraphs=True).tasks
+    sub = task.state.config
+    assert sub["configurable"]["checkpoint_ns"].startswith("child:")
+    assert app.get_state(sub).next == ("ask",)
+    history = list(app.get_state_history(sub))
+    assert len(history) >= 2 and history[0].config == sub  # newest first
+    assert all(
+        h.config["configurable"]["checkpoint_ns"] == sub["configurable"]["checkpoint_ns"]
+        for h in history
+    )
+    # answer the question by hand instead of resuming: the update counts as `ask`'s output
+    new = app.update_state(sub, {"answer": "Grace"}, as_node="ask")
+    assert new["configurable"]["checkpoint_ns"] == sub["configurable"]["checkpoint_ns"]
+    assert app.get_state(new).next == ("check",)
+    assert app.get_state(thread).values == {"answer": "none yet"}  # the parent is unchanged
+    # the parent's next run continues the subgraph from the update: `ask` does not rerun
+    assert app.invoke(None, thread) == {"answer": "Grace", "done": True}
+    assert runs == {"before": 1, "prep": 1, "ask": 1, "check": 1}
+
+
+def test_a_checkpoint_ns_that_is_not_a_subgraph_is_refused(store: Any, thread: dict) -> None:
+    runs: Counter[str] = Counter()
+    app = _parent(_child(runs), runs).compile(checkpointer=store)
+    app.invoke({}, thread)
+    bad = {"configurable": {**thread["configurable"], "checkpoint_ns": "before:1:0#1"}}
+    with pytest.raises(GraphError, match="checkpoint_ns"):
+        app.get_state(bad)
+    bad["configurable"]["thread_id"] += "|before:1:0#1"
+    with pytest.raises(GraphError, match="not a subgraph node"):
+        app.get_state(bad)

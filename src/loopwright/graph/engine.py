@@ -350,17 +350,17 @@ class CompiledStateGraph:
         interrupts, and the updates of tasks that finished). With ``subgraphs``, a
         pending subgraph task that has started carries the subgraph's own snapshot in
         its ``state`` (nested subgraphs too), as in LangGraph."""
-        saver, thread, checkpoint_id = self._thread(config)
+        graph, saver, thread, checkpoint_id, ns = self._where(config)
         saved = saver.at(thread, int(checkpoint_id)) if checkpoint_id else saver.latest(thread)
         if saved is None:
             return StateSnapshot({}, (), dict(config), None, None, None)
-        snapshot = self._snapshot(thread, saved, apply_pending=checkpoint_id is None)
+        snapshot = graph._snapshot(thread, saved, apply_pending=checkpoint_id is None, ns=ns)
         if subgraphs:
-            snapshot = self._with_subgraphs(snapshot, saver, thread, saved.number)
+            snapshot = graph._with_subgraphs(snapshot, saver, thread, saved.number, ns)
         return snapshot
 
     def _with_subgraphs(
-        self, snapshot: StateSnapshot, saver: GraphSaver, thread: str, number: int
+        self, snapshot: StateSnapshot, saver: GraphSaver, thread: str, number: int, ns: str
     ) -> StateSnapshot:
         tasks = []
         for task in snapshot.tasks:
@@ -371,8 +371,10 @@ class CompiledStateGraph:
                 where = subgraph_thread(thread, task.name, task.id, number)
                 saved = nested.latest(where)
                 if saved is not None:
-                    state = inner._snapshot(where, saved, apply_pending=True)
-                    state = inner._with_subgraphs(state, nested, where, saved.number)
+                    segment = where[len(thread) + 1 :]
+                    inner_ns = f"{ns}|{segment}" if ns else segment
+                    state = inner._snapshot(where, saved, apply_pending=True, ns=inner_ns)
+                    state = inner._with_subgraphs(state, nested, where, saved.number, inner_ns)
                     task = replace(task, state=state)
             tasks.append(task)
         return replace(snapshot, tasks=tuple(tasks))
@@ -403,12 +405,13 @@ class CompiledStateGraph:
     def get_state_history(
         self, config: Config, *, limit: int | None = None, **_: Any
     ) -> Iterator[StateSnapshot]:
-        """Every checkpoint of the thread, newest first."""
-        saver, thread, _checkpoint = self._thread(config)
+        """Every checkpoint of the thread, newest first (of a subgraph's namespace when
+        ``config`` is a subgraph snapshot's, from ``get_state(config, subgraphs=True)``)."""
+        graph, saver, thread, _checkpoint, ns = self._where(config)
         for n, saved in enumerate(saver.history(thread)):
             if limit is not None and n >= limit:
                 return
-            yield self._snapshot(thread, saved, apply_pending=False)
+            yield graph._snapshot(thread, saved, apply_pending=False, ns=ns)
 
     def update_state(
         self, config: Config, values: Any, as_node: str | None = None
@@ -417,8 +420,21 @@ class CompiledStateGraph:
         names an earlier ``checkpoint_id``), through the reducers. With ``as_node`` the
         update counts as that node's output: its edges choose the next nodes; otherwise
         the pending nodes stay pending (on an empty thread the update acts as the input:
-        START's edges choose). Returns the new checkpoint's config."""
-        saver, thread, checkpoint_id = self._thread(config)
+        START's edges choose). Returns the new checkpoint's config. A subgraph snapshot's
+        config (``get_state(config, subgraphs=True)``) updates that subgraph run, which
+        the parent's next resume continues from."""
+        graph, saver, thread, checkpoint_id, ns = self._where(config)
+        return graph._update(saver, thread, checkpoint_id, ns, values, as_node)
+
+    def _update(
+        self,
+        saver: GraphSaver,
+        thread: str,
+        checkpoint_id: str | None,
+        ns: str,
+        values: Any,
+        as_node: str | None,
+    ) -> dict[str, Any]:
         saved = saver.at(thread, int(checkpoint_id)) if checkpoint_id else saver.latest(thread)
         if as_node is not None and as_node not in self.nodes and as_node not in (START, END):
             raise GraphError(f"update_state(as_node={as_node!r}): no such node")
@@ -444,7 +460,7 @@ class CompiledStateGraph:
             created_at=_now(),
         )
         stored = saver.put(thread, saved, record, changes if saved is not None else None)
-        return self._config(thread, stored.number)
+        return self._config(thread, stored.number, ns)
 
     async def _next_after(
         self,
@@ -461,16 +477,39 @@ class CompiledStateGraph:
         await run.route(task, values, True, {}, chosen)
         return chosen.pending()
 
-    def _thread(self, config: Config) -> tuple[GraphSaver, str, str | None]:
+    def _where(self, config: Config) -> tuple[CompiledStateGraph, GraphSaver, str, str | None, str]:
+        """``(graph, saver, thread, checkpoint_id, namespace)`` a config points at: this
+        graph's thread, or with a ``checkpoint_ns`` the namespace of a subgraph run (its
+        path of ``NODE:TASK#CHECKPOINT`` segments, the end of its thread id)."""
         if self.saver is None:
             raise GraphError("this graph has no checkpointer: compile(checkpointer=MemoryStore())")
         configurable = config.get("configurable") or {}
         thread = configurable.get("thread_id")
         if not thread:
             raise GraphError('pass the thread: {"configurable": {"thread_id": "..."}}')
-        return self.saver, str(thread), configurable.get("checkpoint_id")
+        thread = str(thread)
+        ns = str(configurable.get("checkpoint_ns") or "")
+        graph: CompiledStateGraph = self
+        saver: GraphSaver = self.saver
+        if ns:
+            if not thread.endswith(f"|{ns}"):
+                raise GraphError(
+                    f"checkpoint_ns {ns!r} is not a namespace of thread {thread!r}: pass the "
+                    "config of a snapshot from get_state(config, subgraphs=True)"
+                )
+            for segment in ns.split("|"):
+                node = segment.split(":", 1)[0]
+                spec = graph.nodes.get(node)
+                inner = spec.subgraph if spec is not None else None
+                nested = inner.nested_saver(saver) if inner is not None else None
+                if inner is None or nested is None:
+                    raise GraphError(f"checkpoint_ns {ns!r}: {node!r} is not a subgraph node here")
+                graph, saver = inner, nested
+        return graph, saver, thread, configurable.get("checkpoint_id"), ns
 
-    def _snapshot(self, thread: str, saved: Saved, *, apply_pending: bool) -> StateSnapshot:
+    def _snapshot(
+        self, thread: str, saved: Saved, *, apply_pending: bool, ns: str = ""
+    ) -> StateSnapshot:
         values = dict(saved.values)
         tasks: list[GraphTask] = []
         waiting: list[str] = []
@@ -504,18 +543,18 @@ class CompiledStateGraph:
         return StateSnapshot(
             values=self.output(values),
             next=tuple(waiting),
-            config=self._config(thread, saved.number),
+            config=self._config(thread, saved.number, ns),
             metadata={"source": saved.source, "step": saved.step, "parents": {}},
             created_at=datetime.fromtimestamp(saved.created_at, UTC).isoformat(),
-            parent_config=None if saved.parent is None else self._config(thread, saved.parent),
+            parent_config=None if saved.parent is None else self._config(thread, saved.parent, ns),
             tasks=tuple(tasks),
             interrupts=interrupts,
         )
 
     @staticmethod
-    def _config(thread: str, number: int) -> dict[str, Any]:
+    def _config(thread: str, number: int, ns: str = "") -> dict[str, Any]:
         return {
-            "configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": str(number)}
+            "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": str(number)}
         }
 
     # ------------------------------------------------------------------ drawing
