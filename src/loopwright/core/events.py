@@ -1,9 +1,11 @@
 """The event vocabulary.
 
-Two families share one module:
+Two families, one import path:
 
 * **Model stream events** (``TextDelta`` ... ``ResponseDone`` / ``StreamError``) are what a
-  :class:`~loopwright.core.protocols.Model` yields. A stream always ends with exactly one
+  :class:`~loopwright.core.protocols.Model` yields. They are defined beside that protocol
+  (in :mod:`loopwright.core.protocols`: the model contract is the request in and these
+  events out) and re-exported here. A stream always ends with exactly one
   ``ResponseDone`` or one ``StreamError``; once streaming has started, failures are
   *data* (``StreamError``), never exceptions.
 * **Run events** (``RunStarted`` ... ``RunFinished``) are what the loop emits. Tracing,
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias
 
 from loopwright.core.errors import ProviderError
 from loopwright.core.messages import (
@@ -30,58 +32,37 @@ from loopwright.core.messages import (
     ToolResultPart,
     Usage,
 )
+from loopwright.core.protocols import (
+    ModelEvent,
+    ReasoningDelta,
+    ResponseDone,
+    StreamError,
+    TextDelta,
+    ToolCallDelta,
+)
 from loopwright.core.run import LoopState, RunResult, RunStop
 
-# ---------------------------------------------------------------- model stream
-
-
-@dataclass(frozen=True, slots=True)
-class TextDelta:
-    text: str
-    type: ClassVar[Literal["text_delta"]] = "text_delta"
-
-
-@dataclass(frozen=True, slots=True)
-class ReasoningDelta:
-    text: str
-    type: ClassVar[Literal["reasoning_delta"]] = "reasoning_delta"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallDelta:
-    """A piece of a streamed tool call. ``index`` orders calls within one response;
-    ``partial_arguments`` is the best parse of the arguments received so far."""
-
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments_delta: str = ""
-    partial_arguments: dict[str, Any] | None = None
-    type: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
-
-
-@dataclass(frozen=True, slots=True)
-class ResponseDone:
-    """The complete assistant message of one model call."""
-
-    message: Message
-    stop_reason: StopReason
-    usage: Usage = field(default_factory=Usage)
-    model: str = ""
-    type: ClassVar[Literal["response_done"]] = "response_done"
-
-
-@dataclass(frozen=True, slots=True)
-class StreamError:
-    """The model call failed. ``partial`` keeps whatever arrived before the failure."""
-
-    error: ProviderError
-    partial: Message | None = None
-    usage: Usage = field(default_factory=Usage)
-    type: ClassVar[Literal["stream_error"]] = "stream_error"
-
-
-ModelEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | ResponseDone | StreamError
+__all__ = [
+    "LimitReached",
+    "MessageAppended",
+    "ModelCallFailed",
+    "ModelCallFinished",
+    "ModelCallStarted",
+    "ModelEvent",
+    "ModelStreamed",
+    "ReasoningDelta",
+    "ResponseDone",
+    "RunEvent",
+    "RunFinished",
+    "RunStarted",
+    "StateChanged",
+    "StrategyStep",
+    "StreamError",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+]
 
 # ---------------------------------------------------------------- run events
 

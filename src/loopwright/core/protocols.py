@@ -1,18 +1,74 @@
 """The seams between layers, as :class:`typing.Protocol` classes.
 
 The loop reaches a provider only through :class:`Model`; context policies only through
-:class:`ContextPolicy`. Implementations live in their own packages.
+:class:`ContextPolicy`. Implementations live in their own packages. The model contract is
+whole here: the :class:`ModelRequest` going in and the stream events coming out
+(:data:`ModelEvent`, re-exported by :mod:`loopwright.core.events` with the run events).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
-from loopwright.core.events import ModelEvent, ResponseDone, StreamError
-from loopwright.core.messages import Message
+from loopwright.core.errors import ProviderError
+from loopwright.core.messages import Message, StopReason, Usage
 from loopwright.core.tools import ToolSpec
+
+# ---------------------------------------------------------------- what a model yields
+# (re-exported by loopwright.core.events with the run events)
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+    type: ClassVar[Literal["text_delta"]] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+    type: ClassVar[Literal["reasoning_delta"]] = "reasoning_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a streamed tool call. ``index`` orders calls within one response;
+    ``partial_arguments`` is the best parse of the arguments received so far."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments_delta: str = ""
+    partial_arguments: dict[str, Any] | None = None
+    type: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseDone:
+    """The complete assistant message of one model call."""
+
+    message: Message
+    stop_reason: StopReason
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    type: ClassVar[Literal["response_done"]] = "response_done"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    """The model call failed. ``partial`` keeps whatever arrived before the failure."""
+
+    error: ProviderError
+    partial: Message | None = None
+    usage: Usage = field(default_factory=Usage)
+    type: ClassVar[Literal["stream_error"]] = "stream_error"
+
+
+ModelEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | ResponseDone | StreamError
+
+# ---------------------------------------------------------------- requests and seams
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +139,7 @@ For requests, returning a mapping replaces the payload sent."""
 
 @runtime_checkable
 class Model(Protocol):
-    """A model is a stream of :data:`~loopwright.core.events.ModelEvent`.
+    """A model is a stream of :data:`ModelEvent`.
 
     Contract:
 

@@ -8,6 +8,10 @@
   with the partial message. It makes exactly one attempt: retrying belongs to the loop
   (the one retry owner, see ``docs/providers.md``), which alone can also retry a stream
   cut after output started, and counts every request it sends.
+* :func:`settle` is the one place a call's usage is checked (counts clamped to ints in
+  ``[0, MAX_COUNT]``) and priced (:class:`Prices`, read from the table by
+  :mod:`loopwright.providers.pricing` when the adapter is built); ``drive`` applies it
+  to every call's final event.
 
 A finished response is checked before it is reported: a stream that ends without a stop
 signal, a tool call whose arguments never close, and an empty answer are errors with the
@@ -54,7 +58,6 @@ from loopwright.core.messages import (
     Usage,
 )
 from loopwright.providers._errors import error_from_exception
-from loopwright.providers.pricing import Prices, settle
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, Deadline
 
 C = TypeVar("C")
@@ -580,3 +583,62 @@ def is_arguments_json(raw: str) -> bool:
     except ArgumentsError:
         return False
     return True
+
+
+# ----------------------------------------------------------------- usage, settled
+
+
+MAX_COUNT = 10**12
+"""Token counts above this are not believable from one call; they are clamped (so a
+budget still fires) rather than trusted to overflow later arithmetic."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """USD per million tokens. ``cached_input`` ``None``: cached tokens cost ``input``;
+    ``reasoning`` ``None``: reasoning tokens (part of the output) cost ``output``."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    reasoning: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` (``input_tokens`` counts all prompt tokens, cached
+        included; ``output_tokens`` includes ``reasoning_tokens``)."""
+        cached = min(usage.cached_tokens, usage.input_tokens)
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        reasoning = min(usage.reasoning_tokens, usage.output_tokens)
+        reasoning_rate = self.output if self.reasoning is None else self.reasoning
+        total = (
+            (usage.input_tokens - cached) * self.input
+            + cached * cached_rate
+            + (usage.output_tokens - reasoning) * self.output
+            + reasoning * reasoning_rate
+        )
+        return total / 1_000_000
+
+
+def count(value: object) -> int:
+    """A provider's raw token count as a safe int: ``NaN``, infinities, negatives, strings
+    and ``None`` are 0, huge values are clamped to :data:`MAX_COUNT`. Never raises."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return min(max(int(value), 0), MAX_COUNT)
+
+
+def settle(usage: Usage, prices: Prices | None) -> Usage:
+    """``usage`` from a provider made safe (counts are ints in ``[0, MAX_COUNT]``; NaN,
+    infinities, negatives and non-numbers are 0) and priced when ``prices`` are known."""
+    counts = (usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens)
+    clean = [count(v) for v in counts]
+    if clean == list(counts) and all(type(v) is int for v in counts) and prices is None:
+        cost = usage.cost
+        if type(cost) is float and math.isfinite(cost) and cost >= 0:
+            return usage  # the common case: nothing to fix, nothing to price
+    settled = Usage(clean[0], clean[1], clean[2], clean[3], 0.0)
+    if prices is not None:
+        return Usage(clean[0], clean[1], clean[2], clean[3], prices.cost(settled))
+    return settled

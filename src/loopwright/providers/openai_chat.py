@@ -19,16 +19,26 @@ Wire facts (OpenAI API reference, ``/v1/chat/completions``):
 
 Vendor quirks come from :class:`~loopwright.providers.registry.Vendor` flags, never from
 ``if vendor == ...`` branches.
+
+The ``openai`` SDK helpers at the end of this module (the client, keyword splitting,
+reading SDK objects) are shared with :mod:`loopwright.providers.openai_responses`, the
+other adapter over the same SDK. The ``openai`` package is imported only inside
+:func:`make_client` (it is an optional extra). Clients are built with ``max_retries=0``
+(the loop owns retries, see ``docs/providers.md``) and the bounded HTTP client of
+:mod:`.transport` (call limits, size cap, no ``__del__`` scheduling ``aclose`` on a
+foreign event loop).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from loopwright.core.errors import BadRequest, MalformedResponse
+from loopwright.core.errors import BadRequest, ConfigError, MalformedResponse
 from loopwright.core.events import ModelEvent
 from loopwright.core.messages import (
     JSONValue,
@@ -48,7 +58,6 @@ from loopwright.core.protocols import (
     PayloadHook,
 )
 from loopwright.core.tools import ToolSpec
-from loopwright.providers import _openai
 from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
@@ -66,9 +75,9 @@ from loopwright.providers._common import (
 )
 from loopwright.providers._stream import is_arguments_json
 from loopwright.providers.pricing import count, prices_for
-from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, VENDORS, Vendor
+from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, PLACEHOLDER_KEY, VENDORS, Vendor
 from loopwright.providers.schema import openai_output_schema, openai_strict_schema
-from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
+from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, bounded_client
 
 PROTOCOL = "openai-chat"
 MAX_ID = 40  # OpenAI rejects tool_call ids longer than 40 characters
@@ -246,7 +255,7 @@ class ChatEncoder:
             out["stop"] = list(settings.stop)
         if settings.seed is not None:
             out["seed"] = settings.seed
-        level = _openai.effort(settings.reasoning)
+        level = effort(settings.reasoning)
         if level is not None and self.vendor.supports_reasoning_effort:
             out["reasoning_effort"] = level
         return out
@@ -289,7 +298,6 @@ def response_format(output: OutputFormat) -> dict[str, Any]:
 
 
 def usage_from(raw: Any) -> Usage:
-    field = _openai.field
     prompt = field(raw, "prompt_tokens") or 0
     completion = field(raw, "completion_tokens") or 0
     prompt_details = field(raw, "prompt_tokens_details")
@@ -360,7 +368,7 @@ def decode_choice(choice: Any, acc: StreamAccumulator, whole: bool) -> Iterator[
     raw = getattr(choice, "finish_reason", None)
     if raw:
         stop = FINISH_REASONS.get(raw) or map_finish_reason(
-            raw, json.dumps(_openai.dump(choice), default=str)
+            raw, json.dumps(dump(choice), default=str)
         )
         if acc.scratch.get("refusal"):
             stop = StopReason.REFUSAL
@@ -372,7 +380,7 @@ def decode_chunk(chunk: Any, acc: StreamAccumulator) -> Iterator[ModelEvent | No
     """One ``ChatCompletionChunk`` (streaming) or ``ChatCompletion`` (non-streaming), as
     the openai SDK builds them."""
     if acc.raw_events is not None:
-        acc.record(_openai.dump(chunk))
+        acc.record(dump(chunk))
     usage = getattr(chunk, "usage", None)
     if usage:
         acc.usage = usage_from(usage)
@@ -420,8 +428,8 @@ class OpenAIChatModel:
         self.prices = prices_for(self.vendor.name, model)
         self._clients: PerLoop[Any] = PerLoop()
         self._new_client = functools.partial(
-            _openai.make_client,
-            _openai.ClientConfig(
+            make_client,
+            ClientConfig(
                 base_url or vendor.base_url, api_key, self.call_limits, vendor.extra_headers
             ),
         )
@@ -446,11 +454,9 @@ class OpenAIChatModel:
     async def _open(self, payload: dict[str, Any]) -> Any:
         client = self._clients.get(self._new_client)
         create = client.chat.completions.create
-        kwargs = _openai.split_payload(
-            payload, _openai.known_params(type(client.chat.completions).create)
-        )
+        kwargs = split_payload(payload, known_params(type(client.chat.completions).create))
         result = await create(**kwargs)
-        return result if payload.get("stream") else _openai.single(result)
+        return result if payload.get("stream") else single(result)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_call(
@@ -469,3 +475,121 @@ class OpenAIChatModel:
 
 def _response_payload(events: list[JSONValue]) -> dict[str, Any]:
     return {"protocol": PROTOCOL, "events": events}
+
+
+# ----------------------------------------------------------------- the openai SDK
+# (shared with openai_responses)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    base_url: str | None
+    api_key: str | None
+    limits: CallLimits
+    headers: Mapping[str, str]
+
+
+def make_client(config: ClientConfig) -> Any:
+    """An ``AsyncOpenAI`` client for ``config``, with the SDK's own retries off."""
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ConfigError(
+            "the openai adapters need the openai SDK: pip install 'loopwright[openai]'"
+        ) from exc
+    return openai.AsyncOpenAI(
+        base_url=config.base_url,
+        api_key=config.api_key or PLACEHOLDER_KEY,
+        max_retries=0,
+        timeout=config.limits.read_timeout,
+        default_headers=dict(config.headers) or None,
+        http_client=bounded_client(openai.DefaultAsyncHttpxClient, config.limits),
+    )
+
+
+_KNOWN: dict[str, frozenset[str]] = {}
+
+
+def known_params(method: Callable[..., Any]) -> frozenset[str]:
+    """Keyword names a SDK ``create`` method accepts (cached per method)."""
+    key = f"{method.__module__}.{method.__qualname__}"
+    known = _KNOWN.get(key)
+    if known is None:
+        params = inspect.signature(method).parameters
+        known = frozenset(p for p in params if p not in ("self", "extra_body", "extra_headers"))
+        _KNOWN[key] = known
+    return known
+
+
+def split_payload(payload: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """SDK keyword arguments for ``payload``: known keys as keywords, the rest (vendor
+    extensions, ``settings.extra``) in ``extra_body`` so the wire body equals ``payload``."""
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in payload.items():
+        (kwargs if key in known else extra)[key] = value
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+def effort(reasoning: str | int | None) -> str | None:
+    """A neutral reasoning setting as an OpenAI effort level (token budgets bucketed)."""
+    if reasoning is None:
+        return None
+    if isinstance(reasoning, int):
+        if reasoning <= 0:
+            return "minimal"
+        return "low" if reasoning <= 2048 else "medium" if reasoning <= 8192 else "high"
+    return reasoning
+
+
+async def single(value: Any) -> AsyncIterator[Any]:
+    """A non-streamed response as a one-chunk stream (one decoding path)."""
+    yield value
+
+
+def dump(obj: Any) -> Any:
+    """A JSON-able view of an SDK object for ``on_payload("response", ...)``."""
+    to_dict = getattr(obj, "model_dump", None)
+    if to_dict is not None:
+        return to_dict(mode="json", exclude_unset=True)
+    return obj
+
+
+def field(obj: Any, name: str) -> Any:
+    """``obj.name`` for SDK models (vendor extra fields included) or dicts; ``None`` when
+    absent. Hot path of decoding: pydantic v2 keeps fields in ``__dict__`` and extras in
+    ``__pydantic_extra__``, read directly to avoid ``__getattr__`` misses."""
+    if obj is None:
+        return None
+    if type(obj) is dict:
+        return obj.get(name)
+    attrs = getattr(obj, "__dict__", None)
+    if attrs is not None:
+        value = attrs.get(name)
+        if value is None:
+            extra = getattr(obj, "__pydantic_extra__", None)
+            if extra:
+                value = extra.get(name)
+        return value
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def get(obj: Any, name: str) -> Any:
+    """A declared field of an SDK model (or a dict key); faster than :func:`field`."""
+    if type(obj) is dict:
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def extra(obj: Any, name: str) -> Any:
+    """A vendor extension field (not declared by the SDK model), e.g. ``reasoning_content``."""
+    if type(obj) is dict:
+        return obj.get(name)
+    extras = getattr(obj, "__pydantic_extra__", None)
+    if extras is None:  # not a pydantic model allowing extras: plain attribute lookup
+        return getattr(obj, name, None)
+    return extras.get(name)

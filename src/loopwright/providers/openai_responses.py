@@ -52,7 +52,7 @@ from loopwright.core.protocols import (
     PayloadHook,
 )
 from loopwright.core.tools import ToolSpec
-from loopwright.providers import _openai
+from loopwright.providers import openai_chat as _openai  # the shared openai SDK helpers
 from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,

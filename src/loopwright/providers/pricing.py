@@ -15,7 +15,10 @@ fire).
 
 :func:`settle` is the adapter boundary for usage: every adapter's final event passes
 through it (in :func:`loopwright.providers._stream.drive`), so negative, NaN, infinite or
-non-numeric counts from a provider become 0 and ``cost`` is computed, in one place.
+non-numeric counts from a provider become 0 and ``cost`` is computed, in one place. It
+and the :class:`Prices` it applies are defined in :mod:`loopwright.providers._stream`,
+beside that one caller, and re-exported here: this module reads the table (once per
+model, when an adapter is built); a model call only settles.
 """
 
 from __future__ import annotations
@@ -26,49 +29,28 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from loopwright.core.errors import ConfigError
-from loopwright.core.messages import Usage
+from loopwright.providers._stream import MAX_COUNT, Prices, count, settle
+
+__all__ = [
+    "MAX_COUNT",
+    "PRICES_ENV",
+    "Prices",
+    "count",
+    "load_prices",
+    "prices_for",
+    "settle",
+]
 
 PRICES_ENV = "LOOPWRIGHT_PRICES"
 """Environment variable naming a JSON/YAML file of price overrides."""
 
-MAX_COUNT = 10**12
-"""Token counts above this are not believable from one call; they are clamped (so a
-budget still fires) rather than trusted to overflow later arithmetic."""
-
 _SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
 _VENDOR_ALIASES = {"openai-responses": "openai", "openai-compatible": "openai"}
-
-
-@dataclass(frozen=True, slots=True)
-class Prices:
-    """USD per million tokens. ``cached_input`` ``None``: cached tokens cost ``input``;
-    ``reasoning`` ``None``: reasoning tokens (part of the output) cost ``output``."""
-
-    input: float
-    output: float
-    cached_input: float | None = None
-    reasoning: float | None = None
-
-    def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` (``input_tokens`` counts all prompt tokens, cached
-        included; ``output_tokens`` includes ``reasoning_tokens``)."""
-        cached = min(usage.cached_tokens, usage.input_tokens)
-        cached_rate = self.input if self.cached_input is None else self.cached_input
-        reasoning = min(usage.reasoning_tokens, usage.output_tokens)
-        reasoning_rate = self.output if self.reasoning is None else self.reasoning
-        total = (
-            (usage.input_tokens - cached) * self.input
-            + cached * cached_rate
-            + (usage.output_tokens - reasoning) * self.output
-            + reasoning * reasoning_rate
-        )
-        return total / 1_000_000
 
 
 def _rate(row: Mapping[str, Any], key: str, where: str, required: bool) -> float | None:
@@ -145,28 +127,3 @@ def prices_for(vendor: str, model: str, override: str | None = None) -> Prices |
             if found is not None:
                 return found
     return None
-
-
-def count(value: object) -> int:
-    """A provider's raw token count as a safe int: ``NaN``, infinities, negatives, strings
-    and ``None`` are 0, huge values are clamped to :data:`MAX_COUNT`. Never raises."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    if isinstance(value, float) and not math.isfinite(value):
-        return 0
-    return min(max(int(value), 0), MAX_COUNT)
-
-
-def settle(usage: Usage, prices: Prices | None) -> Usage:
-    """``usage`` from a provider made safe (counts are ints in ``[0, MAX_COUNT]``; NaN,
-    infinities, negatives and non-numbers are 0) and priced when ``prices`` are known."""
-    counts = (usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens)
-    clean = [count(v) for v in counts]
-    if clean == list(counts) and all(type(v) is int for v in counts) and prices is None:
-        cost = usage.cost
-        if type(cost) is float and math.isfinite(cost) and cost >= 0:
-            return usage  # the common case: nothing to fix, nothing to price
-    settled = Usage(clean[0], clean[1], clean[2], clean[3], 0.0)
-    if prices is not None:
-        return Usage(clean[0], clean[1], clean[2], clean[3], prices.cost(settled))
-    return settled

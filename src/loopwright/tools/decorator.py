@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, get_origin, overload
 
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
-from loopwright.tools.execution import Execution, SyncProfile, call_sync
+from loopwright.tools.execution import Execution, SyncProfile, run_tool
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.schema import Converter, function_schema
 from loopwright.tools.validation import SchemaValidator, Violation, check_schema
@@ -207,15 +207,8 @@ class Tool:
         self, kwargs: dict[str, Any], execution: Execution[Any] | None = None
     ) -> object:
         """Run ``fn(**kwargs)``: awaited if async, inline or in a worker thread if sync
-        (module doc). ``execution`` is resolved by the worker when a threaded run ends."""
-        if self.is_async:
-            return await self.fn(**kwargs)
-        result = await call_sync(
-            self.fn, kwargs, (self.inline, self.profile), owner=self, execution=execution
-        )
-        if hasattr(result, "__await__"):  # cheaper than inspect.isawaitable on hot path
-            return await result
-        return result
+        (see :func:`loopwright.tools.execution.run_tool`, the one implementation)."""
+        return await run_tool(self, kwargs, execution)
 
     async def check_outcome(self, key: str) -> object | None:
         """Ask the tool whether a call with idempotency ``key`` already ran (used when

@@ -443,6 +443,19 @@ def watchdog(loop: asyncio.AbstractEventLoop | None = None) -> _Watchdog:
     return wd
 
 
+async def run_tool(t: Tool, kwargs: dict[str, Any], execution: Execution[Any] | None = None) -> Any:
+    """``t.fn(**kwargs)``: awaited if async, inline or on a worker thread if a plain
+    ``def`` (see :func:`call_sync`; a ``def`` returning an awaitable has it awaited).
+    ``execution`` is resolved by the worker when a threaded run ends. Running a tool is
+    this module's concern: :meth:`Tool.call_bound` delegates here."""
+    if t.is_async:
+        return await t.fn(**kwargs)
+    result = await call_sync(t.fn, kwargs, (t.inline, t.profile), owner=t, execution=execution)
+    if hasattr(result, "__await__"):  # cheaper than inspect.isawaitable on the hot path
+        return await result
+    return result
+
+
 async def attempt(
     t: Tool, kwargs: dict[str, Any], execution: Execution[Any] | None = None
 ) -> Attempt:
@@ -460,10 +473,10 @@ async def attempt(
     timeout = t.spec.timeout
     try:
         if timeout is None or (t.inline and not t.is_async):
-            value = await (t.fn(**kwargs) if t.is_async else t.call_bound(kwargs, execution))
+            value = await (t.fn(**kwargs) if t.is_async else run_tool(t, kwargs, execution))
             return value, None, ""
         started = time.monotonic()
-        coro = t.fn(**kwargs) if t.is_async else t.call_bound(kwargs, execution)
+        coro = t.fn(**kwargs) if t.is_async else run_tool(t, kwargs, execution)
         if type(coro) is not CoroutineType:  # some other awaitable (a future...)
             coro = _awaiting(coro)
         try:
