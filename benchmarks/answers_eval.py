@@ -11,12 +11,15 @@ directory, sql_query on a fixture database, two-step add/multiply/divide), run e
   (the number, the weather field asked about, the fact from the file or the row);
 * **contradicts nothing**: every number in the answer appears in a tool result or in the
   question; a number written right after a field's name is that field's value ("the
-  humidity is 14" when humidity_pct is 35 fails); no other weather condition, no
-  "real forecast" for demo data, no Fahrenheit; no repeated clause.
+  humidity is 14" when humidity_pct is 35 fails); no other weather condition (also
+  not the one a yes/no question asks about: "Is it raining?" -> "Yes, it is raining"
+  when the result says sunny), no "real forecast" for demo data, no Fahrenheit; no
+  repeated clause.
 
 An answer replaced by the strategy's fallback ("I could not state a reliable answer ...
 <tool> returned: ...") is counted separately: it shows the result but is not a
-model-written answer. ``pass`` = right call + states the result + contradicts nothing,
+model-written answer. An answer the strategy cut to its grounded leading sentences is
+model-written (counted as ``trimmed``). ``pass`` = right call + states the result + contradicts nothing,
 model-written.
 
 ``DEV`` questions were used while tuning the prompt, grammar and strategy; ``HELD_OUT``
@@ -219,11 +222,13 @@ def _contradictions(answer: str, case: Case, result: RunResult) -> list[str]:
     if case.tool == "get_weather":
         actual = next((c for c in _CONDITIONS if c in results), "")
         for other in _CONDITIONS:
-            if other in actual or other not in text or other in case.question.lower():
+            if other in actual or other not in text:
                 continue
             at = text.find(other)
             if not _NEG.search(text[:at]):
                 found.append(f"condition {other}")
+            if other in case.question.lower() and re.match(r"\W*yes\b", text):
+                found.append(f"yes to {other}")  # "Is it raining?" -> "Yes, ..." (sunny)
         if "fahrenheit" in text or "°f" in text:
             found.append("fahrenheit")
         at = text.find("real forecast")
@@ -247,6 +252,7 @@ def check(case: Case, result: RunResult) -> dict[str, object]:
     calls = [(c.name, dict(c.arguments)) for m in result.messages for c in m.tool_calls]
     answer = result.answer or ""
     fallback = any("grounding" in m.provider_meta for m in result.messages)
+    trimmed = any("grounding_trimmed" in m.provider_meta for m in result.messages)
     if case.tool == "*":
         right_call = len(calls) >= 2
     else:
@@ -263,6 +269,7 @@ def check(case: Case, result: RunResult) -> dict[str, object]:
         "states": states,
         "bad": bad,
         "fallback": fallback,
+        "trimmed": trimmed,
     }
 
 
@@ -307,7 +314,7 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
     """Run ``cases`` grouped by tool set (as a user with one tool set would: the prompt
     prefix stays in llama.cpp's cache between questions)."""
     cases = sorted(cases, key=lambda c: c.tools)
-    passed = fallbacks = 0
+    passed = fallbacks = trimmed = 0
     run_s: list[float] = []
     single_s: list[float] = []
     single_cpu: list[float] = []
@@ -326,6 +333,7 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
         verdict = check(case, result)
         passed += bool(verdict["pass"])
         fallbacks += bool(verdict["fallback"])
+        trimmed += bool(verdict["trimmed"])
         answers = [t for t in timed.turns if t[0] == "answer"]
         answer_s += [t[1] for t in answers]
         tok_s += [t[1] / t[2] for t in answers if t[2]]
@@ -341,14 +349,16 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
         mark = "OK  " if verdict["pass"] else "MISS"
         extra = "" if verdict["pass"] else f" {verdict}"
         for m in result.messages:
-            if "grounding" in m.provider_meta:
-                extra += f" {m.provider_meta['grounding']}"
+            for key in ("grounding", "grounding_trimmed"):
+                if key in m.provider_meta:
+                    extra += f" {key}={m.provider_meta[key]}"
         print(f"{mark} {case.question!r}: {' -> '.join(calls)} -> {result.answer!r}{extra}")
     return {
         "questions": len(cases),
         "passed": passed,
         "accuracy": round(passed / len(cases), 3),
         "fallbacks": fallbacks,
+        "trimmed": trimmed,
         "median_run_s": round(statistics.median(run_s), 2),
         "mean_single_call_question_s": round(statistics.mean(single_s), 2) if single_s else None,
         "mean_answer_turn_s": round(statistics.mean(answer_s), 2) if answer_s else None,

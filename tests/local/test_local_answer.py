@@ -201,3 +201,25 @@ def test_a_number_right_after_a_letter_is_a_number_of_the_result() -> None:
     not an allowed number (it follows a letter), 11 (the month) was."""
     ground = la.grounding(_history("What time is it in Tokyo?", '{"datetime": "2026-11-24T10:33"}'))
     assert "10" in ground.results
+
+
+def test_a_column_number_is_taken_from_the_row_the_question_names() -> None:
+    """'How many chairs are in stock?' after SELECT * answered 'There are 5 chairs' (the
+    desk's stock): the stock column has three numbers; the row named 'chair' has one."""
+    table = (
+        '{"columns": ["name", "price", "stock"],'
+        ' "rows": [["lamp", 40, 3], ["chair", 85, 12], ["desk", 240, 5]]}'
+    )
+    question = "How many chairs are in stock? Look in the products table."
+    ground = la.grounding(_history(question, table))
+    assert la.Record(("chair",), (("price", "85"), ("stock", "12"))) in ground.records
+    guide = la.answer_guide(ground, question)
+    assert guide is not None
+    assert guide(' {"answer": "There are ', "5") == "12"
+    assert guide(' {"answer": "The desk costs 240 and its stock is ', "3") == "5"
+    # No row named (or two rows named): the model chooses among the column's numbers.
+    assert guide(' {"answer": "The stock is ', "3") == "12"  # the question's row
+    other = la.answer_guide(ground, "How many items are in stock?")
+    assert other is not None and other(' {"answer": "There are ', "5") is None
+    both = la.answer_guide(ground, "Stock of lamps and desks?")
+    assert both is not None and both(' {"answer": "There are ', "5") is None

@@ -13,7 +13,12 @@ from loopwright.core.protocols import ModelRequest, ModelSettings
 from loopwright.providers import local_plan as pl
 from loopwright.providers.scripted import FunctionModel
 from loopwright.strategies.embedded import FollowPlan, GroundedAnswers, progress, ungrounded
-from loopwright.strategies.embedded.grounded import Turn, current_turn, fallback_text
+from loopwright.strategies.embedded.grounded import (
+    Turn,
+    current_turn,
+    fallback_text,
+    grounded_head,
+)
 from loopwright.tools.builtin import make_tools
 
 ARITH = [t.spec for t in make_tools(["add", "multiply", "divide"])]
@@ -198,3 +203,38 @@ def test_an_answer_after_only_failed_calls_is_replaced_by_the_failure() -> None:
     turn = current_turn(history)
     assert ungrounded("12 squared is 12 squared.", turn) == "every tool call failed"
     assert "calculator failed: invalid syntax" in fallback_text(turn)
+
+
+async def test_an_answer_going_wrong_after_a_grounded_sentence_is_cut_to_it() -> None:
+    """'The price of the desk is 240. The price of the table is 240.' repeats itself;
+    its first sentence states the result and is what the user gets (not the fallback)."""
+    rows = '{"columns": ["price"], "rows": [[40], [85], [240]]}'
+    history = [
+        Message.user("What is the price of the desk in the products table?"),
+        Message("assistant", (_call("sql_query", {"query": "SELECT price FROM products"}, "c1"),)),
+        Message.tool_results([ToolResultPart("c1", "sql_query", rows)]),
+    ]
+    said = "The price of the desk is 240. The price of the table is 240."
+    model = GroundedAnswers(FunctionModel(_Recorder(said)))
+    events = await _events(model, ModelRequest(history))
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.message.text == "The price of the desk is 240."
+    assert done.message.provider_meta["grounding_trimmed"]["answer"] == said
+    assert "grounding" not in done.message.provider_meta
+    assert model.trimmed == 1 and model.replaced == 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "head"),
+    [
+        ("There are 3 lamps. There are 7 lamps.", "There are 3 lamps."),  # 7: invented
+        ("1. Buy milk 2. Call the plumber. It is 9.", None),  # only a list item's number
+        ("It is 9 lamps.", None),  # one sentence: nothing to cut
+        ("Lamps are 9. There are 3 lamps.", None),  # the first sentence is wrong too
+    ],
+)
+def test_grounded_head_keeps_only_leading_sentences_that_pass(
+    answer: str, head: str | None
+) -> None:
+    assert grounded_head(answer, _turn("How many lamps?", '{"lamps": 3}')) == head

@@ -55,6 +55,16 @@ _LEAD = f"[{_SIGNS}]"
 
 
 @dataclass(frozen=True, slots=True)
+class Record:
+    """One object of a result (a table's row): its text values, lower-cased, and its
+    numeric fields as (key word, number) pairs. ``("chair",)`` and ``(("price", "85"),
+    ("stock", "12"))`` for the row ``["chair", 85, 12]`` of columns name, price, stock."""
+
+    names: tuple[str, ...]
+    fields: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Grounding:
     """Numbers an answer may use: from the tool results since the last user message,
     and from that user message (written as they appear there). ``fields`` pairs the
@@ -68,6 +78,7 @@ class Grounding:
     labels: tuple[str, ...] = ()  # words of the most recent results the question lacks
     formulas: tuple[str, ...] = ()  # formula-like string arguments of the calls made
     units: tuple[tuple[str, str], ...] = ()  # a key's leading word -> its last word
+    records: tuple[Record, ...] = ()  # the latest results' objects / table rows
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -91,6 +102,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     results: list[str] = []
     question: list[str] = []
     fields: list[tuple[str, str]] = []
+    records: list[Record] | None = None
     latest: list[str] | None = None
     words: list[str] | None = None  # the most recent results' texts
     formulas: list[str] = []
@@ -114,6 +126,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         results[:0] = found
         if latest is None and found:
             latest = found
+            records = [r for t in texts for r in _records(t)]
         if words is None and texts:
             words = texts
     keep = _short(results)
@@ -128,6 +141,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         labels,
         _unique(formulas),
         tuple(dict.fromkeys(units)),
+        tuple(records or ())[:MAX_RECORDS],
     )
 
 
@@ -160,6 +174,48 @@ def key_words(key: str) -> list[str]:
     return [w.lower() for w in _KEY_WORD.findall(key) if len(w) >= MIN_FIELD_WORD]
 
 
+MAX_RECORDS = 50
+
+
+def _records(content: str) -> list[Record]:
+    """The objects of a JSON result that hold both text and numbers (see :class:`Record`)."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return []
+    found: list[Record] = []
+    _walk_records(data, found, 0)
+    return found
+
+
+def _walk_records(data: object, found: list[Record], depth: int) -> None:
+    if depth > 4 or len(found) >= MAX_RECORDS:
+        return
+    if isinstance(data, dict):
+        data = _table_rows(data)
+        names = tuple(v.lower() for v in data.values() if isinstance(v, str) and v.strip())
+        numbers: list[tuple[str, str]] = []
+        _walk({k: v for k, v in data.items() if not isinstance(v, dict | list)}, numbers, 0)
+        if names and numbers:
+            found.append(Record(names, tuple(numbers)))
+        for value in data.values():
+            if isinstance(value, dict | list):
+                _walk_records(value, found, depth + 1)
+    elif isinstance(data, list):
+        for item in data[:MAX_RECORDS]:
+            _walk_records(item, found, depth + 1)
+
+
+def _table_rows(data: dict[str, object]) -> dict[str, object]:
+    """``data`` with a table given as ``{"columns": [...], "rows": [[...], ...]}`` turned
+    into one object per row."""
+    columns, rows = data.get("columns"), data.get("rows")
+    if isinstance(columns, list) and isinstance(rows, list):
+        table = [r for r in rows if isinstance(r, list)]
+        return {**data, "rows": [dict(zip(map(str, columns), r, strict=False)) for r in table]}
+    return data
+
+
 def _fields(content: str) -> list[tuple[str, str]]:
     """(key word, number) pairs of a JSON result's numeric leaves; a table given as
     ``{"columns": [...], "rows": [[...], ...]}`` pairs each column with its cells."""
@@ -190,10 +246,7 @@ def _walk(data: object, found: list[tuple[str, str]], depth: int) -> None:
     if depth > 4:
         return
     if isinstance(data, dict):
-        columns, rows = data.get("columns"), data.get("rows")
-        if isinstance(columns, list) and isinstance(rows, list):
-            table = [r for r in rows if isinstance(r, list)]
-            data = {**data, "rows": [dict(zip(map(str, columns), r, strict=False)) for r in table]}
+        data = _table_rows(data)
         for key, value in data.items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 words = key_words(str(key))
@@ -221,28 +274,42 @@ class FieldBinder:
     answer's first number, when the answer has named no field yet ("It is 6 ..."),
     takes the field the ``question`` names ("How windy is it in Oslo?"). Nothing here
     knows what the fields mean. A field whose key is ``word_unit`` is written with
-    that unit (``22 kph``)."""
+    that unit (``22 kph``). When the word names a column of several rows, the one row
+    the answer (else the question) names by a text value takes it ("How many chairs are
+    in stock?": the ``chair`` row's stock, not the first row's)."""
 
     fields: tuple[tuple[str, str], ...]
     question: str = ""
     units: tuple[tuple[str, str], ...] = ()
+    records: tuple[Record, ...] = ()
 
     def __call__(self, text: str) -> str | None:
         head = _ANSWER_HEAD.search(text)
         answer = text[head.end() :] if head else text
         parts = re.split(r"\d", answer)
-        found = self._named(parts[-1])
+        row = self._row(answer) or self._row(self.question)
+        found = self._named(parts[-1], row)
         if found is None and len(parts) == 1:
             # The answer named no field ("It is ..."): the question's field.
-            found = self._named(self.question)
+            found = self._named(self.question, row)
         return found or None
 
-    def _named(self, text: str) -> str | None:
-        """The value of the one field the last field-naming word of ``text`` names;
-        ``""`` when that word names several; ``None`` when no word names a field."""
+    def _row(self, text: str) -> Record | None:
+        """The one record (table row) whose text value ``text`` names ("chairs" names
+        the row ``chair``), if exactly one is named."""
+        words = set(_WORD.findall(text.lower()))
+        named = [r for r in self.records if any(_mentions(words, n) for n in r.names)]
+        return named[0] if len(named) == 1 else None
+
+    def _named(self, text: str, row: Record | None = None) -> str | None:
+        """The value of the one field the last field-naming word of ``text`` names
+        (within ``row`` when the word names several numbers and a row is named); ``""``
+        when that word names several; ``None`` when no word names a field."""
         for word in reversed(_WORD.findall(text.lower())):
             named = {w: v for w, v in self.fields if word.startswith(w)}
-            values = set(named.values())
+            values = {v for w, v in self.fields if word.startswith(w)}
+            if len(values) > 1 and row is not None:
+                values = {v for w, v in row.fields if word.startswith(w)} or values
             if len(values) == 1:
                 value = values.pop()
                 # With the key's unit: a bare number is read in another one ("22
@@ -291,11 +358,20 @@ class AnswerGuide:
         return self.quoter(text, first) or self.binder(text)
 
 
+def _mentions(words: set[str], name: str) -> bool:
+    """Whether ``words`` name the text value ``name``: each of its words, as written or
+    with a plural ending ("chairs" for "chair")."""
+    parts = _WORD.findall(name)
+    if not parts or len(name) < MIN_FIELD_WORD or len(parts) > 3:
+        return False
+    return all(p in words or f"{p}s" in words or f"{p}es" in words for p in parts)
+
+
 def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:
     """The guide of an answer turn, or ``None`` when there is nothing to guide."""
     if not ground.fields and not ground.formulas:
         return None
-    binder = FieldBinder(ground.fields, question, ground.units)
+    binder = FieldBinder(ground.fields, question, ground.units, ground.records)
     return AnswerGuide(binder, FormulaQuoter(ground.formulas))
 
 
@@ -380,6 +456,7 @@ def _first_sentence(ground: Grounding) -> list[str]:
 
 __all__ = [
     "AnswerGuide",
+    "Record",
     "FieldBinder",
     "FormulaQuoter",
     "answer_guide",

@@ -14,8 +14,11 @@ the last user message), the answer is held back until it is complete and checked
   answer says "a real forecast");
 * it does not repeat itself, and is not the question echoed back.
 
-A failing answer is replaced by a plain statement that no reliable answer came out,
-followed by what the tools returned, so the user never reads an invented result.
+A failing answer whose leading sentences pass on their own is cut to them (a small model
+often states the result in its first sentence and then goes wrong: "The price of the
+desk is 240. The price of the table is 240."); otherwise it is replaced by a plain
+statement that no reliable answer came out, followed by what the tools returned, so the
+user never reads an invented result.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ _NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\d)")
 _WORD = re.compile(r"[a-z0-9']+")
 _DENIAL = re.compile(r"\bnot (?:an? |the )?((?:[a-z]+ ){0,2}[a-z]+)")
 _NEGATORS = ("not", "no", "never", "isn't", "aren't", "wasn't", "n't")
+# A sentence ends at ".", "!" or "?" followed by a space and a capital letter, except
+# after a list item's number ("1. Buy milk, 2. Call the plumber").
+_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z])")
+_LIST_NUMBER = re.compile(r"(?:^|[\s,;:])\d{1,2}$")
+MIN_KEPT_WORDS = 3
 MAX_SHOWN_CHARS = 400
 FALLBACK = "I could not state a reliable answer from the tool results. {shown}"
 
@@ -105,6 +113,19 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     return None
 
 
+def grounded_head(answer: str, turn: Turn) -> str | None:
+    """The longest run of ``answer``'s leading sentences (fewer than all of them, at
+    least :data:`MIN_KEPT_WORDS` words) that passes :func:`ungrounded`, or ``None``."""
+    cuts = [m.end() for m in _SENTENCE_END.finditer(answer)]
+    for cut in reversed(cuts):
+        head = answer[:cut].strip()
+        if _LIST_NUMBER.search(head[:-1]):
+            continue
+        if len(_words(head)) >= MIN_KEPT_WORDS and ungrounded(head, turn) is None:
+            return head
+    return None
+
+
 def _contradiction(answer: str, results: Sequence[ToolResultPart]) -> str | None:
     text = " ".join(_words(answer))
     for result in results:
@@ -134,12 +155,14 @@ def fallback_text(turn: Turn) -> str:
 class GroundedAnswers:
     """A :class:`~loopwright.core.protocols.Model` whose answers after tool results are
     checked (see the module docstring). ``checked`` and ``replaced`` count the answers
-    seen and replaced. Other attributes are the wrapped model's."""
+    seen and replaced, ``trimmed`` those cut to their grounded leading sentences. Other
+    attributes are the wrapped model's."""
 
     def __init__(self, model: Model) -> None:
         self.model = model
         self.checked = 0
         self.replaced = 0
+        self.trimmed = 0
 
     @property
     def name(self) -> str:
@@ -178,6 +201,15 @@ class GroundedAnswers:
         )
         if reason is None:
             return done
+        head = grounded_head(answer, turn)
+        if head is not None:
+            self.trimmed += 1
+            meta = {
+                **done.message.provider_meta,
+                "grounding_trimmed": {"reason": reason, "answer": answer},
+            }
+            message = Message("assistant", (TextPart(head),), meta)
+            return ResponseDone(message, StopReason.FINAL_ANSWER, done.usage, done.model)
         self.replaced += 1
         meta = {
             **done.message.provider_meta,
@@ -187,4 +219,11 @@ class GroundedAnswers:
         return ResponseDone(message, StopReason.FINAL_ANSWER, done.usage, done.model)
 
 
-__all__ = ["GroundedAnswers", "Turn", "current_turn", "fallback_text", "ungrounded"]
+__all__ = [
+    "GroundedAnswers",
+    "Turn",
+    "current_turn",
+    "fallback_text",
+    "grounded_head",
+    "ungrounded",
+]
