@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -18,8 +21,16 @@ from loopwright.context import (
     tokenizer_counter,
     trim_text,
 )
-from loopwright.context.tokens import MESSAGE_OVERHEAD
+from loopwright.context.tokens import (
+    MESSAGE_OVERHEAD,
+    UNKNOWN_IMAGE_SIZE,
+    ImageRule,
+    image_rule_for,
+    image_size,
+    image_tokens,
+)
 from loopwright.core import Message, ToolCallPart, ToolResultPart
+from loopwright.core.messages import MediaPart
 
 bpe_openai = pytest.importorskip("bpe_openai")
 
@@ -169,3 +180,79 @@ def test_text_keeps_head_and_tail_around_a_marker() -> None:
     out = trim_text(log, 200, counter)
     assert out.startswith("line 0: ok") and out.endswith("Traceback: boom")
     assert "loopwright trimmed" in out and counter.count_text(out) <= 200
+
+
+# -- images in tool results ------------------------------------------------------------
+
+
+def _png(width: int, height: int) -> MediaPart:
+    ihdr = struct.pack(">II", width, height) + b"\x08\x06\x00\x00\x00"
+    raw = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + b"\x00" * 4
+    return MediaPart("image/png", base64.b64encode(raw + b"\x00" * 64).decode())
+
+
+def _jpeg(width: int, height: int) -> MediaPart:
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00" + b"\x00" * 9
+    sof0 = b"\xff\xc0" + struct.pack(">HBHH", 17, 8, height, width) + b"\x03" + b"\x00" * 9
+    return MediaPart("image/jpeg", base64.b64encode(b"\xff\xd8" + app0 + sof0).decode())
+
+
+def _gif(width: int, height: int) -> MediaPart:
+    raw = b"GIF89a" + struct.pack("<HH", width, height) + b"\x00" * 8
+    return MediaPart("image/gif", base64.b64encode(raw).decode())
+
+
+def _webp(width: int, height: int) -> MediaPart:
+    body = b"VP8X" + struct.pack("<I", 10) + b"\x00" * 4
+    body += (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    raw = b"RIFF" + struct.pack("<I", len(body) + 4) + b"WEBP" + body
+    return MediaPart("image/webp", base64.b64encode(raw).decode())
+
+
+@pytest.mark.parametrize("make", [_png, _jpeg, _gif, _webp])
+def test_image_size_is_read_from_the_header(make: Callable[[int, int], MediaPart]) -> None:
+    assert image_size(make(1280, 720)) == (1280, 720)
+
+
+def test_an_unreadable_image_is_costed_at_the_documented_default_size() -> None:
+    junk = MediaPart("image/x-unknown", base64.b64encode(b"not an image").decode())
+    assert image_size(junk) is None
+    assert image_tokens(junk, "openai") == image_tokens(_png(*UNKNOWN_IMAGE_SIZE), "openai")
+
+
+@pytest.mark.parametrize(
+    ("size", "rule", "tokens"),
+    [
+        ((1024, 1024), "openai", 765),  # shorter side to 768: 2 x 2 tiles
+        ((2048, 4096), "openai", 1105),  # 1024 x 2048, then 768 x 1536: 2 x 3 tiles
+        ((300, 200), "openai", 255),
+        ((1000, 1000), "anthropic", 1334),  # 1,000,000 / 750
+        ((4000, 3000), "anthropic", 1600),  # scaled down to the ~1,600 ceiling
+        ((300, 300), "gemini", 258),
+        ((1000, 700), "gemini", 516),  # two 768-pixel tiles
+    ],
+)
+def test_image_tokens_follow_each_providers_published_rule(
+    size: tuple[int, int], rule: ImageRule, tokens: int
+) -> None:
+    assert image_tokens(_png(*size), rule) == tokens
+
+
+def test_unknown_provider_counts_the_largest_rule() -> None:
+    image = _png(1000, 1000)
+    assert image_tokens(image, "any") == max(
+        image_tokens(image, r) for r in ("openai", "anthropic", "gemini")
+    )
+    assert image_rule_for("anthropic:claude-sonnet-4-5") == "anthropic"
+    assert image_rule_for("openai:gpt-4o") == "openai"
+    assert image_rule_for("gemini:gemini-2.5-flash") == "gemini"
+    assert image_rule_for("ollama:llava") == "any"
+
+
+def test_images_in_tool_results_count_towards_the_message() -> None:
+    counter = counter_for("anthropic:claude-sonnet-4-5")
+    text_only = Message.tool_results([ToolResultPart("c1", "shot", "[image 1]")])
+    with_image = Message.tool_results(
+        [ToolResultPart("c1", "shot", "[image 1]", media=(_png(1000, 1000),))]
+    )
+    assert counter.count_message(with_image) - counter.count_message(text_only) == 1334
