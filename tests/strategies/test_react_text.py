@@ -7,7 +7,7 @@ import pytest
 
 from loopwright import FunctionModel, Limits, RunStop, ScriptedModel, tool
 from loopwright.strategies import ReActText, parse_hermes, parse_react
-from loopwright.strategies.react_text import without_echo
+from loopwright.strategies.react_text import transcript_turns, without_echo
 
 
 @tool
@@ -25,9 +25,47 @@ def test_react_loop_with_an_observation() -> None:
     )
     result = ReActText(model, [add]).run("What is 2 + 3?")
     assert result.ok and result.answer == "5" and result.calls == 2
-    second = model.requests[1].tail[-1].text
-    assert second.rstrip().endswith("Observation: 5\nThought:")
-    assert model.requests[0].settings.stop == ("\nObservation:",)
+    # the move and its observation are turns of their own after the question
+    turns = [(m.role, m.text) for m in model.requests[1].tail[-3:]]
+    assert turns == [
+        ("user", "Question: What is 2 + 3?"),
+        ("assistant", 'Thought: I should add.\nAction: add\nAction Input: {"a": 2, "b": 3}'),
+        ("user", "Observation: 5"),
+    ]
+    assert model.requests[0].settings.stop == ("\nObservation:", "\nQuestion:")
+
+
+def test_the_worked_example_comes_as_earlier_turns() -> None:
+    model = ScriptedModel(["Final Answer: 5"], record_tail=10)
+    ReActText(model, [add]).run("What is 2 + 3?")
+    request = model.requests[0]
+    roles = [m.role for m in request.tail]
+    assert request.message_count == 5 and roles == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    first = request.tail[0].text
+    assert 'add: Add two integers. Arguments: {"a": "integer", "b": "integer"}' in first
+    assert first.endswith("Question: What is 12 + 30?")
+    assert request.tail[2].text == "Observation: 42"
+    assert request.tail[3].text.endswith("Final Answer: 42")
+    own = ScriptedModel(["Final Answer: 5"])
+    ReActText(own, [add], example=None).run("What is 2 + 3?")
+    assert own.requests[0].message_count == 1
+    assert own.requests[0].tail[0].text.endswith("\n\nQuestion: What is 2 + 3?")
+
+
+def test_transcript_turns() -> None:
+    text = "Try this:\nQuestion: q\nThought: t\nAction: a\nAction Input: {}\nObservation: o\nmore o\nFinal Answer: f"
+    assert transcript_turns(text) == [
+        ("user", "Try this:\nQuestion: q"),
+        ("assistant", "Thought: t\nAction: a\nAction Input: {}"),
+        ("user", "Observation: o\nmore o"),
+        ("assistant", "Final Answer: f"),
+    ]
 
 
 def test_a_malformed_reply_is_sent_back_as_the_observation() -> None:
@@ -42,8 +80,9 @@ def test_a_malformed_reply_is_sent_back_as_the_observation() -> None:
     assert result.answer == "5"
     second = model.requests[1].tail[-1].text
     assert "The Action Input of 'add' is unusable: the JSON is malformed" in second
-    third = model.requests[2].tail[-1].text
-    assert "99 (invented)" not in third and third.rstrip().endswith("Observation: 5\nThought:")
+    third = model.requests[2].tail
+    assert all("99 (invented)" not in m.text for m in third)
+    assert third[-1].text == "Observation: 5"
 
 
 def test_unknown_tools_and_bad_arguments_are_observations_too() -> None:
@@ -125,19 +164,33 @@ def test_a_reply_that_repeats_the_prompt_is_parsed_after_the_repetition() -> Non
 
     def reply(messages, request):  # type: ignore[no-untyped-def]
         if next(calls) == "echo-then-act":
-            prompt = messages[-1].text
+            prompt = messages[0].text
             return prompt[:300] + ' I add.\nAction: add\nAction Input: {"a": 2, "b": 3}'
         return "Thought: done\nFinal Answer: 5"
 
-    model = FunctionModel(reply)
-    result = ReActText(model, [add]).run("What is 2 + 3?")
+    model = FunctionModel(reply, record_tail=10)
+    result = ReActText(model, [add], example=None).run("What is 2 + 3?")
     assert result.ok and result.answer == "5"
-    second = model.requests[1].tail[-1].text
-    assert second.count("Answer the question as well as you can") == 1
-    assert second.rstrip().endswith(
-        'Thought: I should use a tool.\nAction: add\nAction Input: {"a": 2, "b": 3}\n'
-        "Observation: 5\nThought:"
+    second = model.requests[1].tail
+    assert "".join(m.text for m in second).count("Answer the question as well as you can") == 1
+    assert [m.text for m in second[-2:]] == [
+        'Thought: I should use a tool.\nAction: add\nAction Input: {"a": 2, "b": 3}',
+        "Observation: 5",
+    ]
+
+
+def test_an_echo_after_a_chat_template_marker_is_skipped() -> None:
+    prompt = "Answer the question as well as you can.\nQuestion: q"
+    assert without_echo("<|im_start|>user\n" + prompt + "\nThought: go", prompt) == (
+        "\nThought: go"
     )
+
+
+def test_an_invented_next_question_is_not_part_of_the_answer() -> None:
+    step = parse_react(
+        "Thought: I know the final answer\nFinal Answer: 391\n\nQuestion: What is 1 + 1?"
+    )
+    assert step.final == "391"
 
 
 def test_a_repeated_call_is_answered_from_its_result_then_ends_the_run() -> None:

@@ -24,14 +24,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from loopwright.core.messages import JSONValue, ToolCallPart
-from loopwright.core.protocols import Model, ModelSettings
+from loopwright.core.messages import JSONValue, Message, TextPart, ToolCallPart
+from loopwright.core.protocols import Model, ModelRequest, ModelSettings
 from loopwright.core.run import RunStop
+from loopwright.core.tools import ToolSpec
 from loopwright.loop.agent import ToolLike
 from loopwright.loop.limits import Limits
-from loopwright.prompts import tool_descriptions
+from loopwright.prompts import PromptText
+from loopwright.prompts.template import fingerprints_of, prompt_message, request_fingerprints
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import BudgetExhausted, Outcome, Strategy, StrategyContext
+from loopwright.strategies.runtime import (
+    BudgetExhausted,
+    Outcome,
+    Prepared,
+    Strategy,
+    StrategyContext,
+)
 from loopwright.tools import DispatchConfig, Dispatcher, ToolRegistry
 
 Format = Literal["react", "hermes"]
@@ -41,7 +49,15 @@ _INPUT: Final = re.compile(r"^\s*Action Input\s*:\s*", re.IGNORECASE | re.MULTIL
 _OBSERVATION: Final = re.compile(r"^\s*Observation\s*:", re.IGNORECASE | re.MULTILINE)
 _CALL: Final = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _THOUGHT: Final = re.compile(r"^\s*Thought\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+_USER_LINE: Final = re.compile(r"^\s*(Question|Observation)\s*:", re.IGNORECASE)
+_MODEL_LINE: Final = re.compile(
+    r"^\s*(Thought|Action|Action Input|Final Answer)\s*:", re.IGNORECASE
+)
+_QUESTION: Final = re.compile(r"^\s*Question\s*:", re.IGNORECASE | re.MULTILINE)
 _ECHO_MIN: Final = 24
+_ECHO_WITHIN: Final = 64
+DEFAULT_EXAMPLE: Final = "react_example"
+"""``ReActText(example=...)``'s default: the ``react_example`` prompt file."""
 REPEATED: Final = (
     "you already made this call; this is its result again. Use it: give the Final "
     "Answer, or call a different tool"
@@ -83,9 +99,10 @@ def _json_object(text: str) -> tuple[dict[str, JSONValue] | None, str]:
 
 def parse_react(text: str) -> TextStep:
     """Parse a ReAct reply (module docstring)."""
-    cut = _OBSERVATION.search(text)
-    if cut is not None:  # the model went on to invent an observation: drop it
-        text = text[: cut.start()]
+    for invented in (_OBSERVATION, _QUESTION):
+        cut = invented.search(text)
+        if cut is not None:  # the model went on to invent a result or a question: drop it
+            text = text[: cut.start()]
     action = _ACTION.search(text)
     final = _FINAL.search(text)
     if final is not None and (action is None or final.start() < action.start()):
@@ -111,25 +128,24 @@ def parse_react(text: str) -> TextStep:
 
 
 def without_echo(reply: str, prompt: str) -> str:
-    """``reply`` without a repetition of ``prompt`` at its start (small models often
-    repeat the prompt before answering): the part after the longest common prefix, when
-    that prefix is long enough to be a repetition; else ``reply`` itself."""
-    limit = min(len(reply), len(prompt))
-    if limit < _ECHO_MIN or reply[:_ECHO_MIN] != prompt[:_ECHO_MIN]:
+    """``reply`` without a repetition of ``prompt`` near its start (small models often
+    repeat the prompt before answering, some after a chat template's role marker): the
+    part after the longest common stretch, when it is long enough to be a repetition;
+    else ``reply`` itself."""
+    if len(prompt) < _ECHO_MIN:
         return reply
+    at = reply.find(prompt[:_ECHO_MIN], 0, _ECHO_WITHIN + _ECHO_MIN)
+    if at == -1:
+        return reply
+    limit = min(len(reply) - at, len(prompt))
     n = _ECHO_MIN
-    while n < limit and reply[n] == prompt[n]:
+    while n < limit and reply[at + n] == prompt[n]:
         n += 1
-    return reply[n:]
+    return reply[at + n :]
 
 
 def _call_key(step: TextStep) -> str:
     return json.dumps([step.tool, step.arguments], sort_keys=True)
-
-
-def _without_label(text: str) -> str:
-    """``text`` without a leading ``Thought:`` (the prompt already ends with one)."""
-    return re.sub(r"^\s*Thought\s*:\s*", "", text, count=1, flags=re.IGNORECASE)
 
 
 def parse_hermes(text: str) -> TextStep:
@@ -153,7 +169,15 @@ def parse_hermes(text: str) -> TextStep:
 class ReActText(Strategy):
     """A tool-using loop over plain text (module docstring). ``max_steps`` bounds the
     model calls of one run (stop ``max_turns``) on top of ``Limits``; ``settings`` are
-    every call's settings (the format's stop sequence is added to them).
+    every call's settings (the format's stop sequences are added to them).
+
+    The run is a chat: the instructions and the question open it, each move of the model
+    is an assistant turn (in the format's canonical lines) and each result a user turn
+    (``Observation: ...`` / ``<tool_response>``). In the ``react`` format a worked
+    ``example`` (a ReAct transcript: ``Question:`` and ``Observation:`` lines are the
+    user's, the rest the model's) comes between the instructions and the question as
+    earlier turns; the default is the ``react_example`` prompt, a calculator call. Small
+    models copy the example's tool, so give one over your own tools (``None``: none).
 
     A call the run has already made (same tool, same arguments) is not run again: the
     model gets the result it had, with a note to use it. A model that still asks for it
@@ -173,6 +197,7 @@ class ReActText(Strategy):
         limits: Limits | None = None,
         dispatch: DispatchConfig | None = None,
         settings: ModelSettings | None = None,
+        example: str | None = DEFAULT_EXAMPLE,
     ) -> None:
         super().__init__(limits)
         self.model = model
@@ -181,38 +206,56 @@ class ReActText(Strategy):
         self.max_repeats = max_repeats
         registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.dispatcher = Dispatcher(registry, dispatch)
-        stop = ("\nObservation:",) if format == "react" else ("<tool_response>",)
+        self.example = example
+        stop = ("\nObservation:", "\nQuestion:") if format == "react" else ("<tool_response>",)
         base = settings or ModelSettings()
         self.settings = replace(base, stop=(*base.stop, *stop))
 
-    def _prompt(self, question: str, scratchpad: str) -> str:
+    def _opening(self, question: str) -> list[Message]:
+        """The turns every call starts with: instructions, example, question."""
         specs = self.dispatcher.registry.specs()
-        if self.format == "react":
-            return strategy_prompt(
-                "react",
-                tool_descriptions=tool_descriptions(specs),
-                tool_names=", ".join(s.name for s in specs),
-                question=question,
-                scratchpad=scratchpad,
+        if self.format == "hermes":
+            tools_json = "\n".join(
+                json.dumps(
+                    {"name": s.name, "description": s.description, "parameters": s.parameters}
+                )
+                for s in specs
             )
-        tools_json = "\n".join(
-            json.dumps({"name": s.name, "description": s.description, "parameters": s.parameters})
-            for s in specs
+            prompt = strategy_prompt("hermes", tools_json=tools_json, question=question)
+            return [prompt_message(prompt)]
+        rules = strategy_prompt(
+            "react",
+            tool_descriptions="\n".join(_describe(s) for s in specs),
+            tool_names=", ".join(s.name for s in specs),
         )
-        return strategy_prompt(
-            "hermes", tools_json=tools_json, question=question, scratchpad=scratchpad
+        example = (
+            strategy_prompt("react_example") if self.example == DEFAULT_EXAMPLE else self.example
         )
+        turns = transcript_turns(example) if example else []
+        if not turns:  # no example: the question ends the instructions' message
+            return [prompt_message(_joined(rules, f"Question: {question}"))]
+        lead = ""
+        if turns[0][0] == "user":  # the example's question joins the instructions
+            lead, turns = turns[0][1], turns[1:]
+        messages = [prompt_message(_joined(rules, lead, also=example))]
+        messages += [Message(role, (TextPart(text),)) for role, text in turns]
+        messages.append(Message.user(f"Question: {question}"))
+        return messages
 
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
-        scratchpad = ""
+        messages = self._opening(prompt)
+        fingerprints = request_fingerprints(None, messages[:1])
+        head = messages[0].text
+        transcript: list[str] = []
         done: dict[str, str] = {}  # each call made (tool and arguments) -> its result
         repeats = 0
         for step_number in range(1, self.max_steps + 1):
-            sent = self._prompt(prompt, scratchpad)
-            step = self._parse(await ctx.ask(self.model, sent, settings=self.settings), sent)
+            request = ModelRequest(tuple(messages), None, (), self.settings)
+            reply = await ctx.ask(self.model, Prepared(request, fingerprints))
+            step = self._parse(reply, head)
             if step.final is not None:
                 ctx.step("final", step=step_number)
-                return step.final, {"steps": step_number, "scratchpad": scratchpad}
+                return step.final, {"steps": step_number, "scratchpad": "".join(transcript)}
             if step.error is not None:
                 observation = step.error
                 ctx.step("malformed", step=step_number, problem=step.error)
@@ -222,13 +265,15 @@ class ReActText(Strategy):
                 if repeats > self.max_repeats:
                     # the model only asks again for what it has: its latest result answers
                     answer = next(reversed(done.values()))
-                    data = {"steps": step_number, "scratchpad": scratchpad}
+                    data = {"steps": step_number, "scratchpad": "".join(transcript)}
                     return answer, {**data, "answered_from": "last_observation"}
                 observation = f"{done[key]}\n({REPEATED})"
             else:
                 observation = done[key] = await self._call(ctx, step, step_number)
-            scratchpad += self._record(step, observation)
-            ctx.record = {"steps": step_number, "scratchpad": scratchpad}
+            move, result = self._record(step, observation)
+            messages += (Message.assistant(move), Message.user(result))
+            transcript.append(f"{move}\n{result}\n")
+            ctx.record = {"steps": step_number, "scratchpad": "".join(transcript)}
         raise BudgetExhausted(RunStop.MAX_TURNS, f"no final answer after {self.max_steps} steps")
 
     def _parse(self, reply: str, sent: str) -> TextStep:
@@ -249,10 +294,10 @@ class ReActText(Strategy):
         outcome = await ctx.call_tool(self.dispatcher, call)
         return outcome.result.content
 
-    def _record(self, step: TextStep, observation: str) -> str:
-        """The model's move and its observation, as the next prompt's scratchpad shows
-        them: a call in the format's canonical lines (not the reply as written, which may
-        repeat the prompt), else the reply's own text."""
+    def _record(self, step: TextStep, observation: str) -> tuple[str, str]:
+        """The model's move as the next call's assistant turn shows it -- a call in the
+        format's canonical lines (not the reply as written, which may repeat the
+        prompt), else the reply's own text -- and the observation's user turn."""
         text = step.text.rstrip()
         if self.format == "react":
             cut = _OBSERVATION.search(text)
@@ -262,8 +307,44 @@ class ReActText(Strategy):
                 thoughts = _THOUGHT.findall(text[: action.start()])
                 thought = thoughts[-1].strip() if thoughts else "I should use a tool."
                 arguments = json.dumps(step.arguments, ensure_ascii=False)
-                text = f"{thought}\nAction: {step.tool}\nAction Input: {arguments}"
-            return f"Thought: {_without_label(text)}\nObservation: {observation}\n"
+                text = f"Thought: {thought}\nAction: {step.tool}\nAction Input: {arguments}"
+            return text, f"Observation: {observation}"
         found = _CALL.search(text)
         call = f"<tool_call>{found.group(1).strip()}</tool_call>" if found else text
-        return f"{call}\n<tool_response>\n{observation}\n</tool_response>\n"
+        return call, f"<tool_response>\n{observation}\n</tool_response>"
+
+
+def _joined(*parts: str, also: object = None) -> PromptText:
+    """``parts`` as one prompt (blank lines between), with the fingerprints of every part
+    and of ``also`` (the template a part was cut from)."""
+    return PromptText("\n\n".join(p for p in parts if p), fingerprints_of(*parts, also))
+
+
+def _describe(spec: ToolSpec) -> str:
+    """``name: description Arguments: {"a": "integer", ...}`` -- the argument names and
+    types, which the model must write in its ``Action Input``."""
+    props = spec.parameters.get("properties")
+    kinds = (
+        {k: v.get("type", "any") if isinstance(v, dict) else "any" for k, v in props.items()}
+        if isinstance(props, dict)
+        else {}
+    )
+    return f"{spec.name}: {spec.description} Arguments: {json.dumps(kinds)}"
+
+
+def transcript_turns(text: str) -> list[tuple[Literal["user", "assistant"], str]]:
+    """A ReAct transcript as chat turns: ``Question:`` and ``Observation:`` lines (and the
+    lines before the first move) are the user's, ``Thought:`` / ``Action:`` / ``Action
+    Input:`` / ``Final Answer:`` lines the model's; other lines continue the turn above."""
+    turns: list[tuple[Literal["user", "assistant"], list[str]]] = []
+    role: Literal["user", "assistant"] = "user"
+    for line in text.strip().splitlines():
+        if _USER_LINE.match(line):
+            role = "user"
+        elif _MODEL_LINE.match(line):
+            role = "assistant"
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append(line)
+        else:
+            turns.append((role, [line]))
+    return [(r, "\n".join(lines).strip()) for r, lines in turns]
