@@ -10,14 +10,7 @@ from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.tools import ToolRegistry
 from loopwright.tools.selection import ToolIndex, TopK, TwoStage, index_for, request_text
-from loopwright.tools.selection_lexical import (
-    BM25,
-    prefixes,
-    query_text,
-    stem,
-    tool_text,
-    words,
-)
+from loopwright.tools.selection_lexical import BM25, query_text, stem, tool_text, words
 
 SPECS = [
     ToolSpec(
@@ -179,25 +172,6 @@ def test_hybrid_fusions_agree_on_clear_cases(fusion: str) -> None:
 def test_unknown_fusion_is_refused() -> None:
     with pytest.raises(ValueError, match="fusion"):
         ToolIndex(SPECS, "hybrid", "max")  # type: ignore[arg-type]
-
-
-def test_prefixes_of_longer_words_only() -> None:
-    assert prefixes(["multiplication", "cat", "shop", "translator", "123456"]) == ["mult", "tran"]
-
-
-@pytest.mark.parametrize("method", ["lexical", "hybrid"])
-def test_word_forms_the_stemmer_keeps_apart_meet_through_prefixes(method: str) -> None:
-    tools = [
-        *SPECS,
-        ToolSpec(
-            "multiply",
-            "Multiply two numbers.",
-            {"properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
-        ),
-    ]
-    assert stem("multiplication") != stem("multiply")
-    index = ToolIndex(tools, method)  # type: ignore[arg-type]
-    assert index.search("What is the multiplication of 3 and 2", 1)[0].name == "multiply"
 
 
 def test_bm25_prefers_rare_words_and_scores_only_matches() -> None:

