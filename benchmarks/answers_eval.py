@@ -11,8 +11,8 @@ directory, sql_query on a fixture database, two-step add/multiply/divide), run e
   (the number, the weather field asked about, the fact from the file or the row);
 * **contradicts nothing**: every number in the answer appears in a tool result or in the
   question; a number written right after a field's name is that field's value ("the
-  humidity is 14" when humidity_pct is 35 fails); no other weather condition (also
-  not the one a yes/no question asks about: "Is it raining?" -> "Yes, it is raining"
+  humidity is 14" when humidity_pct is 35 fails); no other weather condition (and
+  no "Yes" to the one a question asks about: "Is it raining?" -> "Yes, it is raining"
   when the result says sunny), no "real forecast" for demo data, no Fahrenheit; no
   repeated clause.
 
@@ -224,11 +224,15 @@ def _contradictions(answer: str, case: Case, result: RunResult) -> list[str]:
         for other in _CONDITIONS:
             if other in actual or other not in text:
                 continue
+            if other in case.question.lower():
+                # The question's word restated ("How windy is it?" -> "It is windy, 22
+                # kph") is not a claim, but "Yes" to "Is it raining?" (sunny) is.
+                if re.match(r"\W*yes\b", text):
+                    found.append(f"yes to {other}")
+                continue
             at = text.find(other)
             if not _NEG.search(text[:at]):
                 found.append(f"condition {other}")
-            if other in case.question.lower() and re.match(r"\W*yes\b", text):
-                found.append(f"yes to {other}")  # "Is it raining?" -> "Yes, ..." (sunny)
         if "fahrenheit" in text or "°f" in text:
             found.append("fahrenheit")
         at = text.find("real forecast")

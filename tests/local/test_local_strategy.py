@@ -238,3 +238,20 @@ def test_grounded_head_keeps_only_leading_sentences_that_pass(
     answer: str, head: str | None
 ) -> None:
     assert grounded_head(answer, _turn("How many lamps?", '{"lamps": 3}')) == head
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "why"),
+    [
+        ("Yes, it is raining in Lima, it is 12 degrees.", "Is it raining in Lima?", "raining"),
+        ("No, it is sunny in Lima, 12 degrees.", "Is it raining in Lima?", None),
+        ("Yes, it is sunny in Lima, 12 degrees.", "Is it sunny in Lima?", None),
+        ("Yes, it is sunny in Lima. It is raining.", "Is it raining in Lima?", None),
+    ],
+)
+def test_yes_to_a_question_word_no_result_states_is_not_grounded(
+    answer: str, question: str, why: str | None
+) -> None:
+    result = '{"city": "Lima", "temperature_c": 12, "condition": "sunny"}'
+    reason = ungrounded(answer, _turn(question, result))
+    assert (reason is None) if why is None else (reason is not None and why in reason)

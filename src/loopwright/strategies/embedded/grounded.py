@@ -11,7 +11,8 @@ the last user message), the answer is held back until it is complete and checked
 * it states a value of the results: one of their numbers, or one of their words the
   question does not use (a label such as "cloudy", a name such as "Oslo");
 * it does not assert what a result denies (the result says "not a real forecast", the
-  answer says "a real forecast");
+  answer says "a real forecast"), nor say "Yes" to a question word no result states
+  ("Is it raining in Lima?" -> "Yes, it is raining" when the result says sunny);
 * it does not repeat itself, and is not the question echoed back.
 
 A failing answer whose leading sentences pass on their own is cut to them (a small model
@@ -104,6 +105,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     denied = _contradiction(answer, ok)
     if denied:
         return f"asserts what a result denies: {denied!r}"
+    unsupported = _unsupported_yes(answer, turn.question, ok)
+    if unsupported:
+        return f"says yes to {unsupported!r}, which no result states"
     words = _words(answer)
     grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
     if len(grams) != len(set(grams)):
@@ -124,6 +128,31 @@ def grounded_head(answer: str, turn: Turn) -> str | None:
         if len(_words(head)) >= MIN_KEPT_WORDS and ungrounded(head, turn) is None:
             return head
     return None
+
+
+_YES = re.compile(r"\W*yes\b", re.IGNORECASE)
+MIN_STEM = 4
+
+
+def _unsupported_yes(answer: str, question: str, results: Sequence[ToolResultPart]) -> str | None:
+    """A word of the question that an answer starting with "Yes" repeats in its first
+    sentence and no result states (as written or sharing a stem: "raining" and
+    "rain"); ``None`` when there is none or the answer does not start with "Yes"."""
+    if not _YES.match(answer):
+        return None
+    first = _SENTENCE_END.split(answer, maxsplit=1)[0]
+    said = {w.lower() for w in label_words(first)}
+    known = {w.lower() for r in results for w in label_words(r.content)}
+    for word in label_words(question):
+        word = word.lower()
+        if word in said and not any(_same_stem(word, k) for k in known):
+            return word
+    return None
+
+
+def _same_stem(a: str, b: str) -> bool:
+    need = min(len(a), len(b), MIN_STEM)
+    return a[:need] == b[:need]
 
 
 def _contradiction(answer: str, results: Sequence[ToolResultPart]) -> str | None:
