@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kit_bedrock import MODEL_ID, OPTIONS
 
 from loopwright.core.errors import ProviderError
-from loopwright.core.messages import Message, ReasoningPart, StopReason, ToolCallPart
+from loopwright.core.messages import MediaPart, Message, ReasoningPart, StopReason, ToolCallPart
 from loopwright.core.messages import ToolResultPart as Result
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool
 from loopwright.core.tools import ToolSpec
@@ -443,3 +443,56 @@ async def test_html_page_with_status_200_is_malformed_with_the_bytes(server):
     m = BedrockModel(MODEL_ID, base_url=server.url, options=OPTIONS)
     err = failed(await collect(m, request([USER])))
     assert err.error.kind == "malformed_response" and "html" in (err.error.raw or "").lower()
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 60
+SHOT = Result(
+    "call-1",
+    "top_song",
+    "[image image/png, 68 bytes]",
+    media=(MediaPart("image/png", base64.b64encode(PNG).decode()),),
+)
+SHOT_HISTORY = [
+    USER,
+    Message("assistant", (ToolCallPart("call-1", "top_song", {"sign": "WZPZ"}),)),
+    Message.tool_results([SHOT]),
+]
+
+
+async def test_claude_gets_the_image_inside_the_tool_result_as_bytes(server):
+    # the service model documents images in tool results for Claude and Nova: boto3
+    # sends the raw bytes base64-encoded on the JSON wire, as Bedrock expects
+    server.push(reply(START, *text(0, "A black square."), *stop("end_turn")))
+    done(await collect(model(server), request(SHOT_HISTORY)))
+    [block] = server.requests[0].json["messages"][2]["content"]
+    content = block["toolResult"]["content"]
+    assert content[0] == {"text": "[image image/png, 68 bytes]"}
+    assert content[1]["image"]["format"] == "png"
+    assert base64.b64decode(content[1]["image"]["source"]["bytes"]) == PNG
+
+
+@pytest.mark.parametrize(
+    ("model_id", "takes"),
+    [
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", True),
+        ("amazon.nova-pro-v1:0", True),
+        ("meta.llama3-1-70b-instruct-v1:0", False),
+        ("mistral.mistral-large-2407-v1:0", False),
+    ],
+)
+def test_only_models_that_take_images_in_tool_results_get_them(model_id, takes):
+    payload, _ = encode_request(model_id, request(SHOT_HISTORY))
+    content = payload["messages"][2]["content"][0]["toolResult"]["content"]
+    assert any("image" in c for c in content) is takes
+    if not takes:
+        assert "takes no images" in content[0]["text"]
+
+
+def test_an_image_type_bedrock_cannot_take_falls_back_to_the_note():
+    odd = Result(
+        "call-1", "top_song", "[image image/bmp, 4 bytes]", media=(MediaPart("image/bmp", "AAAA"),)
+    )
+    history = [*SHOT_HISTORY[:2], Message.tool_results([odd])]
+    payload, _ = encode_request(MODEL_ID, request(history))
+    [content] = payload["messages"][2]["content"][0]["toolResult"]["content"]
+    assert "takes no images" in content["text"]

@@ -15,7 +15,11 @@ API"):
   schema (a JSON string), name, description?}}}}`` (user guide "Get validated JSON
   results from models"); used for Claude 4.5 and later.
 * Calls are ``toolUse{toolUseId, name, input}`` blocks; results go back as
-  ``toolResult{toolUseId, content[{text}], status}`` blocks in a ``user`` message.
+  ``toolResult{toolUseId, content[{text} | {image{format, source{bytes}}}], status}``
+  blocks in a ``user`` message. The service model documents images in tool results for
+  Anthropic Claude 3/4 and Amazon Nova models only (:func:`takes_result_images`); other
+  models get the text and a note. On the JSON wire ``bytes`` is base64; boto3 takes raw
+  bytes.
   ``toolUseId`` must match ``[a-zA-Z0-9_-]+`` (ids from other providers are normalised).
 * The response stream is AWS binary event-stream (not SSE): ``messageStart``,
   ``contentBlockStart`` (tool use only), ``contentBlockDelta{text | toolUse{input} |
@@ -188,13 +192,40 @@ def _assistant_content(message: Message, names: ToolNameMap) -> list[dict[str, A
     return blocks
 
 
-def _user_content(message: Message) -> list[dict[str, Any]]:
+_IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/jpg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
+
+
+def takes_result_images(model: str) -> bool:
+    """Whether ``model`` (a model id, an inference profile such as
+    ``us.anthropic.claude-...``, or an ARN naming one) takes images in tool results."""
+    return "anthropic.claude" in model or "amazon.nova" in model
+
+
+def _result_content(part: ToolResultPart, images: bool) -> list[dict[str, Any]]:
+    """A tool result's content blocks: its text, then each image the model can take."""
+    media = [m for m in part.media if m.mime_type in _IMAGE_FORMATS] if images else []
+    if not media or len(media) != len(part.media):
+        return [{"text": tool_result_text(part)}]
+    blocks: list[dict[str, Any]] = [{"text": part.content}]
+    for m in media:
+        source = {"bytes": m.data}  # base64 as on the JSON wire; _sdk_kwargs decodes
+        blocks.append({"image": {"format": _IMAGE_FORMATS[m.mime_type], "source": source}})
+    return blocks
+
+
+def _user_content(message: Message, images: bool = False) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, ToolResultPart):
             result = {
                 "toolUseId": normalize_call_id(part.call_id),
-                "content": [{"text": tool_result_text(part)}],
+                "content": _result_content(part, images),
                 "status": "error" if part.is_error else "success",
             }
             blocks.append({"toolResult": result})
@@ -204,24 +235,29 @@ def _user_content(message: Message) -> list[dict[str, Any]]:
 
 
 def encode_messages(
-    messages: Sequence[Message], names: ToolNameMap, cache: EncodeCache | None = None
+    messages: Sequence[Message],
+    names: ToolNameMap,
+    cache: EncodeCache | None = None,
+    images: bool = False,
 ) -> tuple[list[str], list[dict[str, Any]], bool]:
     """Canonical history -> (system texts, Converse ``messages``, whether tool blocks occur).
+    ``images``: tool results carry their images (:func:`takes_result_images`); a cache
+    serves one model, so one value of it.
 
     Tool messages become user messages and same-role neighbours are merged: Converse
     rejects two consecutive messages with one role. With a ``cache`` each message's
     blocks are encoded once per conversation, and encoding resumes after the previous
     request's messages when this one extends them."""
     if cache is None:
-        return _encode_from(messages, 0, names, None, ([], [], False))
+        return _encode_from(messages, 0, names, None, ([], [], False), images)
     start, state, seed = cache.resume(messages, names)
     if state is not None:
         resumed = (list(state[0]), resume_merged(state[1], "content"), state[2])
         if start == len(messages):
             return resumed
-        result = _encode_from(messages, start, names, cache, resumed)
+        result = _encode_from(messages, start, names, cache, resumed, images)
     else:
-        result = _encode_from(messages, 0, names, cache, ([], [], False))
+        result = _encode_from(messages, 0, names, cache, ([], [], False), images)
     system, out, has_tool_blocks = result
     cache.save(messages, seed, names, (tuple(system), tuple(out), has_tool_blocks))
     return result
@@ -233,6 +269,7 @@ def _encode_from(
     names: ToolNameMap,
     cache: EncodeCache | None,
     state: tuple[list[str], list[dict[str, Any]], bool],
+    images: bool,
 ) -> tuple[list[str], list[dict[str, Any]], bool]:
     """Encode ``messages[start:]`` onto ``state`` (what encoding the others left)."""
     system, out, has_tool_blocks = state
@@ -247,7 +284,7 @@ def _encode_from(
             blocks = (
                 _assistant_content(message, names)
                 if role == "assistant"
-                else _user_content(message)
+                else _user_content(message, images)
             )
             if cache is not None:
                 cache.put(message, names, blocks)
@@ -297,7 +334,9 @@ def encode_request(
 ) -> tuple[dict[str, Any], ToolNameMap]:
     """Build the ``converse_stream`` keyword arguments (= the wire body + ``modelId``)."""
     names = tool_name_map(request.tools, cache)
-    history_system, messages, has_tool_blocks = encode_messages(request.messages, names, cache)
+    history_system, messages, has_tool_blocks = encode_messages(
+        request.messages, names, cache, takes_result_images(model)
+    )
     settings = request.settings
     payload: dict[str, Any] = {"modelId": model, "messages": messages}
     system = [s for s in (request.system, *history_system) if s]
@@ -352,9 +391,23 @@ def _sdk_kwargs(payload: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(reasoning, Mapping) and isinstance(reasoning.get("redactedContent"), str):
                 raw = base64.b64decode(reasoning["redactedContent"])
                 block = {"reasoningContent": {"redactedContent": raw}}
+            result = block.get("toolResult") if isinstance(block, Mapping) else None
+            if isinstance(result, Mapping) and any("image" in c for c in result["content"]):
+                block = {"toolResult": {**result, "content": _raw_images(result["content"])}}
             content.append(block)
         fixed.append({**message, "content": content})
     return {**payload, "messages": fixed}
+
+
+def _raw_images(content: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for c in content:
+        image = c.get("image")
+        if isinstance(image, Mapping):
+            raw = base64.b64decode(image["source"]["bytes"])
+            c = {"image": {**image, "source": {"bytes": raw}}}
+        out.append(dict(c))
+    return out
 
 
 # ----------------------------------------------------------------------------- response
