@@ -22,6 +22,7 @@ import asyncio
 import json
 import os
 import statistics
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -32,7 +33,9 @@ from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.run import RunState
 from loopwright.durable import Durable
-from loopwright.store import CheckpointRef, CheckpointStore, IntentRecord, MemoryStore
+from loopwright.store import CheckpointRef, CheckpointStore, IntentRecord, MemoryStore, Write
+from loopwright.store.base import claim_each, write_each
+from loopwright.store.state import Claim, ClaimOutcome, WriteOutcome
 
 RUNS = 100
 MODEL_DELAY = 0.02
@@ -63,18 +66,44 @@ def _reply(messages: Sequence[Message], request: ModelRequest) -> object:
 
 
 class SlowStore(MemoryStore):
-    """A MemoryStore whose writes take ``delay`` seconds, blocking like a driver call."""
+    """A MemoryStore whose writes take ``delay`` seconds, blocking like a driver call.
+
+    The delay stands for a round trip and commit to a database: a write call made alone
+    (a lock refresh, a ledger entry) pays it, and so does one group-commit batch
+    (``write(writes)``, ``claim(claims)``: one transaction for all of it, however many)."""
 
     blocking = True
 
     def __init__(self, delay: float) -> None:
         super().__init__()
         self.delay = delay
-        self.writes = 0
+        self.writes = 0  # round trips paid: single calls and batches
+        self.batched = 0  # writes and claims that went in batches
+        self._batch = threading.local()
 
     def _wait(self) -> None:
+        if getattr(self._batch, "open", False):
+            return  # the batch pays once for all of its calls
         self.writes += 1
         time.sleep(self.delay)
+
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        self._wait()
+        self.batched += len(writes)
+        self._batch.open = True
+        try:
+            return write_each(self, writes)
+        finally:
+            self._batch.open = False
+
+    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
+        self._wait()
+        self.batched += len(claims)
+        self._batch.open = True
+        try:
+            return claim_each(self, claims)
+        finally:
+            self._batch.open = False
 
     def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
         self._wait()

@@ -9,6 +9,7 @@ import operator
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -473,12 +474,26 @@ def test_static_interrupts_before_and_after_a_node(store: Any, thread: dict) -> 
 
 
 class SlowStore(MemoryStore):
-    """A store whose writes wait on "I/O" for 50 ms, like a remote database."""
+    """A store whose writes wait on "I/O" for 50 ms, like a remote database: one round
+    trip per ``save``, and one per group-commit batch (``write``), however many it holds."""
 
     blocking = True
 
-    def save(self, state: Any, **kwargs: Any) -> Any:
+    def __init__(self) -> None:
+        super().__init__()
+        self._batch = threading.local()
+
+    def write(self, writes: Any) -> Any:
         time.sleep(0.05)
+        self._batch.open = True
+        try:
+            return super().write(writes)
+        finally:
+            self._batch.open = False
+
+    def save(self, state: Any, **kwargs: Any) -> Any:
+        if not getattr(self._batch, "open", False):
+            time.sleep(0.05)
         return super().save(state, **kwargs)
 
 

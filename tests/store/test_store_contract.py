@@ -14,6 +14,7 @@ from loopwright.core.messages import Message, ToolCallPart, ToolResultPart, Usag
 from loopwright.core.run import ErrorRecord, LoopState, RunState, RunStop
 from loopwright.store import (
     CheckpointNotFound,
+    CheckpointRef,
     CheckpointStore,
     CorruptCheckpoint,
     HistoryConflict,
@@ -26,6 +27,7 @@ from loopwright.store import (
     fork,
     lock_owner_id,
 )
+from loopwright.store.state import Claim, Write
 
 
 def full_state(session_id: str, n: int = 4) -> RunState:
@@ -283,3 +285,88 @@ def test_a_stale_state_is_refused_and_nothing_is_written(store: CheckpointStore)
         store.save(grow(base, "from writer 2"))
     assert [m.text for m in store.load(base.session_id).messages] == ["a", "from writer 1"]
     assert len(store.history(base.session_id)) == 2
+
+
+def test_write_applies_many_sessions_together_and_fails_each_alone(
+    store: CheckpointStore,
+) -> None:
+    """``write``: the group commit's call. Each write gets its own outcome; one that
+    conflicts with the stored history fails alone and writes nothing of its own."""
+    a, b, c, stale = sid(), sid(), sid(), sid()
+    owner = lock_owner_id()
+    store.save(RunState(b, messages=[Message.user("b0")]))
+    store.save(RunState(stale, messages=[Message.user("s0"), Message.user("s1")]))
+    store.acquire_lock(b, owner)
+    intent = IntentRecord(a, "call-1", "send", "k-1", {"to": "ann"})
+    state_b = RunState(b, messages=[Message.user("b0"), Message.assistant("b1")], turn=1)
+    outcomes = store.write(
+        [
+            Write(RunState(a, messages=[Message.user("a0")]), intents=(intent,)),
+            Write(state_b, release=(b, owner)),
+            Write(RunState(stale, messages=[Message.user("s0")])),  # shorter: refused
+            Write(intents=(dataclasses.replace(intent, session_id=c),)),
+            Write(RunState(a, messages=[Message.user("a0"), Message.assistant("a1")])),
+        ]
+    )
+    ref_a, ref_b, refused, only_intent, ref_a2 = outcomes
+    assert isinstance(ref_a, CheckpointRef) and ref_a.checkpoint == 1
+    assert isinstance(ref_b, CheckpointRef) and ref_b.checkpoint == 2
+    assert isinstance(refused, HistoryRewritten)
+    assert only_intent is None
+    assert isinstance(ref_a2, CheckpointRef) and ref_a2.checkpoint == 2  # in order
+    assert [m.text for m in store.load(a).messages] == ["a0", "a1"]
+    assert [m.text for m in store.load(b).messages] == ["b0", "b1"]
+    assert len(store.load(stale).messages) == 2  # untouched
+    assert [i.call_id for i in store.intents(a)] == ["call-1"]
+    assert [i.call_id for i in store.intents(c)] == ["call-1"]
+    assert store.lock_owner(b) is None
+    assert [r.checkpoint for r in store.history(b)] == [1, 2]
+
+
+def test_write_refuses_a_state_that_does_not_continue_the_stored_history(
+    store: CheckpointStore,
+) -> None:
+    s, other = sid(), sid()
+    store.save(RunState(s, messages=[Message.user("x")]))
+    conflicting = RunState(s, messages=[Message.user("y"), Message.assistant("z")])
+    bad, good = store.write(
+        [Write(conflicting), Write(RunState(other, messages=[Message.user("o")]))]
+    )
+    assert isinstance(bad, HistoryConflict)
+    assert isinstance(good, CheckpointRef)
+    assert [m.text for m in store.load(s).messages] == ["x"]
+    assert store.load(other).messages[0].text == "o"
+
+
+def test_claim_locks_and_loads_many_sessions_together(store: CheckpointStore) -> None:
+    stored, new, held, broken = sid(), sid(), sid(), sid()
+    me, other = lock_owner_id(), lock_owner_id()
+    store.save(RunState(stored, messages=[Message.user("a"), Message.assistant("b")], turn=1))
+    store.save(RunState(broken, messages=[Message.user("x")]))
+    store.acquire_lock(held, other)
+    store.acquire_lock(broken, other)
+    outcomes = store.claim(
+        [
+            Claim(stored, me, 60),
+            Claim(new, me, 60),
+            Claim(held, me, 60),
+            Claim(broken, me, 60, break_first=True),
+            Claim(new, other, 60),  # the same session twice: the first claim holds it
+        ]
+    )
+    loaded, fresh, locked, taken, second = outcomes
+    assert isinstance(loaded, RunState) and [m.text for m in loaded.messages] == ["a", "b"]
+    assert fresh is None
+    assert isinstance(locked, SessionLocked) and isinstance(second, SessionLocked)
+    assert isinstance(taken, RunState) and taken.messages[0].text == "x"
+    assert store.lock_owner(stored) == me and store.lock_owner(new) == me
+    assert store.lock_owner(held) == other and store.lock_owner(broken) == me
+
+
+def test_a_claim_that_cannot_load_leaves_the_lock_free(store: CheckpointStore, corrupt) -> None:
+    s = sid()
+    store.save(RunState(s, messages=[Message.user("a")]))
+    corrupt(store, s, 1, "{not json")
+    (outcome,) = store.claim([Claim(s, lock_owner_id(), 60)])
+    assert isinstance(outcome, CorruptCheckpoint)
+    assert store.lock_owner(s) is None

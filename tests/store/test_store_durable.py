@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,8 @@ from loopwright.store import (
     StoreUnavailable,
     fork,
 )
+from loopwright.store.base import write_each
+from loopwright.store.state import Write, WriteOutcome
 from loopwright.tools import Confirmation, DispatchConfig, tool
 
 
@@ -362,6 +365,9 @@ class _FailingDoneRecords:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
+
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        return write_each(self, writes)  # type: ignore[arg-type]  # through put_intent below
 
     def put_intent(self, intent: IntentRecord) -> None:
         if intent.status.value == "done":

@@ -1,17 +1,17 @@
-"""How many store round trips a durable run pays for, and which of them overlap.
+"""Group commit: how a durable run's store calls reach a blocking store.
 
-A blocking store is reached through worker threads (``AsyncStore``); on a loaded machine
-each hop costs more than a fast store call, so calls that must run one after another
-share one worker job (lock + load, the final checkpoint + the lock's release, a result
-record + the next checkpoint), and the two writes a non-idempotent call waits for (its
-checkpoint and its intent record) overlap."""
+Writes (checkpoints, intent records, lock releases) of every run go into one queue and
+reach the store as batches (``CheckpointStore.write``); the lock and the first load are
+one worker job. These tests pin which calls share a job, that concurrent runs share
+writes, that each caller gets its own write's outcome, and that a crash while a write
+waits in the queue loses nothing the checkpoint policy promises to keep."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from store_testlib import sid
@@ -20,12 +20,18 @@ from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.run import RunState
 from loopwright.durable import Durable
 from loopwright.loop import Agent
-from loopwright.providers.scripted import FunctionModel
-from loopwright.store import CheckpointRef, IntentRecord, IntentStatus, MemoryStore
+from loopwright.providers.scripted import FunctionModel, Reply
+from loopwright.store import (
+    CheckpointRef,
+    IntentStatus,
+    MemoryStore,
+    SQLiteStore,
+    StoreUnavailable,
+    Write,
+)
 from loopwright.store.aio import AsyncStore
+from loopwright.store.state import Claim, ClaimOutcome, WriteOutcome
 from loopwright.tools import tool
-
-_T = TypeVar("_T")
 
 
 class BlockingMemory(MemoryStore):
@@ -34,54 +40,61 @@ class BlockingMemory(MemoryStore):
     blocking = True
 
 
-_JOB = threading.local()
-
-
 class Recording(BlockingMemory):
-    """Records ``(job number, call)`` for every store call."""
+    """Records each batch (``("claim", claims)``, ``("write", writes)``) and any other
+    call the adapter makes (``("call", [name])``)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.calls: list[tuple[int, str]] = []
+        self.log: list[tuple[str, list[object]]] = []
+        self._local = threading.local()
 
     def _note(self, what: str) -> None:
-        self.calls.append((getattr(_JOB, "number", 0), what))
+        """A call outside ``claim``/``write`` made by the adapter (on its threads)."""
+        inside = getattr(self._local, "writing", False)
+        if not inside and threading.current_thread().name.startswith("lw-"):
+            self.log.append(("call", [what]))
+
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        self.log.append(("write", list(writes)))
+        self._local.writing = True
+        try:
+            return super().write(writes)
+        finally:
+            self._local.writing = False
+
+    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
+        self.log.append(("claim", list(claims)))
+        self._local.writing = True
+        try:
+            return super().claim(claims)
+        finally:
+            self._local.writing = False
 
     def acquire_lock(self, session_id: str, owner: str, ttl: float = 120.0) -> None:
         self._note("acquire_lock")
         super().acquire_lock(session_id, owner, ttl)
 
-    def release_lock(self, session_id: str, owner: str) -> None:
-        self._note("release_lock")
-        super().release_lock(session_id, owner)
-
     def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         self._note("load")
         return super().load(session_id, checkpoint)
 
-    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
-        self._note("save")
-        return super().save(state, rewrite_from=rewrite_from)
-
-    def put_intent(self, intent: IntentRecord) -> None:
-        self._note(f"intent {intent.status.value}")
-        super().put_intent(intent)
+    def batches(self) -> list[list[Write]]:
+        return [[w for w in x if isinstance(w, Write)] for kind, x in self.log if kind == "write"]
 
 
-class NumberedJobs(AsyncStore):
-    """Numbers worker jobs (one thread hop each) for :class:`Recording`."""
+def _model(delay: float = 0.0) -> FunctionModel:
+    """lookup, then notify, then the answer; each reply after ``delay`` seconds."""
 
-    jobs = 0
+    def reply(messages: list[Message], request: object) -> object:
+        step = sum(1 for m in messages if m.role == "tool")
+        if step == 0:
+            return Reply([ToolCallPart("l0", "lookup", {"key": "a"})], delay=delay)
+        if step == 1:
+            return Reply([ToolCallPart("n1", "notify", {"text": "done"})], delay=delay)
+        return Reply("all done", delay=delay)
 
-    async def _job(self, job: Callable[[], _T]) -> _T:
-        type(self).jobs += 1
-        number = type(self).jobs
-
-        def numbered() -> _T:
-            _JOB.number = number
-            return job()
-
-        return await super()._job(numbered)
+    return FunctionModel(reply)  # type: ignore[arg-type]
 
 
 @tool(idempotent=True)
@@ -90,46 +103,143 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
-@tool
-def notify(text: str) -> str:
-    """Send a notification (a side effect)."""
-    return f"sent {text}"
+def _notify_checking(store: MemoryStore, seen: list[str]) -> object:
+    @tool
+    def notify(text: str) -> str:
+        """Send a notification (a side effect): its call and intent must be stored first."""
+        session = next(iter(store._sessions))
+        (intent,) = store.intents(session)
+        assert intent.status is IntentStatus.STARTED and intent.call_id == "n1"
+        assert store.load(session).messages[-1].tool_calls[0].id == "n1"
+        seen.append(text)
+        return f"sent {text}"
+
+    return notify
 
 
-def _model() -> FunctionModel:
-    def reply(messages: list[Message], request: object) -> object:
-        step = sum(1 for m in messages if m.role == "tool")
-        if step == 0:
-            return [ToolCallPart("l0", "lookup", {"key": "a"})]
-        if step == 1:
-            return [ToolCallPart("n1", "notify", {"text": "done"})]
-        return "all done"
-
-    return FunctionModel(reply)  # type: ignore[arg-type]
-
-
-async def test_a_durable_run_shares_worker_jobs_between_dependent_store_calls() -> None:
+async def test_a_durable_run_takes_lock_and_load_in_one_job_and_batches_its_writes() -> None:
     store = Recording()
-    aio = NumberedJobs(store)
+    seen: list[str] = []
+    aio = AsyncStore(store)
+    agent = Agent(_model(), [lookup, _notify_checking(store, seen)])  # type: ignore[list-item]
     session = sid()
-    result = await Durable(Agent(_model(), [lookup, notify]), aio).arun("go", session_id=session)
+    result = await Durable(agent, aio).arun("go", session_id=session)
     aio.close()
-    assert result.ok and result.answer == "all done"
-    jobs: dict[int, list[str]] = {}
-    for number, call in store.calls:
-        jobs.setdefault(number, []).append(call)
-    by_job = list(jobs.values())
-    assert by_job[0] == ["acquire_lock", "load"]  # one hop before the run starts
-    final = by_job[-1]  # the final checkpoint releases the lock
-    assert final[0] == "save" and final[-1] == "release_lock"
-    # the result record rides with a checkpoint (this one, or an earlier one)
-    assert any(job[0] == "save" and "intent done" in job for job in by_job)
-    assert ["intent started"] in by_job  # written beside the notify call's checkpoint
-    assert len(by_job) < len(store.calls)
+    assert result.ok and result.answer == "all done" and seen == ["done"]
+    kind, claims = store.log[0]
+    assert kind == "claim" and claims == [Claim(session, claims[0].owner, 120.0)]  # type: ignore[attr-defined]
+    assert [kind for kind, _ in store.log[1:]] == ["write"] * (len(store.log) - 1)
+    final = store.batches()[-1]
+    assert any(w.state is not None and w.release is not None for w in final)
     assert store.lock_owner(session) is None
     (intent,) = store.intents(session)
     assert intent.status is IntentStatus.DONE and intent.result is not None
     assert store.load(session).stop is not None
+
+
+async def test_checkpoints_of_concurrent_runs_share_one_write() -> None:
+    store = Recording()
+    aio = AsyncStore(store)
+    seen: list[str] = []
+
+    @tool
+    def notify(text: str) -> str:
+        """Send."""
+        seen.append(text)
+        return "sent"
+
+    durable = Durable(Agent(_model(), [lookup, notify]), aio)  # type: ignore[list-item]
+    sessions = [sid() for _ in range(10)]
+    results = await asyncio.gather(*(durable.arun("go", session_id=s) for s in sessions))
+    aio.close()
+    assert all(r.ok for r in results) and len(seen) == 10
+    batches = store.batches()
+    saves = [w for batch in batches for w in batch if w.state is not None]
+    assert len(batches) < len(saves)  # fewer store calls than checkpoints
+    widest = max(len({w.state.session_id for w in b if w.state is not None}) for b in batches)
+    assert widest >= 2  # checkpoints of different runs in one transaction
+    (claims,) = [x for kind, x in store.log if kind == "claim"]
+    assert len(claims) == 10  # the ten runs took their locks and loaded together
+    for s in sessions:
+        assert store.load(s).messages[-1].text == "all done" and store.lock_owner(s) is None
+
+
+class _FailsFor(BlockingMemory):
+    """``write`` refuses the checkpoints of one session (others are stored) or, with
+    ``down``, fails as a whole."""
+
+    def __init__(self, bad: str) -> None:
+        super().__init__()
+        self.bad = bad
+        self.down = False
+        self.batches: list[int] = []
+        self.gate = threading.Event()
+
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        self.batches.append(len(writes))
+        self.gate.wait(5)
+        if self.down:
+            raise StoreUnavailable("test", "nowhere", "connection reset")
+        out = super().write(
+            [w for w in writes if w.state is None or w.state.session_id != self.bad]
+        )
+        it = iter(out)
+        return [
+            StoreUnavailable("test", w.state.session_id, "refused")
+            if w.state is not None and w.state.session_id == self.bad
+            else next(it)
+            for w in writes
+        ]
+
+
+async def test_a_write_error_reaches_only_the_run_whose_write_failed() -> None:
+    store = _FailsFor("bad")
+    aio = AsyncStore(store)
+    store.gate.set()
+    good = aio.submit(Write(RunState("good", messages=[Message.user("g")])))
+    bad = aio.submit(Write(RunState("bad", messages=[Message.user("b")])))
+    ref = await good
+    with pytest.raises(StoreUnavailable, match="refused"):
+        await bad
+    assert isinstance(ref, CheckpointRef) and ref.session_id == "good"
+    assert store.batches == [2]  # one batch held both
+    store.down = True
+    one = aio.submit(Write(RunState("x", messages=[Message.user("x")])))
+    two = aio.submit(Write(intents=()))
+    for future in (one, two):  # the batch failed as a whole: every caller hears it
+        with pytest.raises(StoreUnavailable, match="connection reset"):
+            await future
+    aio.close()
+
+
+async def test_writes_queued_while_a_batch_is_written_go_together_in_the_next() -> None:
+    store = _FailsFor("nobody")
+    aio = AsyncStore(store)
+    first = []
+    for i in range(2):  # two batches in flight (the most there are), blocked on the gate
+        first.append(aio.submit(Write(RunState(f"a{i}", messages=[]))))
+        await asyncio.sleep(0.02)
+    later = [aio.submit(Write(RunState(f"b{i}", messages=[]))) for i in range(5)]
+    store.gate.set()
+    await asyncio.gather(*first, *later)
+    aio.close()
+    assert store.batches == [1, 1, 5]
+
+
+async def test_a_cancelled_caller_still_has_its_queued_write_stored() -> None:
+    store = _FailsFor("nobody")
+    aio = AsyncStore(store)
+    session = sid()
+    store.acquire_lock(session, "me")
+    task = asyncio.ensure_future(aio.release_lock(session, "me"))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    store.gate.set()
+    await asyncio.sleep(0.1)
+    aio.close()
+    assert store.lock_owner(session) is None
 
 
 async def test_lock_and_load_releases_the_lock_when_loading_fails() -> None:
@@ -147,32 +257,61 @@ async def test_lock_and_load_releases_the_lock_when_loading_fails() -> None:
     aio.close()
 
 
-async def test_a_side_effects_checkpoint_and_intent_record_are_written_concurrently() -> None:
-    """Each write waits (on its worker thread) until the other one has started: written
-    one after the other, the first would time out."""
-    started = {"save": threading.Event(), "intent": threading.Event()}
+class _Crashing(SQLiteStore):
+    """SQLite whose batch holding the ``notify`` call's checkpoint never arrives: the
+    process "dies" while that write waits (``crashed`` is set; the batch stays stuck
+    until ``gone`` is set, then fails: nothing of it is stored)."""
 
-    class Rendezvous(BlockingMemory):
-        def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
-            if state.messages and state.messages[-1].tool_calls:  # the notify call
-                started["save"].set()
-                assert started["intent"].wait(5), "the intent record was not in flight"
-            return super().save(state, rewrite_from=rewrite_from)
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.crashed = threading.Event()
+        self.gone = threading.Event()
 
-        def put_intent(self, intent: IntentRecord) -> None:
-            if intent.status is IntentStatus.STARTED:
-                started["intent"].set()
-                assert started["save"].wait(5), "the checkpoint was not in flight"
-            super().put_intent(intent)
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        for w in writes:
+            last = w.state.messages[-1] if w.state is not None and w.state.messages else None
+            if last is not None and any(c.name == "notify" for c in last.tool_calls):
+                self.crashed.set()
+        if self.crashed.is_set():  # nothing reaches the store any more
+            self.gone.wait(10)
+            raise StoreUnavailable("sqlite", str(self.path), "the process died")
+        return super().write(writes)
 
-    def reply(messages: list[Message], request: object) -> object:
-        if messages[-1].role == "tool":
-            return "ok"
-        return [ToolCallPart("n1", "notify", {"text": "x"})]
 
-    store = Rendezvous()
-    durable = Durable(Agent(FunctionModel(reply), [notify]), store)  # type: ignore[arg-type]
-    result = await asyncio.wait_for(durable.arun("go", session_id=sid()), 20)
+async def test_a_crash_before_a_queued_checkpoint_is_written_keeps_the_side_effect_safe(
+    tmp_path: Path,
+) -> None:
+    """The run waits for its checkpoint before a side effect, so a crash while that
+    checkpoint is queued loses only progress the policy may lose: the side effect has
+    not happened, and the resumed run performs it exactly once."""
+    sent: list[str] = []
+
+    @tool
+    def notify(text: str) -> str:
+        """Send a notification (a side effect)."""
+        sent.append(text)
+        return f"sent {text}"
+
+    db = tmp_path / "crash.db"
+    crashing = _Crashing(db)
+    session = sid()
+    # model replies slow enough that the lookup step's checkpoint is written on its own
+    first = Durable(Agent(_model(0.05), [lookup, notify]), crashing)
+    run = asyncio.ensure_future(first.arun("go", session_id=session))
+    assert await asyncio.to_thread(crashing.crashed.wait, 20)
+    await asyncio.sleep(0.05)  # had the run not waited for the write, notify ran by now
+    assert sent == []
+    run.cancel()  # the process dies
+    crashing.gone.set()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    stored = SQLiteStore(db)
+    assert stored.load(session).messages[-1].role == "tool"  # the lookup step survived
+    durable = Durable(Agent(_model(), [lookup, notify]), stored)
+    result = await durable.aresume(session, break_lock=True)
+    first.aio.close()
     durable.aio.close()
-    assert result.ok, result.detail
-    assert started["save"].is_set() and started["intent"].is_set()
+    assert result.ok and result.answer == "all done"
+    assert sent == ["done"]
+    intent = next(i for i in stored.intents(session) if i.call_id == "n1")
+    assert intent.status is IntentStatus.DONE

@@ -29,6 +29,7 @@ next checkpoint write (:meth:`Checkpointer.add_intent`) instead of a store call 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import inspect
 import logging
@@ -44,7 +45,7 @@ from loopwright.core.run import RunState
 from loopwright.core.tools import ToolSpec
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL
-from loopwright.store.state import CheckpointRef, IntentRecord, IntentStatus
+from loopwright.store.state import CheckpointRef, IntentRecord, IntentStatus, Write
 from loopwright.tools import ToolRegistry
 
 log = logging.getLogger("loopwright.durable")
@@ -184,27 +185,42 @@ class Checkpointer:
         if cfg.lock_owner is not None and time.monotonic() - self._last_lock > cfg.lock_ttl / 4:
             await self.store.acquire_lock(snapshot.session_id, cfg.lock_owner, cfg.lock_ttl)
             self._last_lock = time.monotonic()
-        intents, self._intents = self._intents, []
         release, self._release = self._release, None
-        self._released = release is not None  # the job releases even if the save fails
-        self.last_ref = await self.store.save(
-            snapshot, rewrite_from=rewrite_from, intents=intents, release=release
-        )
+        self._released = release is not None  # the write releases even if the save fails
+        # result records ride in the same batch as this checkpoint, as a write of their
+        # own: a failed record must not fail the checkpoint (see IntentRecorder._record)
+        records = self._submit_intents()
+        self.last_ref = await self.store.save(snapshot, rewrite_from=rewrite_from, release=release)
         self._saved = snapshot.messages
         self.saves += 1
+        if records is not None:
+            with contextlib.suppress(Exception):  # logged by _submit_intents
+                await records
+
+    def _submit_intents(self) -> asyncio.Future[CheckpointRef | None] | None:
+        intents, self._intents = self._intents, []
+        if not intents:
+            return None
+        written = self.store.submit(Write(intents=tuple(intents)))
+        session = self.state.session_id
+
+        def logged(f: asyncio.Future[CheckpointRef | None]) -> None:
+            if not f.cancelled() and f.exception() is not None:
+                log.warning(
+                    "session %s: recording the result of call(s) %s failed: %s",
+                    session,
+                    ", ".join(i.call_id for i in intents),
+                    f.exception(),
+                )
+
+        written.add_done_callback(logged)
+        return written
 
     async def _write_intents(self) -> None:
-        intents, self._intents = self._intents, []
-        for intent in intents:
-            try:
-                await self.store.put_intent(intent)
-            except Exception as exc:  # see IntentRecorder._record
-                log.warning(
-                    "session %s: recording the result of call %s failed: %s",
-                    intent.session_id,
-                    intent.call_id,
-                    exc,
-                )
+        records = self._submit_intents()
+        if records is not None:
+            with contextlib.suppress(Exception):  # logged by _submit_intents
+                await records
 
     def _rewrite_point(self, messages: list[Message]) -> int | None:
         saved = self._saved

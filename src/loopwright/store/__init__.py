@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         IntentRecord,
         IntentStatus,
         SessionInfo,
+        Write,
         lock_owner_id,
     )
 
@@ -83,6 +84,7 @@ __getattr__, __dir__ = lazy_exports(
             "IntentRecord",
             "IntentStatus",
             "SessionInfo",
+            "Write",
             "lock_owner_id",
         ),
     },
@@ -115,6 +117,7 @@ __all__ = [
     "SessionNotFound",
     "StoreError",
     "StoreUnavailable",
+    "Write",
     "decode_state",
     "default_path",
     "encode_header",

@@ -1,18 +1,23 @@
 """The one async face of every store.
 
 Store backends block (SQLite, redis-py and psycopg calls wait on I/O). Async code never
-calls them directly: :class:`AsyncStore` wraps a backend once and runs each call on the
+calls them directly: :class:`AsyncStore` wraps a backend once and runs its calls on the
 adapter's own worker threads, so a 5 ms write suspends only the run that waits for it,
-never the event loop (100 concurrent durable runs then overlap their writes instead of
-queueing behind one another: see ``benchmarks/durable.py``). A store that declares
-``blocking = False`` (``MemoryStore``) is called inline: a thread hop would cost more
-than the call.
+never the event loop. A store that declares ``blocking = False`` (``MemoryStore``) is
+called inline: a thread hop would cost more than the call.
 
-Calls that must happen one after another anyway share one worker job
-(:meth:`AsyncStore.lock_and_load`, :meth:`AsyncStore.save` with ``intents`` and
-``release``): on a loaded machine a thread hop, not the store, is most of a call's latency
-(measured: 18-25 ms p50 per hop for 100 concurrent durable runs at load 9, for 5 ms
-writes), so a durable run's path to its answer pays three hops instead of six.
+Group commit. Writes -- checkpoints, intent records, lock releases -- do not get a
+thread of their own: they go into ONE queue, and a worker takes every queued write, of
+every run, and hands them to ``store.write`` at once (one transaction, the statements of
+all of them sent together). While that batch is written the next one gathers. So 100
+concurrent runs share a few round trips, commits and thread hops instead of paying one
+each; on a loaded machine the hop (thread wake-up, GIL hand-off, the event loop's
+wake-up), not the store, had been most of each wait (``benchmarks/notes/durable.md``).
+Each caller gets its own write's outcome: a write that fails alone (a history conflict)
+fails only its caller; if the batch as a whole fails, every caller in it gets that error
+and none of their writes is stored. Other calls (locks, loads, reads) need an answer
+before their caller can go on and run one per worker job; calls that must follow one
+another share one (:meth:`AsyncStore.lock_and_load`).
 
 It also serves as the dispatcher's persistent idempotency ledger (``get`` / ``put``
 return awaitables, which the dispatcher awaits).
@@ -24,14 +29,13 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import RunState
 from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
-from loopwright.store.errors import SessionNotFound
-from loopwright.store.state import CheckpointRef, IntentRecord
+from loopwright.store.state import CheckpointRef, Claim, IntentRecord, Write
 
 log = logging.getLogger("loopwright.store")
 
@@ -42,15 +46,50 @@ DEFAULT_WORKERS = 64
 """Worker threads per adapter: concurrent store calls beyond this wait for a thread (a
 thread mostly waits on the server, so many cost little CPU; each may hold a connection)."""
 
+WRITE_BATCHES = 2
+"""Group-commit batches in flight at once. Few are enough: while they are written, the
+next batch gathers every write that arrives; more would only split the same writes into
+more, smaller transactions."""
+
+_Op = Write | Claim
+_Pending = tuple[_Op, "asyncio.Future[object]"]
+
+
+def _apply(store: CheckpointStore, ops: Sequence[_Op]) -> list[object]:
+    """One batch, on a worker thread: the claims (runs starting) in one ``store.claim``,
+    then the writes in one ``store.write``; outcomes in the order of ``ops``."""
+    outcomes: list[object] = [None] * len(ops)
+    claims = [i for i, op in enumerate(ops) if isinstance(op, Claim)]
+    writes = [i for i, op in enumerate(ops) if isinstance(op, Write)]
+    if claims:
+        _spread(outcomes, claims, lambda: store.claim([ops[i] for i in claims]))  # type: ignore[misc]
+    if writes:
+        _spread(outcomes, writes, lambda: store.write([ops[i] for i in writes]))  # type: ignore[misc]
+    return outcomes
+
+
+def _spread(
+    outcomes: list[object], picked: list[int], call: Callable[[], Sequence[object]]
+) -> None:
+    try:
+        results = call()
+    except Exception as exc:  # the whole call failed: none of it was stored
+        results = [exc] * len(picked)
+    for i, result in zip(picked, results, strict=True):
+        outcomes[i] = result
+
 
 class AsyncStore:
     """``await``-able store calls over a blocking :class:`CheckpointStore` (see module)."""
 
-    __slots__ = ("_pool", "store")
+    __slots__ = ("_pool", "_queue", "_scheduled", "_writing", "store")
 
     def __init__(self, store: CheckpointStore, *, workers: int = DEFAULT_WORKERS) -> None:
         self.store = store
         self._pool: ThreadPoolExecutor | None = None
+        self._queue: list[_Pending] = []  # ops waiting for the next batch
+        self._writing = 0  # batches in flight
+        self._scheduled = False  # a batch starts on the next loop iteration
         if store.blocking:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"lw-{store.kind}")
 
@@ -63,41 +102,76 @@ class AsyncStore:
             return job()
         return await asyncio.get_running_loop().run_in_executor(self._pool, job)
 
+    # -- group commit -------------------------------------------------------------
+    def submit(self, write: Write) -> asyncio.Future[CheckpointRef | None]:
+        """Queue ``write`` for the next batch (see module); the future holds its outcome.
+        Writes submitted before the caller next suspends share a batch."""
+        return self._submit(write)  # type: ignore[return-value]
+
+    def _submit(self, op: _Op) -> asyncio.Future[object]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[object] = loop.create_future()
+        if self._pool is None:
+            _settle(future, _apply(self.store, (op,))[0])
+            return future
+        self._queue.append((op, future))
+        if not self._scheduled and self._writing < WRITE_BATCHES:
+            # on the next iteration, so the ops queued during this one join the batch
+            self._scheduled = True
+            loop.call_soon(self._start)
+        return future
+
+    async def write(self, write: Write) -> CheckpointRef | None:
+        """:meth:`submit` ``write`` and wait until it is stored."""
+        return await self._queued(write)  # type: ignore[return-value]
+
+    async def _queued(self, op: _Op) -> object:
+        """Queue ``op`` and wait for its outcome. Cancelling the caller does not take
+        back what was queued: it is applied with its batch (a caller that gives up must
+        not leave a lock held, or a checkpoint half-known)."""
+        future = self._submit(op)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(_consume)  # nobody waits for its error any more
+            raise
+
+    def _start(self) -> None:
+        """Hand every queued op to a worker as one batch (on the event loop)."""
+        self._scheduled = False
+        batch, self._queue = self._queue, []
+        if not batch or self._pool is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._writing += 1
+        done = self._pool.submit(_apply, self.store, [op for op, _ in batch])
+        done.add_done_callback(
+            lambda f: loop.call_soon_threadsafe(self._finish, batch, f)  # on the worker
+        )
+
+    def _finish(self, batch: list[_Pending], done: Future[list[object]]) -> None:
+        self._writing -= 1
+        try:
+            outcomes: Sequence[object] = done.result()
+        except Exception as exc:  # the worker itself failed: none of it was applied
+            outcomes = [exc] * len(batch)
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            if not future.done():  # done: the loop is closing
+                _settle(future, outcome)
+        if self._queue and not self._scheduled:
+            self._start()
+
     # -- checkpoints ------------------------------------------------------------
     async def save(
-        self,
-        state: RunState,
-        *,
-        rewrite_from: int | None = None,
-        intents: Sequence[IntentRecord] = (),
-        release: str | None = None,
+        self, state: RunState, *, rewrite_from: int | None = None, release: str | None = None
     ) -> CheckpointRef:
-        """``store.save``; ``state`` must not change until this returns (pass a
-        :meth:`RunState.snapshot` of a live state). In the same worker job, after the
-        save: ``intents`` are written (a failed one is logged, not raised: it does not
-        undo the checkpoint) and, with ``release`` (the owner), the session's lock is
-        released, whether or not the save succeeded."""
-        store = self.store
-
-        def job() -> CheckpointRef:
-            try:
-                ref = store.save(state, rewrite_from=rewrite_from)
-                for intent in intents:
-                    try:
-                        store.put_intent(intent)
-                    except Exception as exc:
-                        log.warning(
-                            "session %s: writing the intent record of call %s failed: %s",
-                            intent.session_id,
-                            intent.call_id,
-                            exc,
-                        )
-                return ref
-            finally:
-                if release is not None:
-                    store.release_lock(state.session_id, release)
-
-        return await self._job(job)
+        """Checkpoint ``state`` through the group commit; ``state`` must not change until
+        this returns (pass a :meth:`RunState.snapshot` of a live state). With ``release``
+        (the owner) the session's lock is released, whether or not the save succeeded."""
+        lock = None if release is None else (state.session_id, release)
+        ref = await self.write(Write(state, rewrite_from, (), lock))
+        assert ref is not None  # a write with a state has a checkpoint reference
+        return ref
 
     async def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         return await self._call(self.store.load, session_id, checkpoint)
@@ -112,23 +186,9 @@ class AsyncStore:
         break_first: bool = False,
     ) -> RunState | None:
         """Take the session's lock (breaking a held one first with ``break_first``), then
-        load the session (``None``: not stored yet), in one worker job. The lock is
-        released again if loading fails."""
-        store = self.store
-
-        def job() -> RunState | None:
-            if break_first:
-                store.break_lock(session_id)
-            store.acquire_lock(session_id, owner, ttl)
-            try:
-                return store.load(session_id)
-            except SessionNotFound:
-                return None
-            except BaseException:
-                store.release_lock(session_id, owner)
-                raise
-
-        return await self._job(job)
+        load the session (``None``: not stored yet), through the group commit
+        (``store.claim``). The lock is not held if loading fails."""
+        return await self._queued(Claim(session_id, owner, ttl, break_first))  # type: ignore[return-value]
 
     async def acquire_lock(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LOCK_TTL
@@ -136,14 +196,14 @@ class AsyncStore:
         await self._call(self.store.acquire_lock, session_id, owner, ttl)
 
     async def release_lock(self, session_id: str, owner: str) -> None:
-        await self._call(self.store.release_lock, session_id, owner)
+        await self.write(Write(release=(session_id, owner)))
 
     async def break_lock(self, session_id: str) -> bool:
         return await self._call(self.store.break_lock, session_id)
 
     # -- intents ------------------------------------------------------------------
     async def put_intent(self, intent: IntentRecord) -> None:
-        await self._call(self.store.put_intent, intent)
+        await self.write(Write(intents=(intent,)))
 
     async def intents(self, session_id: str) -> list[IntentRecord]:
         return await self._call(self.store.intents, session_id)
@@ -159,3 +219,15 @@ class AsyncStore:
         """Stop the worker threads (calls in flight finish); the store stays open."""
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+
+def _settle(future: asyncio.Future[object], outcome: object) -> None:
+    if isinstance(outcome, Exception):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+def _consume(future: asyncio.Future[object]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("a store write whose caller was cancelled failed: %s", future.exception())

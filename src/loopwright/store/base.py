@@ -20,23 +20,42 @@ Contracts
 * Intent records (:class:`IntentRecord`) and the idempotency ledger survive restarts.
 * A server that cannot be reached raises :class:`StoreUnavailable`; a failed save leaves
   the previously stored checkpoints intact (each save is one transaction).
+* ``write(writes)`` applies many callers' writes (checkpoints, intent records, lock
+  releases: :class:`~loopwright.store.state.Write`) together -- one transaction on
+  SQLite and PostgreSQL, with the statements of all of them sent together -- and
+  returns one outcome per write, in order. A write that fails on its own (a rewritten
+  or conflicting history) fails alone; a failure of the whole (the server went away)
+  raises, and then none of them is stored. This is what
+  :class:`~loopwright.store.aio.AsyncStore`'s group commit calls.
+* ``claim(claims)`` is the same for runs starting: each takes its session's lock and
+  loads the session (:class:`~loopwright.store.state.Claim`), all in one transaction;
+  one outcome per claim (a claim whose lock is held elsewhere gets ``SessionLocked``).
 * Stores are safe to share between threads.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import RunState
 from loopwright.core.run import new_session_id as fresh_session_id
+from loopwright.store.errors import SessionNotFound
 from loopwright.store.state import (
     CheckpointRef,
+    Claim,
+    ClaimOutcome,
     IntentRecord,
     SessionInfo,
+    Write,
+    WriteOutcome,
 )
+
+log = logging.getLogger("loopwright.store")
 
 DEFAULT_LOCK_TTL = 120.0
 """Seconds a session lock lives without a refresh (each checkpoint refreshes it)."""
@@ -123,9 +142,62 @@ class CheckpointStore(Checkpoints, Locks, Intents, Ledger, Protocol):
     """``False`` only for a store whose methods never wait on I/O (``MemoryStore``):
     :class:`~loopwright.store.aio.AsyncStore` then calls it inline instead of on a thread."""
 
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        """Apply ``writes`` together; one outcome per write (see the contract)."""
+        ...
+
+    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
+        """Lock and load many sessions together; one outcome per claim (see contract)."""
+        ...
+
     def close(self) -> None:
         """Release connections. The store is unusable afterwards."""
         ...
+
+
+def write_each(store: CheckpointStore, writes: Sequence[Write]) -> list[WriteOutcome]:
+    """``store.write`` as one call per part, for stores without a cheaper whole (a
+    memory store has no round trips to save)."""
+    outcomes: list[WriteOutcome] = []
+    for w in writes:
+        outcome: WriteOutcome
+        try:
+            outcome = None if w.state is None else store.save(w.state, rewrite_from=w.rewrite_from)
+            for intent in w.intents:
+                store.put_intent(intent)
+        except Exception as exc:
+            outcome = exc
+        if w.release is not None:
+            try:
+                store.release_lock(*w.release)
+            except Exception as exc:  # reported unless the write failed already
+                outcome = outcome if isinstance(outcome, Exception) else exc
+        outcomes.append(outcome)
+    return outcomes
+
+
+def claim_each(store: CheckpointStore, claims: Sequence[Claim]) -> list[ClaimOutcome]:
+    """``store.claim`` as one lock and one load per claim (see :func:`write_each`)."""
+    outcomes: list[ClaimOutcome] = []
+    for c in claims:
+        try:
+            if c.break_first:
+                store.break_lock(c.session_id)
+            store.acquire_lock(c.session_id, c.owner, c.ttl)
+        except Exception as exc:
+            outcomes.append(exc)
+            continue
+        try:
+            outcomes.append(store.load(c.session_id))
+        except SessionNotFound:
+            outcomes.append(None)
+        except Exception as exc:
+            outcomes.append(exc)
+            try:
+                store.release_lock(c.session_id, c.owner)
+            except Exception:  # the lock expires after its TTL anyway
+                log.warning("session %s: releasing the lock failed", c.session_id)
+    return outcomes
 
 
 def fork(

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import RunState
-from loopwright.store.base import DEFAULT_LOCK_TTL
+from loopwright.store.base import DEFAULT_LOCK_TTL, claim_each, write_each
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -31,8 +32,12 @@ from loopwright.store.errors import (
 )
 from loopwright.store.state import (
     CheckpointRef,
+    Claim,
+    ClaimOutcome,
     IntentRecord,
     SessionInfo,
+    Write,
+    WriteOutcome,
     owner_is_dead,
 )
 
@@ -171,6 +176,12 @@ class MemoryStore:
         row = encode_result(result)
         with self._mutex:
             self._ledger.setdefault(key, row)
+
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        return write_each(self, writes)
+
+    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
+        return claim_each(self, claims)
 
     def close(self) -> None:
         """Nothing to release (the data lives as long as the object)."""

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store.base import DEFAULT_LOCK_TTL
+from loopwright.store.base import DEFAULT_LOCK_TTL, claim_each, write_each
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -48,8 +48,12 @@ from loopwright.store.errors import (
 )
 from loopwright.store.state import (
     CheckpointRef,
+    Claim,
+    ClaimOutcome,
     IntentRecord,
     SessionInfo,
+    Write,
+    WriteOutcome,
     owner_is_dead,
 )
 
@@ -317,6 +321,12 @@ class RedisStore:
         ex = None if self.ledger_ttl is None else int(max(1, self.ledger_ttl))
         with self._guard():
             self._r.set(f"{self.prefix}:ledger:{key}", encode_result(result), nx=True, ex=ex)
+
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        return write_each(self, writes)
+
+    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
+        return claim_each(self, claims)
 
     def close(self) -> None:
         try:

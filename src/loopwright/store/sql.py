@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from loopwright.core.messages import ToolResultPart
@@ -35,14 +36,19 @@ from loopwright.store.codec import (
 from loopwright.store.errors import (
     CheckpointNotFound,
     CorruptCheckpoint,
+    HistoryConflict,
     HistoryRewritten,
     SessionLocked,
     SessionNotFound,
 )
 from loopwright.store.state import (
     CheckpointRef,
+    Claim,
+    ClaimOutcome,
     IntentRecord,
     SessionInfo,
+    Write,
+    WriteOutcome,
     owner_is_dead,
 )
 
@@ -119,54 +125,173 @@ class SqlStore:
 
     # -- checkpoints ------------------------------------------------------------
     def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
-        sid = state.session_id
-        n = len(state.messages)
+        (outcome,) = self.write((Write(state, rewrite_from),))
+        if isinstance(outcome, Exception):
+            raise outcome
+        assert outcome is not None
+        return outcome
+
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        """Every write in ONE transaction, each statement once for all of them
+        (``executemany``), so a batch costs a handful of round trips and one commit
+        whatever its size. A save that fails its own checks (``HistoryRewritten``,
+        ``HistoryConflict``) fails alone, before any of it is written; a database error
+        fails the batch (raised: nothing of it is stored)."""
+        outcomes: list[WriteOutcome] = [None] * len(writes)
         now = time.time()
-        header = encode_header(state)
         with self._tx() as cur:
-            cur.execute(
-                self._q(
-                    "SELECT message_count, last_checkpoint, created_at FROM lw_sessions "
-                    f"WHERE session_id = ?{self._for_update}"
-                ),
-                (sid,),
-            )
-            row = cur.fetchone()
-            stored, last = (int(row[0]), int(row[1])) if row else (0, 0)
-            start = self._append_start(sid, stored, n, rewrite_from)
-            if start > 0:
-                cur.execute(
-                    self._q("SELECT data FROM lw_messages WHERE session_id = ? AND seq = ?"),
-                    (sid, start - 1),
+            for batch in _rounds(writes):
+                self._save_many(cur, [(i, writes[i]) for i in batch], outcomes, now)
+            intents = [
+                x
+                for w, outcome in zip(writes, outcomes, strict=True)
+                if not isinstance(outcome, Exception)
+                for x in w.intents
+            ]
+            if intents:
+                cur.executemany(
+                    self._q(_PUT_INTENT),
+                    [(x.session_id, x.call_id, x.created_at, encode_intent(x)) for x in intents],
                 )
-                check_continues(sid, start - 1, cur.fetchone(), state)
-            if start < stored:
+            releases = [w.release for w in writes if w.release is not None]
+            if releases:
+                cur.executemany(self._q(_RELEASE_LOCK), releases)
+        return outcomes
+
+    def _save_many(
+        self,
+        cur: Cursor,
+        saves: list[tuple[int, Write]],
+        outcomes: list[WriteOutcome],
+        now: float,
+    ) -> None:
+        """Checkpoints of distinct sessions (``outcomes[i]`` gets each one's result)."""
+        sids = sorted({w.state.session_id for _, w in saves if w.state is not None})
+        marks = ", ".join("?" * len(sids))
+        cur.execute(  # sorted: concurrent batches lock session rows in one order
+            self._q(
+                "SELECT session_id, message_count, last_checkpoint FROM lw_sessions "
+                f"WHERE session_id IN ({marks}) ORDER BY session_id{self._for_update}"
+            ),
+            sids,
+        )
+        known = {str(r[0]): (int(r[1]), int(r[2])) for r in cur.fetchall()}
+        plans: list[_SavePlan] = []
+        for i, w in saves:
+            state = w.state
+            assert state is not None
+            stored, last = known.get(state.session_id, (0, 0))
+            try:
+                start = self._append_start(
+                    state.session_id, stored, len(state.messages), w.rewrite_from
+                )
+            except (HistoryRewritten, ValueError) as exc:
+                outcomes[i] = exc
+                continue
+            plans.append(_SavePlan(i, state, start, stored, last, state.session_id in known))
+        plans = self._continuing(cur, plans, outcomes)
+        for p in plans:
+            if p.start < p.stored:  # a rewritten history: rare, one statement pair each
                 cur.execute(
                     self._q("DELETE FROM lw_messages WHERE session_id = ? AND seq >= ?"),
-                    (sid, start),
+                    (p.state.session_id, p.start),
                 )
                 cur.execute(
                     self._q(
                         "DELETE FROM lw_checkpoints WHERE session_id = ? AND message_count > ?"
                     ),
-                    (sid, start),
+                    (p.state.session_id, p.start),
                 )
-            if start < n:
-                cur.executemany(
-                    self._q("INSERT INTO lw_messages (session_id, seq, data) VALUES (?, ?, ?)"),
-                    [(sid, i, encode_message(state.messages[i])) for i in range(start, n)],
-                )
-            seq = last + 1
-            stop = None if state.stop is None else state.stop.value
-            cur.execute(
-                self._q(
-                    "INSERT INTO lw_checkpoints (session_id, seq, turn, status, stop, "
-                    "message_count, header, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                ),
-                (sid, seq, state.turn, state.status.value, stop, n, header, now),
+        self._insert_checkpoints(cur, plans, now)
+        for p in plans:
+            s = p.state
+            ref = CheckpointRef(
+                s.session_id, p.last + 1, s.turn, s.status, s.stop, len(s.messages), now
             )
-            self._upsert_session(cur, state, seq, row is None, now)
-        return CheckpointRef(sid, seq, state.turn, state.status, state.stop, n, now)
+            outcomes[p.index] = ref
+
+    def _continuing(
+        self, cur: Cursor, plans: list[_SavePlan], outcomes: list[WriteOutcome]
+    ) -> list[_SavePlan]:
+        """The plans whose state continues the stored history (``check_continues``, one
+        query for all of them); the others get their ``HistoryConflict``."""
+        checked = [p for p in plans if p.start > 0]
+        if not checked:
+            return plans
+        where = " OR ".join(["(session_id = ? AND seq = ?)"] * len(checked))
+        params = [x for p in checked for x in (p.state.session_id, p.start - 1)]
+        cur.execute(self._q(f"SELECT session_id, data FROM lw_messages WHERE {where}"), params)
+        rows = {str(r[0]): r[1] for r in cur.fetchall()}
+        keep = []
+        for p in plans:
+            if p.start > 0:
+                row = rows.get(p.state.session_id)
+                try:
+                    check_continues(
+                        p.state.session_id, p.start - 1, None if row is None else (row,), p.state
+                    )
+                except HistoryConflict as exc:
+                    outcomes[p.index] = exc
+                    continue
+            keep.append(p)
+        return keep
+
+    def _insert_checkpoints(self, cur: Cursor, plans: list[_SavePlan], now: float) -> None:
+        """The new message rows, checkpoint headers and session rows of ``plans``."""
+        rows = [
+            (p.state.session_id, k, encode_message(p.state.messages[k]))
+            for p in plans
+            for k in range(p.start, len(p.state.messages))
+        ]
+        if rows:
+            cur.executemany(
+                self._q("INSERT INTO lw_messages (session_id, seq, data) VALUES (?, ?, ?)"), rows
+            )
+        if not plans:
+            return
+        cur.executemany(
+            self._q(
+                "INSERT INTO lw_checkpoints (session_id, seq, turn, status, stop, "
+                "message_count, header, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            ),
+            [
+                (
+                    p.state.session_id,
+                    p.last + 1,
+                    p.state.turn,
+                    p.state.status.value,
+                    None if p.state.stop is None else p.state.stop.value,
+                    len(p.state.messages),
+                    encode_header(p.state),
+                    now,
+                )
+                for p in plans
+            ],
+        )
+        new = [p for p in plans if not p.exists]
+        if new:
+            cur.executemany(
+                self._q(
+                    "INSERT INTO lw_sessions (status, stop, turn, message_count, "
+                    "last_checkpoint, updated_at, checkpoints, parent, created_at, session_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)"
+                ),
+                [
+                    (*_session_row(p, now), p.state.parent, p.state.created_at, p.state.session_id)
+                    for p in new
+                ],
+            )
+        old = [p for p in plans if p.exists]
+        if old:
+            cur.executemany(
+                self._q(
+                    "UPDATE lw_sessions SET status = ?, stop = ?, turn = ?, message_count = ?, "
+                    "last_checkpoint = ?, updated_at = ?, checkpoints = ("
+                    "SELECT COUNT(*) FROM lw_checkpoints WHERE session_id = ?) "
+                    "WHERE session_id = ?"
+                ),
+                [(*_session_row(p, now), p.state.session_id, p.state.session_id) for p in old],
+            )
 
     @staticmethod
     def _append_start(sid: str, stored: int, n: int, rewrite_from: int | None) -> int:
@@ -181,31 +306,6 @@ class SqlStore:
                 "session (loopwright.store.fork) to branch from an earlier checkpoint"
             )
         return stored
-
-    def _upsert_session(
-        self, cur: Cursor, state: RunState, seq: int, new: bool, now: float
-    ) -> None:
-        stop = None if state.stop is None else state.stop.value
-        params = (state.status.value, stop, state.turn, len(state.messages), seq, now)
-        if new:
-            cur.execute(
-                self._q(
-                    "INSERT INTO lw_sessions (status, stop, turn, message_count, "
-                    "last_checkpoint, updated_at, checkpoints, parent, created_at, session_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)"
-                ),
-                (*params, state.parent, state.created_at, state.session_id),
-            )
-        else:
-            cur.execute(
-                self._q(
-                    "UPDATE lw_sessions SET status = ?, stop = ?, turn = ?, message_count = ?, "
-                    "last_checkpoint = ?, updated_at = ?, checkpoints = ("
-                    "SELECT COUNT(*) FROM lw_checkpoints WHERE session_id = ?) "
-                    "WHERE session_id = ?"
-                ),
-                (*params, state.session_id, state.session_id),
-            )
 
     def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         with self._read() as cur:
@@ -296,35 +396,114 @@ class SqlStore:
 
     # -- locks ------------------------------------------------------------------
     def acquire_lock(self, session_id: str, owner: str, ttl: float = DEFAULT_LOCK_TTL) -> None:
-        now = time.time()
+        outcomes: list[ClaimOutcome] = [None]
         with self._tx() as cur:
-            cur.execute(
-                self._q(
-                    "INSERT INTO lw_locks (session_id, owner, expires_at) VALUES (?, '', 0) "
-                    "ON CONFLICT (session_id) DO NOTHING"
-                ),
-                (session_id,),
+            self._lock_many(cur, [Claim(session_id, owner, ttl)], outcomes, time.time())
+        if isinstance(outcomes[0], Exception):
+            raise outcomes[0]
+
+    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
+        """Every claim in ONE transaction: the locks with a few statements for all of
+        them, then one query for the latest checkpoints and one for their messages."""
+        outcomes: list[ClaimOutcome] = [None] * len(claims)
+        with self._tx() as cur:
+            granted = self._lock_many(cur, claims, outcomes, time.time())
+            stored = self._latest(cur, sorted({claims[i].session_id for i in granted}))
+            failed: list[tuple[str, str]] = []
+            for i in granted:
+                c = claims[i]
+                if c.session_id not in stored:
+                    continue  # not stored yet: the lock is held, the outcome is None
+                seq, header, rows = stored[c.session_id]
+                try:
+                    outcomes[i] = decode_state(
+                        header, rows, session_id=c.session_id, checkpoint=seq
+                    )
+                except Exception as exc:  # e.g. CorruptCheckpoint: do not keep the lock
+                    outcomes[i] = exc
+                    failed.append((c.session_id, c.owner))
+            if failed:
+                cur.executemany(self._q(_RELEASE_LOCK), failed)
+        return outcomes
+
+    def _lock_many(
+        self, cur: Cursor, claims: Sequence[Claim], outcomes: list[ClaimOutcome], now: float
+    ) -> list[int]:
+        """Take the claims' locks (see ``acquire_lock``'s contract); the indexes of the
+        claims that got theirs, a ``SessionLocked`` in ``outcomes`` for the others."""
+        sids = sorted({c.session_id for c in claims})  # one lock order for every batch
+        breaks = sorted({c.session_id for c in claims if c.break_first})
+        if breaks:
+            cur.executemany(
+                self._q("DELETE FROM lw_locks WHERE session_id = ? AND owner <> ''"),
+                [(sid,) for sid in breaks],
             )
-            cur.execute(
-                self._q(
-                    f"SELECT owner, expires_at FROM lw_locks WHERE session_id = ?{self._for_update}"
-                ),
-                (session_id,),
-            )
-            holder, expires = cur.fetchone()
-            if holder and holder != owner and float(expires) > now and not owner_is_dead(holder):
-                raise SessionLocked(session_id, holder, float(expires) - now)
-            cur.execute(
+        cur.executemany(
+            self._q(
+                "INSERT INTO lw_locks (session_id, owner, expires_at) VALUES (?, '', 0) "
+                "ON CONFLICT (session_id) DO NOTHING"
+            ),
+            [(sid,) for sid in sids],
+        )
+        marks = ", ".join("?" * len(sids))
+        cur.execute(
+            self._q(
+                f"SELECT session_id, owner, expires_at FROM lw_locks WHERE session_id IN "
+                f"({marks}) ORDER BY session_id{self._for_update}"
+            ),
+            sids,
+        )
+        holders = {str(r[0]): (str(r[1]), float(r[2])) for r in cur.fetchall()}
+        granted = []
+        for i, c in enumerate(claims):
+            holder, expires = holders[c.session_id]
+            if holder and holder != c.owner and expires > now and not owner_is_dead(holder):
+                outcomes[i] = SessionLocked(c.session_id, holder, expires - now)
+                continue
+            holders[c.session_id] = (c.owner, now + c.ttl)
+            granted.append(i)
+        if granted:
+            cur.executemany(
                 self._q("UPDATE lw_locks SET owner = ?, expires_at = ? WHERE session_id = ?"),
-                (owner, now + ttl, session_id),
+                [(claims[i].owner, now + claims[i].ttl, claims[i].session_id) for i in granted],
             )
+        return granted
+
+    def _latest(self, cur: Cursor, sids: list[str]) -> dict[str, tuple[int, str, list[Any]]]:
+        """``session -> (checkpoint number, header, message rows)`` of the latest
+        checkpoint of each stored session among ``sids``."""
+        if not sids:
+            return {}
+        marks = ", ".join("?" * len(sids))
+        cur.execute(
+            self._q(
+                "SELECT c.session_id, c.seq, c.message_count, c.header FROM lw_sessions s "
+                "JOIN lw_checkpoints c ON c.session_id = s.session_id "
+                f"AND c.seq = s.last_checkpoint WHERE s.session_id IN ({marks})"
+            ),
+            sids,
+        )
+        heads = {str(r[0]): (int(r[1]), int(r[2]), r[3]) for r in cur.fetchall()}
+        if not heads:
+            return {}
+        found = sorted(heads)
+        marks = ", ".join("?" * len(found))
+        cur.execute(
+            self._q(
+                f"SELECT session_id, seq, data FROM lw_messages WHERE session_id IN ({marks}) "
+                "ORDER BY session_id, seq"
+            ),
+            found,
+        )
+        rows: dict[str, list[Any]] = {sid: [] for sid in found}
+        for sid, seq, data in cur.fetchall():
+            if int(seq) < heads[str(sid)][1]:
+                rows[str(sid)].append(data)
+        return {sid: (heads[sid][0], heads[sid][2], rows[sid]) for sid in found}
 
     def release_lock(self, session_id: str, owner: str) -> None:
         with self._tx() as cur:
-            cur.execute(
-                self._q("DELETE FROM lw_locks WHERE session_id = ? AND owner = ?"),
-                (session_id, owner),
-            )
+            cur.execute(self._q(_RELEASE_LOCK), (session_id, owner))
 
     def break_lock(self, session_id: str) -> bool:
         with self._tx() as cur:
@@ -348,11 +527,7 @@ class SqlStore:
     def put_intent(self, intent: IntentRecord) -> None:
         with self._tx() as cur:
             cur.execute(
-                self._q(
-                    "INSERT INTO lw_intents (session_id, call_id, created_at, data) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, call_id) "
-                    "DO UPDATE SET data = excluded.data"
-                ),
+                self._q(_PUT_INTENT),
                 (intent.session_id, intent.call_id, intent.created_at, encode_intent(intent)),
             )
 
@@ -382,6 +557,50 @@ class SqlStore:
                 ),
                 (key, encode_result(result), time.time()),
             )
+
+
+_PUT_INTENT = (
+    "INSERT INTO lw_intents (session_id, call_id, created_at, data) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (session_id, call_id) DO UPDATE SET data = excluded.data"
+)
+_RELEASE_LOCK = "DELETE FROM lw_locks WHERE session_id = ? AND owner = ?"
+
+
+@dataclass(frozen=True, slots=True)
+class _SavePlan:
+    """One checkpoint of a batch: ``writes[index]``'s state, appended from ``start``
+    over ``stored`` stored messages; ``last`` is the session's last checkpoint number."""
+
+    index: int
+    state: RunState
+    start: int
+    stored: int
+    last: int
+    exists: bool
+
+
+def _session_row(p: _SavePlan, now: float) -> tuple[object, ...]:
+    s = p.state
+    stop = None if s.stop is None else s.stop.value
+    return (s.status.value, stop, s.turn, len(s.messages), p.last + 1, now)
+
+
+def _rounds(writes: Sequence[Write]) -> list[list[int]]:
+    """Indexes of the writes with a state, in rounds where each session appears once:
+    two checkpoints of one session in a batch are applied one after the other."""
+    rounds: list[list[int]] = []
+    seen: list[set[str]] = []
+    for i, w in enumerate(writes):
+        if w.state is None:
+            continue
+        sid = w.state.session_id
+        k = next((k for k, sids in enumerate(seen) if sid not in sids), len(rounds))
+        if k == len(rounds):
+            rounds.append([])
+            seen.append(set())
+        rounds[k].append(i)
+        seen[k].add(sid)
+    return rounds
 
 
 def _info(r: Sequence[Any]) -> SessionInfo:

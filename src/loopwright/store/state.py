@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from loopwright.core.messages import JSONValue, ToolResultPart
-from loopwright.core.run import LoopState, RunStop
+from loopwright.core.run import LoopState, RunState, RunStop
 
 SCHEMA_VERSION = 2
 """Version of the checkpoint header layout written by this loopwright."""
@@ -88,6 +88,43 @@ class IntentRecord:
     result: ToolResultPart | None = None
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One caller's part of a group commit (``CheckpointStore.write``): a checkpoint of
+    ``state`` (``None``: none), then ``intents``; and, with ``release`` (the owner), the
+    session's lock released whether or not the rest succeeded. ``state`` must not change
+    until the write returns (pass a :meth:`RunState.snapshot` of a live state)."""
+
+    state: RunState | None = None
+    rewrite_from: int | None = None
+    intents: tuple[IntentRecord, ...] = ()
+    release: tuple[str, str] | None = None
+    """``(session_id, owner)`` of the lock to release."""
+
+
+WriteOutcome = CheckpointRef | None | Exception
+"""What one :class:`Write` of a batch came to: the checkpoint's reference (``None``
+without a state), or the error that made it fail."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a run does before it starts (``CheckpointStore.claim``): take the session's
+    lock for ``owner`` for ``ttl`` seconds (breaking a held one first with
+    ``break_first``), then load the session's latest checkpoint."""
+
+    session_id: str
+    owner: str
+    ttl: float
+    break_first: bool = False
+
+
+ClaimOutcome = RunState | None | Exception
+"""What one :class:`Claim` came to: the loaded state, ``None`` (the lock is held and the
+session is not stored yet), or the error (``SessionLocked`` ...); after an error the lock
+is not held."""
 
 
 def lock_owner_id() -> str:
