@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwright.core.errors import ProviderError
-from loopwright.core.messages import Message, ReasoningPart, StopReason, TextPart, ToolCallPart
+from loopwright.core.messages import (
+    MediaPart,
+    Message,
+    ReasoningPart,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+)
 from loopwright.core.messages import ToolResultPart as Result
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool
 from loopwright.core.tools import ToolSpec
@@ -426,3 +433,46 @@ async def test_html_page_with_status_200_is_malformed_with_the_page(server):
     assert (
         err.error.kind == "malformed_response" and "<!doctype html" in (err.error.raw or "").lower()
     )
+
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 60).decode()
+SHOT_CALL = ToolCallPart("call-1", "get_weather", {"city": "Oslo"})
+SHOT = Result(
+    "call-1", "get_weather", "[image image/png, 68 bytes]", media=(MediaPart("image/png", PNG),)
+)
+SHOT_HISTORY = [USER, Message("assistant", (SHOT_CALL,)), Message.tool_results([SHOT])]
+
+
+async def test_gemini_3_gets_the_image_inside_the_function_response(server):
+    # multimodal function responses (Gemini 3 and later): the image rides in the
+    # functionResponse's own parts, through the SDK to the wire
+    server.push(Reply.sse([chunk({"text": "A black square."}, finish="STOP")]))
+    done(await collect(model(server, "gemini-3-pro-preview"), request(SHOT_HISTORY)))
+    [part] = server.requests[0].json["contents"][2]["parts"]
+    response = part["functionResponse"]
+    assert response["response"] == {"result": "[image image/png, 68 bytes]"}
+    # the SDK writes these parts with the proto field names (Google's JSON parsers take
+    # both spellings); the payload this adapter builds uses the camelCase ones
+    assert response["parts"] == [{"inline_data": {"mime_type": "image/png", "data": PNG}}]
+    payload, _ = encode_request("gemini-3-pro-preview", request(SHOT_HISTORY))
+    [part] = payload["contents"][2]["parts"]
+    assert part["functionResponse"]["parts"] == [
+        {"inlineData": {"mimeType": "image/png", "data": PNG}}
+    ]
+
+
+def test_older_gemini_models_get_the_note_instead_of_the_image():
+    payload, _ = encode_request("gemini-2.5-flash", request(SHOT_HISTORY))
+    [part] = payload["contents"][2]["parts"]
+    assert "parts" not in part["functionResponse"]
+    assert "takes no images" in part["functionResponse"]["response"]["result"]
+    gif = Result(
+        "call-1",
+        "get_weather",
+        "[image image/gif, 4 bytes]",
+        media=(MediaPart("image/gif", "AAAA"),),
+    )
+    history = [*SHOT_HISTORY[:2], Message.tool_results([gif])]
+    payload, _ = encode_request("gemini-3-pro-preview", request(history))
+    [part] = payload["contents"][2]["parts"]
+    assert "parts" not in part["functionResponse"]  # a type Gemini does not list

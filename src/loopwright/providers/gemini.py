@@ -13,7 +13,10 @@ Wire facts this module relies on (ai.google.dev function-calling guide, REST ref
   (never fragmented); results go back as ``functionResponse{name, response}`` parts in a
   ``user`` turn. The Gemini API usually sends no call id, so ids are synthesised
   (stable: turn number, position, name) and results are paired back *by order*: the
-  ``functionResponse`` parts follow the order of the calls they answer.
+  ``functionResponse`` parts follow the order of the calls they answer. Images a tool
+  returned ride in ``functionResponse.parts[{inlineData{mimeType, data}}]`` on Gemini 3
+  and later (the "multimodal function responses" of the function-calling guide); older
+  models get the text and a note.
 * Thought signatures (``thoughtSignature``, base64) ride on the part they came with and must
   be sent back on that part: on a function call they are kept in the call's
   ``provider_meta["gemini"]``, on text/thought parts in the message's. Thought summaries
@@ -85,7 +88,12 @@ from loopwright.providers.gemini_stream import (
 )
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
-from loopwright.providers.schema import UnsupportedSchema, gemini_native_output, gemini_schema
+from loopwright.providers.schema import (
+    UnsupportedSchema,
+    gemini_native_output,
+    gemini_schema,
+    gemini_version,
+)
 from loopwright.providers.transport import (
     DEFAULT_CALL_LIMITS,
     CallLimits,
@@ -244,8 +252,17 @@ def _model_parts(message: Message, names: ToolNameMap) -> list[dict[str, Any]]:
     return parts
 
 
+_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
+
+
+def takes_result_media(model: str) -> bool:
+    """Whether ``model`` takes images inside function responses (Gemini 3 and later)."""
+    version = gemini_version(model)
+    return version is not None and version >= 3
+
+
 def _response_parts(
-    message: Message, calls: Sequence[ToolCallPart], names: ToolNameMap
+    message: Message, calls: Sequence[ToolCallPart], names: ToolNameMap, media: bool
 ) -> list[dict[str, Any]]:
     """Tool results in the order of the calls they answer (Gemini pairs them by order);
     results whose call is not in the previous turn keep their own order at the end."""
@@ -256,8 +273,14 @@ def _response_parts(
     by_id = {call.id: call for call in calls}
     parts = []
     for result in results:
-        response = {"error" if result.is_error else "result": tool_result_text(result)}
+        images = media and result.media and all(m.mime_type in _MEDIA_TYPES for m in result.media)
+        text = result.content if images else tool_result_text(result)
+        response = {"error" if result.is_error else "result": text}
         body: dict[str, Any] = {"name": names.to_wire(result.name), "response": response}
+        if images:
+            body["parts"] = [
+                {"inlineData": {"mimeType": m.mime_type, "data": m.data}} for m in result.media
+            ]
         call = by_id.get(result.call_id)
         gemini_id = own_meta(call.provider_meta, PROVIDER).get("id") if call else None
         if isinstance(gemini_id, str):
@@ -267,35 +290,40 @@ def _response_parts(
 
 
 def _parts(
-    message: Message, last_assistant: Message | None, names: ToolNameMap
+    message: Message, last_assistant: Message | None, names: ToolNameMap, media: bool
 ) -> list[dict[str, Any]]:
     if message.role == "assistant":
         return _model_parts(message, names)
     if message.role == "tool":
         calls = last_assistant.tool_calls if last_assistant is not None else ()
-        return _response_parts(message, calls, names)
+        return _response_parts(message, calls, names, media)
     return [{"text": p.text} for p in message.parts if isinstance(p, TextPart) and p.text]
 
 
 def encode_contents(
-    messages: Sequence[Message], names: ToolNameMap, cache: EncodeCache | None = None
+    messages: Sequence[Message],
+    names: ToolNameMap,
+    cache: EncodeCache | None = None,
+    media: bool = False,
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    """Canonical history -> (system texts found in it, Gemini ``contents``).
+    """Canonical history -> (system texts found in it, Gemini ``contents``). ``media``:
+    images go inside function responses (:func:`takes_result_media`; a cache serves one
+    model, so one value of it).
 
     With a ``cache`` each message is encoded once per conversation (a tool result only
     reused after the same assistant message, since its order follows those calls), and
     encoding resumes after the previous request's messages when this one extends them."""
     if cache is None:
-        system, contents, _ = _encode_from(messages, 0, names, None, ([], [], None))
+        system, contents, _ = _encode_from(messages, 0, names, None, ([], [], None), media)
         return system, contents
     start, state, seed = cache.resume(messages, names)
     if state is not None:
         resumed = (list(state[0]), resume_merged(state[1], "parts"), state[2])
         if start == len(messages):
             return resumed[0], resumed[1]
-        system, contents, last = _encode_from(messages, start, names, cache, resumed)
+        system, contents, last = _encode_from(messages, start, names, cache, resumed, media)
     else:
-        system, contents, last = _encode_from(messages, 0, names, cache, ([], [], None))
+        system, contents, last = _encode_from(messages, 0, names, cache, ([], [], None), media)
     cache.save(messages, seed, names, (tuple(system), tuple(contents), last))
     return system, contents
 
@@ -306,6 +334,7 @@ def _encode_from(
     names: ToolNameMap,
     cache: EncodeCache | None,
     state: tuple[list[str], list[dict[str, Any]], Message | None],
+    media: bool,
 ) -> tuple[list[str], list[dict[str, Any]], Message | None]:
     """Encode ``messages[start:]`` onto ``state`` (system texts, contents, last assistant
     message: what encoding the others left)."""
@@ -322,7 +351,7 @@ def _encode_from(
         if hit is not None and (message.role != "tool" or hit[0] is last_assistant):
             parts = hit[1]
         else:
-            parts = _parts(message, last_assistant, names)
+            parts = _parts(message, last_assistant, names, media)
             if cache is not None:
                 cache.put(message, names, [last_assistant, parts])
         if message.role == "assistant":
@@ -341,7 +370,9 @@ def encode_request(
 ) -> tuple[dict[str, Any], ToolNameMap]:
     """Build the SDK call ``{"model", "contents", "config"}`` for ``request``."""
     names = tool_name_map(request.tools, cache)
-    history_system, contents = encode_contents(request.messages, names, cache)
+    history_system, contents = encode_contents(
+        request.messages, names, cache, takes_result_media(model)
+    )
     settings = request.settings
     config: dict[str, Any] = {}
     system = "\n\n".join(s for s in (request.system, *history_system) if s)

@@ -469,6 +469,12 @@ def claude_native_output(model_id: str) -> bool:
     return (int(match[1]), int(match[2] or 0)) >= (4, 5)
 
 
+def gemini_version(model: str) -> int | None:
+    """The major version a Gemini model name carries (``gemini-2.5-flash`` -> 2)."""
+    match = _GEMINI_VERSION.search(model)
+    return int(match[1]) if match is not None else None
+
+
 def gemini_native_output(model: str, with_tools: bool) -> bool:
     """Whether the Gemini model ``model`` takes ``responseJsonSchema`` for this request:
     every Gemini model without function declarations; with them only Gemini 3 and later
