@@ -18,7 +18,7 @@ from store_testlib import sid
 
 from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.run import RunState
-from loopwright.durable import Durable
+from loopwright.durable import Checkpointer, Durable
 from loopwright.loop import Agent
 from loopwright.providers.scripted import FunctionModel, Reply
 from loopwright.store import (
@@ -315,3 +315,27 @@ async def test_a_crash_before_a_queued_checkpoint_is_written_keeps_the_side_effe
     assert sent == ["done"]
     intent = next(i for i in stored.intents(session) if i.call_id == "n1")
     assert intent.status is IntentStatus.DONE
+
+
+async def test_a_checkpoint_waiting_in_the_queue_takes_the_latest_state() -> None:
+    """Requests made while a checkpoint waits for its batch join it: the snapshot is
+    taken when the batch starts, so the superseded state is never written."""
+    store = _FailsFor("nobody")
+    aio = AsyncStore(store)
+    blocker = aio.submit(Write(RunState("other", messages=[])))  # batch 1, held
+    await asyncio.sleep(0.02)
+    second = aio.submit(Write(RunState("other2", messages=[])))  # batch 2, held
+    await asyncio.sleep(0.02)
+    state = RunState(sid(), messages=[Message.user("a")])
+    cp = Checkpointer(aio, state)
+    cp.request()
+    await asyncio.sleep(0.02)  # the checkpoint is queued behind two batches in flight
+    for text in ("b", "c"):
+        state.messages.append(Message.user(text))
+        cp.request()
+    store.gate.set()
+    await asyncio.gather(blocker, second)
+    await cp.flush()
+    aio.close()
+    assert cp.saves == 1
+    assert [m.text for m in store.load(state.session_id).messages] == ["a", "b", "c"]

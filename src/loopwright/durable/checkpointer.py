@@ -166,7 +166,6 @@ class Checkpointer:
             if not self._dirty:
                 await self._write_intents()
                 continue
-            self._dirty = False
             try:
                 await self._write()
             except Exception as exc:  # kept for flush(); the next write retries it all
@@ -176,26 +175,33 @@ class Checkpointer:
                 self._error = None
 
     async def _write(self) -> None:
-        # the snapshot is taken on the event loop's thread, between two steps of the run,
-        # so it is consistent; the write may then happen on a worker thread
-        snapshot = self.state.snapshot()
-        snapshot.updated_at = time.time()
-        rewrite_from = self._rewrite_point(snapshot.messages)
         cfg = self.config
         if cfg.lock_owner is not None and time.monotonic() - self._last_lock > cfg.lock_ttl / 4:
-            await self.store.acquire_lock(snapshot.session_id, cfg.lock_owner, cfg.lock_ttl)
+            await self.store.acquire_lock(self.state.session_id, cfg.lock_owner, cfg.lock_ttl)
             self._last_lock = time.monotonic()
-        release, self._release = self._release, None
-        self._released = release is not None  # the write releases even if the save fails
         # result records ride in the same batch as this checkpoint, as a write of their
         # own: a failed record must not fail the checkpoint (see IntentRecorder._record)
         records = self._submit_intents()
-        self.last_ref = await self.store.save(snapshot, rewrite_from=rewrite_from, release=release)
-        self._saved = snapshot.messages
+        taken: list[RunState] = []
+        self.last_ref = await self.store.write(lambda: self._prepare(taken))
+        self._saved = taken[0].messages
         self.saves += 1
         if records is not None:
             with contextlib.suppress(Exception):  # logged by _submit_intents
                 await records
+
+    def _prepare(self, taken: list[RunState]) -> Write:
+        """The write, built when its batch starts (``AsyncStore.submit``): the snapshot
+        then holds everything requested while the write waited in the queue. It is taken
+        on the event loop's thread, between two steps of the run, so it is consistent."""
+        self._dirty = False  # every request so far is in this snapshot
+        snapshot = self.state.snapshot()
+        snapshot.updated_at = time.time()
+        taken.append(snapshot)
+        release, self._release = self._release, None
+        self._released = release is not None  # the write releases even if the save fails
+        lock = None if release is None else (snapshot.session_id, release)
+        return Write(snapshot, self._rewrite_point(snapshot.messages), (), lock)
 
     def _submit_intents(self) -> asyncio.Future[CheckpointRef | None] | None:
         intents, self._intents = self._intents, []

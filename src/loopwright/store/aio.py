@@ -52,7 +52,7 @@ next batch gathers every write that arrives; more would only split the same writ
 more, smaller transactions."""
 
 _Op = Write | Claim
-_Pending = tuple[_Op, "asyncio.Future[object]"]
+_Pending = tuple[_Op | Callable[[], Write], "asyncio.Future[object]"]
 
 
 def _apply(store: CheckpointStore, ops: Sequence[_Op]) -> list[object]:
@@ -103,16 +103,23 @@ class AsyncStore:
         return await asyncio.get_running_loop().run_in_executor(self._pool, job)
 
     # -- group commit -------------------------------------------------------------
-    def submit(self, write: Write) -> asyncio.Future[CheckpointRef | None]:
+    def submit(self, write: Write | Callable[[], Write]) -> asyncio.Future[CheckpointRef | None]:
         """Queue ``write`` for the next batch (see module); the future holds its outcome.
-        Writes submitted before the caller next suspends share a batch."""
+        Writes submitted before the caller next suspends share a batch.
+
+        ``write`` may be a function that builds the write when its batch starts (on the
+        event loop): a checkpoint taken then includes whatever the run did while the
+        write waited in the queue, so a checkpoint the next one would supersede before
+        it was written is never written (see ``durable.Checkpointer``)."""
         return self._submit(write)  # type: ignore[return-value]
 
-    def _submit(self, op: _Op) -> asyncio.Future[object]:
+    def _submit(self, op: _Op | Callable[[], Write]) -> asyncio.Future[object]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[object] = loop.create_future()
         if self._pool is None:
-            _settle(future, _apply(self.store, (op,))[0])
+            ops = _build([(op, future)])
+            if ops:
+                _settle(future, _apply(self.store, ops)[0])
             return future
         self._queue.append((op, future))
         if not self._scheduled and self._writing < WRITE_BATCHES:
@@ -121,11 +128,11 @@ class AsyncStore:
             loop.call_soon(self._start)
         return future
 
-    async def write(self, write: Write) -> CheckpointRef | None:
+    async def write(self, write: Write | Callable[[], Write]) -> CheckpointRef | None:
         """:meth:`submit` ``write`` and wait until it is stored."""
         return await self._queued(write)  # type: ignore[return-value]
 
-    async def _queued(self, op: _Op) -> object:
+    async def _queued(self, op: _Op | Callable[[], Write]) -> object:
         """Queue ``op`` and wait for its outcome. Cancelling the caller does not take
         back what was queued: it is applied with its batch (a caller that gives up must
         not leave a lock held, or a checkpoint half-known)."""
@@ -139,12 +146,16 @@ class AsyncStore:
     def _start(self) -> None:
         """Hand every queued op to a worker as one batch (on the event loop)."""
         self._scheduled = False
-        batch, self._queue = self._queue, []
-        if not batch or self._pool is None:
+        queued, self._queue = self._queue, []
+        if not queued or self._pool is None:
+            return
+        ops = _build(queued)
+        batch = [p for p in queued if not p[1].done()]  # a build that failed is settled
+        if not batch:
             return
         loop = asyncio.get_running_loop()
         self._writing += 1
-        done = self._pool.submit(_apply, self.store, [op for op, _ in batch])
+        done = self._pool.submit(_apply, self.store, ops)
         done.add_done_callback(
             lambda f: loop.call_soon_threadsafe(self._finish, batch, f)  # on the worker
         )
@@ -219,6 +230,21 @@ class AsyncStore:
         """Stop the worker threads (calls in flight finish); the store stays open."""
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+
+def _build(queued: list[_Pending]) -> list[_Op]:
+    """The ops of ``queued``, calling the functions that build writes; one whose build
+    fails gets that error and is left out."""
+    ops: list[_Op] = []
+    for op, future in queued:
+        if isinstance(op, Write | Claim):
+            ops.append(op)
+            continue
+        try:
+            ops.append(op())
+        except Exception as exc:
+            future.set_exception(exc)
+    return ops
 
 
 def _settle(future: asyncio.Future[object], outcome: object) -> None:
