@@ -22,6 +22,7 @@ from loopwright.context import (
     repair_pairing,
 )
 from loopwright.core import Message, ToolCallPart, ToolResultPart, UserError
+from loopwright.core.messages import MediaPart
 from loopwright.providers.scripted import FunctionModel, ScriptedModel
 
 C = estimate_counter()
@@ -230,3 +231,35 @@ async def test_default_policy_with_summarizer_in_a_real_agent_loop() -> None:
     assert max(sent) <= 2200  # every request fitted the budget
     assert policy.summarizer is not None and policy.summarizer.calls >= 1
     assert len(result.messages) > 20  # the stored history keeps every message
+
+
+def _png(width: int, height: int) -> MediaPart:
+    import base64
+    import struct
+
+    head = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\x0dIHDR" + struct.pack(">II", width, height)
+    return MediaPart("image/png", base64.b64encode(head + b"\x00" * 32).decode())
+
+
+def test_old_results_stop_sending_big_images_and_say_so() -> None:
+    # an image is counted on every request it rides in: beyond keep_recent, one that
+    # does not fit the result limit is no longer sent; its text line stays
+    msgs = [Message.system("s"), Message.user("Look at the screens.")]
+    for i in range(4):
+        call = ToolCallPart(f"c{i}", "screenshot", {"n": i}, json.dumps({"n": i}))
+        shot = ToolResultPart(
+            f"c{i}", "screenshot", f"[image image/png, shot {i}]", media=(_png(1024, 1024),)
+        )
+        msgs += [Message("assistant", (call,)), Message.tool_results([shot])]
+    small = ToolResultPart("c0", "screenshot", "[image image/png, icon]", media=(_png(64, 64),))
+    msgs[3] = Message.tool_results([small])
+    out = DefaultPolicy(counter=C, max_result_tokens=1000, keep_recent=2)(msgs)
+    results = [m.tool_results_parts[0] for m in out if m.role == "tool"]
+    assert results[0].media == small.media  # a small image still fits its result
+    dropped = results[1]
+    assert dropped.media == ()
+    assert dropped.content.startswith("[image image/png, shot 1]\n")
+    assert "no longer sends its image" in dropped.content
+    assert dropped.provider_meta["loopwright"]["media_dropped"] == 1
+    assert all(r.media for r in results[2:])  # the recent ones keep theirs
+    assert C.count_messages(out) < C.count_messages(msgs)

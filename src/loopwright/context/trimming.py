@@ -108,7 +108,14 @@ def trim_result_part(
     part: ToolResultPart, max_tokens: int, counter: TokenCounter
 ) -> ToolResultPart:
     """``part`` unchanged if it fits, else a copy whose content is trimmed and whose
-    ``provider_meta["loopwright"]["trimmed"]`` records the original size."""
+    ``provider_meta["loopwright"]["trimmed"]`` records the original size.
+
+    Images count with the text: when they do not fit beside it they are no longer sent
+    (an image costs hundreds to about 1,600 tokens on every request); the text, which
+    names each image on a line, says so and ``["loopwright"]["media_dropped"]`` counts
+    them."""
+    if part.media:
+        part = _drop_media_over(part, max_tokens, counter)
     content = trim_text(part.content, max_tokens, counter)
     if content is part.content:
         return part
@@ -118,6 +125,22 @@ def trim_result_part(
         "trimmed": {"original_chars": len(part.content), "kept_chars": len(content)},
     }
     return replace(part, content=content, provider_meta=meta)
+
+
+def _drop_media_over(
+    part: ToolResultPart, max_tokens: int, counter: TokenCounter
+) -> ToolResultPart:
+    bare = replace(part, media=())
+    with_media = counter.count_message(Message("tool", (part,)))
+    media_tokens = with_media - counter.count_message(Message("tool", (bare,)))
+    if counter.count_text(part.content) + media_tokens <= max(max_tokens, MIN_RESULT_TOKENS):
+        return part
+    count = len(part.media)
+    images = "its image" if count == 1 else f"its {count} images"
+    note = f"\n[loopwright no longer sends {images} (an older result); call the tool again to see them]"
+    meta: dict[str, JSONValue] = dict(part.provider_meta)
+    meta[META_NS] = {**dict(meta.get(META_NS) or {}), "media_dropped": count}
+    return replace(bare, content=part.content + note, provider_meta=meta)
 
 
 def trim_message_results(message: Message, max_tokens: int, counter: TokenCounter) -> Message:
