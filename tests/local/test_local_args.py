@@ -1,12 +1,23 @@
-"""Argument guards of the embedded model's tool calls (no model)."""
+"""Argument grounding and guards of the embedded model's tool calls (no model)."""
 
 from __future__ import annotations
 
 import pytest
 
 from loopwright.core.messages import Message, ToolResultPart
+from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_prompt as lp
-from loopwright.providers.local_args import argument_guard
+from loopwright.providers.local_args import (
+    Grounding,
+    argument_guard,
+    date_format,
+    dates_in,
+    grounded_arguments,
+    grounded_optional,
+    grounded_required,
+    named_values,
+    numbers_in,
+)
 from loopwright.tools.builtin import make_tools
 
 PREFIX = lp.render_prefix([t.spec for t in make_tools(["read_file", "sql_query"])], None)
@@ -57,3 +68,119 @@ def test_long_numbers_must_come_from_the_request_or_a_result(
     guard = _guard("Which row has id 1024?", '{"rows": [[9876]]}')
     head = ' {"tool": "sql_query", "arguments": {"query": " '
     assert guard(head + so_far, piece) is refused
+
+
+# ------------------------------------------------------------------ grounding
+
+
+@pytest.mark.parametrize(
+    ("values", "request_text", "named"),
+    [
+        (["plus", "comfort", "black"], "I need a Comfort Uber ride", ["comfort"]),
+        (["ASC", "DESC"], "sort in ascending order", ["ASC"]),
+        # a short value only as a whole word: "could" does not name "CO"
+        (["EQ", "CO"], "Could you list them?", []),
+        (["2D", "3D"], "in 3D please", ["3D"]),
+        (["celsius", "fahrenheit"], "weather in Oslo", []),
+    ],
+)
+def test_named_values_match_words_not_parts_of_words(
+    values: list[str], request_text: str, named: list[str]
+) -> None:
+    assert named_values(values, request_text) == named
+
+
+def test_numbers_are_read_as_written() -> None:
+    assert numbers_in("I made $85,000 in 2023-04-25, wait 600 s, ratio -2.5") == (
+        85000.0,
+        2023.0,
+        4.0,
+        25.0,
+        600.0,
+        -2.5,
+    )
+    assert numbers_in("coordinates 46.603354,1.888334") == (46.603354, 1.888334)
+
+
+def test_required_parameters_are_held_to_what_the_request_gives() -> None:
+    ground = Grounding.of([Message.user("A Comfort ride from 2020 Addison St, wait 600 s")])
+    enum = {"type": "string", "enum": ["plus", "comfort", "black"]}
+    assert grounded_required(enum, ground)["enum"] == ["comfort"]
+    assert grounded_required({"type": "integer"}, ground) == {
+        "type": "integer",
+        "enum": [2020, 600],
+    }
+    # nothing given: unchanged
+    empty = Grounding.of([Message.user("a ride please")])
+    assert grounded_required(enum, empty) == enum
+    assert grounded_required({"type": "integer"}, empty) == {"type": "integer"}
+
+
+def test_a_list_of_numbers_is_no_longer_than_the_requests() -> None:
+    ground = Grounding.of([Message.user("coordinates 46.603354,1.888334 please")])
+    schema = {"type": "array", "items": {"type": "number"}}
+    held = grounded_required(schema, ground)
+    assert held["items"] == {"enum": [46.603354, 1.888334]} and held["maxItems"] == 2
+
+
+def test_numbers_of_tool_results_ground_a_later_call() -> None:
+    history = [
+        Message.user("What is (3 + 5) * 8?"),
+        Message.tool_results([ToolResultPart("c1", "add", "8")]),
+        Message.tool_results([ToolResultPart("c2", "add", "64")]),
+    ]
+    assert Grounding.of(history).numbers == (3.0, 5.0, 8.0, 8.0, 64.0)
+
+
+def test_an_optional_parameter_named_like_its_tool_is_not_given_by_that_word() -> None:
+    schema = {"type": "string"}
+    assert (
+        grounded_optional(schema, "movie_date", "list movies in Mumbai", ["get", "movies"]) is None
+    )
+    assert (
+        grounded_optional(schema, "movie_date", "movies on this date", ["get", "movies"]) == schema
+    )
+    spec = ToolSpec(
+        "get_movies",
+        "d",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "movie_date": {"type": "string"}},
+            "required": ["city"],
+        },
+    )
+    held = grounded_arguments(spec, Grounding("list movies in Mumbai?"))
+    assert list(held["properties"]) == ["city"]
+
+
+@pytest.mark.parametrize(
+    ("text", "dates"),
+    [
+        ("the forecast for today April 25th 2023?", [(2023, 4, 25)]),
+        ("a picnic on the 4th march 2023", [(2023, 3, 4)]),
+        ("from April 3rd to April 5th 2023", [(2023, 4, 3), (2023, 4, 5)]),
+        ("to November 1, 2023 at 6pm", [(2023, 11, 1)]),
+        ("on 2023-04-25", [(2023, 4, 25)]),
+        # no year anywhere: not guessed
+        ("the 27th of march this year", []),
+        ("I may go", []),
+    ],
+)
+def test_dates_are_read_from_the_request(text: str, dates: list[tuple[int, int, int]]) -> None:
+    assert dates_in(text) == dates
+
+
+def test_a_date_parameter_takes_the_requests_date_in_its_format() -> None:
+    iso = {"type": "string", "description": "The date, in the format of 'YYYY-MM-DD'."}
+    us = {"type": "string", "description": "The day as MM/DD/YYYY."}
+    timed = {"type": "string", "description": "ISO-8601 (e.g., 'YYYY-MM-DDTHH:MM:SSZ')."}
+    assert date_format(iso) == "%Y-%m-%d" and date_format(us) == "%m/%d/%Y"
+    assert date_format(timed) is None
+    ground = Grounding("What's the forecast for Palo Alto for April 25th 2023?")
+    assert grounded_required(iso, ground) == {"type": "string", "enum": ["2023-04-25"]}
+    assert grounded_optional(us, "date", ground.request) == {
+        "type": "string",
+        "enum": ["04/25/2023"],
+    }
+    # an optional date the request does not give is left out
+    assert grounded_optional(iso, "date", "What's the forecast for Palo Alto?") is None

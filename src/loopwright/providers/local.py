@@ -104,8 +104,9 @@ class LocalConfig:
     (``local_prompt.tool_overlaps``): the name alone picked ``find_card_in_deck`` for
     a question about a president (BFCL ``multiple`` dev sample, seed 1: 9/25 -> 12/25
     with 4.0; 0 turns it off).
-    ``ground_optional``: offer an optional parameter only when the request gives it
-    (``local_prompt.grounded_optional``). ``max_digit_run`` bounds a run of digits in any
+    ``ground_arguments``: hold arguments to what the request gives (an enum value it
+    names, its numbers) and offer an optional parameter only when the request gives
+    it (``local_args.grounded_arguments``). ``max_digit_run`` bounds a run of digits in any
     constrained output (see ``local_sampler``)."""
 
     n_ctx: int = 4096
@@ -122,7 +123,7 @@ class LocalConfig:
     no_repeat_ngram: int = 4
     max_digit_run: int = 10
     call_no_repeat_ngram: int = 10
-    ground_optional: bool = True
+    ground_arguments: bool = True
     no_repeat_calls: bool = True
     fast_grammar: bool = True
     score_tools: bool = True
@@ -280,7 +281,7 @@ class _Plan:
     choices: tuple[ToolSpec, ...] = ()  # the tools ``schema`` offers
     answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
     answer_guide: la.AnswerGuide | None = None
-    request: str | None = None  # the user's text optional arguments are grounded in
+    ground: lar.Grounding | None = None  # what the arguments are grounded in
     structured: bool = False  # the answer is JSON under the request's output schema
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
     on_topic: bool = False  # the request shares enough words with a tool: call one
@@ -471,13 +472,13 @@ class LocalModel:
         head = plan.tokens + _tokenize(llm, lp.CALL_HEAD, bos=False)
         names = [_tokenize(llm, lp.name_option(spec.name), bos=False) for spec in offered]
         scores = ls.continuation_logprobs(llm, head, names)
-        if self._config.overlap_weight and plan.request:
-            shares = lp.tool_overlaps(offered, plan.request)
+        if self._config.overlap_weight and plan.ground is not None:
+            shares = lp.tool_overlaps(offered, plan.ground.request)
             scores = [
                 s + self._config.overlap_weight * o for s, o in zip(scores, shares, strict=True)
             ]
         best = offered[max(range(len(offered)), key=scores.__getitem__)]
-        schema = lp.output_schema([best], "tools", self._config.bounds, plan.request)
+        schema = lp.output_schema([best], "tools", self._config.bounds, plan.ground)
         return replace(plan, schema=schema, mode="tools")
 
     def _scores(self, llm: Any) -> bool:
@@ -488,7 +489,7 @@ class LocalModel:
         A first turn whose request shares enough words with a tool calls one without
         scoring (see :class:`LocalConfig` ``call_overlap``)."""
         if plan.on_topic:
-            schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.request)
+            schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.ground)
             return replace(plan, schema=schema, mode="tools")
         call_head = lpl.PLAN_PREFIX if plan.plan_grammar is not None else None
         options = lp.kind_options(call_head)
@@ -501,7 +502,7 @@ class LocalModel:
         )
         if answer > call + margin:
             return self._answer_plan(plan)
-        schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.request)
+        schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.ground)
         return replace(plan, schema=schema, mode="tools")
 
     def _answer_plan(self, plan: _Plan) -> _Plan:
@@ -559,8 +560,8 @@ class LocalModel:
         llm = self._loaded.llm
         tools = _visible_tools(request)
         mode = mode or _mode(request, tools)
-        request_text = _last_user_text(request.messages) if self._config.ground_optional else None
-        schema = lp.output_schema(tools, mode, self._config.bounds, request_text)
+        given = lar.Grounding.of(request.messages) if self._config.ground_arguments else None
+        schema = lp.output_schema(tools, mode, self._config.bounds, given)
         want = request.settings.max_tokens or self._config.max_tokens
         max_tokens = max(16, min(want, self._config.max_tokens))
         budget = self._config.n_ctx - max_tokens - 8
@@ -590,7 +591,7 @@ class LocalModel:
             choices=tuple(tools),
             answer_gbnf=answer,
             answer_guide=guide,
-            request=request_text,
+            ground=given,
             guard=lar.argument_guard(prefix, request.messages) if mode != "answer" else None,
             on_topic=(
                 mode == "both"

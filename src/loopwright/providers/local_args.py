@@ -1,4 +1,13 @@
-"""Guards on the embedded model's tool arguments while they decode.
+"""What the embedded model's tool arguments may be, and guards on them while they decode.
+
+**Grounding** (:func:`grounded_arguments`, applied to the schema before it becomes the
+call grammar): a small model invents what a parameter's schema leaves open. So a
+parameter whose value the request (or a tool result) visibly gives is held to it: an
+enum value the request names, a number the request or a result contains, a list of
+those numbers no longer than the request's; an optional parameter is offered only
+when the request gives it. Generic: it reads only the schema and the text.
+
+**Guards**:
 
 A 270M model fills a parameter it cannot read from the request with what the prompt
 showed it: the worked example's value (``read_file(path="notes/todo.txt")`` for "What
@@ -20,10 +29,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from loopwright.core.messages import Message
+from loopwright.core.tools import ToolSpec
 from loopwright.core.untrusted import unwrap_untrusted
 
 MAX_FREE_DIGITS = 3
@@ -124,4 +135,249 @@ def _open_string(text: str) -> tuple[bool, str]:
     return inside, text[start:] if inside else ""
 
 
-__all__ = ["MAX_FREE_DIGITS", "ArgumentGuard", "argument_guard"]
+# ------------------------------------------------------------------ grounding
+
+# A number as people write it: "600", "-2.5", "85,000" (thousands separators), not the
+# "04" of "2023-04-25" as a negative number.
+_GROUND_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?!\d)")
+_WORDS = re.compile(r"[a-z]+")
+MIN_PREFIX_CHARS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """What a call's arguments are grounded in: the user's latest request, and the
+    numbers of the request and of the tool results since it (in order, repeats kept)."""
+
+    request: str
+    numbers: tuple[float, ...] = ()
+
+    @classmethod
+    def of(cls, messages: Sequence[Message]) -> Grounding:
+        request = next((m.text for m in reversed(messages) if m.role == "user"), "")
+        return cls(request, numbers_in(_context(messages)))
+
+
+def numbers_in(text: str) -> tuple[float, ...]:
+    """The numbers ``text`` writes, as floats, in order."""
+    return tuple(float(n.replace(",", "")) for n in _GROUND_NUMBER.findall(text))
+
+
+def _name_words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower()
+    return [w for w in _WORDS.findall(spaced) if len(w) >= MIN_PREFIX_CHARS]
+
+
+def named_values(values: Sequence[Any], request: str) -> list[Any]:
+    """The enum ``values`` the request names: as a whole word or phrase, in any case
+    ("Comfort" names "comfort"), or, for a word of three letters or more, as the start
+    of a request word ("ascending" names "ASC"). Never inside a word: "could" does not
+    name "CO"."""
+    text = request.lower()
+    words = set(_WORDS.findall(text))
+    named = []
+    for value in values:
+        wanted = str(value).lower().strip()
+        if not wanted:
+            continue
+        whole = re.search(rf"(?<![a-z0-9]){re.escape(wanted)}(?![a-z0-9])", text)
+        prefix = (
+            len(wanted) >= MIN_PREFIX_CHARS
+            and wanted.isalpha()
+            and any(w.startswith(wanted) for w in words)
+        )
+        if whole or prefix:
+            named.append(value)
+    return named
+
+
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_MONTH = r"(?P<m>jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?:,?\s+(?P<y>(?:19|20)\d\d)\b)?"
+_DATES = (
+    re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<n>[01]?\d)-(?P<d>[0-3]?\d)\b"),
+    re.compile(rf"\b{_MONTH}\s+{_DAY}\b{_YEAR}"),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?![a-z]){_YEAR}"),
+)
+_YEAR_ALONE = re.compile(r"\b(?:19|20)\d\d\b")
+# A date format a description names: "in the format of 'YYYY-MM-DD'", "MM/DD/YYYY".
+_DATE_FORMAT = re.compile(
+    r"(?<![A-Za-z])(YYYY|DD|MM)([-/.])(YYYY|DD|MM)\2(YYYY|DD|MM)(?![A-Za-z0-9:]|T\w)"
+)
+
+
+def dates_in(text: str) -> list[tuple[int, int, int]]:
+    """The calendar dates ``text`` writes, as (year, month, day), in order: ISO
+    ``2023-04-25``, ``April 25th 2023``, ``25 April, 2023``, ``the 4th of march``. A
+    date without a year takes the year the text names elsewhere (one year only),
+    "from April 3rd to April 5th 2023" gives two dates in 2023; without any year it
+    is left out (the runtime does not guess today's year)."""
+    years = set(_YEAR_ALONE.findall(text))
+    found: list[tuple[int, int, int, int]] = []
+    for pattern in _DATES:
+        for match in pattern.finditer(text.lower()):
+            parts = match.groupdict()
+            month = int(parts["n"]) if parts.get("n") else _month(parts["m"])
+            year = parts.get("y") or (next(iter(years)) if len(years) == 1 else None)
+            day = int(parts["d"])
+            if year is not None and 1 <= month <= 12 and 1 <= day <= 31:
+                found.append((match.start(), int(year), month, day))
+    return list(dict.fromkeys((y, m, d) for _, y, m, d in sorted(found)))
+
+
+def _month(prefix: str) -> int:
+    return next(i for i, name in enumerate(_MONTHS, 1) if name.startswith(prefix[:3]))
+
+
+def date_format(schema: Mapping[str, Any]) -> str | None:
+    """The ``strftime`` format of a string parameter that takes a calendar date, from
+    its description ("in the format of 'YYYY-MM-DD'") or from an ISO example
+    ("such as '2023-04-01'"); ``None`` otherwise (a date *and time* format too)."""
+    if schema.get("type") != "string":
+        return None
+    text = str(schema.get("description", ""))
+    match = _DATE_FORMAT.search(text)
+    if match is not None and len({match.group(1), match.group(3), match.group(4)}) == 3:
+        codes = {"YYYY": "%Y", "MM": "%m", "DD": "%d"}
+        sep = match.group(2)
+        return sep.join(codes[match.group(i)] for i in (1, 3, 4))
+    if re.search(r"'(?:19|20)\d\d-\d\d-\d\d'", text):
+        return "%Y-%m-%d"
+    return None
+
+
+def _grounded_date(schema: Mapping[str, Any], request: str) -> dict[str, Any] | None:
+    """A date parameter held to the request's dates written in its format (the model
+    cannot be trusted to turn "April 25th 2023" into "2023-04-25"); ``None`` when it
+    takes no date in a known format or the request gives none."""
+    form = date_format(schema)
+    if form is None:
+        return None
+    written = [_strftime(form, d) for d in dates_in(request)]
+    return {"type": "string", "enum": written} if written else None
+
+
+def _strftime(form: str, date: tuple[int, int, int]) -> str:
+    year, month, day = date
+    return (
+        form.replace("%Y", f"{year:04d}").replace("%m", f"{month:02d}").replace("%d", f"{day:02d}")
+    )
+
+
+def _fitting(kind: object, numbers: Iterable[float]) -> list[Any]:
+    """``numbers`` a parameter of JSON type ``kind`` can take, without repeats."""
+    if kind == "integer":
+        values: list[Any] = [int(v) for v in numbers if v.is_integer()]
+    else:
+        values = [int(v) if v.is_integer() else v for v in numbers]
+    return list(dict.fromkeys(values))
+
+
+def grounded_required(schema: Mapping[str, Any], ground: Grounding) -> dict[str, Any]:
+    """A required parameter's schema held to what the request gives, else unchanged:
+    an enum to the values the request names (:func:`named_values`); a number to the
+    numbers of the request and the results (the model otherwise writes a look-alike:
+    ``"time": 190`` for "I can wait up to 600 seconds"); a list of numbers to those
+    numbers, no longer than the request's list (it otherwise runs to the cap,
+    repeating the last one); a date in a format the description names to the
+    request's dates in that format (:func:`date_format`)."""
+    kind = schema.get("type")
+    if isinstance(schema.get("enum"), list):
+        named = named_values(schema["enum"], ground.request)
+        return {**schema, "enum": named} if named else dict(schema)
+    if (dated := _grounded_date(schema, ground.request)) is not None:
+        return dated
+    if kind in ("number", "integer"):
+        values = _fitting(kind, ground.numbers)
+        return {"type": kind, "enum": values} if values else dict(schema)
+    items = schema.get("items")
+    if (
+        kind == "array"
+        and isinstance(items, Mapping)
+        and items.get("type") in ("number", "integer")
+    ):
+        values = _fitting(items["type"], ground.numbers)
+        given = len(numbers_in(ground.request))
+        if values and given:
+            return {**schema, "items": {"enum": values}, "maxItems": given}
+    return dict(schema)
+
+
+def grounded_optional(
+    schema: Mapping[str, Any], name: str, request: str, tool_words: Iterable[str] = ()
+) -> dict[str, Any] | None:
+    """An optional parameter's schema narrowed to what ``request`` gives, or ``None``
+    to leave the parameter out.
+
+    A small model fills every optional parameter it is offered, with invented values
+    ("abv_min": 10.0, "device_id": "100000000000"). So an optional parameter is offered
+    only when the request gives it: an enum keeps the values the request names; a
+    number takes one of the request's numbers; a date in a known format one of the
+    request's dates (:func:`date_format`); anything else is offered when the
+    request uses a word of the parameter's name ("aligned", "unit") that the tool's
+    own name (``tool_words``) does not use: "movies" in "list movies in Mumbai" is
+    about ``get_movies``, not its ``movie_date``."""
+    words = set(_WORDS.findall(request.lower()))
+    if isinstance(schema.get("enum"), list):
+        named = named_values(schema["enum"], request)
+        return {**schema, "enum": named} if named else None
+    kind = schema.get("type")
+    if kind in ("number", "integer"):
+        values = _fitting(kind, numbers_in(request))
+        return {"enum": values} if values else None
+    if date_format(schema) is not None:
+        return _grounded_date(schema, request)
+    own = {w[: MIN_PREFIX_CHARS + 2] for w in tool_words}
+    telling = [w for w in _name_words(name) if w[: MIN_PREFIX_CHARS + 2] not in own]
+    mentioned = any(w in words or any(x.startswith(w) for x in words) for w in telling)
+    return dict(schema) if mentioned else None
+
+
+def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str, Any]:
+    """``spec``'s parameters with each top-level parameter grounded in ``ground``
+    (:func:`grounded_required`, :func:`grounded_optional`); unchanged when ``ground``
+    is ``None``."""
+    schema = spec.parameters
+    props = schema.get("properties")
+    if ground is None or not isinstance(props, Mapping):
+        return schema
+    required = set(schema.get("required") or ())
+    own = _name_words(spec.name)
+    kept: dict[str, Any] = {}
+    for key, sub in props.items():
+        if not isinstance(sub, Mapping):
+            kept[key] = sub
+        elif key in required:
+            kept[key] = grounded_required(sub, ground)
+        elif (narrowed := grounded_optional(sub, key, ground.request, own)) is not None:
+            kept[key] = narrowed
+    return {**schema, "properties": kept}
+
+
+__all__ = [
+    "MAX_FREE_DIGITS",
+    "ArgumentGuard",
+    "Grounding",
+    "argument_guard",
+    "date_format",
+    "dates_in",
+    "grounded_arguments",
+    "grounded_optional",
+    "grounded_required",
+    "named_values",
+    "numbers_in",
+]

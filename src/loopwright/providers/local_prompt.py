@@ -40,6 +40,7 @@ from loopwright.core.messages import (
 )
 from loopwright.core.tools import ToolSpec
 from loopwright.core.untrusted import unwrap_untrusted
+from loopwright.providers import local_args as lar
 from loopwright.providers import local_plan as lp_plan
 
 Mode = Literal["tools", "answer", "both"]
@@ -296,13 +297,7 @@ def example_pattern(examples: Sequence[Any]) -> str | None:
     return f"^ ?{body}$"
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\d)")
 _WORDS = re.compile(r"[a-z]+")
-
-
-def _name_words(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower()
-    return [w for w in _WORDS.findall(spaced) if len(w) >= 3]
 
 
 STEM_CHARS = 5
@@ -344,55 +339,15 @@ def tool_overlaps(tools: Sequence[ToolSpec], request: str, *, notes: bool = Fals
     return shares
 
 
-def grounded_optional(schema: Mapping[str, Any], name: str, request: str) -> dict[str, Any] | None:
-    """An optional parameter's schema narrowed to what ``request`` gives, or ``None``
-    to leave the parameter out.
-
-    A small model fills every optional parameter it is offered, with invented values
-    ("abv_min": 10.0, "device_id": "100000000000"). So an optional parameter is offered
-    only when the request gives it: an enum keeps the values the request names; a
-    number takes one of the request's numbers; anything else is offered when the
-    request uses a word of the parameter's name ("aligned", "unit"). Generic: it reads
-    only the schema and the request text."""
-    text = request.lower()
-    words = set(_WORDS.findall(text))
-    if isinstance(schema.get("enum"), list):
-        named = [v for v in schema["enum"] if str(v).lower() in text]
-        return {**schema, "enum": named} if named else None
-    kind = schema.get("type")
-    if kind in ("number", "integer"):
-        found = [float(n) for n in _NUMBER.findall(request)]
-        if kind == "integer":
-            values: list[Any] = [int(v) for v in found if v.is_integer()]
-        else:
-            values = [int(v) if v.is_integer() else v for v in found]
-        return {"enum": list(dict.fromkeys(values))} if values else None
-    mentioned = any(w in words or any(x.startswith(w) for x in words) for w in _name_words(name))
-    return dict(schema) if mentioned else None
-
-
-def _grounded_arguments(schema: Mapping[str, Any], request: str | None) -> Mapping[str, Any]:
-    """``schema`` (a tool's parameters) with its optional top-level parameters narrowed
-    by :func:`grounded_optional` (unchanged when ``request`` is ``None``)."""
-    props = schema.get("properties")
-    if request is None or not isinstance(props, Mapping):
-        return schema
-    required = set(schema.get("required") or ())
-    kept: dict[str, Any] = {}
-    for key, sub in props.items():
-        if key in required or not isinstance(sub, Mapping):
-            kept[key] = sub
-        elif (narrowed := grounded_optional(sub, key, request)) is not None:
-            kept[key] = narrowed
-    return {**schema, "properties": kept}
-
-
 def output_schema(
-    tools: Sequence[ToolSpec], mode: Mode, bounds: GrammarBounds, request: str | None = None
+    tools: Sequence[ToolSpec],
+    mode: Mode,
+    bounds: GrammarBounds,
+    request: lar.Grounding | None = None,
 ) -> dict[str, Any]:
     """The JSON Schema every model turn is constrained to (see the module docstring).
-    With ``request`` (the user's text), optional parameters are grounded in it
-    (:func:`grounded_optional`)."""
+    With ``request`` (the user's text and the results since), arguments are grounded
+    in it (:func:`local_args.grounded_arguments`)."""
     options: list[dict[str, Any]] = []
     if mode in ("tools", "both"):
         for spec in tools:
@@ -401,9 +356,7 @@ def output_schema(
                     "type": "object",
                     "properties": {
                         "tool": {"const": spec.name},
-                        "arguments": _bounded(
-                            _grounded_arguments(spec.parameters, request), bounds, 0
-                        ),
+                        "arguments": _bounded(lar.grounded_arguments(spec, request), bounds, 0),
                     },
                     "required": ["tool", "arguments"],
                     "additionalProperties": False,
