@@ -12,6 +12,7 @@ from loopwright.providers.local_args import (
     argument_guard,
     date_format,
     dates_in,
+    gives_required,
     grounded_arguments,
     grounded_optional,
     grounded_required,
@@ -184,3 +185,24 @@ def test_a_date_parameter_takes_the_requests_date_in_its_format() -> None:
     }
     # an optional date the request does not give is left out
     assert grounded_optional(iso, "date", "What's the forecast for Palo Alto?") is None
+
+
+def test_gives_required_checks_numbers_and_named_values() -> None:
+    pay = ToolSpec(
+        "make_payment",
+        "Send money to a receiver.",
+        {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "receiver": {"type": "string"},
+                "method": {"type": "string", "enum": ["card", "bank"]},
+            },
+            "required": ["amount", "receiver", "method"],
+        },
+    )
+    assert not gives_required(pay, "I have to make a payment")
+    assert not gives_required(pay, "Pay Bob 20 euros")  # no method named
+    assert gives_required(pay, "Pay Bob 20 euros by card")
+    free = ToolSpec("echo", "Echo text.", {"type": "object", "properties": {"text": {}}})
+    assert gives_required(free, "anything")

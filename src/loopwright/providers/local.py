@@ -94,11 +94,18 @@ class LocalConfig:
     ``tool_choice="auto"``. Plan prompts show only "What is ..." requests, and other
     wordings of a chainable request ("Compute (6 + 7) * 3") scored up to +2.5 for an
     answer; 2.5 keeps them planned (benchmarks/README.md, "Embedded model").
-    ``call_overlap``: a first turn whose request shares at least this share of its
-    content words with one tool (``local_prompt.request_overlap``) calls a tool
-    without the answer-or-call score, which sent 40-50 % of BFCL's answerable
-    questions to a direct answer (chosen on a BFCL sample separate from the reported
-    one; ``float("inf")`` turns it off).
+    ``call_overlap``: on a first turn, the share of the request's content words one
+    tool must use (``local_prompt.tool_overlaps``) to count as talked about. With
+    tools the prompt shows in worked examples (schemas with ``examples``), a request
+    that talks about one calls a tool without the answer-or-call score (that score
+    sent 40-50 % of BFCL's answerable questions to a direct answer); otherwise the
+    score decides. With tools the prompt only describes, that score carries no signal
+    (measured: on a BFCL sample it favoured a call as often for questions no tool fits
+    as for answerable ones), so the words decide alone: a call when the request talks
+    about a tool *and* gives what its required parameters need
+    (``local_args.gives_required``), else a direct answer. 0.1 was chosen on a BFCL
+    sample separate from the reported one (benchmarks/README.md, "Embedded model";
+    ``float("inf")`` turns both rules off).
     ``overlap_weight``: with several tools, each tool's whole-name log-probability gets
     this weight times the share of the request's content words the tool uses
     (``local_prompt.tool_overlaps``): the name alone picked ``find_card_in_deck`` for
@@ -117,7 +124,7 @@ class LocalConfig:
     grounded_answers: bool = True
     answer_max_tokens: int = 80
     answer_margin: float = 0.0
-    call_overlap: float = 0.2
+    call_overlap: float = 0.1
     overlap_weight: float = 4.0
     plan_answer_margin: float = 2.5
     no_repeat_ngram: int = 4
@@ -284,7 +291,7 @@ class _Plan:
     ground: lar.Grounding | None = None  # what the arguments are grounded in
     structured: bool = False  # the answer is JSON under the request's output schema
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
-    on_topic: bool = False  # the request shares enough words with a tool: call one
+    decided: lp.Mode | None = None  # a first turn's kind, decided from the request's words
 
 
 class LocalModel:
@@ -486,9 +493,11 @@ class LocalModel:
 
     def _choose_kind(self, llm: Any, plan: _Plan) -> _Plan:
         """``plan`` narrowed to an answer or to a call (a plan line when planning).
-        A first turn whose request shares enough words with a tool calls one without
-        scoring (see :class:`LocalConfig` ``call_overlap``)."""
-        if plan.on_topic:
+        A first turn the request's words decide is not scored (see
+        :class:`LocalConfig` ``call_overlap``)."""
+        if plan.decided == "answer":
+            return self._answer_plan(plan)
+        if plan.decided == "tools":
             schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.ground)
             return replace(plan, schema=schema, mode="tools")
         call_head = lpl.PLAN_PREFIX if plan.plan_grammar is not None else None
@@ -593,12 +602,13 @@ class LocalModel:
             answer_guide=guide,
             ground=given,
             guard=lar.argument_guard(prefix, request.messages) if mode != "answer" else None,
-            on_topic=(
-                mode == "both"
+            decided=(
+                self._decided(tools, given.request)
+                if given is not None
+                and mode == "both"
                 and not planning
                 and _awaits_first_call(request.messages)
-                and lp.request_overlap(tools, _last_user_text(request.messages))
-                >= self._config.call_overlap
+                else None
             ),
         )
         if request.output is not None and not tools:
@@ -609,6 +619,18 @@ class LocalModel:
             grammar = lpl.plan_grammar(tools, self._config.bounds.max_string_chars)
             plan = replace(plan, plan_grammar=grammar, tools=tuple(tools))
         return plan
+
+    def _decided(self, tools: Sequence[ToolSpec], request: str) -> lp.Mode | None:
+        """A first turn's kind from the request's words alone, or ``None`` for the
+        model's answer-or-call score (see :class:`LocalConfig` ``call_overlap``)."""
+        shares = lp.tool_overlaps(tools, request, notes=True)
+        if any(lp.has_examples(t.parameters) for t in tools):
+            return "tools" if max(shares, default=0.0) >= self._config.call_overlap else None
+        fits = any(
+            share >= self._config.call_overlap and lar.gives_required(spec, request)
+            for share, spec in zip(shares, tools, strict=True)
+        )
+        return "tools" if fits else "answer"
 
     def _plans(self, tools: Sequence[ToolSpec]) -> bool:
         """Whether this request uses plan lines (see :class:`LocalConfig`)."""

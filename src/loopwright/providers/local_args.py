@@ -347,6 +347,24 @@ def grounded_optional(
     return dict(schema) if mentioned else None
 
 
+def gives_required(spec: ToolSpec, request: str) -> bool:
+    """Whether ``request`` gives what ``spec``'s required parameters need that can be
+    checked from text: a number for each numeric one, a named value for each enum.
+    "I have to make a payment" talks about ``make_payment`` but gives no amount: a
+    call would invent one. Strings are not checked (their values are free text)."""
+    props = spec.parameters.get("properties") or {}
+    for key in spec.parameters.get("required") or ():
+        schema = props.get(key)
+        if not isinstance(schema, Mapping):
+            continue
+        if isinstance(schema.get("enum"), list):
+            if not named_values(schema["enum"], request):
+                return False
+        elif schema.get("type") in ("number", "integer") and not numbers_in(request):
+            return False
+    return True
+
+
 def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str, Any]:
     """``spec``'s parameters with each top-level parameter grounded in ``ground``
     (:func:`grounded_required`, :func:`grounded_optional`); unchanged when ``ground``
@@ -375,6 +393,7 @@ __all__ = [
     "argument_guard",
     "date_format",
     "dates_in",
+    "gives_required",
     "grounded_arguments",
     "grounded_optional",
     "grounded_required",
