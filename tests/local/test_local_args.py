@@ -71,6 +71,29 @@ def test_long_numbers_must_come_from_the_request_or_a_result(
     assert guard(head + so_far, piece) is refused
 
 
+@pytest.mark.parametrize(
+    ("question", "so_far", "piece", "refused"),
+    [
+        # "f" of "fahrenheit" may not be the whole value ...
+        ("The weather in fahrenheit? San Francisco", "f", '"', True),
+        ("The weather in fahrenheit? San Francisco", "San Francisco", '"', False),
+        # ... nor turn into other text: "net" of "netsh" goes on with "sh"
+        ("using the command netsh wlan disconnect", "net", "wlan", True),
+        ("using the command netsh wlan disconnect", "net", "sh", False),
+        ("using the command netsh wlan disconnect", "netsh", " wlan", False),
+        # a value that is not the request's text is free (a formula, a query)
+        ("Subtract 199 from 1024.", "1024", " -", False),
+        ("What is 15% of 80?", "15", " /", False),
+        # "10" is also a whole number of the request: it may end there
+        ("limit 10, then 100 more", "10", '"', False),
+    ],
+)
+def test_a_value_copying_the_request_does_not_cut_its_words(
+    question: str, so_far: str, piece: str, refused: bool
+) -> None:
+    assert _guard(question)(HEAD + so_far, piece) is refused
+
+
 # ------------------------------------------------------------------ grounding
 
 

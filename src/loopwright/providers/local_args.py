@@ -12,7 +12,7 @@ when the request gives it. Generic: it reads only the schema and the text.
 A 270M model fills a parameter it cannot read from the request with what the prompt
 showed it: the worked example's value (``read_file(path="notes/todo.txt")`` for "What
 does notes.txt say?"), or it runs one digit after another inside a string
-(``LIMIT 1000000000``). :class:`ArgumentGuard` refuses, token by token, the two moves
+(``LIMIT 1000000000``). :class:`ArgumentGuard` refuses, token by token, the moves
 that start those failures (generic; it reads only the prompt's examples and the
 conversation):
 
@@ -21,6 +21,9 @@ conversation):
   show (and the request does not hold): ``notes`` is fine (the request says
   ``notes.txt``), ``notes/`` (of the example ``notes/todo.txt``) is not, and the model
   goes on with ``.txt``;
+* **cutting a copied word**: a string value copying the request may not end, or
+  turn into other text, in the middle of one of the request's words (``"f"`` of
+  "fahrenheit", ``netwlan`` of "netsh wlan");
 * **inventing long numbers**: a run of more than :data:`MAX_FREE_DIGITS` digits must
   be (the start of) a number the request or a tool result contains.
 """
@@ -56,8 +59,14 @@ class ArgumentGuard:
     def __call__(self, text: str, piece: str) -> bool:
         inside, value = _open_string(text)
         if inside:
-            grown = value + piece.split('"', 1)[0]
-            if self._leaves_for_example(value.lstrip(" ").lower(), grown.lstrip(" ").lower()):
+            head = piece.split('"', 1)[0]
+            grown = value + head
+            so_far, longer = value.lstrip(" ").lower(), grown.lstrip(" ").lower()
+            if self._leaves_for_example(so_far, longer):
+                return True
+            if '"' in piece and self._cut_word(longer):
+                return True
+            if head and longer not in self.context and self._cut_word(so_far):
                 return True
         else:
             grown = text + piece
@@ -65,6 +74,18 @@ class ArgumentGuard:
         if run is None or len(run.group(0)) <= MAX_FREE_DIGITS or not piece[-1:].isdigit():
             return False
         return not any(n.startswith(run.group(0)) for n in self.numbers)
+
+    def _cut_word(self, value: str) -> bool:
+        """``value`` copies the request but stops inside a word there: every place the
+        request has it, a letter or digit follows ("f" of "fahrenheit", "net" of
+        "netsh"). Such a value may neither end nor go on with anything but the rest
+        of that text (the model wrote ``"location": "f"`` and ``"netwlan"``)."""
+        if not value or not value[-1].isalnum():
+            return False
+        ends = [m.end() for m in re.finditer(re.escape(value), self.context)]
+        return bool(ends) and all(
+            end < len(self.context) and self.context[end].isalnum() for end in ends
+        )
 
     def _leaves_for_example(self, value: str, grown: str) -> bool:
         """The value so far is text of the request, and the candidate turns it into
