@@ -66,6 +66,11 @@ class Parsed:
     scratchpad: str | None = None
 
 
+_DECODER: Final = json.JSONDecoder()
+"""Shared: building a decoder (its scanner) costs more than decoding a small reply, and
+every planner, reflector and router reply is decoded here."""
+
+
 def extract_json(text: str) -> tuple[dict[str, JSONValue] | None, str | None]:
     """The first JSON object in ``text`` (action tag, then code fence, then anywhere).
 
@@ -77,7 +82,7 @@ def extract_json(text: str) -> tuple[dict[str, JSONValue] | None, str | None]:
         candidates.append(tags["action"])
     candidates.extend(m.group(1) for m in _FENCE.finditer(text))
     candidates.append(text)
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     last_error: str | None = None
     for chunk in candidates:
         start = chunk.find("{")

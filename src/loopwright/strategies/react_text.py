@@ -56,6 +56,7 @@ _MODEL_LINE: Final = re.compile(
 _QUESTION: Final = re.compile(r"^\s*Question\s*:", re.IGNORECASE | re.MULTILINE)
 _ECHO_MIN: Final = 24
 _ECHO_WITHIN: Final = 64
+_DECODER: Final = json.JSONDecoder()  # built once: it costs more than a small decode
 DEFAULT_EXAMPLE: Final = "react_example"
 """``ReActText(example=...)``'s default: the ``react_example`` prompt file."""
 REPEATED: Final = (
@@ -89,7 +90,7 @@ def _json_object(text: str) -> tuple[dict[str, JSONValue] | None, str]:
     if start == -1:
         return None, "no JSON object found"
     try:
-        value, _ = json.JSONDecoder().raw_decode(text, start)
+        value, _ = _DECODER.raw_decode(text, start)
     except ValueError as exc:
         return None, f"the JSON is malformed ({exc})"
     if not isinstance(value, dict):
