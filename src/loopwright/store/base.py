@@ -155,6 +155,24 @@ class CheckpointStore(Checkpoints, Locks, Intents, Ledger, Protocol):
         ...
 
 
+def save_rounds(writes: Sequence[Write]) -> list[list[int]]:
+    """Indexes of the writes with a state, in rounds where each session appears once:
+    two checkpoints of one session in a batch are applied one after the other."""
+    rounds: list[list[int]] = []
+    seen: list[set[str]] = []
+    for i, w in enumerate(writes):
+        if w.state is None:
+            continue
+        sid = w.state.session_id
+        k = next((k for k, sids in enumerate(seen) if sid not in sids), len(rounds))
+        if k == len(rounds):
+            rounds.append([])
+            seen.append(set())
+        rounds[k].append(i)
+        seen[k].add(sid)
+    return rounds
+
+
 def write_each(store: CheckpointStore, writes: Sequence[Write]) -> list[WriteOutcome]:
     """``store.write`` as one call per part, for stores without a cheaper whole (a
     memory store has no round trips to save)."""

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store.base import DEFAULT_LOCK_TTL, claim_each, write_each
+from loopwright.store.base import DEFAULT_LOCK_TTL, save_rounds
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -41,6 +41,7 @@ from loopwright.store.codec import (
 from loopwright.store.errors import (
     CheckpointNotFound,
     CorruptCheckpoint,
+    HistoryConflict,
     HistoryRewritten,
     SessionLocked,
     SessionNotFound,
@@ -106,38 +107,123 @@ class RedisStore:
 
     # -- checkpoints ------------------------------------------------------------
     def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
-        sid, n = state.session_id, len(state.messages)
-        header = encode_header(state)
-        meta, msgs, ckpt = self._k(sid, "meta"), self._k(sid, "msgs"), self._k(sid, "ckpt")
+        (outcome,) = self.write((Write(state, rewrite_from),))
+        if isinstance(outcome, Exception):
+            raise outcome
+        assert outcome is not None
+        return outcome
+
+    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+        """Every write in one ``MULTI``/``EXEC``, guarded by ``WATCH`` on what it depends
+        on (the sessions' meta keys, the locks it releases), with the reads pipelined:
+        four round trips for the whole batch. A save that fails its own checks fails
+        alone; a concurrent writer of one of the sessions makes the batch start over."""
+        outcomes: list[WriteOutcome] = [None] * len(writes)
+        rounds = save_rounds(writes) or [[]]
         with self._guard(), self._r.pipeline(transaction=True) as pipe:
-            while True:
+            for k, batch in enumerate(rounds):
+                # intents and releases go with the last round: every save's outcome is known
+                extras = list(writes) if k == len(rounds) - 1 else []
+                while True:
+                    try:
+                        self._write_round(pipe, [(i, writes[i]) for i in batch], extras, outcomes)
+                        break
+                    except self._redis.WatchError:
+                        continue
+        return outcomes
+
+    def _write_round(
+        self,
+        pipe: Any,
+        saves: list[tuple[int, Write]],
+        extras: list[Write],
+        outcomes: list[WriteOutcome],
+    ) -> None:
+        """Checkpoints of distinct sessions, plus the intents and releases of ``extras``."""
+        releases = [w.release for w in extras if w.release is not None]
+        metas = [self._k(w.state.session_id, "meta") for _, w in saves if w.state is not None]
+        locks = [f"{self.prefix}:lock:{sid}" for sid, _ in releases]
+        if metas or locks:
+            pipe.watch(*metas, *locks)
+        reads = self._r.pipeline(transaction=False)
+        for meta in metas:
+            reads.hmget(meta, "message_count", "last", "created_at", "checkpoints")
+        for lock in locks:
+            reads.get(lock)
+        got = reads.execute() if metas or locks else []
+        plans = self._plan_saves(saves, got[: len(metas)], outcomes)
+        now = time.time()
+        pipe.multi()
+        for i, state, header, plan, fields in plans:
+            ref = CheckpointRef(
+                state.session_id, fields["last"], state.turn, state.status, state.stop,
+                len(state.messages), now,
+            )  # fmt: skip
+            fields.update(updated_at=now, last=ref.checkpoint)
+            self._write(pipe, state, ref, header, plan)
+            sid = state.session_id
+            pipe.hset(self._k(sid, "meta"), mapping=fields)
+            pipe.zadd(f"{self.prefix}:sessions", {sid: now})
+            self._expire(pipe, sid, ("meta", "msgs", "ckpt", "intents"))
+            outcomes[i] = ref
+        for k, w in enumerate(extras):  # extras are all the writes, or none
+            for intent in () if isinstance(outcomes[k], Exception) else w.intents:
+                pipe.hset(
+                    self._k(intent.session_id, "intents"), intent.call_id, encode_intent(intent)
+                )
+                self._expire(pipe, intent.session_id, ("intents",))
+        for (sid, owner), holder in zip(releases, got[len(metas) :], strict=True):
+            if holder == owner.encode():
+                pipe.delete(f"{self.prefix}:lock:{sid}")
+        pipe.execute()
+
+    def _plan_saves(
+        self, saves: list[tuple[int, Write]], metas: list[Any], outcomes: list[WriteOutcome]
+    ) -> list[tuple[int, RunState, str, tuple[int, int, list[bytes]], dict[str, Any]]]:
+        """What each save appends (one pipelined read for the continuity checks and the
+        checkpoints a rewrite drops); a save that fails its checks gets its error."""
+        staged = []
+        for (i, w), (stored_raw, last_raw, created_raw, count_raw) in zip(
+            saves, metas, strict=True
+        ):
+            state = w.state
+            assert state is not None
+            stored, last = int(stored_raw or 0), int(last_raw or 0)
+            try:
+                start = self._start(state.session_id, stored, len(state.messages), w.rewrite_from)
+            except (HistoryRewritten, ValueError) as exc:
+                outcomes[i] = exc
+                continue
+            created = float(created_raw) if created_raw else state.created_at
+            staged.append((i, state, start, stored, last, created, int(count_raw or last)))
+        reads = self._r.pipeline(transaction=False)
+        for _, state, start, stored, *_ in staged:
+            sid = state.session_id
+            reads.lindex(self._k(sid, "msgs"), max(0, start - 1))
+            if start < stored:  # a rewrite: the checkpoints it drops
+                reads.hgetall(self._k(sid, "ckpt"))
+            else:  # keeps the replies two per save
+                reads.exists(self._k(sid, "ckpt"))
+        got = reads.execute() if staged else []
+        plans = []
+        for k, (i, state, start, stored, last, created, count) in enumerate(staged):
+            sid = state.session_id
+            if start > 0:
                 try:
-                    pipe.watch(meta)
-                    stored_raw, last_raw, created_raw, count_raw = pipe.hmget(
-                        meta, "message_count", "last", "created_at", "checkpoints"
-                    )
-                    stored, last = int(stored_raw or 0), int(last_raw or 0)
-                    count = int(count_raw or last)
-                    start = self._start(sid, stored, n, rewrite_from)
-                    if start > 0:
-                        check_continues(sid, start - 1, (pipe.lindex(msgs, start - 1),), state)
-                    drop = self._stale_checkpoints(pipe, ckpt, start) if start < stored else []
-                    now = time.time()
-                    ref = CheckpointRef(sid, last + 1, state.turn, state.status, state.stop, n, now)
-                    pipe.multi()
-                    self._write(pipe, state, ref, header, (start, stored, drop))
-                    created = float(created_raw) if created_raw else state.created_at
-                    fields = _meta(state, ref, created)
-                    fields["checkpoints"] = count + 1 - len(drop)
-                    pipe.hset(meta, mapping=fields)
-                    pipe.zadd(f"{self.prefix}:sessions", {sid: now})
-                    if self.ttl is not None:
-                        for key in (meta, msgs, ckpt, self._k(sid, "intents")):
-                            pipe.expire(key, int(max(1, self.ttl)))
-                    pipe.execute()
-                    return ref
-                except self._redis.WatchError:
+                    check_continues(sid, start - 1, (got[2 * k],), state)
+                except HistoryConflict as exc:
+                    outcomes[i] = exc
                     continue
+            drop = _stale(got[2 * k + 1], start) if start < stored else []
+            fields: dict[str, Any] = _meta(state, last + 1, created)
+            fields["checkpoints"] = count + 1 - len(drop)
+            plans.append((i, state, encode_header(state), (start, stored, drop), fields))
+        return plans
+
+    def _expire(self, pipe: Any, sid: str, parts: Sequence[str]) -> None:
+        if self.ttl is not None:
+            for part in parts:
+                pipe.expire(self._k(sid, part), int(max(1, self.ttl)))
 
     @staticmethod
     def _start(sid: str, stored: int, n: int, rewrite_from: int | None) -> int:
@@ -151,17 +237,6 @@ class RedisStore:
                 "pass rewrite_from=<first changed index> or fork the session"
             )
         return stored
-
-    @staticmethod
-    def _stale_checkpoints(pipe: Any, ckpt: str, start: int) -> list[bytes]:
-        stale = []
-        for field, raw in pipe.hgetall(ckpt).items():
-            try:
-                if int(json.loads(raw)["message_count"]) > start:
-                    stale.append(field)
-            except (ValueError, KeyError, TypeError):
-                continue
-        return stale
 
     def _write(
         self,
@@ -195,19 +270,59 @@ class RedisStore:
         pipe.hset(ckpt, str(ref.checkpoint), json.dumps(entry, separators=(",", ":")))
 
     def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
-        ckpt = self._k(session_id, "ckpt")
+        (outcome,) = self._loads([(session_id, checkpoint)])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def _loads(self, wanted: Sequence[tuple[str, int | None]]) -> list[RunState | Exception]:
+        """Checkpoints ``(session, number or None for the latest)``, three pipelined
+        reads for all of them; a missing or unreadable one is its error."""
         with self._guard():
-            last = self._r.hget(self._k(session_id, "meta"), "last")
-            if last is None:
-                raise SessionNotFound(session_id)
-            number = int(last) if checkpoint is None else checkpoint
-            raw = self._r.hget(ckpt, str(number))
-            if raw is None:
-                raise CheckpointNotFound(session_id, number, int(last))
-            entry = _entry(session_id, number, raw)
-            count = int(entry["message_count"])
-            rows = self._r.lrange(self._k(session_id, "msgs"), 0, count - 1) if count else []
-        return decode_state(entry["header"], rows, session_id=session_id, checkpoint=number)
+            reads = self._r.pipeline(transaction=False)
+            for sid, _ in wanted:
+                reads.hget(self._k(sid, "meta"), "last")
+            lasts = reads.execute()
+            out: list[Exception | tuple[int, dict[str, Any]]] = []
+            for (sid, checkpoint), last in zip(wanted, lasts, strict=True):
+                if last is None:
+                    out.append(SessionNotFound(sid))
+                    continue
+                number = int(last) if checkpoint is None else checkpoint
+                reads.hget(self._k(sid, "ckpt"), str(number))
+                out.append((number, {"last": int(last)}))
+            raws = iter(reads.execute())
+            for k, (sid, _) in enumerate(wanted):
+                item = out[k]
+                if isinstance(item, Exception):
+                    continue
+                number, info = item
+                raw = next(raws)
+                try:
+                    if raw is None:
+                        raise CheckpointNotFound(sid, number, info["last"])
+                    entry = _entry(sid, number, raw)
+                except (CheckpointNotFound, CorruptCheckpoint) as exc:
+                    out[k] = exc
+                    continue
+                count = int(entry["message_count"])
+                reads.lrange(self._k(sid, "msgs"), 0, count - 1)
+                out[k] = (number, entry)
+            rows = iter(reads.execute())
+        states: list[RunState | Exception] = []
+        for (sid, _), item in zip(wanted, out, strict=True):
+            if isinstance(item, Exception):
+                states.append(item)
+                continue
+            number, entry = item
+            messages = next(rows)
+            try:
+                states.append(
+                    decode_state(entry["header"], messages, session_id=sid, checkpoint=number)
+                )
+            except Exception as exc:  # CorruptCheckpoint, SchemaVersionError ...
+                states.append(exc)
+        return states
 
     def history(self, session_id: str) -> list[CheckpointRef]:
         with self._guard():
@@ -257,21 +372,64 @@ class RedisStore:
 
     # -- locks --------------------------------------------------------------------
     def acquire_lock(self, session_id: str, owner: str, ttl: float = DEFAULT_LOCK_TTL) -> None:
-        key = f"{self.prefix}:lock:{session_id}"
-        ms = max(1, int(ttl * 1000))
+        outcomes: list[ClaimOutcome] = [None]
+        self._lock_many([Claim(session_id, owner, ttl)], outcomes)
+        if isinstance(outcomes[0], Exception):
+            raise outcomes[0]
+
+    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
+        """The locks in one ``WATCH``/``MULTI`` for all of them, then the sessions in
+        three pipelined reads (:meth:`_loads`)."""
+        outcomes: list[ClaimOutcome] = [None] * len(claims)
+        granted = self._lock_many(claims, outcomes)
+        loaded = self._loads([(claims[i].session_id, None) for i in granted])
+        failed = []
+        for i, state in zip(granted, loaded, strict=True):
+            if isinstance(state, SessionNotFound):
+                continue  # not stored yet: the lock is held, the outcome is None
+            outcomes[i] = state
+            if isinstance(state, Exception):
+                failed.append(claims[i])
+        for c in failed:  # could not load: do not keep the lock
+            self.release_lock(c.session_id, c.owner)
+        return outcomes
+
+    def _lock_many(self, claims: Sequence[Claim], outcomes: list[ClaimOutcome]) -> list[int]:
+        """Take the claims' locks (``SET PX``; a live holder means ``SessionLocked`` in
+        ``outcomes``); the indexes of the claims that got theirs."""
+        keys = sorted({f"{self.prefix}:lock:{c.session_id}" for c in claims})
+        breaks = sorted({f"{self.prefix}:lock:{c.session_id}" for c in claims if c.break_first})
         with self._guard(), self._r.pipeline(transaction=True) as pipe:
+            if breaks:
+                self._r.delete(*breaks)
             while True:
                 try:
-                    pipe.watch(key)
-                    holder_raw = pipe.get(key)
-                    holder = holder_raw.decode() if holder_raw else None
-                    if holder and holder != owner and not owner_is_dead(holder):
-                        left = pipe.pttl(key)
-                        raise SessionLocked(session_id, holder, max(0, left) / 1000)
+                    pipe.watch(*keys)
+                    reads = self._r.pipeline(transaction=False)
+                    for key in keys:
+                        reads.get(key)
+                        reads.pttl(key)
+                    got = reads.execute()
+                    holders = {
+                        key: (got[2 * k].decode() if got[2 * k] else None, got[2 * k + 1])
+                        for k, key in enumerate(keys)
+                    }
+                    granted = []
+                    for i, c in enumerate(claims):
+                        key = f"{self.prefix}:lock:{c.session_id}"
+                        holder, left = holders[key]
+                        if holder and holder != c.owner and not owner_is_dead(holder):
+                            outcomes[i] = SessionLocked(c.session_id, holder, max(0, left) / 1000)
+                            continue
+                        holders[key] = (c.owner, 0)
+                        granted.append(i)
                     pipe.multi()
-                    pipe.set(key, owner, px=ms)
+                    for i in granted:
+                        c = claims[i]
+                        ms = max(1, int(c.ttl * 1000))
+                        pipe.set(f"{self.prefix}:lock:{c.session_id}", c.owner, px=ms)
                     pipe.execute()
-                    return
+                    return granted
                 except self._redis.WatchError:
                     continue
 
@@ -322,12 +480,6 @@ class RedisStore:
         with self._guard():
             self._r.set(f"{self.prefix}:ledger:{key}", encode_result(result), nx=True, ex=ex)
 
-    def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
-        return write_each(self, writes)
-
-    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
-        return claim_each(self, claims)
-
     def close(self) -> None:
         try:
             self._r.close()
@@ -349,17 +501,29 @@ def _entry(session_id: str, number: int, raw: bytes | str) -> dict[str, Any]:
         raise CorruptCheckpoint(session_id, where, str(exc)) from None
 
 
-def _meta(state: RunState, ref: CheckpointRef, created: float) -> dict[str, str | int | float]:
+def _meta(state: RunState, last: int, created: float) -> dict[str, Any]:
     return {
         "status": state.status.value,
         "stop": "" if state.stop is None else state.stop.value,
         "turn": state.turn,
         "message_count": len(state.messages),
-        "last": ref.checkpoint,
+        "last": last,
         "parent": state.parent or "",
         "created_at": created,
-        "updated_at": ref.created_at,
     }
+
+
+def _stale(checkpoints: Mapping[bytes, bytes], start: int) -> list[bytes]:
+    """The checkpoints (fields of the ``ckpt`` hash) that reference messages from
+    ``start`` on: a rewrite from ``start`` drops them."""
+    stale = []
+    for field, raw in checkpoints.items():
+        try:
+            if int(json.loads(raw)["message_count"]) > start:
+                stale.append(field)
+        except (ValueError, KeyError, TypeError):
+            continue
+    return stale
 
 
 def _info(sid: str, meta: Mapping[bytes, bytes]) -> SessionInfo:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store.base import DEFAULT_LOCK_TTL
+from loopwright.store.base import DEFAULT_LOCK_TTL, save_rounds
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -140,7 +140,7 @@ class SqlStore:
         outcomes: list[WriteOutcome] = [None] * len(writes)
         now = time.time()
         with self._tx() as cur:
-            for batch in _rounds(writes):
+            for batch in save_rounds(writes):
                 self._save_many(cur, [(i, writes[i]) for i in batch], outcomes, now)
             intents = [
                 x
@@ -583,24 +583,6 @@ def _session_row(p: _SavePlan, now: float) -> tuple[object, ...]:
     s = p.state
     stop = None if s.stop is None else s.stop.value
     return (s.status.value, stop, s.turn, len(s.messages), p.last + 1, now)
-
-
-def _rounds(writes: Sequence[Write]) -> list[list[int]]:
-    """Indexes of the writes with a state, in rounds where each session appears once:
-    two checkpoints of one session in a batch are applied one after the other."""
-    rounds: list[list[int]] = []
-    seen: list[set[str]] = []
-    for i, w in enumerate(writes):
-        if w.state is None:
-            continue
-        sid = w.state.session_id
-        k = next((k for k, sids in enumerate(seen) if sid not in sids), len(rounds))
-        if k == len(rounds):
-            rounds.append([])
-            seen.append(set())
-        rounds[k].append(i)
-        seen[k].add(sid)
-    return rounds
 
 
 def _info(r: Sequence[Any]) -> SessionInfo:
