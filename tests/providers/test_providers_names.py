@@ -15,7 +15,7 @@ names = st.text(min_size=1, max_size=100)
 def test_round_trip_unique_and_valid(canonical):
     mapping = ToolNameMap.build(canonical)
     wires = [mapping.to_wire(n) for n in canonical]
-    assert all(VALID_NAME.match(w) for w in wires)
+    assert all(VALID_NAME.fullmatch(w) for w in wires)
     assert len(set(wires)) == len(wires), "two names must never share a wire name"
     assert [mapping.from_wire(w) for w in wires] == canonical
 
@@ -54,3 +54,11 @@ def test_normalize_call_id(call_id, max_len):
     assert 0 < len(out) <= max_len
     assert all(c.isascii() and (c.isalnum() or c in "_-") for c in out)
     assert out == normalize_call_id(call_id, max_len)
+
+
+def test_an_id_or_name_with_a_trailing_newline_is_not_taken_as_valid() -> None:
+    # "^...$" matches before a final "\n": both checks use fullmatch
+    assert "\n" not in normalize_call_id("0\n", 8)
+    assert normalize_call_id("0\n", 8) != "0\n"
+    assert "\n" not in wire_name("add\n")
+    assert VALID_NAME.fullmatch(wire_name("add\n"))

@@ -96,7 +96,7 @@ __all__ = [
     "wire_name",
 ]
 
-_ID_OK = re.compile(r"^[a-zA-Z0-9_-]+$")
+_ID_OK = re.compile(r"[a-zA-Z0-9_-]+")  # fullmatch: "$" would accept a trailing "\n"
 
 
 @functools.lru_cache(maxsize=8192)
@@ -106,7 +106,7 @@ def normalize_call_id(call_id: str, max_len: int = 64) -> str:
     Deterministic, so a call and its result (normalised separately) still pair up. Ids
     that already fit are unchanged; empty ids become ``call_<hash of ''>``.
     """
-    if call_id and len(call_id) <= max_len and _ID_OK.match(call_id):
+    if call_id and len(call_id) <= max_len and _ID_OK.fullmatch(call_id):
         return call_id
     digest = hashlib.sha256(call_id.encode()).hexdigest()
     room = max_len - 13
@@ -509,7 +509,7 @@ _HASH_LEN = 8
 @functools.lru_cache(maxsize=4096)
 def wire_name(name: str) -> str:
     """The wire form of ``name``: itself when valid, else sanitised + ``_`` + hash."""
-    if VALID_NAME.match(name):
+    if VALID_NAME.fullmatch(name):
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_LEN]
     stem = _INVALID_CHAR.sub("_", name)[: 64 - _HASH_LEN - 1] or "tool"
