@@ -11,9 +11,8 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Generic, Protocol, Self, TypeAlias, overload
+from typing import Any, Generic, Protocol, Self, TypeAlias, cast, overload
 
 from typing_extensions import TypeVar
 
@@ -26,7 +25,7 @@ from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.loop.output import OutputMode, OutputSchema
-from loopwright.loop.steps import Resume, RunEngine
+from loopwright.loop.steps import CURRENT_RUN, Resume, RunEngine
 from loopwright.loop.turn import AgentView
 from loopwright.tools import (
     Confirmation,
@@ -67,14 +66,6 @@ class ParentRun(Protocol):
         ...
 
 
-# The run a tool is executing in (set around each run's engine, or by a strategy with
-# running_as_parent; the tasks a run creates inherit it): what an agent called as a tool
-# reports to. An engine is adapted to ParentRun only when a tool needs it.
-_CURRENT_RUN: ContextVar[RunEngine | ParentRun | None] = ContextVar(
-    "loopwright_current_run", default=None
-)
-
-
 class _EngineParent:
     """An agent's run as a :class:`ParentRun`."""
 
@@ -109,11 +100,11 @@ class _EngineParent:
 def running_as_parent(parent: ParentRun) -> Iterator[None]:
     """Within this block (and the tasks started in it), agents called as tools report to
     ``parent``: what a strategy uses so the agents its steps call count against it."""
-    token = _CURRENT_RUN.set(parent)
+    token = CURRENT_RUN.set(parent)
     try:
         yield
     finally:
-        _CURRENT_RUN.reset(token)
+        CURRENT_RUN.reset(token)
 
 
 def _as_message(value: Prompt, what: str) -> Message:
@@ -144,21 +135,40 @@ def _registry(tools: ToolRegistry | Iterable[ToolLike]) -> ToolRegistry:
 
 
 class _EventFeed:
-    """Single-consumer buffer of run events: ``put`` never blocks the loop."""
+    """Single-consumer buffer of run events: emitting never blocks the loop.
 
-    __slots__ = ("_closed", "_error", "_waiter", "items")
+    While the consumer is not waiting, the run emits straight into the deque (its C
+    ``append``, no Python frame per event: nine per step). When the consumer finds the
+    deque empty and waits, the run's emitter becomes :meth:`put`, which wakes the
+    consumer with the next event and switches back; every emission site reads
+    ``engine.emit`` afresh, so the switch is seen at once (benchmarks/notes/loop.md,
+    "stream")."""
+
+    __slots__ = ("_closed", "_engine", "_error", "_waiter", "items")
 
     def __init__(self) -> None:
         self.items: deque[RunEvent] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._closed = False
         self._error: BaseException | None = None
+        self._engine: RunEngine | None = None
+
+    def attach(self, engine: RunEngine) -> None:
+        """Let this feed route ``engine``'s events (it is the engine's only listener)."""
+        self._engine = engine
+        engine.emit = self.items.append
+
+    def _route(self, emit: Callable[[RunEvent], None]) -> None:
+        engine = self._engine
+        if engine is not None and engine.emit is not None:  # None: the run failed
+            engine.emit = emit
 
     def put(self, event: RunEvent) -> None:
         self.items.append(event)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+            self._route(self.items.append)
 
     def close(self, error: BaseException | None = None) -> None:
         self._closed = True
@@ -176,6 +186,7 @@ class _EventFeed:
                     raise self._error
                 return False
             self._waiter = asyncio.get_running_loop().create_future()
+            self._route(self.put)
             await self._waiter
             self._waiter = None
         return True
@@ -463,13 +474,7 @@ class Agent(Generic[OutputT]):
         well-formed."""
         message = _as_message(prompt, "prompt")
         engine = self._engine(self._new_state(session_id, history), None, None, deps)
-        # the run is the current one (see as_tool) while it runs in this task; set here,
-        # not in a wrapper coroutine: one coroutine less held by every in-flight run
-        token = _CURRENT_RUN.set(engine)
-        try:
-            return await engine.drive(message)  # type: ignore[return-value]
-        finally:
-            _CURRENT_RUN.reset(token)
+        return await engine.drive(message)  # type: ignore[return-value]
 
     def run(
         self,
@@ -527,8 +532,12 @@ class Agent(Generic[OutputT]):
         """
 
         async def run_agent(task: str) -> str:
-            current = _CURRENT_RUN.get()
-            parent = _EngineParent(current) if isinstance(current, RunEngine) else current
+            current = CURRENT_RUN.get()
+            parent = (
+                _EngineParent(current)
+                if isinstance(current, RunEngine)
+                else cast("ParentRun | None", current)
+            )
             child = self if parent is None else self._under(parent)
             result = await child.arun(task)
             if parent is not None:
@@ -603,11 +612,7 @@ class Agent(Generic[OutputT]):
         message = None if prompt is None else _as_message(prompt, "prompt")
         resume, message = _continuation(state, decisions, message)
         engine = self._engine(state, resume, None, deps)
-        token = _CURRENT_RUN.set(engine)  # the current run while it runs (as in arun)
-        try:
-            return await engine.drive(message)  # type: ignore[return-value]
-        finally:
-            _CURRENT_RUN.reset(token)
+        return await engine.drive(message)  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ helpers
     def _launch(
@@ -629,11 +634,9 @@ class Agent(Generic[OutputT]):
         engine = self._engine(state, resume, feed, deps)
         if feed is not None:
             engine.closer = feed.close
-        token = _CURRENT_RUN.set(engine)  # copied into the run's task, then restored here
-        try:
-            return Run(engine, feed, asyncio.create_task(engine.drive(message)))
-        finally:
-            _CURRENT_RUN.reset(token)
+            if self.config.hooks.on_event is None:
+                feed.attach(engine)
+        return Run(engine, feed, asyncio.create_task(engine.drive(message)))
 
     def _engine(
         self, state: RunState, resume: Resume | None, feed: _EventFeed | None, deps: object

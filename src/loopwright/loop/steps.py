@@ -28,9 +28,11 @@ are incremental; repetition detection looks at a bounded tail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from importlib import resources
 from string import Template
@@ -108,6 +110,13 @@ _TERMINAL = {
     RunStop.AWAITING_CONFIRMATION: LoopState.PAUSED,
 }
 
+CURRENT_RUN: ContextVar[object] = ContextVar("loopwright_current_run", default=None)
+"""The run whose tools are executing: set by :meth:`RunEngine.act` around each batch (the
+tasks a batch starts inherit it), or a strategy's (``loop.agent.running_as_parent``).
+An agent called as a tool (``Agent.as_tool``) reports to it. Set per batch, not per
+run: while a run waits for its model it holds no context token (three objects less per
+in-flight run for the garbage collector)."""
+
 Source = Literal["input", "model", "tools", "steering", "follow_up", "observation"]
 Emit = Callable[[RunEvent], None]
 
@@ -153,6 +162,7 @@ class Reflect:
 Step = Observe | Think | Act | Reflect | Stop
 _OBSERVE, _THINK, _REFLECT, _FAILED = Observe(), Think(), Reflect(), Reflect(failed=True)
 _FINAL_ANSWER = Stop(RunStop.FINAL_ANSWER)
+_NO_DEADLINE = contextlib.nullcontext()  # stateless: shared by every run without a timeout
 _STATE_OF: dict[type, LoopState] = {
     Observe: LoopState.OBSERVE,
     Think: LoopState.THINK,
@@ -246,21 +256,36 @@ class RunEngine:
     async def drive(self, input_message: Message | None) -> RunResult:
         """Run to a stop and return the result. Never raises for limits, model errors,
         timeouts or a cancel requested through :meth:`Run.cancel`; re-raises a foreign
-        cancellation (after making the history well-formed) and subscriber exceptions."""
+        cancellation (after making the history well-formed) and subscriber exceptions.
+
+        The flat loop is written here, not in a coroutine of its own: every in-flight run
+        holds its chain of coroutines (a thousand concurrent runs, a thousand of each for
+        the garbage collector to walk)."""
         self.running = True
         timeout = self.config.limits.timeout
-        deadline = None if timeout is None else asyncio.timeout(timeout)
+        deadline = _NO_DEADLINE if timeout is None else asyncio.timeout(timeout)
         try:
             try:
                 if self.cancel_requested:
                     stop = Stop(RunStop.CANCELLED, "cancelled before the run started")
-                elif deadline is None:
-                    stop = await self.loop(input_message)
                 else:
                     async with deadline:
-                        stop = await self.loop(input_message)
+                        # enter the step's state, run its phase, take the next step
+                        step = self.begin(input_message)
+                        while type(step) is not Stop:
+                            if type(step) is Reflect:  # closes the turn, in its state
+                                step = self.reflect(step)  # type: ignore[arg-type]
+                                continue
+                            self.enter(_STATE_OF[type(step)])
+                            if type(step) is Think:
+                                step = await self.think()
+                            elif type(step) is Act:
+                                step = await self.act(step)  # type: ignore[arg-type]
+                            else:
+                                step = self.observe()
+                        stop = step  # type: ignore[assignment]
             except TimeoutError:
-                if deadline is None or not deadline.expired():
+                if deadline is _NO_DEADLINE or not deadline.expired():  # type: ignore[union-attr]
                     raise
                 self.repair("timeout")
                 stop = Stop(RunStop.TIMEOUT, f"the run exceeded its {timeout}s timeout")
@@ -282,22 +307,6 @@ class RunEngine:
         if self.closer is not None:
             self.closer(None)
         return result
-
-    async def loop(self, input_message: Message | None) -> Stop:
-        """The flat loop: enter the step's state, run its phase, take the next step."""
-        step = self.begin(input_message)
-        while type(step) is not Stop:
-            if type(step) is Reflect:  # closes the turn, in the state it ran in
-                step = self.reflect(step)  # type: ignore[arg-type]
-                continue
-            self.enter(_STATE_OF[type(step)])
-            if type(step) is Think:
-                step = await self.think()
-            elif type(step) is Act:
-                step = await self.act(step)  # type: ignore[arg-type]
-            else:
-                step = self.observe()
-        return step  # type: ignore[return-value]
 
     def enter(self, status: LoopState) -> None:
         state = self.state
@@ -339,17 +348,49 @@ class RunEngine:
 
     async def think(self) -> Step:
         """Count the turn, call the model (retrying transient errors) and decide what the
-        reply means: tool calls to act on, an answer, or a stop."""
-        self.state.turn += 1
+        reply means: tool calls to act on, an answer, or a stop. The model call runs in
+        this coroutine, not one of its own (one coroutine less held while the run waits
+        for the model; see :meth:`drive`)."""
+        state = self.state
+        state.turn += 1
         self.turns += 1
         try:
             request = await self.requests.build()
         except ContextFailure as failure:
             return Stop(RunStop.CONTEXT_ERROR, str(failure))
-        done = await self.call_model(request)
-        if type(done) is Stop:
-            return done
-        return self.take_reply(done)  # type: ignore[arg-type]
+        model = self.config.model
+        attempt = 0
+        while True:
+            attempt += 1
+            # ``self.emit`` is read at each emission, never kept across an await: a
+            # streamed run's feed switches it while its consumer waits (loop.agent)
+            started = 0.0 if self.emit is None else self.call_started(request, attempt)
+            final: ResponseDone | StreamError | None = None
+            events = model.stream(request).__aiter__()
+            while True:
+                # the Model contract says a stream never raises; a custom model that does
+                # gets a non-retryable model error (a subscriber's exception, raised by
+                # emit() below, is not the model's and still propagates)
+                try:
+                    event = await events.__anext__()
+                except StopAsyncIteration:
+                    break
+                except (Exception, GeneratorExit) as exc:
+                    final = StreamError(ProviderError(f"the model's stream raised {describe(exc)}"))
+                    break
+                kind = type(event)
+                if kind is ResponseDone or kind is StreamError:
+                    final = event  # type: ignore[assignment]
+                elif self.emit is not None:
+                    self.emit(ModelStreamed(state.turn, event))  # type: ignore[arg-type]
+            if type(final) is ResponseDone:
+                self.call_finished(final, started)  # type: ignore[arg-type]
+                return self.take_reply(final)  # type: ignore[arg-type]
+            if final is None:
+                final = StreamError(MalformedResponse("model stream ended without a final event"))
+            stop = await self.model_failed(final, attempt)  # type: ignore[arg-type]
+            if stop is not None:
+                return stop
 
     def take_reply(self, done: ResponseDone) -> Step:
         message = done.message
@@ -431,14 +472,18 @@ class RunEngine:
         state = self.state
         calls = step.calls
         batch = self.batch = _Batch(calls)
-        outcomes = await self.dispatcher.run_batch(
-            calls,
-            interrupted=self.steered,
-            on_start=self.on_start,
-            decisions=step.decisions,
-            max_calls=self.config.limits.max_tool_calls_per_turn,
-            taint=state.taint,
-        )
+        token = CURRENT_RUN.set(self)
+        try:
+            outcomes = await self.dispatcher.run_batch(
+                calls,
+                interrupted=self.steered,
+                on_start=self.on_start,
+                decisions=step.decisions,
+                max_calls=self.config.limits.max_tool_calls_per_turn,
+                taint=state.taint,
+            )
+        finally:
+            CURRENT_RUN.reset(token)
         # kept before any event is emitted: a subscriber that raises cannot lose them
         results = batch.results = [outcome.result for outcome in outcomes]
         for outcome in outcomes:  # untrusted content read: later side effects need a person
@@ -501,67 +546,39 @@ class RunEngine:
         return _THINK
 
     # ------------------------------------------------------------------ think helpers
-    async def call_model(self, request: ModelRequest) -> ResponseDone | Stop:
-        """One model turn with retries. Returns the final ``ResponseDone`` or a ``Stop``."""
-        config = self.config
-        model = config.model
+    def call_started(self, request: ModelRequest, attempt: int) -> float:
+        """Emit ``ModelCallStarted`` (someone listens); the call's start time."""
+        assert self.emit is not None
+        self.emit(
+            ModelCallStarted(
+                self.state.turn,
+                self.config.model.name,
+                len(request.messages),
+                prompt_fingerprints=self.requests.fingerprints(),
+                attempt=attempt,
+            )
+        )
+        return time.perf_counter()
+
+    def call_finished(self, final: ResponseDone, started: float) -> None:
+        """Count the call's usage; emit ``ModelCallFinished`` when someone listens (the
+        fingerprints are those of the start: nothing joined the history in between)."""
         state = self.state
-        emit = self.emit
-        attempt = 0
-        while True:
-            attempt += 1
-            if emit is not None:
-                fingerprints = self.requests.fingerprints()
-                emit(
-                    ModelCallStarted(
-                        state.turn,
-                        model.name,
-                        len(request.messages),
-                        prompt_fingerprints=fingerprints,
-                        attempt=attempt,
-                    )
+        usage = final.usage
+        if usage.input_tokens or usage.output_tokens or usage.cost or usage.cached_tokens:
+            state.usage = state.usage + usage
+        if self.emit is not None:
+            self.emit(
+                ModelCallFinished(
+                    state.turn,
+                    final.message,
+                    final.stop_reason,
+                    usage,
+                    time.perf_counter() - started,
+                    prompt_fingerprints=self.requests.fingerprints(),
+                    response_model=final.model,
                 )
-                started = time.perf_counter()
-            final: ResponseDone | StreamError | None = None
-            events = model.stream(request).__aiter__()
-            while True:
-                # the Model contract says a stream never raises; a custom model that does
-                # gets a non-retryable model error (a subscriber's exception, raised by
-                # emit() below, is not the model's and still propagates)
-                try:
-                    event = await events.__anext__()
-                except StopAsyncIteration:
-                    break
-                except (Exception, GeneratorExit) as exc:
-                    final = StreamError(ProviderError(f"the model's stream raised {describe(exc)}"))
-                    break
-                kind = type(event)
-                if kind is ResponseDone or kind is StreamError:
-                    final = event  # type: ignore[assignment]
-                elif emit is not None:
-                    emit(ModelStreamed(state.turn, event))  # type: ignore[arg-type]
-            if type(final) is ResponseDone:
-                usage = final.usage
-                if usage.input_tokens or usage.output_tokens or usage.cost or usage.cached_tokens:
-                    state.usage = state.usage + usage
-                if emit is not None:
-                    emit(
-                        ModelCallFinished(
-                            state.turn,
-                            final.message,
-                            final.stop_reason,
-                            final.usage,
-                            time.perf_counter() - started,
-                            prompt_fingerprints=fingerprints,
-                            response_model=final.model,
-                        )
-                    )
-                return final
-            if final is None:
-                final = StreamError(MalformedResponse("model stream ended without a final event"))
-            stop = await self.model_failed(final, attempt)  # type: ignore[arg-type]
-            if stop is not None:
-                return stop
+            )
 
     async def model_failed(self, failure: StreamError, attempt: int) -> Stop | None:
         """Account a failed call; back off and return ``None`` to retry, or a ``Stop``."""

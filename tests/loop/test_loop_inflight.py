@@ -1,0 +1,79 @@
+"""What an in-flight run holds while it waits for its model (benchmarks/loop.py, "tracked
+objects"): with a thousand concurrent runs every object each one holds is walked by the
+garbage collector's collections, so the chain of coroutines and the context token a
+waiting run keeps are pinned here."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from types import CoroutineType
+
+from loopwright import Agent, tool
+from loopwright.core.events import ModelEvent, ResponseDone
+from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart
+from loopwright.core.protocols import ModelRequest
+from loopwright.loop.steps import CURRENT_RUN
+
+
+class _WaitingModel:
+    """First call: asks for ``probe``; second call: waits on ``release``, then answers."""
+
+    def __init__(self) -> None:
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
+        self.current_at_call: list[object] = []
+        self.calls = 0
+
+    @property
+    def name(self) -> str:
+        return "waiting"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.calls += 1
+        self.current_at_call.append(CURRENT_RUN.get())
+        if self.calls == 1:
+            call = ToolCallPart("p1", "probe", {})
+            yield ResponseDone(Message("assistant", (call,)), StopReason.TOOL_USE)
+            return
+        self.waiting.set()
+        await self.release.wait()
+        yield ResponseDone(Message("assistant", (TextPart("done"),)), StopReason.FINAL_ANSWER)
+
+
+def _loopwright_frames(task: asyncio.Task[object]) -> list[str]:
+    """The loopwright coroutines on ``task``'s await chain, outermost first."""
+    names: list[str] = []
+    awaitable: object = task.get_coro()
+    while awaitable is not None:
+        if type(awaitable) is CoroutineType:
+            if awaitable.cr_code.co_filename.find("loopwright") >= 0:
+                names.append(awaitable.cr_code.co_qualname)
+            awaitable = awaitable.cr_await
+        else:
+            awaitable = getattr(awaitable, "ag_await", None) or getattr(awaitable, "cr_await", None)
+    return names
+
+
+async def test_a_run_waiting_for_its_model_holds_two_coroutines_and_no_context_token() -> None:
+    seen_in_tool: list[object] = []
+
+    @tool
+    async def probe() -> str:
+        """Records which run is current while it runs."""
+        seen_in_tool.append(CURRENT_RUN.get())
+        return "ok"
+
+    model = _WaitingModel()
+    run = Agent(model, [probe]).start("go", events=False)
+    await asyncio.wait_for(model.waiting.wait(), 5)
+    # the engine's drive() and its think() phase: no wrapper coroutine, no separate
+    # coroutine per model call
+    assert _loopwright_frames(run._task) == ["RunEngine.drive", "RunEngine.think"]
+    model.release.set()
+    result = await run.result()
+    assert result.ok and result.answer == "done"
+    # the run is current (what Agent.as_tool reports to) while its tools run, and only then
+    assert seen_in_tool == [run._engine]
+    assert model.current_at_call == [None, None]
+    assert CURRENT_RUN.get() is None
