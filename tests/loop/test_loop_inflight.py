@@ -6,6 +6,8 @@ waiting run keeps are pinned here."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import AsyncIterator
 from types import CoroutineType
 
@@ -77,3 +79,28 @@ async def test_a_run_waiting_for_its_model_holds_two_coroutines_and_no_context_t
     assert seen_in_tool == [run._engine]
     assert model.current_at_call == [None, None]
     assert CURRENT_RUN.get() is None
+
+
+async def test_a_finished_streamed_run_is_freed_without_the_cycle_collector() -> None:
+    # the event feed and the engine point at each other while the run streams; the feed
+    # lets go when the run ends, so the run (and its history) goes with its last reference
+    engines: list[weakref.ref[object]] = []
+
+    @tool
+    async def probe() -> str:
+        """Remembers the current run."""
+        engines.append(weakref.ref(CURRENT_RUN.get()))  # type: ignore[arg-type]
+        return "ok"
+
+    model = _WaitingModel()
+    model.release.set()
+    agent = Agent(model, [probe])
+    gc.collect()
+    gc.disable()
+    try:
+        kinds = [event.type async for event in agent.stream("go")]
+        await asyncio.sleep(0)
+        assert kinds[-1] == "run_finished"
+        assert len(engines) == 1 and engines[0]() is None
+    finally:
+        gc.enable()

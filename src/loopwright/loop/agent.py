@@ -173,6 +173,9 @@ class _EventFeed:
     def close(self, error: BaseException | None = None) -> None:
         self._closed = True
         self._error = error
+        # the engine points back at this feed (its closer): without this the finished
+        # run and its whole history would wait for a cyclic garbage collection
+        self._engine = None
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

@@ -55,6 +55,7 @@ class Requests:
         "_budget",
         "_cached",
         "_config",
+        "_fp_tuple",
         "_fps",
         "_scanned",
         "_state",
@@ -72,6 +73,7 @@ class Requests:
         self._cached: ModelRequest | None = None
         # prompt fingerprints seen so far, scanned incrementally (never the whole history)
         self._fps: dict[str, None] = dict.fromkeys(view.system_fingerprints)
+        self._fp_tuple: tuple[str, ...] = tuple(self._fps)
         self._scanned = 0
 
     async def build(self) -> ModelRequest:
@@ -130,16 +132,24 @@ class Requests:
     def fingerprints(self) -> tuple[str, ...]:
         """Fingerprints (``name@version#hash``) of the prompts in this run's requests: the
         system prompt's (a ``PromptText``) and those recorded by ``prompt_message`` in a
-        message's ``provider_meta["loopwright"]["prompt_fingerprints"]``."""
+        message's ``provider_meta["loopwright"]["prompt_fingerprints"]``. Asked at the
+        start and the end of each observed model call: only messages added since the last
+        call are scanned, and the tuple is rebuilt only when a new fingerprint appears."""
         messages = self._state.messages
-        seen = self._fps
-        for m in messages[self._scanned :]:
-            own = m.provider_meta.get("loopwright") if m.provider_meta else None
-            if isinstance(own, dict):
-                for fp in own.get("prompt_fingerprints", ()):
-                    seen.setdefault(str(fp), None)
-        self._scanned = len(messages)
-        return tuple(seen)
+        count = len(messages)
+        if self._scanned < count:
+            seen = self._fps
+            known = len(seen)
+            for index in range(self._scanned, count):
+                meta = messages[index].provider_meta
+                own = meta.get("loopwright") if meta else None
+                if isinstance(own, dict):
+                    for fp in own.get("prompt_fingerprints", ()):
+                        seen.setdefault(str(fp), None)
+            if len(seen) != known:
+                self._fp_tuple = tuple(seen)
+        self._scanned = count
+        return self._fp_tuple
 
 
 class AgentView:
