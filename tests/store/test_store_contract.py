@@ -370,3 +370,22 @@ def test_a_claim_that_cannot_load_leaves_the_lock_free(store: CheckpointStore, c
     (outcome,) = store.claim([Claim(s, lock_owner_id(), 60)])
     assert isinstance(outcome, CorruptCheckpoint)
     assert store.lock_owner(s) is None
+
+
+def test_a_large_batch_is_written_whole(store: CheckpointStore) -> None:
+    """More rows than one statement may carry parameters for (SQL stores split them)."""
+    sids = [sid() for _ in range(150)]
+    writes = [
+        Write(
+            RunState(s, messages=[Message.user(f"{s}-{k}") for k in range(3)]),
+            intents=(IntentRecord(s, "c1", "send", None, {}),),
+        )
+        for s in sids
+    ]
+    assert all(isinstance(o, CheckpointRef) for o in store.write(writes))
+    for s in sids[::37]:
+        assert [m.text for m in store.load(s).messages] == [f"{s}-{k}" for k in range(3)]
+        assert [i.call_id for i in store.intents(s)] == ["c1"]
+    claims = store.claim([Claim(s, "me", 60) for s in sids])
+    assert all(isinstance(c, RunState) and len(c.messages) == 3 for c in claims)
+    assert store.lock_owner(sids[-1]) == "me"

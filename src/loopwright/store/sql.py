@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
@@ -51,6 +51,8 @@ from loopwright.store.state import (
     WriteOutcome,
     owner_is_dead,
 )
+
+_R = TypeVar("_R")
 
 TABLES_VERSION = 1
 
@@ -148,15 +150,40 @@ class SqlStore:
                 if not isinstance(outcome, Exception)
                 for x in w.intents
             ]
-            if intents:
-                cur.executemany(
-                    self._q(_PUT_INTENT),
-                    [(x.session_id, x.call_id, x.created_at, encode_intent(x)) for x in intents],
-                )
+            # one row per call: a later record of a call replaces an earlier one
+            latest = {(x.session_id, x.call_id): x for x in intents}
+            self._insert(
+                cur,
+                "lw_intents (session_id, call_id, created_at, data)",
+                [
+                    (x.session_id, x.call_id, x.created_at, encode_intent(x))
+                    for x in latest.values()
+                ],
+                "ON CONFLICT (session_id, call_id) DO UPDATE SET data = excluded.data",
+            )
             releases = [w.release for w in writes if w.release is not None]
-            if releases:
-                cur.executemany(self._q(_RELEASE_LOCK), releases)
+            for chunk in _chunks(releases, 2):
+                where = " OR ".join(["(session_id = ? AND owner = ?)"] * len(chunk))
+                cur.execute(
+                    self._q(f"DELETE FROM lw_locks WHERE {where}"), [x for r in chunk for x in r]
+                )
         return outcomes
+
+    def _insert(
+        self, cur: Cursor, into: str, rows: Sequence[tuple[Any, ...]], tail: str = ""
+    ) -> None:
+        """``INSERT INTO {into} VALUES (...), (...) {tail}``: one statement for many rows
+        (chunked under the databases' limits on parameters per statement)."""
+        if not rows:
+            return
+        width = len(rows[0])
+        one = "(" + ", ".join("?" * width) + ")"
+        for chunk in _chunks(rows, width):
+            values = ", ".join([one] * len(chunk))
+            cur.execute(
+                self._q(f"INSERT INTO {into} VALUES {values} {tail}"),
+                [x for row in chunk for x in row],
+            )
 
     def _save_many(
         self,
@@ -243,17 +270,11 @@ class SqlStore:
             for p in plans
             for k in range(p.start, len(p.state.messages))
         ]
-        if rows:
-            cur.executemany(
-                self._q("INSERT INTO lw_messages (session_id, seq, data) VALUES (?, ?, ?)"), rows
-            )
-        if not plans:
-            return
-        cur.executemany(
-            self._q(
-                "INSERT INTO lw_checkpoints (session_id, seq, turn, status, stop, "
-                "message_count, header, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            ),
+        self._insert(cur, "lw_messages (session_id, seq, data)", rows)
+        self._insert(
+            cur,
+            "lw_checkpoints (session_id, seq, turn, status, stop, message_count, header, "
+            "created_at)",
             [
                 (
                     p.state.session_id,
@@ -268,30 +289,23 @@ class SqlStore:
                 for p in plans
             ],
         )
-        new = [p for p in plans if not p.exists]
-        if new:
-            cur.executemany(
-                self._q(
-                    "INSERT INTO lw_sessions (status, stop, turn, message_count, "
-                    "last_checkpoint, updated_at, checkpoints, parent, created_at, session_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)"
-                ),
-                [
-                    (*_session_row(p, now), p.state.parent, p.state.created_at, p.state.session_id)
-                    for p in new
-                ],
-            )
-        old = [p for p in plans if p.exists]
-        if old:
-            cur.executemany(
-                self._q(
-                    "UPDATE lw_sessions SET status = ?, stop = ?, turn = ?, message_count = ?, "
-                    "last_checkpoint = ?, updated_at = ?, checkpoints = ("
-                    "SELECT COUNT(*) FROM lw_checkpoints WHERE session_id = ?) "
-                    "WHERE session_id = ?"
-                ),
-                [(*_session_row(p, now), p.state.session_id, p.state.session_id) for p in old],
-            )
+        self._insert(
+            cur,
+            "lw_sessions (session_id, status, stop, turn, message_count, last_checkpoint, "
+            "updated_at, checkpoints, parent, created_at)",
+            [
+                (p.state.session_id, *_session_row(p, now), 1, p.state.parent, p.state.created_at)
+                for p in plans
+            ],
+            # a stored session keeps its parent and creation time; its checkpoint count is
+            # recounted (a rewrite may have dropped some)
+            "ON CONFLICT (session_id) DO UPDATE SET status = excluded.status, "
+            "stop = excluded.stop, turn = excluded.turn, "
+            "message_count = excluded.message_count, "
+            "last_checkpoint = excluded.last_checkpoint, updated_at = excluded.updated_at, "
+            "checkpoints = (SELECT COUNT(*) FROM lw_checkpoints c "
+            "WHERE c.session_id = excluded.session_id)",
+        )
 
     @staticmethod
     def _append_start(sid: str, stored: int, n: int, rewrite_from: int | None) -> int:
@@ -438,12 +452,11 @@ class SqlStore:
                 self._q("DELETE FROM lw_locks WHERE session_id = ? AND owner <> ''"),
                 [(sid,) for sid in breaks],
             )
-        cur.executemany(
-            self._q(
-                "INSERT INTO lw_locks (session_id, owner, expires_at) VALUES (?, '', 0) "
-                "ON CONFLICT (session_id) DO NOTHING"
-            ),
-            [(sid,) for sid in sids],
+        self._insert(
+            cur,
+            "lw_locks (session_id, owner, expires_at)",
+            [(sid, "", 0) for sid in sids],
+            "ON CONFLICT (session_id) DO NOTHING",
         )
         marks = ", ".join("?" * len(sids))
         cur.execute(
@@ -462,11 +475,14 @@ class SqlStore:
                 continue
             holders[c.session_id] = (c.owner, now + c.ttl)
             granted.append(i)
-        if granted:
-            cur.executemany(
-                self._q("UPDATE lw_locks SET owner = ?, expires_at = ? WHERE session_id = ?"),
-                [(claims[i].owner, now + claims[i].ttl, claims[i].session_id) for i in granted],
-            )
+        taken = {claims[i].session_id: claims[i] for i in granted}  # one row per session
+        self._insert(
+            cur,
+            "lw_locks (session_id, owner, expires_at)",
+            [(sid, c.owner, now + c.ttl) for sid, c in sorted(taken.items())],
+            "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+            "expires_at = excluded.expires_at",
+        )
         return granted
 
     def _latest(self, cur: Cursor, sids: list[str]) -> dict[str, tuple[int, str, list[Any]]]:
@@ -577,6 +593,15 @@ class _SavePlan:
     stored: int
     last: int
     exists: bool
+
+
+_PARAMS = 900
+"""Parameters per statement at most (SQLite before 3.32 allows 999, PostgreSQL 65,535)."""
+
+
+def _chunks(rows: Sequence[_R], width: int) -> list[Sequence[_R]]:
+    step = max(1, _PARAMS // width)
+    return [rows[k : k + step] for k in range(0, len(rows), step)]
 
 
 def _session_row(p: _SavePlan, now: float) -> tuple[object, ...]:
