@@ -29,7 +29,6 @@ next checkpoint write (:meth:`Checkpointer.add_intent`) instead of a store call 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import inspect
 import logging
@@ -68,12 +67,18 @@ class CheckpointConfig:
 
 class Checkpointer:
     """Checkpoints ``state`` (the live object the run mutates) on the events the policy
-    selects, through a drain task (see the module doc).
+    selects, through the store's group commit (see the module doc).
 
     Only messages the store has not seen are written: the checkpointer keeps the list it
     last saved and passes ``rewrite_from`` to the store if the history was rewritten.
     Saving refreshes the session lock. A failed write is logged and retried with the
     next one; :meth:`flush` raises it if the latest write failed.
+
+    It runs on callbacks, not on a task of its own: a request schedules one look at the
+    state on the next loop iteration (the run finishes its current step first, so the
+    messages it appends meanwhile join the same write), and each write's completion
+    schedules the next one if more was requested. At most one checkpoint of the run is
+    in the store's queue or in flight at a time.
     """
 
     def __init__(
@@ -95,7 +100,10 @@ class Checkpointer:
         self._intents: list[IntentRecord] = []  # written with the next write
         self._release: str | None = None  # the lock owner the next write releases for
         self._released = False
-        self._task: asyncio.Task[None] | None = None
+        self._scheduled = False  # a _kick waits on the event loop
+        self._pending = 0  # store calls in flight (a checkpoint, result records, a refresh)
+        self._taken: RunState | None = None  # the snapshot of the checkpoint in flight
+        self._idle: asyncio.Future[None] | None = None  # flush() waits on it
         self._error: Exception | None = None
 
     def on_event(self, event: RunEvent) -> None:
@@ -127,15 +135,16 @@ class Checkpointer:
         self._wake()
 
     def _wake(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._drain())
+        if not self._scheduled and not self._pending:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._kick)
 
     async def finish(self, release: str | None = None) -> CheckpointRef | None:
         """:meth:`flush` the final checkpoint (``RunFinished`` requested it) and release
         the session lock held by ``release`` (the owner), in the same store call when
         that write has not started yet, else right after it. The lock is released even
         when the write fails."""
-        if release is not None and self._dirty and self._task is not None:
+        if release is not None and self._dirty:
             self._release = release  # taken by the pending write
         try:
             return await self.flush()
@@ -147,8 +156,10 @@ class Checkpointer:
     async def flush(self) -> CheckpointRef | None:
         """Wait until every requested checkpoint is written; raise the error of the
         latest write if it failed. Cancelling the caller does not cancel the write."""
-        while self._task is not None and not self._task.done():
-            await asyncio.shield(self._task)
+        while self._scheduled or self._pending:
+            if self._idle is None or self._idle.done():
+                self._idle = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._idle)
         if self._error is not None:
             raise self._error
         return self.last_ref
@@ -158,46 +169,67 @@ class Checkpointer:
         self.request()
         return await self.flush()
 
-    async def _drain(self) -> None:
-        while self._dirty or self._intents:
-            # let the run finish its current step first: the messages it appends before
-            # its next suspension join this write instead of needing one of their own
-            await asyncio.sleep(0)
-            if not self._dirty:
-                await self._write_intents()
-                continue
-            try:
-                await self._write()
-            except Exception as exc:  # kept for flush(); the next write retries it all
-                self._error = exc
-                log.warning("session %s: checkpoint failed: %s", self.state.session_id, exc)
-            else:
-                self._error = None
-
-    async def _write(self) -> None:
+    def _kick(self) -> None:
+        """Hand what was requested to the store (on the event loop)."""
+        self._scheduled = False
+        if self._pending:
+            return  # the landing of what is in flight looks again
+        if not (self._dirty or self._intents):
+            if self._idle is not None and not self._idle.done():
+                self._idle.set_result(None)
+            return
         cfg = self.config
         if cfg.lock_owner is not None and time.monotonic() - self._last_lock > cfg.lock_ttl / 4:
-            await self.store.acquire_lock(self.state.session_id, cfg.lock_owner, cfg.lock_ttl)
             self._last_lock = time.monotonic()
+            refresh = self.store.acquire_lock(self.state.session_id, cfg.lock_owner, cfg.lock_ttl)
+            self._track(asyncio.ensure_future(refresh), self._failed)
+            return  # the checkpoint follows the refresh
         # result records ride in the same batch as this checkpoint, as a write of their
         # own: a failed record must not fail the checkpoint (see IntentRecorder._record)
         records = self._submit_intents()
-        taken: list[RunState] = []
-        self.last_ref = await self.store.write(lambda: self._prepare(taken))
-        self._saved = taken[0].messages
-        self.saves += 1
         if records is not None:
-            with contextlib.suppress(Exception):  # logged by _submit_intents
-                await records
+            self._track(records, None)
+        if self._dirty:
+            self._track(self.store.submit(self._prepare), self._written)
 
-    def _prepare(self, taken: list[RunState]) -> Write:
+    def _track(
+        self, future: asyncio.Future[Any], then: Callable[[asyncio.Future[Any]], None] | None
+    ) -> None:
+        self._pending += 1
+
+        def landed(f: asyncio.Future[Any]) -> None:
+            self._pending -= 1
+            if then is not None:
+                then(f)
+            if not self._pending:
+                self._scheduled = True
+                self._kick()
+
+        future.add_done_callback(landed)
+
+    def _failed(self, f: asyncio.Future[Any]) -> None:
+        exc = RuntimeError("cancelled") if f.cancelled() else f.exception()
+        if exc is not None:  # kept for flush(); the next write retries it all
+            self._error = exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+            log.warning("session %s: checkpoint failed: %s", self.state.session_id, exc)
+
+    def _written(self, f: asyncio.Future[CheckpointRef | None]) -> None:
+        self._failed(f)
+        if f.cancelled() or f.exception() is not None or self._taken is None:
+            return
+        self._error = None
+        self.last_ref = f.result()
+        self._saved = self._taken.messages
+        self.saves += 1
+
+    def _prepare(self) -> Write:
         """The write, built when its batch starts (``AsyncStore.submit``): the snapshot
         then holds everything requested while the write waited in the queue. It is taken
         on the event loop's thread, between two steps of the run, so it is consistent."""
         self._dirty = False  # every request so far is in this snapshot
         snapshot = self.state.snapshot()
         snapshot.updated_at = time.time()
-        taken.append(snapshot)
+        self._taken = snapshot
         release, self._release = self._release, None
         self._released = release is not None  # the write releases even if the save fails
         lock = None if release is None else (snapshot.session_id, release)
@@ -221,12 +253,6 @@ class Checkpointer:
 
         written.add_done_callback(logged)
         return written
-
-    async def _write_intents(self) -> None:
-        records = self._submit_intents()
-        if records is not None:
-            with contextlib.suppress(Exception):  # logged by _submit_intents
-                await records
 
     def _rewrite_point(self, messages: list[Message]) -> int | None:
         saved = self._saved
