@@ -12,14 +12,17 @@ the run's live :class:`~loopwright.core.run.RunState` according to a
   writes; a crash loses up to ``interval`` seconds of progress (intent records still
   protect non-idempotent tools).
 
-The event callback never waits for the store: it marks the state dirty and a drain task
-writes it through :class:`~loopwright.store.aio.AsyncStore` (off the event loop). While
-a write is in flight further requests coalesce: the next write saves the latest state.
-The run waits for the store only where safety needs it: before a non-idempotent tool
-runs (:meth:`IntentRecorder.before` flushes, so the call is stored before its side
-effect) and at the end of the run (:meth:`Checkpointer.finish`, which also releases the
-session lock in the same store call). Result records of intents ride along with the
-next checkpoint write (:meth:`Checkpointer.add_intent`) instead of a store call each.
+The event callback never waits for the store: it marks the state dirty, and on the next
+loop iteration the checkpoint goes into the group commit of
+:class:`~loopwright.store.aio.AsyncStore` (one queue for every run; batches written off
+the event loop). The snapshot is taken when its batch starts, so requests made while a
+checkpoint waits in the queue, or while one is in flight, coalesce: the next write
+saves the latest state, and a checkpoint superseded before it was written is never
+written. The run waits for the store only where safety needs it: before a
+non-idempotent tool runs (:meth:`IntentRecorder.before` flushes, so the call is stored
+before its side effect) and at the end of the run (:meth:`Checkpointer.finish`, which
+also releases the session lock in the same write). Result records of intents ride in
+the same batch as the next checkpoint (:meth:`Checkpointer.add_intent`).
 
 :class:`IntentRecorder` provides the dispatcher's ``before_tool_call`` /
 ``after_tool_call`` hooks: before a non-idempotent tool runs it writes an intent record
