@@ -98,38 +98,56 @@ class SelfConsistency(Strategy):
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
         question = ctx.prepare(strategy_prompt("cot", question=prompt), settings=self.settings)
         tally = _Tally(self, ctx)
+        workers = min(self.concurrency, self.k)
+        tasks: list[asyncio.Task[None]] = []
 
         async def sampler() -> None:
             # each sampler draws samples one after another until k are drawn or the vote
-            # is decided: ``concurrency`` samplers in all, so the bookkeeping is one step
-            # per sample (no re-waiting on every pending call)
-            while tally.launched < self.k and not tally.stopped:
-                tally.launched += 1
-                tally.add(self.parser(await ctx.ask(self.model, question)))
+            # is decided (one bookkeeping step per sample, no re-waiting on every pending
+            # call). Before its first call it starts the next sampler, up to
+            # ``concurrency``: against a real model all of them start within as many
+            # loop turns, while a model that answers without waiting lets the first
+            # sampler decide the vote before the others are even created
+            first = True
+            try:
+                while tally.launched < self.k and not tally.stopped:
+                    tally.launched += 1
+                    if first and 1 < workers > len(tasks) and tally.launched < self.k:
+                        tasks.append(asyncio.create_task(sampler()))
+                    first = False
+                    tally.add(self.parser(await ctx.ask(self.model, question)))
+            except Exception:
+                tally.stop()  # a limit or a model error: the other samplers stop too
+                raise
 
-        workers = min(self.concurrency, self.k)
         if workers == 1:
             await sampler()
         else:
-            tasks = [asyncio.create_task(sampler()) for _ in range(workers)]
-            # on a decided vote the samplers still waiting for a reply are cancelled --
-            # one loop turn later, so replies that have already arrived are counted
-            loop = asyncio.get_running_loop()
-            tally.on_stop = lambda: loop.call_soon(lambda: [t.cancel() for t in tasks])
-            try:
-                # ends when every sampler is done (or cancelled by a decided vote), or at
-                # the first failure (a limit, a model error), which the others stop for
-                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            finally:
-                unfinished = [t for t in tasks if not t.done()]
-                for t in unfinished:
-                    t.cancel()
-                if unfinished:
-                    await asyncio.gather(*unfinished, return_exceptions=True)
-            for t in done:
-                if not t.cancelled() and (failure := t.exception()) is not None:
-                    raise failure
+            tasks.append(asyncio.create_task(sampler()))
+            await _drain(tasks, tally)
         return tally.vote()
+
+
+async def _drain(tasks: list[asyncio.Task[None]], tally: _Tally) -> None:
+    """Wait for the samplers in ``tasks`` (which grows while they start one another) and
+    raise the first failure. On a decided vote (or a failure) the samplers still waiting
+    for a reply are cancelled -- one loop turn later, so replies that have already
+    arrived are counted."""
+    loop = asyncio.get_running_loop()
+    tally.on_stop = lambda: loop.call_soon(lambda: [t.cancel() for t in tasks])
+    try:
+        while pending := [t for t in tasks if not t.done()]:
+            await asyncio.wait(pending)
+    finally:
+        unfinished = [t for t in tasks if not t.done()]
+        for t in unfinished:
+            t.cancel()
+        if unfinished:
+            await asyncio.gather(*unfinished, return_exceptions=True)
+    failures = [t.exception() for t in tasks if not t.cancelled()]  # each one retrieved
+    failure = next((f for f in failures if f is not None), None)
+    if failure is not None:
+        raise failure
 
 
 class _Tally:
@@ -162,9 +180,14 @@ class _Tally:
         self.ctx.step("sample", index=self.completed, answer=answer)
         owner = self.owner
         if owner.adaptive and decided(counts, owner.k - self.completed, owner.min_lead):
+            self.stop()
+
+    def stop(self) -> None:
+        """No more samples: unfinished ones are not needed any more."""
+        if not self.stopped:
             self.stopped = True
             if self.on_stop is not None:
-                self.on_stop()  # unfinished samples are not needed any more
+                self.on_stop()
 
     def vote(self) -> Outcome:
         counts, first_seen = self.counts, self.first_seen
