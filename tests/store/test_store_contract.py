@@ -389,3 +389,14 @@ def test_a_large_batch_is_written_whole(store: CheckpointStore) -> None:
     claims = store.claim([Claim(s, "me", 60) for s in sids])
     assert all(isinstance(c, RunState) and len(c.messages) == 3 for c in claims)
     assert store.lock_owner(sids[-1]) == "me"
+
+
+def test_a_batch_continuing_a_thousand_sessions_is_written(store: CheckpointStore) -> None:
+    """A second checkpoint of 1,100 sessions in one batch: every save is checked against
+    its stored history (SQLite refuses one OR chain of more than 1,000 terms)."""
+    sids = [sid() for _ in range(1_100)]
+    first = [Write(RunState(s, messages=[Message.user(s)])) for s in sids]
+    assert all(isinstance(o, CheckpointRef) for o in store.write(first))
+    more = [Write(RunState(s, messages=[Message.user(s), Message.assistant("ok")])) for s in sids]
+    assert all(isinstance(o, CheckpointRef) for o in store.write(more))
+    assert [m.text for m in store.load(sids[-1]).messages] == [sids[-1], "ok"]

@@ -245,10 +245,14 @@ class SqlStore:
         checked = [p for p in plans if p.start > 0]
         if not checked:
             return plans
-        where = " OR ".join(["(session_id = ? AND seq = ?)"] * len(checked))
-        params = [x for p in checked for x in (p.state.session_id, p.start - 1)]
-        cur.execute(self._q(f"SELECT session_id, data FROM lw_messages WHERE {where}"), params)
-        rows = {str(r[0]): r[1] for r in cur.fetchall()}
+        rows: dict[str, Any] = {}
+        # chunked: besides the parameter limit, SQLite refuses an OR chain deeper than
+        # 1,000 terms ("Expression tree is too large"), i.e. a batch of 1,000 sessions
+        for chunk in _chunks(checked, 2):
+            where = " OR ".join(["(session_id = ? AND seq = ?)"] * len(chunk))
+            params = [x for p in chunk for x in (p.state.session_id, p.start - 1)]
+            cur.execute(self._q(f"SELECT session_id, data FROM lw_messages WHERE {where}"), params)
+            rows.update((str(r[0]), r[1]) for r in cur.fetchall())
         keep = []
         for p in plans:
             if p.start > 0:
