@@ -339,3 +339,25 @@ async def test_a_checkpoint_waiting_in_the_queue_takes_the_latest_state() -> Non
     aio.close()
     assert cp.saves == 1
     assert [m.text for m in store.load(state.session_id).messages] == ["a", "b", "c"]
+
+
+def test_an_adapter_outlives_an_event_loop_that_closed_with_writes_in_flight() -> None:
+    """``Durable.run`` runs each call in its own event loop over the same adapter: a loop
+    that ends while batches are in flight must not leave the queue stuck for the next."""
+    store = _FailsFor("nobody")
+    aio = AsyncStore(store)
+
+    async def abandon() -> None:
+        for i in range(3):  # two batches in flight (blocked on the gate), one queued
+            aio.submit(Write(RunState(f"old{i}", messages=[])))
+            await asyncio.sleep(0.02)
+
+    asyncio.run(abandon())
+    store.gate.set()
+
+    async def again() -> CheckpointRef | None:
+        return await asyncio.wait_for(aio.write(Write(RunState("new", messages=[]))), 5)
+
+    ref = asyncio.run(again())
+    aio.close()
+    assert ref is not None and ref.session_id == "new"

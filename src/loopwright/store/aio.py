@@ -26,6 +26,7 @@ return awaitables, which the dispatcher awaits).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -82,7 +83,7 @@ def _spread(
 class AsyncStore:
     """``await``-able store calls over a blocking :class:`CheckpointStore` (see module)."""
 
-    __slots__ = ("_pool", "_queue", "_scheduled", "_writing", "store")
+    __slots__ = ("_loop", "_pool", "_queue", "_scheduled", "_writing", "store")
 
     def __init__(self, store: CheckpointStore, *, workers: int = DEFAULT_WORKERS) -> None:
         self.store = store
@@ -90,6 +91,7 @@ class AsyncStore:
         self._queue: list[_Pending] = []  # ops waiting for the next batch
         self._writing = 0  # batches in flight
         self._scheduled = False  # a batch starts on the next loop iteration
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the queue serves
         if store.blocking:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"lw-{store.kind}")
 
@@ -115,6 +117,10 @@ class AsyncStore:
 
     def _submit(self, op: _Op | Callable[[], Write]) -> asyncio.Future[object]:
         loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # a new event loop (``Durable.run`` runs each call in its own): whatever the
+            # last one left queued or in flight can no longer be answered on it
+            self._loop, self._queue, self._scheduled, self._writing = loop, [], False, 0
         future: asyncio.Future[object] = loop.create_future()
         if self._pool is None:
             ops = _build([(op, future)])
@@ -156,11 +162,16 @@ class AsyncStore:
         loop = asyncio.get_running_loop()
         self._writing += 1
         done = self._pool.submit(_apply, self.store, ops)
-        done.add_done_callback(
-            lambda f: loop.call_soon_threadsafe(self._finish, batch, f)  # on the worker
-        )
+
+        def finished(f: Future[list[object]]) -> None:  # on the worker thread
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(self._finish, batch, f)
+
+        done.add_done_callback(finished)
 
     def _finish(self, batch: list[_Pending], done: Future[list[object]]) -> None:
+        if asyncio.get_running_loop() is not self._loop:
+            return  # a batch of a previous loop's (see _submit)
         self._writing -= 1
         try:
             outcomes: Sequence[object] = done.result()
