@@ -5,10 +5,8 @@
 OBSERVE is entered at the start and whenever steering messages are queued (or a cancel
 was requested); otherwise the next turn goes straight to THINK. REFLECT, the accounting
 that closes a turn (errors, repetition, budgets), is a phase but not a state of its own:
-it runs synchronously between two states, nothing can happen while it runs, and its
-outcome is visible as the next state or the stop. As a state it cost every subscriber
-one more ``StateChanged`` per step (about a tenth of the events a step emits) that the
-``MessageAppended`` before it and the ``StateChanged`` after it already say.
+it runs synchronously between two states and its outcome is the next state or the stop
+(as a state, its ``StateChanged`` repeated what the events around it say).
 
 Each phase (:meth:`RunEngine.observe`, :meth:`~RunEngine.think`, :meth:`~RunEngine.act`,
 :meth:`~RunEngine.reflect`) returns the next step as a value carrying the data that step
@@ -74,7 +72,7 @@ from loopwright.loop.turn import (
     Requests,
     describe,
 )
-from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
+from loopwright.tools import Confirmation, Dispatcher
 from loopwright.tools.taint import describe as describe_taint
 
 
@@ -111,11 +109,10 @@ _TERMINAL = {
 }
 
 CURRENT_RUN: ContextVar[object] = ContextVar("loopwright_current_run", default=None)
-"""The run whose tools are executing: set by :meth:`RunEngine.act` around each batch (the
-tasks a batch starts inherit it), or a strategy's (``loop.agent.running_as_parent``).
-An agent called as a tool (``Agent.as_tool``) reports to it. Set per batch, not per
-run: while a run waits for its model it holds no context token (three objects less per
-in-flight run for the garbage collector)."""
+"""The run whose tools are executing, set by :meth:`RunEngine.act` around each batch (the
+tasks a batch starts inherit it), or a strategy (``loop.agent.running_as_parent``): what
+``Agent.as_tool`` reports to. Per batch, not per run: a run waiting for its model holds
+no context token (three objects less per in-flight run for the garbage collector)."""
 
 Source = Literal["input", "model", "tools", "steering", "follow_up", "observation"]
 Emit = Callable[[RunEvent], None]
@@ -491,7 +488,10 @@ class RunEngine:
                 state.mark_tainted(outcome.taint)
         failed, awaiting = self.account(calls, results)
         if self.emit is not None:
-            self.emit_finished(outcomes)
+            turn = state.turn
+            for o in outcomes:
+                f = ToolCallFinished(turn, o.call, o.result, o.duration_s, o.attempts, o.repairs)
+                self.emit(f)
         self.batch = None
         if state.held_results:
             results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
@@ -675,22 +675,6 @@ class RunEngine:
                 errors += 1
                 state.log_error(ErrorRecord(state.turn, "tool", kind, result.content[:300]))
         return errors > 0 and ok == 0, awaiting
-
-    def emit_finished(self, outcomes: Sequence[DispatchOutcome]) -> None:
-        emit = self.emit
-        assert emit is not None
-        turn = self.state.turn
-        for outcome in outcomes:
-            emit(
-                ToolCallFinished(
-                    turn,
-                    outcome.call,
-                    outcome.result,
-                    outcome.duration_s,
-                    outcome.attempts,
-                    outcome.repairs,
-                )
-            )
 
     def prepare_resume(self, resume: Resume) -> Step:
         """Re-enter ACT for the pending calls of a paused state, with the decisions."""
