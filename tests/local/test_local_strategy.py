@@ -229,6 +229,7 @@ async def test_an_answer_going_wrong_after_a_grounded_sentence_is_cut_to_it() ->
     ("answer", "head"),
     [
         ("There are 3 lamps. There are 7 lamps.", "There are 3 lamps."),  # 7: invented
+        ("The lamps are 3. The lamps are 3.", "The lamps are 3."),  # a number ends it
         ("1. Buy milk 2. Call the plumber. It is 9.", None),  # only a list item's number
         ("It is 9 lamps.", None),  # one sentence: nothing to cut
         ("Lamps are 9. There are 3 lamps.", None),  # the first sentence is wrong too

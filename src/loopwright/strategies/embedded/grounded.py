@@ -40,9 +40,9 @@ _WORD = re.compile(r"[a-z0-9']+")
 _DENIAL = re.compile(r"\bnot (?:an? |the )?((?:[a-z]+ ){0,2}[a-z]+)")
 _NEGATORS = ("not", "no", "never", "isn't", "aren't", "wasn't", "n't")
 # A sentence ends at ".", "!" or "?" followed by a space and a capital letter, except
-# after a list item's number ("1. Buy milk, 2. Call the plumber").
+# after a list item's number ("1. Buy milk, 2. Call the plumber"; "is 40. The" ends one).
 _SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z])")
-_LIST_NUMBER = re.compile(r"(?:^|[\s,;:])\d{1,2}$")
+_LIST_NUMBER = re.compile(r"(?:^|[,;:]\s*)\d{1,2}$")
 MIN_KEPT_WORDS = 3
 MAX_SHOWN_CHARS = 400
 FALLBACK = "I could not state a reliable answer from the tool results. {shown}"
