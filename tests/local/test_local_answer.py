@@ -159,7 +159,8 @@ def test_a_formula_the_tool_received_is_quoted_verbatim() -> None:
     guide = la.answer_guide(ground, "What is (3 + 5) * 8?")
     assert guide is not None
     assert guide(' {"answer": "', "3") == "(3 + 5) * 8"
-    assert guide(' {"answer": "(3 + 5) * 8 = ', "6") is None  # written already
+    assert guide.quoter(' {"answer": "(3 + 5) * 8 = ', "6") is None  # written already
+    assert guide(' {"answer": "(3 + 5) * 8 = ', "6") == "64"  # the equation's value
     assert guide(' {"answer": "The result is ', "6") is None  # not the formula's start
     # Arguments that are not formulas are not quoted; neither are plain numbers.
     city = [Message.user("q"), Message("assistant", (tool_call("w", {"city": "Oslo 2"}),))]
@@ -223,3 +224,19 @@ def test_a_column_number_is_taken_from_the_row_the_question_names() -> None:
     assert other is not None and other(' {"answer": "There are ', "5") is None
     both = la.answer_guide(ground, "Stock of lamps and desks?")
     assert both is not None and both(' {"answer": "There are ', "5") is None
+
+
+def test_an_equation_states_the_latest_result() -> None:
+    """After add(10, 6) -> 16 and divide(16, 4) -> 4 the answer read '(10 + 6) / 4 =
+    16.' (the first step's result): after an equals sign the sampler writes the latest
+    result when it is one number."""
+    history = [*_history("What is (10 + 6) / 4?", "16"), *_history("", "4")[1:]]
+    ground = la.grounding(history)
+    assert ground.latest == ("4",)
+    guide = la.answer_guide(ground, "What is (10 + 6) / 4?")
+    assert guide is not None
+    assert guide(' {"answer": "(10 + 6) / 4 = ', "1") == "4"
+    assert guide(' {"answer": "(10 + 6) / 4 =', "1") == "4"
+    assert guide(' {"answer": "It is ', "1") is None  # not after an equals sign
+    weather = la.answer_guide(la.grounding(_history("q", WEATHER)), "q")
+    assert weather is not None and weather(' {"answer": "x = ', "1") is None  # several

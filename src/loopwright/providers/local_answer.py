@@ -348,14 +348,22 @@ class FormulaQuoter:
 @dataclass(frozen=True, slots=True)
 class AnswerGuide:
     """What the sampler writes when an answer starts a number: a call's formula
-    (:class:`FormulaQuoter`), else the value of the field just named
-    (:class:`FieldBinder`)."""
+    (:class:`FormulaQuoter`); right after an equals sign, the latest result when it is
+    one number (``equals``: "(10 + 6) / 4 = 16." stated the first step's result after
+    a two-step chain; an equation's value is what the tools returned, whatever the
+    left side says); else the value of the field just named (:class:`FieldBinder`)."""
 
     binder: FieldBinder
     quoter: FormulaQuoter
+    equals: str = ""
 
     def __call__(self, text: str, first: str) -> str | None:
-        return self.quoter(text, first) or self.binder(text)
+        quoted = self.quoter(text, first)
+        if quoted:
+            return quoted
+        if self.equals and text.rstrip(" ").endswith("="):
+            return self.equals
+        return self.binder(text)
 
 
 def _mentions(words: set[str], name: str) -> bool:
@@ -369,10 +377,11 @@ def _mentions(words: set[str], name: str) -> bool:
 
 def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:
     """The guide of an answer turn, or ``None`` when there is nothing to guide."""
-    if not ground.fields and not ground.formulas:
+    equals = ground.latest[0] if len(ground.latest) == 1 else ""
+    if not ground.fields and not ground.formulas and not equals:
         return None
     binder = FieldBinder(ground.fields, question, ground.units, ground.records)
-    return AnswerGuide(binder, FormulaQuoter(ground.formulas))
+    return AnswerGuide(binder, FormulaQuoter(ground.formulas), equals)
 
 
 _EQUATION_END = re.compile(r"=\s*-?\d+(?:\.\d+)?(\.?)$")
