@@ -238,3 +238,58 @@ def test_a_guide_that_never_writes_leaves_decoding_unchanged() -> None:
     plain = decode(None)
     assert any(len(n) > 1 for n in re.findall(r"\d+", llm.detokenize(plain).decode()))
     assert decode(lambda text, first: None) == plain
+
+
+def run_builtin(name: str, arguments: dict) -> str:
+    import json
+
+    from loopwright.tools.builtin.calculator import calculator
+    from loopwright.tools.builtin.weather import get_weather
+
+    if name == "calculator":
+        return str(calculator(arguments["expression"]))
+    return json.dumps(get_weather(arguments["city"]))
+
+
+async def test_known_head_is_read_as_prompt_with_the_same_output() -> None:
+    """The chosen tool's '{"tool": "NAME",' and an answer's '{"answer":' are known
+    before decoding: read as prompt, they cost no decoding steps, and the call and the
+    answer are the ones decoded without that."""
+    on = LocalModel(config=LocalConfig(known_head=True))
+    off = LocalModel(config=LocalConfig(known_head=False))
+    specs = [t.spec for t in make_tools(["calculator", "get_weather"])]
+    for question in ("What is 45 * 12?", "What is the humidity in Mumbai?"):
+        first = ModelRequest([Message.user(question)], tools=specs)
+        steps = []
+        replies = []
+        for model in (on, off):
+            model.load()
+            llm = model._loaded.llm  # type: ignore[union-attr]
+            singles = 0
+            original = llm.eval
+
+            def counted(tokens, original=original):  # type: ignore[no-untyped-def]
+                nonlocal singles
+                singles += len(tokens) == 1
+                return original(tokens)
+
+            llm.eval = counted
+            try:
+                call, _ = await final(model, first)
+                (made,) = call.message.tool_calls
+                result = run_builtin(made.name, dict(made.arguments))
+                answer_request = ModelRequest(
+                    [
+                        Message.user(question),
+                        call.message,
+                        Message.tool_results([ToolResultPart(made.id, made.name, result)]),
+                    ],
+                    tools=specs,
+                )
+                answer, _ = await final(model, answer_request)
+            finally:
+                del llm.eval
+            steps.append(singles)
+            replies.append(((made.name, dict(made.arguments)), answer.message.text))
+        assert replies[0] == replies[1]
+        assert steps[0] < steps[1] - 4, steps

@@ -163,3 +163,28 @@ def test_local_model_plans_only_for_chainable_tools() -> None:
     model = LocalModel("/nonexistent/model.gguf")  # never loaded
     assert model._plans(ARITH) and not model._plans(SINGLE)
     assert not LocalModel(config=LocalConfig(plan=False))._plans(ARITH)
+
+
+def test_a_plan_step_takes_a_tool_whose_notation_shares_its_sign() -> None:
+    """'(6 * 4) + 9' was planned as '6 * 4 = divide(6, 4)': the three names are nearly
+    tied in the model's logits. After '<expr> = ' the tools whose notation (``Returns a
+    * b.``) shares a sign with the step's text are the only ones left."""
+    specs = [t.spec for t in make_tools(["add", "multiply", "divide"])]
+    guard = pl.step_tool_guard(specs, "What is (6 * 4) + 9?")
+    assert guard is not None
+    head = " Plan: 6 * 4 = "
+    assert guard(head, "div") and guard(head, "add")
+    assert guard(head.rstrip(), " divide") and not guard(head.rstrip(), " multiply")
+    assert not guard(head, "multiply") and not guard(head, "mult")
+    # A step the model restated itself is not guarded: "result + 8" was written for
+    # "* 8" more often than the tool after it was wrong.
+    later = head + "multiply(6, 4), then result + 9 = "
+    assert not guard(later, "divide") and not guard(later, "add")
+    # Nothing to go by: no sign in the step, or not at a step's tool.
+    assert not guard(" Plan: six times four = ", "divide")
+    assert not guard(" Plan: 6 * 4", "divide") and not guard(head + "multiply(", "4")
+
+
+def test_tools_without_a_notation_get_no_step_guard() -> None:
+    plain = ToolSpec("lookup", "Look a word up.", {"type": "object", "properties": {}})
+    assert pl.step_tool_guard([plain, *[t.spec for t in make_tools(["add"])]], "q") is None

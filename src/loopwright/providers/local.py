@@ -111,6 +111,10 @@ class LocalConfig:
     (``local_prompt.tool_overlaps``): the name alone picked ``find_card_in_deck`` for
     a question about a president (BFCL ``multiple`` dev sample, seed 1: 9/25 -> 12/25
     with 4.0; 0 turns it off).
+    ``known_head``: with the fast sampler, output text known before decoding (the
+    chosen tool's ``{"tool": "NAME",``, an answer's ``{"answer":``) is read as prompt
+    (one batch) instead of decoded token by token (about a quarter of a single-call
+    question's CPU time, benchmarks/notes/embedded.md).
     ``ground_arguments``: hold arguments to what the request gives (an enum value it
     names, its numbers) and offer an optional parameter only when the request gives
     it (``local_args.grounded_arguments``). ``max_digit_run`` bounds a run of digits in any
@@ -133,6 +137,7 @@ class LocalConfig:
     ground_arguments: bool = True
     no_repeat_calls: bool = True
     fast_grammar: bool = True
+    known_head: bool = True
     score_tools: bool = True
     plan: bool | None = None
     bounds: lp.GrammarBounds = field(default_factory=lp.GrammarBounds)
@@ -292,6 +297,7 @@ class _Plan:
     structured: bool = False  # the answer is JSON under the request's output schema
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
     decided: lp.Mode | None = None  # a first turn's kind, decided from the request's words
+    head: tuple[str, ...] = ()  # text the output is known to start with (see _head)
 
 
 class LocalModel:
@@ -418,7 +424,10 @@ class LocalModel:
                     put("cached", cached)
                     chosen = self._narrow(loaded.llm, plan)
                     put("chosen", chosen)
-                    for chunk in self._completion(loaded.llm, chosen):
+                    head, chunks = self._completion(loaded.llm, chosen)
+                    if head:
+                        put("text", head)
+                    for chunk in chunks:
                         put("text", chunk["choices"][0]["text"])
                         if stop.is_set():
                             break
@@ -486,7 +495,9 @@ class LocalModel:
             ]
         best = offered[max(range(len(offered)), key=scores.__getitem__)]
         schema = lp.output_schema([best], "tools", self._config.bounds, plan.ground)
-        return replace(plan, schema=schema, mode="tools")
+        return replace(
+            plan, schema=schema, mode="tools", head=(lp.CALL_HEAD + lp.name_option(best.name),)
+        )
 
     def _scores(self, llm: Any) -> bool:
         return self._config.score_tools and self._config.temperature == 0.0 and ls.supported(llm)
@@ -518,7 +529,8 @@ class LocalModel:
         schema = lp.output_schema(plan.choices, "answer", self._config.bounds)
         return replace(plan, schema=schema, mode="answer", plan_grammar=None)
 
-    def _completion(self, llm: Any, plan: _Plan) -> Any:
+    def _completion(self, llm: Any, plan: _Plan) -> tuple[str, Any]:
+        """The known head of the output (see :meth:`_head`) and the stream of the rest."""
         from llama_cpp import LlamaGrammar
 
         max_tokens, no_repeat, guide = plan.max_tokens, self._config.call_no_repeat_ngram, None
@@ -539,25 +551,57 @@ class LocalModel:
             "seed": self._config.seed,
         }
         if self._config.temperature == 0.0 and self._config.fast_grammar and ls.supported(llm):
-            sampler = ls.GreedyGrammarSampler(
-                llm,
-                grammar,
-                no_repeat=no_repeat,
-                guide=guide,
-                max_digit_run=self._config.max_digit_run,
-                no_symbol_runs=answering,
-                veto=self._veto(plan, answering),
-            )
-            return ls.greedy_grammar_stream(llm, sampler, plan.tokens, options)
-        return llm.create_completion(plan.tokens, grammar=grammar, stream=True, **options)
+
+            def sampler() -> ls.GreedyGrammarSampler:
+                return ls.GreedyGrammarSampler(
+                    llm,
+                    grammar,
+                    no_repeat=no_repeat,
+                    guide=guide,
+                    max_digit_run=self._config.max_digit_run,
+                    no_symbol_runs=answering,
+                    veto=self._veto(plan, answering),
+                )
+
+            parts = self._head(plan, answering) if self._config.known_head else ()
+            head = "".join(parts)
+            known = [t for part in parts for t in _tokenize(llm, part, bos=False)]
+            first = sampler()
+            if known and first.prime(known):
+                options["max_tokens"] = max(1, max_tokens - len(known))
+                return head, ls.greedy_grammar_stream(llm, first, plan.tokens + known, options)
+            if known:  # the grammar refused the head: decode it after all
+                first.close()
+                first = sampler()
+            return "", ls.greedy_grammar_stream(llm, first, plan.tokens, options)
+        return "", llm.create_completion(plan.tokens, grammar=grammar, stream=True, **options)
+
+    @staticmethod
+    def _head(plan: _Plan, answering: bool) -> tuple[str, ...]:
+        """Text the output must start with, known before decoding, in the pieces the
+        choice was scored in (tokenized the same way): the chosen tool's ``{"tool":
+        "NAME",`` (see :meth:`_narrow`), a grounded answer's ``{"answer":``. Each
+        token decoded costs a model step; put at the end of the prompt, these cost a
+        fraction of that (one batch)."""
+        if answering:
+            # Not the opening quote: '"(' is one token, and an answer starting with a
+            # separate "(" is less likely (it dropped "(3 + 5) * 8"'s parentheses).
+            return (lp.kind_options()[1],)
+        if plan.mode == "tools" and plan.plan_grammar is None and not plan.structured:
+            return plan.head
+        return ()
 
     @staticmethod
     def _veto(plan: _Plan, answering: bool) -> Callable[[str, str], bool] | None:
         """The sampler's veto: the argument guard for a tool call, the equation stop
-        for a grounded answer (see ``local_args`` and ``local_answer``)."""
+        for a grounded answer, the step's tool for a plan line (see ``local_args``,
+        ``local_answer``, ``local_plan.StepToolGuard``)."""
         if answering:
             return la.runs_past_equation
-        if plan.mode == "tools" and plan.plan_grammar is None:
+        if plan.plan_grammar is not None:
+            request = plan.ground.request if plan.ground is not None else ""
+            return lpl.step_tool_guard(plan.choices, request)
+        if plan.mode == "tools":
             return plan.guard
         return None
 

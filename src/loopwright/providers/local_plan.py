@@ -278,6 +278,65 @@ def result_expression(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | Non
     return pattern.sub(value, expr)
 
 
+# A step's text up to its " = " (the space may come with the tool's token: " divide").
+_STEP_HEAD = re.compile(r"(?:" + re.escape(PLAN_PREFIX) + r" |, then )([^=\n\"]+) =( ?)$")
+
+
+def _symbols(text: str) -> frozenset[str]:
+    """The signs of ``text``: characters that are neither letters, digits, spaces,
+    parentheses nor separators."""
+    return frozenset(ch for ch in text if not (ch.isalnum() or ch.isspace() or ch in "()[],.'_"))
+
+
+@dataclass(frozen=True, slots=True)
+class StepToolGuard:
+    """Refuses, right after a plan step's ``<expr> = ``, the tools whose notation (the
+    description's ``Returns a + b.``) shares no sign with ``expr`` when another tool's
+    does, when ``expr`` is the request's own text. The 270M model copies the request's
+    part correctly ("6 * 4 =") and then picks among tools whose names are nearly tied
+    in its logits (``divide``); the notation it was shown for each tool settles it.
+    Tools without a notation are never refused; nothing here knows what a sign means. Called by the sampler with
+    the text decoded so far and a candidate token's text; ``True`` refuses it."""
+
+    notations: tuple[tuple[str, frozenset[str]], ...]  # (tool name, its signs)
+    request: str  # the user's request: only a step restating its text is guarded
+
+    def __call__(self, text: str, piece: str) -> bool:
+        head = _STEP_HEAD.search(text)
+        if head is None or not (head.group(2) or piece.startswith(" ")):
+            return False
+        if " ".join(head.group(1).split()) not in " ".join(self.request.split()):
+            # The model's own restatement ("result + 8" for "* 8") is wrong more often
+            # than its tool choice; the request's own text is not.
+            return False
+        name = piece.lstrip(" ")
+        if not name:
+            return False
+        signs = _symbols(head.group(1))
+        fitting = {n for n, own in self.notations if own & signs}
+        if not fitting:
+            return False
+        refused = {n for n, own in self.notations if n not in fitting}
+        return any(_starts(n, name) for n in refused) and not any(_starts(n, name) for n in fitting)
+
+
+def _starts(name: str, piece: str) -> bool:
+    """Whether ``piece`` (a token's text) starts ``name`` or runs past its end."""
+    return name.startswith(piece) or piece.startswith(name)
+
+
+def step_tool_guard(tools: Sequence[ToolSpec], request: str) -> StepToolGuard | None:
+    """The :class:`StepToolGuard` of ``tools`` for ``request``; ``None`` when fewer than
+    two of the tools write a notation with signs."""
+    notations = []
+    for spec in tools:
+        shown = result_expression(spec, {p: p for p in positional_params(spec)})
+        signs = _symbols(shown or "")
+        if signs:
+            notations.append((spec.name, signs))
+    return StepToolGuard(tuple(notations), request) if len(notations) > 1 else None
+
+
 def first_numeric(spec: ToolSpec) -> str | None:
     """The first positional parameter that can take a previous numeric result."""
     for name in positional_params(spec):
@@ -299,6 +358,7 @@ __all__ = [
     "RESULT_JSON",
     "RESULT_REF",
     "PlanStep",
+    "StepToolGuard",
     "first_numeric",
     "parse_plan",
     "plan_grammar",
@@ -308,4 +368,5 @@ __all__ = [
     "render_call",
     "render_plan",
     "result_expression",
+    "step_tool_guard",
 ]

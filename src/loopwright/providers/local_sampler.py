@@ -113,6 +113,22 @@ class GreedyGrammarSampler:
         )
         self.full_scans = 0
 
+    def prime(self, tokens: Sequence[int]) -> bool:
+        """Take ``tokens`` as already decoded: text the caller knows the output starts
+        with (a call's head once its tool is chosen) and puts at the end of the prompt,
+        where llama.cpp evaluates it in one batch instead of one decoding step per
+        token. ``False`` when the grammar refuses one of them; the sampler must then not
+        be used."""
+        np = self._np
+        zero = np.zeros(self._n_vocab, dtype=np.single)
+        for token in tokens:
+            if self._first_allowed(np.array([int(token)]), zero, frozenset()) is None:
+                return False
+            self._lc.llama_sampler_accept(self._smpl, int(token))
+            self._generated.append(int(token))
+            self._text += self._llm.detokenize([int(token)])
+        return True
+
     def sample(self, ctx: Any, idx: int = -1) -> int:
         np = self._np
         ptr = self._lc.llama_get_logits_ith(ctx.ctx, idx)
