@@ -96,9 +96,12 @@ def test_independent_queries_run_in_parallel() -> None:
     wall = time.perf_counter() - started
     assert result.ok, result.detail
     assert result.answer == "[line chart: 2025-07 vs 2024-07: +20]"
-    # three dependency levels of 100 ms each, not four sequential steps
-    assert wall < 3 * LATENCY * 1.2, wall
-    assert abs(STARTS["sales data for 2025-07"] - STARTS["sales data for 2024-07"]) < 0.05
+    # the two queries overlap (one after the other, the second would start 100 ms after
+    # the first), so the plan takes three dependency levels, not four sequential steps;
+    # the 1.2x-of-three-levels figure is measured in benchmarks/strategies.py, not here,
+    # where a loaded machine would make a tight wall-clock bound flaky
+    assert abs(STARTS["sales data for 2025-07"] - STARTS["sales data for 2024-07"]) < LATENCY / 2
+    assert wall < 4 * LATENCY, wall
     assert result.calls == 1  # the planner only; the rule reflector makes no model call
 
 
