@@ -361,3 +361,30 @@ def test_an_adapter_outlives_an_event_loop_that_closed_with_writes_in_flight() -
     ref = asyncio.run(again())
     aio.close()
     assert ref is not None and ref.session_id == "new"
+
+
+def test_threads_running_their_own_loops_share_one_adapter() -> None:
+    store = BlockingMemory()
+    aio = AsyncStore(store)
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        async def main() -> None:
+            refs = await asyncio.gather(
+                *(aio.write(Write(RunState(f"t{n}-{i}", messages=[]))) for i in range(20))
+            )
+            assert all(r is not None for r in refs)
+
+        try:
+            asyncio.run(asyncio.wait_for(main(), 10))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    aio.close()
+    assert errors == []
+    assert len(store.sessions()) == 80

@@ -29,6 +29,8 @@ import asyncio
 import contextlib
 import functools
 import logging
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
@@ -80,18 +82,33 @@ def _spread(
         outcomes[i] = result
 
 
+class _Queue:
+    """The group-commit queue of one event loop: ops waiting for the next batch, whether
+    a batch starts on the next iteration, and how many are in flight."""
+
+    __slots__ = ("ops", "scheduled", "writing")
+
+    def __init__(self) -> None:
+        self.ops: list[_Pending] = []
+        self.scheduled = False
+        self.writing = 0
+
+
 class AsyncStore:
     """``await``-able store calls over a blocking :class:`CheckpointStore` (see module)."""
 
-    __slots__ = ("_loop", "_pool", "_queue", "_scheduled", "_writing", "store")
+    __slots__ = ("_last", "_lock", "_pool", "_queues", "store")
 
     def __init__(self, store: CheckpointStore, *, workers: int = DEFAULT_WORKERS) -> None:
         self.store = store
         self._pool: ThreadPoolExecutor | None = None
-        self._queue: list[_Pending] = []  # ops waiting for the next batch
-        self._writing = 0  # batches in flight
-        self._scheduled = False  # a batch starts on the next loop iteration
-        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the queue serves
+        # one queue per event loop: ``Durable.run`` runs each call in a loop of its own,
+        # and threads may each run one over the same adapter
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._last: tuple[asyncio.AbstractEventLoop, _Queue] | None = None
+        self._lock = threading.Lock()
         if store.blocking:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"lw-{store.kind}")
 
@@ -115,23 +132,31 @@ class AsyncStore:
         it was written is never written (see ``durable.Checkpointer``)."""
         return self._submit(write)  # type: ignore[return-value]
 
+    def _queue(self, loop: asyncio.AbstractEventLoop) -> _Queue:
+        last = self._last
+        if last is not None and last[0] is loop:
+            return last[1]
+        with self._lock:
+            queue = self._queues.get(loop)
+            if queue is None:
+                queue = self._queues[loop] = _Queue()
+            self._last = (loop, queue)
+        return queue
+
     def _submit(self, op: _Op | Callable[[], Write]) -> asyncio.Future[object]:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            # a new event loop (``Durable.run`` runs each call in its own): whatever the
-            # last one left queued or in flight can no longer be answered on it
-            self._loop, self._queue, self._scheduled, self._writing = loop, [], False, 0
         future: asyncio.Future[object] = loop.create_future()
         if self._pool is None:
             ops = _build([(op, future)])
             if ops:
                 _settle(future, _apply(self.store, ops)[0])
             return future
-        self._queue.append((op, future))
-        if not self._scheduled and self._writing < WRITE_BATCHES:
+        queue = self._queue(loop)
+        queue.ops.append((op, future))
+        if not queue.scheduled and queue.writing < WRITE_BATCHES:
             # on the next iteration, so the ops queued during this one join the batch
-            self._scheduled = True
-            loop.call_soon(self._start)
+            queue.scheduled = True
+            loop.call_soon(self._start, queue)
         return future
 
     async def write(self, write: Write | Callable[[], Write]) -> CheckpointRef | None:
@@ -149,10 +174,10 @@ class AsyncStore:
             future.add_done_callback(_consume)  # nobody waits for its error any more
             raise
 
-    def _start(self) -> None:
+    def _start(self, queue: _Queue) -> None:
         """Hand every queued op to a worker as one batch (on the event loop)."""
-        self._scheduled = False
-        queued, self._queue = self._queue, []
+        queue.scheduled = False
+        queued, queue.ops = queue.ops, []
         if not queued or self._pool is None:
             return
         ops = _build(queued)
@@ -160,19 +185,17 @@ class AsyncStore:
         if not batch:
             return
         loop = asyncio.get_running_loop()
-        self._writing += 1
+        queue.writing += 1
         done = self._pool.submit(_apply, self.store, ops)
 
         def finished(f: Future[list[object]]) -> None:  # on the worker thread
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-                loop.call_soon_threadsafe(self._finish, batch, f)
+                loop.call_soon_threadsafe(self._finish, queue, batch, f)
 
         done.add_done_callback(finished)
 
-    def _finish(self, batch: list[_Pending], done: Future[list[object]]) -> None:
-        if asyncio.get_running_loop() is not self._loop:
-            return  # a batch of a previous loop's (see _submit)
-        self._writing -= 1
+    def _finish(self, queue: _Queue, batch: list[_Pending], done: Future[list[object]]) -> None:
+        queue.writing -= 1
         try:
             outcomes: Sequence[object] = done.result()
         except Exception as exc:  # the worker itself failed: none of it was applied
@@ -180,8 +203,8 @@ class AsyncStore:
         for (_, future), outcome in zip(batch, outcomes, strict=True):
             if not future.done():  # done: the loop is closing
                 _settle(future, outcome)
-        if self._queue and not self._scheduled:
-            self._start()
+        if queue.ops and not queue.scheduled:
+            self._start(queue)
 
     # -- checkpoints ------------------------------------------------------------
     async def save(
