@@ -400,3 +400,13 @@ def test_a_batch_continuing_a_thousand_sessions_is_written(store: CheckpointStor
     more = [Write(RunState(s, messages=[Message.user(s), Message.assistant("ok")])) for s in sids]
     assert all(isinstance(o, CheckpointRef) for o in store.write(more))
     assert [m.text for m in store.load(sids[-1]).messages] == [sids[-1], "ok"]
+
+
+def test_a_thousand_runs_start_together(store: CheckpointStore) -> None:
+    """``claim`` of 1,100 sessions in one batch (more than one statement may carry)."""
+    sids = [sid() for _ in range(1_100)]
+    store.write([Write(RunState(s, messages=[Message.user(s)])) for s in sids[::2]])
+    outcomes = store.claim([Claim(s, "me", 60) for s in sids])
+    assert [isinstance(o, RunState) for o in outcomes] == [i % 2 == 0 for i in range(1_100)]
+    assert outcomes[-1] is None and store.lock_owner(sids[-1]) == "me"
+    assert isinstance(outcomes[0], RunState) and outcomes[0].messages[0].text == sids[0]

@@ -169,6 +169,16 @@ class SqlStore:
                 )
         return outcomes
 
+    def _select_in(self, cur: Cursor, sql: str, ids: Sequence[str]) -> list[Any]:
+        """The rows of ``sql`` (its ``IN ({})`` filled with ``ids``), chunked under the
+        parameter limit; chunks run in the order of ``ids`` (a sorted list keeps one
+        lock order across batches)."""
+        rows: list[Any] = []
+        for chunk in _chunks(ids, 1):
+            cur.execute(self._q(sql.format(", ".join("?" * len(chunk)))), list(chunk))
+            rows.extend(cur.fetchall())
+        return rows
+
     def _insert(
         self, cur: Cursor, into: str, rows: Sequence[tuple[Any, ...]], tail: str = ""
     ) -> None:
@@ -194,15 +204,13 @@ class SqlStore:
     ) -> None:
         """Checkpoints of distinct sessions (``outcomes[i]`` gets each one's result)."""
         sids = sorted({w.state.session_id for _, w in saves if w.state is not None})
-        marks = ", ".join("?" * len(sids))
-        cur.execute(  # sorted: concurrent batches lock session rows in one order
-            self._q(
-                "SELECT session_id, message_count, last_checkpoint FROM lw_sessions "
-                f"WHERE session_id IN ({marks}) ORDER BY session_id{self._for_update}"
-            ),
+        rows = self._select_in(  # sorted: concurrent batches lock session rows in one order
+            cur,
+            "SELECT session_id, message_count, last_checkpoint FROM lw_sessions "
+            "WHERE session_id IN ({}) ORDER BY session_id" + self._for_update,
             sids,
         )
-        known = {str(r[0]): (int(r[1]), int(r[2])) for r in cur.fetchall()}
+        known = {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
         plans: list[_SavePlan] = []
         for i, w in saves:
             state = w.state
@@ -462,15 +470,13 @@ class SqlStore:
             [(sid, "", 0) for sid in sids],
             "ON CONFLICT (session_id) DO NOTHING",
         )
-        marks = ", ".join("?" * len(sids))
-        cur.execute(
-            self._q(
-                f"SELECT session_id, owner, expires_at FROM lw_locks WHERE session_id IN "
-                f"({marks}) ORDER BY session_id{self._for_update}"
-            ),
+        rows = self._select_in(
+            cur,
+            "SELECT session_id, owner, expires_at FROM lw_locks WHERE session_id IN ({}) "
+            "ORDER BY session_id" + self._for_update,
             sids,
         )
-        holders = {str(r[0]): (str(r[1]), float(r[2])) for r in cur.fetchall()}
+        holders = {str(r[0]): (str(r[1]), float(r[2])) for r in rows}
         granted = []
         for i, c in enumerate(claims):
             holder, expires = holders[c.session_id]
@@ -494,29 +500,25 @@ class SqlStore:
         checkpoint of each stored session among ``sids``."""
         if not sids:
             return {}
-        marks = ", ".join("?" * len(sids))
-        cur.execute(
-            self._q(
-                "SELECT c.session_id, c.seq, c.message_count, c.header FROM lw_sessions s "
-                "JOIN lw_checkpoints c ON c.session_id = s.session_id "
-                f"AND c.seq = s.last_checkpoint WHERE s.session_id IN ({marks})"
-            ),
+        found_rows = self._select_in(
+            cur,
+            "SELECT c.session_id, c.seq, c.message_count, c.header FROM lw_sessions s "
+            "JOIN lw_checkpoints c ON c.session_id = s.session_id "
+            "AND c.seq = s.last_checkpoint WHERE s.session_id IN ({})",
             sids,
         )
-        heads = {str(r[0]): (int(r[1]), int(r[2]), r[3]) for r in cur.fetchall()}
+        heads = {str(r[0]): (int(r[1]), int(r[2]), r[3]) for r in found_rows}
         if not heads:
             return {}
         found = sorted(heads)
-        marks = ", ".join("?" * len(found))
-        cur.execute(
-            self._q(
-                f"SELECT session_id, seq, data FROM lw_messages WHERE session_id IN ({marks}) "
-                "ORDER BY session_id, seq"
-            ),
+        messages = self._select_in(
+            cur,
+            "SELECT session_id, seq, data FROM lw_messages WHERE session_id IN ({}) "
+            "ORDER BY session_id, seq",
             found,
         )
         rows: dict[str, list[Any]] = {sid: [] for sid in found}
-        for sid, seq, data in cur.fetchall():
+        for sid, seq, data in messages:
             if int(seq) < heads[str(sid)][1]:
                 rows[str(sid)].append(data)
         return {sid: (heads[sid][0], heads[sid][2], rows[sid]) for sid in found}
