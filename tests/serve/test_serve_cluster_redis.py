@@ -4,13 +4,19 @@ by several workers."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from serve_harness import drop_redis_keys
-from tests.services import REDIS_ENV, service_url
+from tests.services import POSTGRES_ENV, REDIS_ENV, service_url
 
+from loopwright.core.messages import Message
+from loopwright.core.run import RunState, RunStop
+from loopwright.loop import Agent
+from loopwright.providers.scripted import FunctionModel
 from loopwright.serve.cluster import Cluster, ClusterConfig, Job
+from loopwright.serve.clustered import ClusterSessions
+from loopwright.store import PostgresStore
 
 pytestmark = pytest.mark.services
 
@@ -67,3 +73,65 @@ async def test_events_of_one_session_written_by_two_workers_number_on(
     assert [e.data for e in events] == [f'{{"n":{n}}}' for n in range(5)]
     assert [e.id for e in await a.events.read("s-2", 3)] == [4, 5]
     assert await a.events.last_id("s-2") == 5
+
+
+@pytest.fixture
+def pg_store() -> Iterator[PostgresStore]:
+    import psycopg
+
+    base = service_url(POSTGRES_ENV)
+    schema = f"serve_sweep_{secrets.token_hex(4)}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    store = PostgresStore(f"{base}?options=-csearch_path%3D{schema}")
+    yield store
+    store.close()
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _served(sid: str, stop: RunStop | None) -> RunState:
+    meta = {"serve": {"tenant": "alpha", "agent": "echo"}}
+    return RunState(session_id=sid, messages=[Message.user("hi")], metadata=meta, stop=stop)
+
+
+async def test_the_recovery_sweep_reads_the_store_only_when_redis_lost_jobs(
+    workers: tuple[Cluster, Cluster], pg_store: PostgresStore
+) -> None:
+    """The sweep of a cluster looks at Redis, not at every session ever stored: the
+    store is listed in a new cluster or after Redis lost its data, until every
+    unfinished session has a job again."""
+    cluster, _ = workers
+    listed = 0
+    list_sessions = pg_store.sessions
+
+    def counting(**kwargs: object) -> list:
+        nonlocal listed
+        listed += 1
+        return list_sessions(**kwargs)  # type: ignore[arg-type]
+
+    pg_store.sessions = counting  # type: ignore[method-assign]
+    tag = secrets.token_hex(4)
+    done, cut, busy = f"s-{tag}-done", f"s-{tag}-cut", f"s-{tag}-busy"
+    for sid, stop in ((done, RunStop.FINAL_ANSWER), (cut, None), (busy, None)):
+        pg_store.save(_served(sid, stop))
+    pg_store.acquire_lock(busy, "elsewhere:1", 60)  # runs on a worker whose job is lost
+    echo = Agent(FunctionModel(lambda messages, request: "hi"))
+    sessions = ClusterSessions({"echo": echo}, pg_store, cluster)
+    try:
+        assert await sessions.resume_interrupted() == [cut]  # a new cluster: searched
+        assert listed == 1 and await cluster.active(cut) == 1
+        assert not await cluster.jobs_intact()  # busy has no job yet
+        assert await sessions.resume_interrupted() == []
+        assert listed == 2
+        pg_store.release_lock(busy, "elsewhere:1")  # its process died
+        assert await sessions.resume_interrupted() == [busy]
+        assert listed == 3 and await cluster.jobs_intact()
+        for _ in range(3):  # every unfinished session has a job: Redis alone is asked
+            assert await sessions.resume_interrupted() == []
+        assert listed == 3
+        drop_redis_keys(cluster.config.url, cluster.prefix)  # Redis lost its data
+        assert sorted(await sessions.resume_interrupted()) == sorted([cut, busy])
+        assert listed == 4 and await cluster.jobs_intact()
+    finally:
+        sessions.aio.close()

@@ -205,3 +205,26 @@ async def test_cancel_at_a_boundary_lets_the_running_tool_finish(at_boundary: bo
     results = [r for m in result.messages for r in m.tool_results_parts]
     assert [r.is_error for r in results] == [not at_boundary]
     assert finished == (["w1"] if at_boundary else [])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"text": "héllo ✓ 😀", "n": 1, "f": 7.004400322330184e-05, "ok": True, "none": None},
+        {"nested": [{"a": [1, 2.5, "x"]}, []], "tab\there": "line\nbreak"},
+        {"nan": float("nan"), "inf": [float("inf"), -float("inf")]},
+        {"lone": "a\ud800b", "pair": "\ud83d\ude00"},
+        {"big": 2**70, "neg": -(2**65)},
+        {1: "int key", "k": {2.5: "float key"}},
+    ],
+)
+def test_event_json_writes_what_to_json_writes(data: dict) -> None:
+    """Events are encoded on the fast path; whatever it refuses (surrogates, huge
+    integers, keys that are not strings) falls back, and the JSON value is always the
+    one ``to_json`` writes: non-finite floats as null, text that encodes as UTF-8."""
+    from loopwright.core.text import to_json
+    from loopwright.serve.eventlog import event_json
+
+    text = event_json(data)
+    text.encode("utf-8")  # never a lone surrogate
+    assert json.loads(text) == json.loads(to_json(data))

@@ -160,6 +160,7 @@ class Cluster:
         self.queue_key = f"{config.prefix}:queue"
         self.claimed_key = self._claimed(self.worker)
         self._control = f"{config.prefix}:control"
+        self._intact = f"{config.prefix}:jobs-intact"
         self._pubsub: Any = None
         self._subs: dict[str, set[asyncio.Queue[str]]] = {}
         self._acks: dict[str, asyncio.Event] = {}
@@ -289,6 +290,18 @@ class Cluster:
         active, last = await self.redis.mget(keys)
         return int(active or 0), int(last or 0)
 
+    async def jobs_intact(self) -> bool:
+        """Whether Redis still holds every job of the cluster: the marker set by
+        :meth:`mark_jobs_intact` is there. It is missing in a new cluster and after
+        Redis lost its data (a restart without persistence, a flush): then jobs may be
+        gone with it and the store must be searched for sessions left without one."""
+        return bool(await self.redis.exists(self._intact))
+
+    async def mark_jobs_intact(self) -> None:
+        """Every unfinished session of the store has a job in Redis (see
+        :meth:`jobs_intact`)."""
+        await self.redis.set(self._intact, "1")
+
     async def active(self, session_id: str) -> int:
         return int(await self.redis.get(self.active_key(session_id)) or 0)
 
@@ -384,19 +397,26 @@ class Cluster:
                         yield stored
                     if not active:
                         return
-                try:
-                    payload = await asyncio.wait_for(queue.get(), self.config.poll)
-                except TimeoutError:
-                    check, idle = True, idle + self.config.poll
-                    if idle >= keepalive:
-                        idle = 0.0
-                        yield None
-                    continue
+                payloads: list[str] = []
+                if queue.empty():
+                    try:  # a timer only when there is nothing to read yet
+                        payloads.append(await asyncio.wait_for(queue.get(), self.config.poll))
+                    except TimeoutError:
+                        check, idle = True, idle + self.config.poll
+                        if idle >= keepalive:
+                            idle = 0.0
+                            yield None
+                        continue
                 idle = 0.0
-                if not payload:  # a job of the session ended
-                    check = True
-                    continue
-                batch = [e for e in parse_published(payload) if e.id > last]
+                while not queue.empty():  # everything that arrived: one write to the client
+                    payloads.append(queue.get_nowait())
+                batch: list[Event] = []
+                for payload in payloads:
+                    if not payload:  # a job of the session ended
+                        check = True
+                    for e in parse_published(payload):
+                        if e.id > (batch[-1].id if batch else last):
+                            batch.append(e)
                 if batch and batch[0].id > last + 1:  # missed while subscribing: stored
                     batch[:0] = await self.events.read(session_id, last, batch[0].id - 1)
                 if batch:

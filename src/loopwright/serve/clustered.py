@@ -127,16 +127,36 @@ class ClusterSessions(SessionManager):
         self.aio.close()
 
     async def resume_interrupted(self, stale_after: float = 0.0) -> list[str]:
-        """Queue a job for served sessions cut off mid-run that have none (the jobs of
-        dead workers come back by themselves: this covers a lost Redis)."""
-        found = await self._interrupted(stale_after)
+        """Queue a job for served sessions cut off mid-run that have none.
+
+        Redis holds what can need recovery: every unfinished session has a job, queued
+        or claimed by a worker, and a dead worker's claimed jobs go back to the queue
+        (:meth:`Cluster.reap`). So the sweep costs one Redis lookup, whatever the number
+        of sessions ever served, while :meth:`Cluster.jobs_intact` says Redis kept its
+        jobs. When it did not (a new cluster, a Redis that lost its data), the store's
+        sessions are searched: each unfinished one without a job, not running, gets one;
+        once every unfinished session has a job the marker is set again (a session a
+        process still runs, its job lost with Redis, keeps the search going until it
+        ends). ``stale_after`` is not needed here: a session stored a moment ago has
+        its job already, and a second job for a session is harmless."""
+        if await self.cluster.jobs_intact():
+            return []
+        found = await self._interrupted(0.0, running=True)
         actives = await self.cluster.active_many([sid for sid, _ in found])
-        queued = []
+        queued, jobless = [], 0
         for (sid, _), active in zip(found, actives, strict=True):
-            if active or await asyncio.to_thread(self.store.lock_owner, sid) is not None:
+            if active:
+                continue
+            live = self.live.get(sid)
+            if (live is not None and live.running) or await asyncio.to_thread(
+                self.store.lock_owner, sid
+            ) is not None:
+                jobless += 1  # runs now, its job gone with Redis: look again next time
                 continue
             await self.cluster.enqueue(Job(sid))  # the worker loads tenant and agent
             queued.append(sid)
+        if not jobless:
+            await self.cluster.mark_jobs_intact()
         return queued
 
     # ------------------------------------------------------------------ lookups

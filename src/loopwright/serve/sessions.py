@@ -31,7 +31,6 @@ from typing import Literal, TypeAlias
 from loopwright.core.events import RunEvent
 from loopwright.core.messages import JSONValue, Message
 from loopwright.core.run import RunState, RunStop
-from loopwright.core.text import to_json
 from loopwright.durable import Durable, DurableConfig
 from loopwright.loop import Agent
 from loopwright.loop.agent import Run
@@ -43,7 +42,7 @@ from loopwright.tools import Confirmation
 from loopwright.tracing.serialize import error_to_dict, event_to_dict
 
 from .errors import ApiError, conflict, not_found
-from .eventlog import Event
+from .eventlog import Event, event_json
 
 log = logging.getLogger("loopwright.serve")
 
@@ -100,9 +99,9 @@ class LiveSession:
 
     def publish(self, type_: str, data: Mapping[str, JSONValue]) -> None:
         if self.sink is not None:
-            self.sink(self.session_id, type_, to_json(data))
+            self.sink(self.session_id, type_, event_json(data))
             return
-        event = Event(self.last_id + 1, type_, to_json(data))
+        event = Event(self.last_id + 1, type_, event_json(data))
         self.events.append(event)
         if len(self.events) > self.max_events:
             # drop the older half at once: one list copy per max_events/2 events
@@ -311,15 +310,19 @@ class SessionManager:
             resumed.append(session_id)
         return resumed
 
-    async def _interrupted(self, stale_after: float) -> list[tuple[str, RunState]]:
-        """Served sessions without a result, no run here, not updated for
-        ``stale_after`` seconds."""
+    async def _interrupted(
+        self, stale_after: float, *, running: bool = False
+    ) -> list[tuple[str, RunState]]:
+        """Served sessions without a result, not updated for ``stale_after`` seconds,
+        and (unless ``running``) no run here."""
         rows = await asyncio.get_running_loop().run_in_executor(None, self.store.sessions)
         found = []
         now = time.time()
         for row in rows:
             live = self.live.get(row.session_id)
-            if row.stop is not None or row.problem or (live is not None and live.running):
+            if row.stop is not None or row.problem:
+                continue
+            if not running and live is not None and live.running:
                 continue
             if row.updated_at > now - stale_after:
                 continue
