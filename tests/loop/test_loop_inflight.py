@@ -11,7 +11,7 @@ import weakref
 from collections.abc import AsyncIterator
 from types import CoroutineType
 
-from loopwright import Agent, tool
+from loopwright import Agent, FunctionModel, Reply, tool
 from loopwright.core.events import ModelEvent, ResponseDone
 from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart
 from loopwright.core.protocols import ModelRequest
@@ -104,3 +104,23 @@ async def test_a_finished_streamed_run_is_freed_without_the_cycle_collector() ->
         assert len(engines) == 1 and engines[0]() is None
     finally:
         gc.enable()
+
+
+async def test_a_run_waiting_on_a_function_model_holds_no_generator_nor_events() -> None:
+
+    started = asyncio.Event()
+
+    def reply(messages: object, request: object) -> Reply:
+        started.set()
+        return Reply("done", delay=0.05)
+
+    model = FunctionModel(reply)
+    run = Agent(model).start("go", events=False)
+    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.sleep(0)  # the double is now sleeping out the reply's delay
+    # no async generator (asyncio keeps each in a WeakSet from its first step on), and
+    # the reply's events are built after the delay, not held across it
+    assert not asyncio.get_running_loop()._asyncgens  # type: ignore[attr-defined]
+    assert not [o for o in gc.get_objects() if type(o) is ResponseDone]
+    result = await run.result()
+    assert result.ok and result.answer == "done"

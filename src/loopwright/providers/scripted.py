@@ -226,13 +226,6 @@ class _StreamingDouble:
         events.append(ResponseDone(message, stop, usage, self._name))
         return delay, tuple(events)
 
-    @staticmethod
-    async def _play(delay: float, events: tuple[ModelEvent, ...]) -> AsyncIterator[ModelEvent]:
-        if delay > 0:
-            await asyncio.sleep(delay)
-        for event in events:
-            yield event
-
     def _chunks(self, text: str) -> Iterable[str]:
         size = self._chunk_size
         if not text:
@@ -288,16 +281,15 @@ class ScriptedModel(_StreamingDouble):
             return self._exhausted()
         delay, events = self._script[self._next]
         self._next += 1
-        return self._play(delay, events)
+        return _Replay(events, delay)
 
-    async def _exhausted(self) -> AsyncIterator[ModelEvent]:
+    def _exhausted(self) -> AsyncIterator[ModelEvent]:
         used = len(self._script)
-        yield StreamError(
-            ScriptExhausted(
-                f"ScriptedModel ran out of replies: it holds {used} and was called "
-                f"{self.calls} times; add replies to the script"
-            )
+        error = ScriptExhausted(
+            f"ScriptedModel ran out of replies: it holds {used} and was called "
+            f"{self.calls} times; add replies to the script"
         )
+        return _Replay((StreamError(error),), 0.0)
 
 
 def _checked(reply: object, index: int) -> ReplyLike:
@@ -347,16 +339,70 @@ class FunctionModel(_StreamingDouble):
         super().__init__(name, record_tail, chunk_size, max_requests)
         self._fn = fn
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self._record(request)
-        try:
-            reply = self._fn(request.messages, request)
-            if inspect.isawaitable(reply):
-                reply = await reply
-            delay, events = self._events(reply)
-            if delay > 0:
-                await asyncio.sleep(delay)
-            for event in events:
-                yield event
-        except Exception as exc:  # the Model contract: failures are data, never raised
-            yield self._failure(exc)
+        return _Answer(self, request)
+
+    def _reply(self, request: ModelRequest) -> ReplyLike | Awaitable[ReplyLike]:
+        return self._fn(request.messages, request)
+
+
+class _Replay:
+    """One call's events as an async iterator, after ``delay`` seconds.
+
+    A small class, not an async generator: asyncio registers every async generator it
+    sees in a ``WeakSet`` on its first step (a weak reference and a Python-level hook
+    call per model call, and a finalizer when it ends), and a thousand concurrent runs
+    waiting on a double hold a thousand of them for the garbage collector to walk."""
+
+    __slots__ = ("_delay", "_events", "_index")
+
+    def __init__(self, events: tuple[ModelEvent, ...], delay: float) -> None:
+        self._events = events
+        self._delay = delay
+        self._index = 0
+
+    def __aiter__(self) -> _Replay:
+        return self
+
+    async def __anext__(self) -> ModelEvent:
+        if self._delay > 0:
+            delay, self._delay = self._delay, 0.0
+            await asyncio.sleep(delay)
+        return self._step()
+
+    def _step(self) -> ModelEvent:
+        i = self._index
+        events = self._events
+        if i >= len(events):
+            raise StopAsyncIteration
+        self._index = i + 1
+        return events[i]
+
+
+class _Answer(_Replay):
+    """:class:`FunctionModel`'s events for one call: the function is asked on the first
+    step, and the events are built after the reply's delay (a waiting run holds the
+    reply, not the events made from it)."""
+
+    __slots__ = ("_model", "_request")
+
+    def __init__(self, model: FunctionModel, request: ModelRequest) -> None:
+        super().__init__((), 0.0)
+        self._model: FunctionModel | None = model
+        self._request = request
+
+    async def __anext__(self) -> ModelEvent:
+        model = self._model
+        if model is not None:  # the first step: ask, wait, build (failures are events)
+            self._model = None
+            try:
+                reply = model._reply(self._request)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+                if type(reply) is Reply and reply.delay > 0:
+                    await asyncio.sleep(reply.delay)
+                self._events = model._events(reply)[1]
+            except Exception as exc:  # the Model contract: failures are data, never raised
+                self._events = (model._failure(exc),)
+        return self._step()
