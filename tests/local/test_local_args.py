@@ -10,6 +10,7 @@ from loopwright.providers import local_prompt as lp
 from loopwright.providers.local_args import (
     Grounding,
     argument_guard,
+    coded_value,
     date_format,
     dates_in,
     gives_required,
@@ -77,6 +78,8 @@ def test_long_numbers_must_come_from_the_request_or_a_result(
         # "f" of "fahrenheit" may not be the whole value ...
         ("The weather in fahrenheit? San Francisco", "f", '"', True),
         ("The weather in fahrenheit? San Francisco", "San Francisco", '"', False),
+        # only occurrences at a word's start count: the "f" ending "if" does not free it
+        ("Weather in fahrenheit, so I decide if I need a coat", "f", '"', True),
         # ... nor turn into other text: "net" of "netsh" goes on with "sh"
         ("using the command netsh wlan disconnect", "net", "wlan", True),
         ("using the command netsh wlan disconnect", "net", "sh", False),
@@ -229,3 +232,42 @@ def test_gives_required_checks_numbers_and_named_values() -> None:
     assert gives_required(pay, "Pay Bob 20 euros by card")
     free = ToolSpec("echo", "Echo text.", {"type": "object", "properties": {"text": {}}})
     assert gives_required(free, "anything")
+
+
+SERVICE = {
+    "type": "integer",
+    "description": "The service. For example, 1 for cleaning service, 2 for ironing service, "
+    "3 for big cleaning service.",
+}
+PROVINCE = {
+    "type": "integer",
+    "description": "The province, e.g. '1' for Bangkok, '2' for Chiang Mai, '3' for Chonburi.",
+}
+
+
+@pytest.mark.parametrize(
+    ("request_text", "service", "province"),
+    [
+        ("Help find a housekeeper who provides ironing services.", [2], []),
+        ("professional cleaning in Bangkok with a rating above 4", [1], [1]),
+        ("a big cleaning in Chiang Mai", [3], [2]),
+        ("What time is it?", [], []),
+    ],
+)
+def test_a_code_is_read_from_what_the_description_says_it_stands_for(
+    request_text: str, service: list[int], province: list[int]
+) -> None:
+    assert coded_value(SERVICE, request_text) == service
+    assert coded_value(PROVINCE, request_text) == province
+
+
+def test_a_coded_parameter_takes_its_code_and_counts_as_given() -> None:
+    ground = Grounding("cleaning in Bangkok with a rating above 4")
+    assert grounded_required(PROVINCE, ground) == {"type": "integer", "enum": [1]}
+    spec = ToolSpec(
+        "find_pro",
+        "Find a professional.",
+        {"type": "object", "properties": {"service_id": SERVICE}, "required": ["service_id"]},
+    )
+    assert gives_required(spec, "Find someone for ironing")
+    assert not gives_required(spec, "Find someone")

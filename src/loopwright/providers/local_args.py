@@ -77,12 +77,13 @@ class ArgumentGuard:
 
     def _cut_word(self, value: str) -> bool:
         """``value`` copies the request but stops inside a word there: every place the
-        request has it, a letter or digit follows ("f" of "fahrenheit", "net" of
+        request has it from the start of a word, a letter or digit follows ("f" of "fahrenheit", "net" of
         "netsh"). Such a value may neither end nor go on with anything but the rest
         of that text (the model wrote ``"location": "f"`` and ``"netwlan"``)."""
         if not value or not value[-1].isalnum():
             return False
-        ends = [m.end() for m in re.finditer(re.escape(value), self.context)]
+        start = r"(?<![a-z0-9])" if value[0].isalnum() else ""
+        ends = [m.end() for m in re.finditer(start + re.escape(value), self.context)]
         return bool(ends) and all(
             end < len(self.context) and self.context[end].isalnum() for end in ends
         )
@@ -299,6 +300,38 @@ def _strftime(form: str, date: tuple[int, int, int]) -> str:
     )
 
 
+_CODE = re.compile(
+    r"""['"]?(?P<code>\d+)['"]?\s+(?:for|represents|means|is|=|:)\s+['"]?"""
+    r"(?P<meaning>[A-Za-z][A-Za-z ]{1,40}?)['\"]?(?=[,.;)]|\s+(?:and|or)\b|$)"
+)
+
+
+def coded_value(schema: Mapping[str, Any], request: str) -> list[int]:
+    """The codes of an integer parameter whose description says what each stands for
+    ("1 for cleaning service, 2 for ironing service", "'1' for Bangkok") that the
+    request asks for by meaning: the codes whose meanings the request's words match
+    best (each word used counts one, each missing one half: "cleaning" picks
+    "cleaning service" over "big cleaning service"); none when no meaning is used."""
+    if schema.get("type") != "integer":
+        return []
+    asked = {w[:5] for w in _WORDS.findall(request.lower())}
+    best: list[int] = []
+    most = 0.0
+    for match in _CODE.finditer(str(schema.get("description", ""))):
+        words = {w[:5] for w in _WORDS.findall(match.group("meaning").lower()) if len(w) >= 3}
+        words -= {"the", "and"}
+        used = len(words & asked)
+        score = used - 0.5 * (len(words) - used)  # "cleaning": "cleaning service" > "big ..."
+        code = int(match.group("code"))
+        if not used or score <= 0 or code in best:
+            continue
+        if score > most:
+            best, most = [code], score
+        elif score == most:
+            best.append(code)
+    return best
+
+
 def _fitting(kind: object, numbers: Iterable[float]) -> list[Any]:
     """``numbers`` a parameter of JSON type ``kind`` can take, without repeats."""
     if kind == "integer":
@@ -310,7 +343,8 @@ def _fitting(kind: object, numbers: Iterable[float]) -> list[Any]:
 
 def grounded_required(schema: Mapping[str, Any], ground: Grounding) -> dict[str, Any]:
     """A required parameter's schema held to what the request gives, else unchanged:
-    an enum to the values the request names (:func:`named_values`); a number to the
+    an enum to the values the request names (:func:`named_values`); a code to the
+    one the request asks for by meaning (:func:`coded_value`); a number to the
     numbers of the request and the results (the model otherwise writes a look-alike:
     ``"time": 190`` for "I can wait up to 600 seconds"); a list of numbers to those
     numbers, no longer than the request's list (it otherwise runs to the cap,
@@ -322,6 +356,8 @@ def grounded_required(schema: Mapping[str, Any], ground: Grounding) -> dict[str,
         return {**schema, "enum": named} if named else dict(schema)
     if (dated := _grounded_date(schema, ground.request)) is not None:
         return dated
+    if coded := coded_value(schema, ground.request):
+        return {"type": kind, "enum": coded}
     if kind in ("number", "integer"):
         values = _fitting(kind, ground.numbers)
         return {"type": kind, "enum": values} if values else dict(schema)
@@ -357,6 +393,8 @@ def grounded_optional(
         named = named_values(schema["enum"], request)
         return {**schema, "enum": named} if named else None
     kind = schema.get("type")
+    if coded := coded_value(schema, request):
+        return {"type": kind, "enum": coded}
     if kind in ("number", "integer"):
         values = _fitting(kind, numbers_in(request))
         return {"enum": values} if values else None
@@ -381,7 +419,11 @@ def gives_required(spec: ToolSpec, request: str) -> bool:
         if isinstance(schema.get("enum"), list):
             if not named_values(schema["enum"], request):
                 return False
-        elif schema.get("type") in ("number", "integer") and not numbers_in(request):
+        elif (
+            schema.get("type") in ("number", "integer")
+            and not numbers_in(request)
+            and not coded_value(schema, request)
+        ):
             return False
     return True
 
@@ -412,6 +454,7 @@ __all__ = [
     "ArgumentGuard",
     "Grounding",
     "argument_guard",
+    "coded_value",
     "date_format",
     "dates_in",
     "gives_required",
