@@ -271,3 +271,24 @@ def test_a_coded_parameter_takes_its_code_and_counts_as_given() -> None:
     )
     assert gives_required(spec, "Find someone for ironing")
     assert not gives_required(spec, "Find someone")
+
+
+def test_number_words_count_as_numbers() -> None:
+    assert numbers_in("a room for two nights from 10th December 2022") == (2.0, 10.0, 2022.0)
+    assert numbers_in("the one with a view") == ()
+
+
+def test_an_optional_number_does_not_take_the_required_ones_number() -> None:
+    spec = ToolSpec(
+        "get_defense_ranking",
+        "d",
+        {
+            "type": "object",
+            "properties": {"season": {"type": "integer"}, "top": {"type": "integer"}},
+            "required": ["season"],
+        },
+    )
+    held = grounded_arguments(spec, Grounding("The best defence in the 2021 season."))
+    assert held["properties"] == {"season": {"type": "integer", "enum": [2021]}}
+    named = grounded_arguments(spec, Grounding("The top 3 defences in the 2021 season."))
+    assert named["properties"]["top"] == {"enum": [3, 2021]}

@@ -169,20 +169,53 @@ MIN_PREFIX_CHARS = 3
 @dataclass(frozen=True, slots=True)
 class Grounding:
     """What a call's arguments are grounded in: the user's latest request, and the
-    numbers of the request and of the tool results since it (in order, repeats kept)."""
+    numbers of the tool results since it."""
 
     request: str
-    numbers: tuple[float, ...] = ()
+    result_numbers: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, messages: Sequence[Message]) -> Grounding:
         request = next((m.text for m in reversed(messages) if m.role == "user"), "")
-        return cls(request, numbers_in(_context(messages)))
+        results = _context(messages)[len(request) :]  # the request comes first
+        return cls(request, numbers_in(results))
+
+    @property
+    def numbers(self) -> tuple[float, ...]:
+        """The request's numbers, then the results' (in order, repeats kept)."""
+        return numbers_in(self.request) + self.result_numbers
+
+
+_NUMBER_WORDS = {
+    w: float(i)
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+    if i >= 2  # "one" is as often a pronoun ("the one with ...") as a number
+}
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
 def numbers_in(text: str) -> tuple[float, ...]:
-    """The numbers ``text`` writes, as floats, in order."""
-    return tuple(float(n.replace(",", "")) for n in _GROUND_NUMBER.findall(text))
+    """The numbers ``text`` writes, as floats, in order: digits, and the words
+    "two" to "twelve" ("for two nights")."""
+    found = [(m.start(), float(m.group(0).replace(",", ""))) for m in _GROUND_NUMBER.finditer(text)]
+    found += [(m.start(), _NUMBER_WORDS[m.group(0).lower()]) for m in _NUMBER_WORD.finditer(text)]
+    return tuple(value for _, value in sorted(found))
 
 
 def _name_words(name: str) -> list[str]:
@@ -438,6 +471,7 @@ def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str,
         return schema
     required = set(schema.get("required") or ())
     own = _name_words(spec.name)
+    spare = _spare_numbers(props, required, ground.request)
     kept: dict[str, Any] = {}
     for key, sub in props.items():
         if not isinstance(sub, Mapping):
@@ -445,8 +479,27 @@ def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str,
         elif key in required:
             kept[key] = grounded_required(sub, ground)
         elif (narrowed := grounded_optional(sub, key, ground.request, own)) is not None:
+            numeric = "enum" in narrowed and sub.get("type") in ("number", "integer")
+            if numeric and not spare and not _mentions(key, ground.request):
+                continue
             kept[key] = narrowed
     return {**schema, "properties": kept}
+
+
+def _spare_numbers(props: Mapping[str, Any], required: set[str], request: str) -> bool:
+    """Whether the request has more numbers than the required parameters take: an
+    optional number otherwise takes one of theirs ("the 2021 season" gave
+    ``"top": 2021``) unless the request names it ("the top 3")."""
+    takers = [props[k] for k in required if isinstance(props.get(k), Mapping)]
+    if any(t.get("type") == "array" for t in takers):
+        return False  # a list of numbers takes them all
+    wanted = sum(t.get("type") in ("number", "integer") for t in takers)
+    return len(set(numbers_in(request))) > wanted
+
+
+def _mentions(name: str, request: str) -> bool:
+    words = set(_WORDS.findall(request.lower()))
+    return any(w in words for w in _name_words(name))
 
 
 __all__ = [
