@@ -109,8 +109,9 @@ class LocalConfig:
     ``overlap_weight``: with several tools, each tool's whole-name log-probability gets
     this weight times the share of the request's content words the tool uses
     (``local_prompt.tool_overlaps``): the name alone picked ``find_card_in_deck`` for
-    a question about a president (BFCL ``multiple`` dev sample, seed 1: 9/25 -> 12/25
-    with 4.0; 0 turns it off).
+    a question about a president. On a BFCL ``multiple`` sample separate from the
+    reported one (seed 1, 60 questions) the right tool was chosen 37 times by the name
+    alone, 48 with weight 4, 55 with 8, 56 with 12 and 57 with 20 (0 turns it off).
     ``known_head``: with the fast sampler, output text known before decoding (the
     chosen tool's ``{"tool": "NAME",``, an answer's ``{"answer":``) is read as prompt
     (one batch) instead of decoded token by token (about a quarter of a single-call
@@ -129,7 +130,7 @@ class LocalConfig:
     answer_max_tokens: int = 80
     answer_margin: float = 0.0
     call_overlap: float = 0.1
-    overlap_weight: float = 4.0
+    overlap_weight: float = 12.0
     plan_answer_margin: float = 2.5
     no_repeat_ngram: int = 4
     max_digit_run: int = 10
