@@ -17,6 +17,7 @@ from loopwright.providers.local_args import (
     grounded_arguments,
     grounded_optional,
     grounded_required,
+    longest_number_list,
     named_values,
     numbers_in,
 )
@@ -292,3 +293,37 @@ def test_an_optional_number_does_not_take_the_required_ones_number() -> None:
     assert held["properties"] == {"season": {"type": "integer", "enum": [2021]}}
     named = grounded_arguments(spec, Grounding("The top 3 defences in the 2021 season."))
     assert named["properties"]["top"] == {"enum": [3, 2021]}
+
+
+@pytest.mark.parametrize(
+    ("text", "longest"),
+    [
+        ("the distance between two points A(3,4) and B(1,2)", 2),
+        ("coordinates [43.653225, -79.383186] with 80000 sq ft of panels", 2),
+        ("values 12, 24, 36 and 45, then the others", 4),
+        ("wait 600 seconds", 1),
+        ("no numbers", 0),
+    ],
+)
+def test_the_longest_list_of_numbers_in_a_request(text: str, longest: int) -> None:
+    assert longest_number_list(text) == longest
+
+
+def test_a_list_argument_is_no_longer_than_the_requests_longest_list() -> None:
+    ground = Grounding("Compute the Euclidean distance between A(3,4) and B(1,2).")
+    held = grounded_required({"type": "array", "items": {"type": "integer"}}, ground)
+    assert held["maxItems"] == 2 and held["items"] == {"enum": [3, 4, 1, 2]}
+
+
+def test_an_optional_option_the_request_names_is_on_unless_negated() -> None:
+    flag = {"type": "boolean"}
+    tool = ["forest", "growth", "forecast"]
+    on = grounded_optional(
+        flag, "include_human_impact", "the next 5 years including human impact", tool
+    )
+    off = grounded_optional(
+        flag, "include_human_impact", "the next 5 years without human impact", tool
+    )
+    assert on == {"type": "boolean", "enum": [True]}
+    assert off == {"type": "boolean", "enum": [False]}
+    assert grounded_optional(flag, "include_human_impact", "the next 5 years", tool) is None

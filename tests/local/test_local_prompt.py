@@ -222,7 +222,18 @@ def test_no_worked_example_is_made_up_from_parameter_names() -> None:
         ({"type": "integer"}, "limit", "show 5 rows", {"enum": [5]}),
         ({"type": "number"}, "abv_min", "a bitter lager", None),
         ({"type": "number"}, "ratio", "use 9.8 and 2", {"enum": [9.8, 2]}),
-        ({"type": "boolean"}, "aligned", "with the timelines aligned", {"type": "boolean"}),
+        (
+            {"type": "boolean"},
+            "aligned",
+            "with the timelines aligned",
+            {"type": "boolean", "enum": [True]},
+        ),
+        (
+            {"type": "boolean"},
+            "aligned",
+            "without aligning them",
+            {"type": "boolean", "enum": [False]},
+        ),
         ({"type": "string"}, "device_id", "play Roar", None),
     ],
 )

@@ -365,6 +365,24 @@ def coded_value(schema: Mapping[str, Any], request: str) -> list[int]:
     return best
 
 
+_LIST_GAP = re.compile(r"\s*(?:,|;|and)?\s*$")
+
+
+def longest_number_list(text: str) -> int:
+    """How many numbers the longest list in ``text`` holds: numbers written one after
+    another with only a comma, ``;``, "and" or spaces between them ("A(3,4) and
+    B(1,2)" holds two lists of two). A list argument is no longer than that: the model
+    otherwise runs on, repeating the request's numbers ("pointB": [1, 2, 3, 4, 1])."""
+    longest = run = 0
+    end = None
+    for match in _GROUND_NUMBER.finditer(text):
+        gap = text[end : match.start()] if end is not None else None
+        run = run + 1 if gap is not None and _LIST_GAP.match(gap) else 1
+        longest = max(longest, run)
+        end = match.end()
+    return longest
+
+
 def _fitting(kind: object, numbers: Iterable[float]) -> list[Any]:
     """``numbers`` a parameter of JSON type ``kind`` can take, without repeats."""
     if kind == "integer":
@@ -380,8 +398,7 @@ def grounded_required(schema: Mapping[str, Any], ground: Grounding) -> dict[str,
     one the request asks for by meaning (:func:`coded_value`); a number to the
     numbers of the request and the results (the model otherwise writes a look-alike:
     ``"time": 190`` for "I can wait up to 600 seconds"); a list of numbers to those
-    numbers, no longer than the request's list (it otherwise runs to the cap,
-    repeating the last one); a date in a format the description names to the
+    numbers, no longer than the request's longest list (:func:`longest_number_list`); a date in a format the description names to the
     request's dates in that format (:func:`date_format`)."""
     kind = schema.get("type")
     if isinstance(schema.get("enum"), list):
@@ -401,9 +418,9 @@ def grounded_required(schema: Mapping[str, Any], ground: Grounding) -> dict[str,
         and items.get("type") in ("number", "integer")
     ):
         values = _fitting(items["type"], ground.numbers)
-        given = len(numbers_in(ground.request))
-        if values and given:
-            return {**schema, "items": {"enum": values}, "maxItems": given}
+        longest = longest_number_list(ground.request)
+        if values and longest:
+            return {**schema, "items": {"enum": values}, "maxItems": longest}
     return dict(schema)
 
 
@@ -436,7 +453,28 @@ def grounded_optional(
     own = {w[: MIN_PREFIX_CHARS + 2] for w in tool_words}
     telling = [w for w in _name_words(name) if w[: MIN_PREFIX_CHARS + 2] not in own]
     mentioned = any(w in words or any(x.startswith(w) for x in words) for w in telling)
-    return dict(schema) if mentioned else None
+    if not mentioned:
+        return None
+    if kind == "boolean":
+        # The request names the option, so it asks for it, unless it says it does not
+        # ("including human impact" gave ``false``; "without details" is false).
+        return {"type": "boolean", "enum": [not _negated(telling, request)]}
+    return dict(schema)
+
+
+_NEGATION = re.compile(r"\b(?:no|not|without|exclude|excluding|don't|dont|never|skip)\b")
+
+
+def _negated(words: Sequence[str], request: str) -> bool:
+    """Whether a negation comes within three words before the request's first use of
+    one of ``words``."""
+    text = request.lower()
+    for word in words:
+        found = re.search(rf"\b{re.escape(word)}", text)
+        if found is not None:
+            before = text[: found.start()].split()[-3:]
+            return bool(_NEGATION.search(" ".join(before)))
+    return False
 
 
 def gives_required(spec: ToolSpec, request: str) -> bool:
@@ -514,6 +552,7 @@ __all__ = [
     "grounded_arguments",
     "grounded_optional",
     "grounded_required",
+    "longest_number_list",
     "named_values",
     "numbers_in",
 ]
