@@ -231,7 +231,7 @@ def test_no_worked_example_is_made_up_from_parameter_names() -> None:
         (
             {"type": "boolean"},
             "aligned",
-            "without aligning them",
+            "timelines not aligned",
             {"type": "boolean", "enum": [False]},
         ),
         ({"type": "string"}, "device_id", "play Roar", None),
