@@ -17,6 +17,8 @@ default ``LocalModel()``; the run stops after the first model turn
 * ``live_simple`` / ``multiple``: AST accuracy by the wheel's own ``ast_checker``;
   ``no_call`` counts questions answered without a call;
 * ``live_irrelevance``: accuracy = no tool call;
+* seconds per question: wall clock and process CPU time (the CPU figure is the one to
+  compare on a shared machine), with the load average at the end of the category;
 * ``invalid`` = a turn that produced neither a parseable call nor an answer (token cap,
   model error) or a call whose arguments fail the tool's schema.
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -109,9 +112,9 @@ def run_one(model: LocalModel, entry: dict[str, Any], table: Mapping[str, str]) 
     system = " ".join(m["content"] for m in turn if m["role"] == "system") or None
     prompt = "\n".join(m["content"] for m in turn if m["role"] == "user")
     agent = Agent(model, tools, system=system, limits=Limits(max_turns=1))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = asyncio.run(agent.arun(prompt))
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     first = next((m for m in result.messages if m.role == "assistant"), None)
     calls = list(first.tool_calls) if first is not None else []
     errors = [p.error_kind for m in result.messages for p in m.tool_results_parts if p.is_error]
@@ -122,6 +125,7 @@ def run_one(model: LocalModel, entry: dict[str, Any], table: Mapping[str, str]) 
     return {
         "output": [{c.name: dict(c.arguments)} for c in calls],
         "seconds": seconds,
+        "cpu": cpu,
         "invalid": invalid,
         "answer": result.answer,
     }
@@ -136,9 +140,11 @@ def evaluate(
     model.load()
     correct = invalid = no_call = 0
     seconds: list[float] = []
+    cpu: list[float] = []
     for entry in entries:
         got = run_one(model, entry, GORILLA_TO_OPENAPI)
         seconds.append(got["seconds"])
+        cpu.append(got["cpu"])
         invalid += got["invalid"]
         no_call += not got["output"]
         if category == "live_irrelevance":
@@ -169,6 +175,10 @@ def evaluate(
         "no_call": no_call,
         "median_s_per_question": round(statistics.median(seconds), 2),
         "mean_s_per_question": round(statistics.mean(seconds), 2),
+        # process CPU time (one decoding thread): comparable across loads, unlike wall time
+        "median_cpu_s_per_question": round(statistics.median(cpu), 2),
+        "mean_cpu_s_per_question": round(statistics.mean(cpu), 2),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 
