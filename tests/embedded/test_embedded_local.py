@@ -252,9 +252,9 @@ def run_builtin(name: str, arguments: dict) -> str:
 
 
 async def test_known_head_is_read_as_prompt_with_the_same_output() -> None:
-    """The chosen tool's '{"tool": "NAME",' and an answer's '{"answer":' are known
-    before decoding: read as prompt, they cost no decoding steps, and the call and the
-    answer are the ones decoded without that."""
+    """An answer's '{"answer":' is known once the turn's kind is chosen: read as
+    prompt, it costs no decoding steps, and the answer is the one decoded without
+    that."""
     on = LocalModel(config=LocalConfig(known_head=True))
     off = LocalModel(config=LocalConfig(known_head=False))
     specs = [t.spec for t in make_tools(["calculator", "get_weather"])]
@@ -292,4 +292,4 @@ async def test_known_head_is_read_as_prompt_with_the_same_output() -> None:
             steps.append(singles)
             replies.append(((made.name, dict(made.arguments)), answer.message.text))
         assert replies[0] == replies[1]
-        assert steps[0] < steps[1] - 4, steps
+        assert steps[0] <= steps[1] - 2, steps

@@ -112,10 +112,9 @@ class LocalConfig:
     a question about a president. On a BFCL ``multiple`` sample separate from the
     reported one (seed 1, 60 questions) the right tool was chosen 37 times by the name
     alone, 48 with weight 4, 55 with 8, 56 with 12 and 57 with 20 (0 turns it off).
-    ``known_head``: with the fast sampler, output text known before decoding (the
-    chosen tool's ``{"tool": "NAME",``, an answer's ``{"answer":``) is read as prompt
-    (one batch) instead of decoded token by token (about a quarter of a single-call
-    question's CPU time, benchmarks/notes/embedded.md).
+    ``known_head``: with the fast sampler, an answer's ``{"answer":`` (known once the
+    turn's kind is chosen) is read as prompt (one batch) instead of decoded token by
+    token (see ``LocalModel._head``).
     ``ground_arguments``: hold arguments to what the request gives (an enum value it
     names, its numbers) and offer an optional parameter only when the request gives
     it (``local_args.grounded_arguments``). ``max_digit_run`` bounds a run of digits in any
@@ -298,7 +297,6 @@ class _Plan:
     structured: bool = False  # the answer is JSON under the request's output schema
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
     decided: lp.Mode | None = None  # a first turn's kind, decided from the request's words
-    head: tuple[str, ...] = ()  # text the output is known to start with (see _head)
 
 
 class LocalModel:
@@ -496,9 +494,7 @@ class LocalModel:
             ]
         best = offered[max(range(len(offered)), key=scores.__getitem__)]
         schema = lp.output_schema([best], "tools", self._config.bounds, plan.ground)
-        return replace(
-            plan, schema=schema, mode="tools", head=(lp.CALL_HEAD + lp.name_option(best.name),)
-        )
+        return replace(plan, schema=schema, mode="tools")
 
     def _scores(self, llm: Any) -> bool:
         return self._config.score_tools and self._config.temperature == 0.0 and ls.supported(llm)
@@ -579,18 +575,16 @@ class LocalModel:
 
     @staticmethod
     def _head(plan: _Plan, answering: bool) -> tuple[str, ...]:
-        """Text the output must start with, known before decoding, in the pieces the
-        choice was scored in (tokenized the same way): the chosen tool's ``{"tool":
-        "NAME",`` (see :meth:`_narrow`), a grounded answer's ``{"answer":``. Each
+        """Text the output must start with, known before decoding, in the pieces it was
+        scored in (tokenized the same way): a grounded answer's ``{"answer":``. Each
         token decoded costs a model step; put at the end of the prompt, these cost a
-        fraction of that (one batch)."""
-        if answering:
-            # Not the opening quote: '"(' is one token, and an answer starting with a
-            # separate "(" is less likely (it dropped "(3 + 5) * 8"'s parentheses).
-            return (lp.kind_options()[1],)
-        if plan.mode == "tools" and plan.plan_grammar is None and not plan.structured:
-            return plan.head
-        return ()
+        fraction of that (one batch). Not the opening quote: '"(' is one token, and an
+        answer starting with a separate "(" is less likely (it dropped "(3 + 5) * 8"'s
+        parentheses). Not a chosen tool's ``{"tool": "NAME",``: evaluated in one batch
+        its numbers differ slightly from step-by-step decoding, and that flipped a
+        near tie in the arguments after it ("What time is it in Tokyo?" filled
+        ``Tokyo/Japan`` instead of ``Asia/Tokyo``)."""
+        return (lp.kind_options()[1],) if answering else ()
 
     @staticmethod
     def _veto(plan: _Plan, answering: bool) -> Callable[[str, str], bool] | None:
