@@ -3,6 +3,7 @@ by several workers."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator, Iterator
 
@@ -135,3 +136,43 @@ async def test_the_recovery_sweep_reads_the_store_only_when_redis_lost_jobs(
         assert listed == 4 and await cluster.jobs_intact()
     finally:
         sessions.aio.close()
+
+
+async def test_a_stream_says_where_a_dead_worker_may_have_lost_events(
+    workers: tuple[Cluster, Cluster],
+) -> None:
+    """Events a worker had not stored when it died are gone: the stream carries an
+    ``events_lost`` event where they were, before the events of the worker that takes
+    the session over, or as the last event when the job finds nothing left to run."""
+    a, b = workers
+
+    async def no_control(message: object) -> bool:
+        return False
+
+    await a.start(no_control)
+    for sid in ("s-4", "s-5"):
+        await a.enqueue(Job(sid, tenant="alpha", agent="echo"))
+    jobs = [await a.claim(1.0), await a.claim(1.0)]
+    a.events.append("s-4", "tick", '{"n":0}')
+    await a.events.flush()
+    # a dies before storing what it made next; b takes both jobs over
+    await a.redis.delete(f"{a.prefix}:worker:{a.worker}")
+    assert await b.reap() == [a.worker]
+    by_sid = {}
+    for _ in range(2):
+        got = await b.claim(1.0)
+        assert got is not None
+        by_sid[got[1].session_id] = got[0]
+    assert {j[1].session_id for j in jobs if j} == set(by_sid)
+    b.events.append("s-4", "tick", '{"n":1}')
+    b.complete(by_sid["s-4"], "s-4")
+    b.complete(by_sid["s-5"], "s-5")  # its run had ended: nothing to emit
+    await b.events.flush()
+    four = await b.events.read("s-4", 0)
+    assert [(e.id, e.type) for e in four] == [(1, "tick"), (2, "events_lost"), (3, "tick")]
+    assert json.loads(four[1].data)["kind"] == "worker_lost"
+    assert [(e.id, e.type) for e in await b.events.read("s-5", 0)] == [(1, "events_lost")]
+    # a later turn of the session is not marked again
+    b.events.append("s-4", "tick", '{"n":2}')
+    await b.events.flush()
+    assert [e.type for e in await b.events.read("s-4", 3)] == ["tick"]

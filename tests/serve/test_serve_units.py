@@ -228,3 +228,33 @@ def test_event_json_writes_what_to_json_writes(data: dict) -> None:
     text = event_json(data)
     text.encode("utf-8")  # never a lone surrogate
     assert json.loads(text) == json.loads(to_json(data))
+
+
+async def test_a_session_is_described_from_memory_until_its_run_starts() -> None:
+    """The client's ``GET .../events`` right after the 201 is answered with the state
+    the session was just stored with, not a store read (one per session at load)."""
+    from loopwright.core.run import RunState
+    from loopwright.serve.sessions import SessionManager
+
+    store = MemoryStore()
+    loads: list[str] = []
+    load = store.load
+
+    def counting(session_id: str, checkpoint: int | None = None) -> RunState:
+        loads.append(session_id)
+        return load(session_id, checkpoint)
+
+    store.load = counting  # type: ignore[method-assign]
+    echo = Agent(FunctionModel(lambda messages, request: "hi " + messages[-1].text))
+    manager = SessionManager({"echo": echo}, store)
+    try:
+        sid = await manager.create("alpha", "echo", "there")
+        state = await manager.state("alpha", sid)
+        assert [m.text for m in state.messages] == ["there"] and loads == []
+        task = manager.live[sid].task
+        assert task is not None
+        await task
+        assert manager.live[sid].created is None  # the run started: its state is live
+        assert (await manager.state("alpha", sid)).messages[-1].text == "hi there"
+    finally:
+        await manager.close()

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from loopwright.store.state import lock_owner_id
 
-from .eventlog import Event, RedisEventLog, parse_published
+from .eventlog import LOST_DATA, Event, RedisEventLog, parse_published
 
 log = logging.getLogger("loopwright.serve")
 
@@ -126,14 +126,40 @@ _PEEK = """
 return {redis.call('XRANGE', KEYS[1], ARGV[1], '+'), redis.call('GET', KEYS[2]) or '0'}
 """
 
-# KEYS: the worker's claimed list, the session's unfinished-job counter; ARGV: the job,
-# the session's channel. Atomic, and the counter only drops for a job this worker still
-# held: a job handed to another worker (this one looked dead) is counted down once.
+# KEYS: the worker's claimed list, the session's unfinished-job counter, its gap marker,
+# event counter and stream; ARGV: the job, the session's channel, the stream's maxlen.
+# Atomic, and the counter only drops for a job this worker still held: a job handed to
+# another worker (this one looked dead) is counted down once. A gap marker no event
+# consumed (the dead worker's run had ended: the job found nothing to do) becomes the
+# session's last event.
 _COMPLETE = """
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
   redis.call('DECR', KEYS[2])
 end
+local lost = redis.call('GETDEL', KEYS[3])
+if lost then
+  local id = redis.call('INCR', KEYS[4])
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[3], id .. '-0', 't', 'events_lost', 'd', lost)
+  redis.call('PUBLISH', ARGV[2], id .. '\\tevents_lost\\t' .. lost)
+end
 return redis.call('PUBLISH', ARGV[2], '')
+"""
+
+# KEYS: a dead worker's claimed list, the queue; ARGV: the gap-marker key prefix, the
+# marker (``eventlog.LOST_DATA``), its lifetime in seconds. Each job goes back to the
+# queue (LMOVE: two workers reaping at once never duplicate one) and marks its session's
+# stream as missing what the dead worker had not stored.
+_REAP = """
+local n = 0
+while true do
+  local job = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
+  if not job then return n end
+  n = n + 1
+  local ok, decoded = pcall(cjson.decode, job)
+  if ok and type(decoded) == 'table' and type(decoded['sid']) == 'string' then
+    redis.call('SET', ARGV[1] .. decoded['sid'], ARGV[2], 'EX', ARGV[3])
+  end
+end
 """
 
 ControlHandler = Callable[[Mapping[str, str]], Awaitable[bool]]
@@ -168,6 +194,7 @@ class Cluster:
         self._on_control: ControlHandler | None = None
         self._enqueue = self.redis.register_script(_ENQUEUE)
         self._peek = self.redis.register_script(_PEEK)
+        self._reap_jobs = self.redis.register_script(_REAP)
 
     def _claimed(self, worker: str) -> str:
         return f"{self.prefix}:claimed:{worker}"
@@ -227,7 +254,10 @@ class Cluster:
         for worker in await self.redis.smembers(f"{self.prefix}:workers"):
             if worker == self.worker or await self.redis.exists(self._alive(worker)):
                 continue
-            moved = await self._return_claimed(worker)
+            moved = await self._reap_jobs(
+                keys=[self._claimed(worker), self.queue_key],
+                args=[self.events.gap_key(""), LOST_DATA, max(self.events.ttl, 3600)],
+            )
             await self.redis.srem(f"{self.prefix}:workers", worker)
             if moved:
                 log.warning("worker %s is gone: %d job(s) back on the queue", worker, moved)
@@ -235,6 +265,7 @@ class Cluster:
         return dead
 
     async def _return_claimed(self, worker: str) -> int:
+        """A worker leaving (its events stored) hands its jobs back."""
         moved = 0
         # LMOVE is atomic per job: two workers reaping at once never duplicate one
         while await self.redis.lmove(self._claimed(worker), self.queue_key, "LEFT", "RIGHT"):
@@ -263,11 +294,18 @@ class Cluster:
     def complete(self, raw: str, session_id: str) -> None:
         """The job is done: dropped from the claimed list after the events queued so far
         are stored; streams of the session learn whether it still runs."""
-        claimed, active = self.claimed_key, self.active_key(session_id)
-        channel = self.events.channel(session_id)
+        ev = self.events
+        keys = (
+            self.claimed_key,
+            self.active_key(session_id),
+            ev.gap_key(session_id),
+            ev.seq_key(session_id),
+            ev.key(session_id),
+        )
+        channel = ev.channel(session_id)
 
         def done(pipe: Any) -> None:
-            pipe.eval(_COMPLETE, 2, claimed, active, raw, channel)
+            pipe.eval(_COMPLETE, len(keys), *keys, raw, channel, ev.maxlen)
 
         self.events.after(done)
 

@@ -177,7 +177,7 @@ class ClusterSessions(SessionManager):
 
     # ------------------------------------------------------------------ commands
     async def create(self, tenant: str, agent: str, prompt: str) -> str:
-        sid = await self._store_new(tenant, agent, prompt)
+        sid = (await self._store_new(tenant, agent, prompt)).session_id
         await self.cluster.enqueue(Job(sid, tenant=tenant, agent=agent))
         return sid
 

@@ -56,21 +56,30 @@ def event_json(data: Mapping[str, JSONValue]) -> str:
     return to_json(data)
 
 
-# KEYS: stream, counter of each session in the batch; ARGV: maxlen, ttl, then per session
-# its channel, its event count and (type, data) pairs. One publish per session carries
-# its events as "<id>\t<type>\t<data>" lines (JSON text never holds a raw tab or newline).
+# KEYS: stream, counter, gap marker of each session in the batch; ARGV: maxlen, ttl,
+# then per session its channel, its event count and (type, data) pairs. One publish per
+# session carries its events as "<id>\t<type>\t<data>" lines (JSON text never holds a raw
+# tab or newline). A gap marker left by a dead worker's job (see ``LOST``) becomes an
+# event numbered before the batch.
 _APPEND = """
 local maxlen, ttl, a = ARGV[1], tonumber(ARGV[2]), 3
-for i = 1, #KEYS, 2 do
+for i = 1, #KEYS, 3 do
   local stream, seq = KEYS[i], KEYS[i + 1]
   local chan, n = ARGV[a], tonumber(ARGV[a + 1])
   a = a + 2
-  local first = redis.call('INCRBY', seq, n) - n
-  local lines = {}
+  local lost = redis.call('GETDEL', KEYS[i + 2])
+  local lines, k = {}, n
+  if lost then k = n + 1 end
+  local first = redis.call('INCRBY', seq, k) - k
+  if lost then
+    first = first + 1
+    redis.call('XADD', stream, 'MAXLEN', '~', maxlen, first .. '-0', 't', 'events_lost', 'd', lost)
+    lines[1] = first .. '\\tevents_lost\\t' .. lost
+  end
   for j = 1, n do
     local id = first + j
     redis.call('XADD', stream, 'MAXLEN', '~', maxlen, id .. '-0', 't', ARGV[a], 'd', ARGV[a + 1])
-    lines[j] = id .. '\\t' .. ARGV[a] .. '\\t' .. ARGV[a + 1]
+    lines[#lines + 1] = id .. '\\t' .. ARGV[a] .. '\\t' .. ARGV[a + 1]
     a = a + 2
   end
   redis.call('PUBLISH', chan, table.concat(lines, '\\n'))
@@ -81,6 +90,16 @@ for i = 1, #KEYS, 2 do
 end
 return 1
 """
+
+LOST = "events_lost"  # written as a literal by the scripts
+"""The type of the event that stands where a stream may miss events: the worker running
+the session stopped without storing all of them (it died, or looked dead and lost its
+job), and another worker continues the session from its last checkpoint."""
+LOST_DATA = (
+    '{"kind":"worker_lost","message":"the worker running this session stopped; events '
+    "it had not stored are missing from this stream and the run continues from its last "
+    'checkpoint (GET /v1/sessions/{id} has the complete history)"}'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +147,10 @@ class RedisEventLog:
 
     def channel(self, session_id: str) -> str:
         return f"{self.prefix}:ev:{session_id}"
+
+    def gap_key(self, session_id: str) -> str:
+        """Set while the session's stream may miss events (see ``LOST``)."""
+        return f"{self.prefix}:gap:{session_id}"
 
     # ------------------------------------------------------------------ writing
     def append(self, session_id: str, type_: str, data: str) -> None:
@@ -178,7 +201,7 @@ class RedisEventLog:
         keys: list[str] = []
         args: list[str | int] = [self.maxlen, self.ttl]
         for sid, events in pending.items():
-            keys += (self.key(sid), self.seq_key(sid))
+            keys += (self.key(sid), self.seq_key(sid), self.gap_key(sid))
             args += (self.channel(sid), len(events))
             for type_, data in events:
                 args += (type_, data)

@@ -88,6 +88,10 @@ class LiveSession:
     handover: bool = False
     """The run is being stopped at a step boundary for another process to continue."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    created: RunState | None = None
+    """The state a new session was stored with, until its run starts: what a request
+    arriving in between (the client's ``GET .../events`` right after the ``201``) is
+    answered from, instead of a store read."""
 
     @property
     def running(self) -> bool:
@@ -115,7 +119,7 @@ class LiveSession:
 
     def attach(self, run: Run) -> None:
         """Durable's ``on_run``: messages sent before the run started reach it now."""
-        self.run = run
+        self.run, self.created = run, None
         for mode, text in self.queued:
             run.steer(text) if mode == "steer" else run.follow_up(text)
         self.queued.clear()
@@ -194,8 +198,11 @@ class SessionManager:
         if live is not None:
             if live.tenant != tenant:
                 raise not_found(session_id)
-            if live.run is not None and live.running:
-                return live.run.state.snapshot()
+            if live.running:
+                if live.run is not None:
+                    return live.run.state.snapshot()
+                if live.created is not None:
+                    return live.created
         if not session_id.startswith(f"s-{tenant_tag(tenant)}-"):
             raise not_found(session_id)
         try:
@@ -237,19 +244,21 @@ class SessionManager:
     # ------------------------------------------------------------------ commands
     async def create(self, tenant: str, agent: str, prompt: str) -> str:
         """Store a new session of ``agent`` with ``prompt`` and start its run."""
-        sid = await self._store_new(tenant, agent, prompt)
-        self._start(self._new_live(sid, tenant, agent), lambda d: d.aresume(sid))
+        state = await self._store_new(tenant, agent, prompt)
+        sid = state.session_id
+        live = self._new_live(sid, tenant, agent)
+        self._start(live, lambda d: d.aresume(sid))
+        live.created = state
         return sid
 
-    async def _store_new(self, tenant: str, agent: str, prompt: str) -> str:
+    async def _store_new(self, tenant: str, agent: str, prompt: str) -> RunState:
         self._agent_source(agent)
         sid = f"s-{tenant_tag(tenant)}-{secrets.token_hex(8)}"
         meta: dict[str, JSONValue] = {"tenant": tenant, "agent": agent}
         # stored before the run starts: the 201 promises a session any process can find
-        await self.aio.save(
-            RunState(session_id=sid, messages=[Message.user(prompt)], metadata={"serve": meta})
-        )
-        return sid
+        state = RunState(session_id=sid, messages=[Message.user(prompt)], metadata={"serve": meta})
+        await self.aio.save(state)
+        return state
 
     async def message(
         self, tenant: str, session_id: str, text: str, mode: Literal["steer", "follow_up"]
