@@ -50,6 +50,8 @@ from loopwright.store import AsyncStore, CheckpointStore, SQLiteStore
 MODEL_DELAY = 0.02
 CALLS = 6
 KEY = "bench-key-0001"
+IN_PROCESS = "in-process-"
+"""Session ids of the durable runs made in this process."""
 
 
 @tool(idempotent=True)
@@ -124,7 +126,10 @@ async def in_process(n: int, store: CheckpointStore | None) -> tuple[float, list
         runs = [_timed(make_agent().arun(f"q{i}")) for i in range(n)]
     else:
         shared = AsyncStore(store)  # one pool of store threads, as the server has
-        runs = [_timed(Durable(make_agent(), shared).arun(f"q{i}")) for i in range(n)]
+        agents = [Durable(make_agent(), shared) for _ in range(n)]
+        runs = [
+            _timed(d.arun(f"q{i}", session_id=f"{IN_PROCESS}{i}")) for i, d in enumerate(agents)
+        ]
     latencies = await asyncio.gather(*runs)
     wall = time.perf_counter() - start
     return wall, list(latencies)
@@ -202,6 +207,28 @@ async def over_http(n: int, urls: Sequence[str]) -> tuple[float, list[float], in
     return wall, latencies, len(failures)
 
 
+PROFILE_ENV = "SERVE_BENCH_PROFILE"
+"""A folder: each server process runs under cProfile and writes ``<pid>.prof`` there
+when it stops (its event-loop thread; the store threads are not profiled)."""
+
+
+# uvicorn re-raises SIGTERM once it has shut down (the process dies of it, past any
+# ``finally``): the profile is written just before
+_PROFILED = """
+import cProfile, os, signal, sys
+prof = cProfile.Profile()
+def _dump(sig):
+    prof.disable()
+    prof.dump_stats({out!r})
+    os._exit(0)
+signal.raise_signal = _dump
+sys.argv[0] = "loopwright"
+from loopwright.cli.main import main
+prof.enable()
+main()
+"""
+
+
 def start_server(
     db: Path, store_url: str | None = None, extra: Sequence[str] = ("--no-resume",)
 ) -> tuple[subprocess.Popen[bytes], str]:
@@ -210,10 +237,11 @@ def start_server(
     port = _free_port()
     env = {**os.environ, "LOOPWRIGHT_SERVE_KEYS": f"{KEY}=bench"}
     here = Path(__file__).resolve().parent
+    profile = os.environ.get(PROFILE_ENV)
+    start = ["-c", _PROFILED.format(out=f"{profile}/{port}.prof")] if profile else []
     cmd = [
         sys.executable,
-        "-m",
-        "loopwright.cli",
+        *(start or ["-m", "loopwright.cli"]),
         "serve",
         "--agents",
         "serve:agents",
@@ -234,6 +262,17 @@ def start_server(
             time.sleep(0.1)
     proc.kill()
     raise RuntimeError("the server did not start")
+
+
+def unfinished(store: CheckpointStore, n: int, served: bool) -> int:
+    """Of ``n`` sessions, those the store does not hold as finished with all their
+    messages (a run whose checkpoints failed still answers its client: the durable
+    runner logs the failure). ``served``: count the server's sessions, else the
+    in-process runs' (a cluster run keeps both in one schema)."""
+    rows = [r for r in store.sessions() if r.session_id.startswith(IN_PROCESS) != served]
+    full = 2 * CALLS  # the prompt, 5 x (call, result), the answer
+    done = sum(1 for r in rows if r.stop is not None and r.message_count == full)
+    return n - done
 
 
 def _figures(name: str, n: int, wall: float, lat: list[float], floor: list[float]) -> dict:
@@ -458,6 +497,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="50 sessions")
+    parser.add_argument(
+        "--profile", type=Path, help="run the servers under cProfile, their .prof files here"
+    )
     parser.add_argument("--kill", type=int, default=0, help="only the kill test, N rounds")
     parser.add_argument(
         "--cluster", action="store_true", help="the kill test on a 3-process Redis cluster"
@@ -470,6 +512,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     n = 50 if args.quick else args.sessions
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        os.environ[PROFILE_ENV] = str(args.profile.resolve())
     tmp = Path(tempfile.mkdtemp(prefix="lw-serve-bench-"))
     if args.kill:
         killed = kill_cluster(args.kill, tmp) if args.cluster else kill_test(args.kill, tmp)
@@ -494,9 +539,10 @@ def main() -> None:
         wall, lat = asyncio.run(in_process(n, store))
         # this process's CPU, its store threads included: the server's engine alone
         durable_cpu = round((time.process_time() - cpu) * 1000 / n, 2)
-        store.close()
         result["durable"] = _figures("durable", n, wall, lat, floor)
         result["durable"]["cpu_ms_per_session"] = durable_cpu
+        result["durable"]["not_stored"] = unfinished(store, n, served=False)
+        store.close()
         print(
             f"CPU per session in process: floor {result['floor']['cpu_ms_per_session']} ms, "
             f"durable {durable_cpu} ms"
@@ -513,6 +559,13 @@ def main() -> None:
             for proc, _ in procs:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(60)
+        served = SQLiteStore(tmp / "serve.db") if setup is None else setup.store()
+        result["http"]["not_stored"] = unfinished(served, n, served=True)
+        served.close()
+        print(
+            f"sessions not stored finished: durable {result['durable']['not_stored']}, "
+            f"http {result['http']['not_stored']}"
+        )
     finally:
         if setup is not None:
             setup.close()
