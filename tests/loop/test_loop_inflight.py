@@ -112,7 +112,7 @@ async def test_a_run_waiting_on_a_function_model_holds_no_generator_nor_events()
 
     def reply(messages: object, request: object) -> Reply:
         started.set()
-        return Reply("done", delay=0.05)
+        return Reply("waited-for answer", delay=0.05)
 
     model = FunctionModel(reply)
     run = Agent(model).start("go", events=False)
@@ -121,6 +121,7 @@ async def test_a_run_waiting_on_a_function_model_holds_no_generator_nor_events()
     # no async generator (asyncio keeps each in a WeakSet from its first step on), and
     # the reply's events are built after the delay, not held across it
     assert not asyncio.get_running_loop()._asyncgens  # type: ignore[attr-defined]
-    assert not [o for o in gc.get_objects() if type(o) is ResponseDone]
+    built = [o for o in gc.get_objects() if type(o) is ResponseDone]
+    assert not [o for o in built if o.message.text == "waited-for answer"]
     result = await run.result()
-    assert result.ok and result.answer == "done"
+    assert result.ok and result.answer == "waited-for answer"
