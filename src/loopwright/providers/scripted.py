@@ -26,7 +26,7 @@ import json
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from loopwright.core.errors import ProviderError
 from loopwright.core.events import (
@@ -184,20 +184,23 @@ class _StreamingDouble:
             return Message("assistant", (TextPart(content),))
         if isinstance(content, Message):
             return content
-        parts: list[Part] = []
-        for part in content:
-            if not isinstance(part, ToolCallPart):
-                raise TypeError(
-                    f"a scripted reply list must hold ToolCallPart values, got {type(part).__name__}; "
-                    "use tool_call(name, arguments) to build them"
-                )
-            if not part.id:
-                self._ids += 1
-                part = ToolCallPart(
-                    f"call_{self._ids}", part.name, part.arguments, part.raw_arguments
-                )
-            parts.append(part)
-        return Message("assistant", tuple(parts))
+        parts: tuple[Part, ...] = tuple(content)
+        for part in parts:  # the common case: tool calls that already have their ids
+            if type(part) is not ToolCallPart or not part.id:
+                parts = tuple(self._call_part(p) for p in parts)
+                break
+        return Message("assistant", parts)
+
+    def _call_part(self, part: object) -> ToolCallPart:
+        if not isinstance(part, ToolCallPart):
+            raise TypeError(
+                f"a scripted reply list must hold ToolCallPart values, got {type(part).__name__}; "
+                "use tool_call(name, arguments) to build them"
+            )
+        if part.id:
+            return part
+        self._ids += 1
+        return ToolCallPart(f"call_{self._ids}", part.name, part.arguments, part.raw_arguments)
 
     def _events(self, reply: ReplyLike) -> tuple[float, tuple[ModelEvent, ...]]:
         """The delay and the complete event sequence of one reply (may raise TypeError
@@ -205,22 +208,22 @@ class _StreamingDouble:
         usage = _ZERO
         stop: StopReason | None = None
         delay = 0.0
-        if isinstance(reply, Reply):
+        if type(reply) is Reply:
             delay = reply.delay
             usage = reply.usage or _ZERO
             stop = reply.stop_reason
             reply = reply.content
         if isinstance(reply, ProviderError):
             return delay, (StreamError(reply, None, usage),)
-        message = self._message(reply)
+        message = self._message(reply)  # type: ignore[arg-type]
         events: list[ModelEvent] = []
         index = 0
         for part in message.parts:
-            if isinstance(part, TextPart):
-                events.extend(TextDelta(chunk) for chunk in self._chunks(part.text))
-            elif isinstance(part, ToolCallPart):
+            if isinstance(part, ToolCallPart):
                 events.append(ToolCallDelta(index, part.id, part.name, part.raw_arguments))
                 index += 1
+            elif isinstance(part, TextPart):
+                events.extend(TextDelta(chunk) for chunk in self._chunks(part.text))
         if stop is None:
             stop = StopReason.TOOL_USE if index else StopReason.FINAL_ANSWER
         events.append(ResponseDone(message, stop, usage, self._name))
@@ -305,6 +308,9 @@ def _checked(reply: object, index: int) -> ReplyLike:
     )
 
 
+_PLAIN = frozenset({Reply, str, list, tuple, Message})
+"""Reply types that are never awaitable: ``inspect.isawaitable`` (an ABC check) is skipped."""
+
 ReplyFunction: TypeAlias = Callable[
     [Sequence[Message], ModelRequest], ReplyLike | Awaitable[ReplyLike]
 ]
@@ -369,9 +375,6 @@ class _Replay:
         if self._delay > 0:
             delay, self._delay = self._delay, 0.0
             await asyncio.sleep(delay)
-        return self._step()
-
-    def _step(self) -> ModelEvent:
         i = self._index
         events = self._events
         if i >= len(events):
@@ -397,12 +400,18 @@ class _Answer(_Replay):
         if model is not None:  # the first step: ask, wait, build (failures are events)
             self._model = None
             try:
-                reply = model._reply(self._request)
-                if inspect.isawaitable(reply):
-                    reply = await reply
+                answer = model._reply(self._request)
+                if type(answer) not in _PLAIN and inspect.isawaitable(answer):
+                    answer = await answer
+                reply = cast(ReplyLike, answer)
                 if type(reply) is Reply and reply.delay > 0:
                     await asyncio.sleep(reply.delay)
                 self._events = model._events(reply)[1]
             except Exception as exc:  # the Model contract: failures are data, never raised
                 self._events = (model._failure(exc),)
-        return self._step()
+        i = self._index
+        events = self._events
+        if i >= len(events):
+            raise StopAsyncIteration
+        self._index = i + 1
+        return events[i]
