@@ -35,7 +35,7 @@ from loopwright.core.run import RunState
 from loopwright.durable import Durable
 from loopwright.store import CheckpointRef, CheckpointStore, IntentRecord, MemoryStore, Write
 from loopwright.store.base import claim_each, write_each
-from loopwright.store.state import Claim, ClaimOutcome, WriteOutcome
+from loopwright.store.state import Claim, ClaimOutcome, Encoded, WriteOutcome
 
 RUNS = 100
 MODEL_DELAY = 0.02
@@ -105,9 +105,11 @@ class SlowStore(MemoryStore):
         finally:
             self._batch.open = False
 
-    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
+    def save(
+        self, state: RunState, *, rewrite_from: int | None = None, encoded: Encoded | None = None
+    ) -> CheckpointRef:
         self._wait()
-        return super().save(state, rewrite_from=rewrite_from)
+        return super().save(state, rewrite_from=rewrite_from, encoded=encoded)
 
     def put_intent(self, intent: IntentRecord) -> None:
         self._wait()

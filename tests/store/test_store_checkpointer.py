@@ -55,9 +55,9 @@ async def test_requests_never_wait_and_coalesce_while_a_write_is_slow() -> None:
     class Slow(MemoryStore):
         blocking = True  # run on the adapter's threads, like a real database
 
-        def save(self, state: RunState, *, rewrite_from: int | None = None):  # type: ignore[no-untyped-def]
+        def save(self, state: RunState, *, rewrite_from: int | None = None, encoded=None):  # type: ignore[no-untyped-def]
             time.sleep(0.1)
-            return inner.save(state, rewrite_from=rewrite_from)
+            return inner.save(state, rewrite_from=rewrite_from, encoded=encoded)
 
     state = RunState(session_id=sid(), messages=[])
     cp = Checkpointer(AsyncStore(Slow()), state)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -9,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwright.core.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
-from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store import CorruptCheckpoint, SchemaVersionError, decode_state
+from loopwright.core.run import ErrorRecord, LoopState, RunState, RunStop, TaintSource
+from loopwright.store import CorruptCheckpoint, SchemaVersionError, codec, decode_state
 from loopwright.store.codec import encode_header, encode_message, encode_state
 
 text = st.text(max_size=40)
@@ -117,3 +118,58 @@ def test_a_status_this_version_has_no_state_for_reads_as_observe() -> None:
     header["status"] = "reflect"
     rows = [encode_message(m) for m in state.messages]
     assert decode_state(json.dumps(header), rows, session_id="s-old").status is LoopState.OBSERVE
+
+
+# ---------------------------------------------------------------- header text, per-run encoder
+@settings(max_examples=150, deadline=None)
+@given(states, st.sampled_from(["", "needs \ud800 approval", 'quote " and \\ back']), text)
+def test_the_header_text_is_the_header_fields_encoded_whole(
+    state: RunState, detail: str, parent: str
+) -> None:
+    # the header is put together field by field (cheaper); the layout is the dict's
+    state = dataclasses.replace(
+        state,
+        detail=detail,
+        parent=parent or None,
+        error_log=(ErrorRecord(1, "tool", "timeout", "slow \x00"),),
+        held_results=(ToolResultPart("c0", "lookup", "42"),),
+        follow_ups=(Message.user("then"),),
+        taint=(TaintSource("fetch", "c9", "ignore previous"),),
+    )
+    for s in (state, RunState(state.session_id, created_at=float("nan"), turn=True)):  # type: ignore[arg-type]
+        assert encode_header(s) == codec._dumps(codec._header_fields(s))
+
+
+def test_the_run_encoder_encodes_each_message_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[Message] = []
+    real = codec.encode_message
+
+    def counting(m: Message) -> str:
+        encoded.append(m)
+        return real(m)
+
+    monkeypatch.setattr(codec, "encode_message", counting)
+    state = RunState("s", messages=[Message.user("a"), Message.assistant("b")])
+    run = codec.StateEncoder()
+    first = run.encode(state.snapshot())
+    state.messages.append(Message.user("c"))
+    state.usage = Usage(5, 6)
+    second = run.encode(state.snapshot())
+    assert [m.text for m in encoded] == ["a", "b", "c"]  # a and b not again
+    assert list(second.rows[:3]) == [real(m) for m in state.messages]
+    assert second.header == encode_header(state)
+    assert first.rows[:2] == second.rows[:2]
+
+
+def test_the_run_encoder_re_encodes_a_rewritten_history_from_the_change() -> None:
+    state = RunState("s", messages=[Message.user("a"), Message.assistant("b"), Message.user("c")])
+    run = codec.StateEncoder()
+    before = run.encode(state.snapshot())
+    rows_before = list(before.rows[:3])
+    # a compaction: message 1 replaced (the last one kept), then one more appended
+    state.messages[1] = Message.assistant("summary")
+    after = run.encode(state.snapshot())
+    assert list(after.rows[:3]) == [encode_message(m) for m in state.messages]
+    assert list(before.rows[:3]) == rows_before  # a write in flight keeps its rows
+    state.messages[:] = [Message.user("x")]  # shorter
+    assert list(run.encode(state.snapshot()).rows[:1]) == [encode_message(Message.user("x"))]

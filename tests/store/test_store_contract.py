@@ -27,6 +27,7 @@ from loopwright.store import (
     fork,
     lock_owner_id,
 )
+from loopwright.store.codec import StateEncoder
 from loopwright.store.state import Claim, Write
 
 
@@ -410,3 +411,23 @@ def test_a_thousand_runs_start_together(store: CheckpointStore) -> None:
     assert [isinstance(o, RunState) for o in outcomes] == [i % 2 == 0 for i in range(1_100)]
     assert outcomes[-1] is None and store.lock_owner(sids[-1]) == "me"
     assert isinstance(outcomes[0], RunState) and outcomes[0].messages[0].text == sids[0]
+
+
+def test_write_takes_the_writers_encoding_and_checks_the_history_with_it(
+    store: CheckpointStore,
+) -> None:
+    s = sid()
+    run = StateEncoder()  # how a durable run hands its checkpoints over (each row once)
+    state = RunState(s, messages=[Message.user("x")])
+    first = state.snapshot()
+    assert isinstance(store.write([Write(first, encoded=run.encode(first))])[0], CheckpointRef)
+    state.messages.append(Message.assistant("y"))
+    second = state.snapshot()
+    (ref,) = store.write([Write(second, encoded=run.encode(second))])
+    assert isinstance(ref, CheckpointRef) and ref.message_count == 2
+    assert store.load(s) == dataclasses.replace(second, updated_at=store.load(s).updated_at)
+    # a writer that did not see that save: its message 1 is not the stored one
+    other = RunState(s, messages=[Message.user("x"), Message.assistant("q"), Message.user("w")])
+    (bad,) = store.write([Write(other, encoded=StateEncoder().encode(other))])
+    assert isinstance(bad, HistoryConflict)
+    assert [m.text for m in store.load(s).messages] == ["x", "y"]

@@ -47,6 +47,7 @@ from loopwright.core.run import RunState
 from loopwright.core.tools import ToolSpec
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL
+from loopwright.store.codec import StateEncoder
 from loopwright.store.state import CheckpointRef, IntentRecord, IntentStatus, Write
 from loopwright.tools import ToolRegistry
 
@@ -97,6 +98,7 @@ class Checkpointer:
         self.saves = 0
         self.last_ref: CheckpointRef | None = None
         self._saved: list[Message] = state.messages[:persisted]
+        self._encoder = StateEncoder()  # each message of the run encoded once
         self._last_save = float("-inf")
         self._last_lock = time.monotonic()
         self._dirty = False
@@ -236,7 +238,8 @@ class Checkpointer:
         release, self._release = self._release, None
         self._released = release is not None  # the write releases even if the save fails
         lock = None if release is None else (snapshot.session_id, release)
-        return Write(snapshot, self._rewrite_point(snapshot.messages), (), lock)
+        rewrite = self._rewrite_point(snapshot.messages)
+        return Write(snapshot, rewrite, (), lock, self._encoder.encode(snapshot))
 
     def _submit_intents(self) -> asyncio.Future[CheckpointRef | None] | None:
         intents, self._intents = self._intents, []

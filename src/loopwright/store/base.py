@@ -49,6 +49,7 @@ from loopwright.store.state import (
     CheckpointRef,
     Claim,
     ClaimOutcome,
+    Encoded,
     IntentRecord,
     SessionInfo,
     Write,
@@ -64,8 +65,12 @@ DEFAULT_LOCK_TTL = 120.0
 class Checkpoints(Protocol):
     """The checkpoint role: a session's saved states."""
 
-    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
-        """Append a checkpoint of ``state`` (see the module contract)."""
+    def save(
+        self, state: RunState, *, rewrite_from: int | None = None, encoded: Encoded | None = None
+    ) -> CheckpointRef:
+        """Append a checkpoint of ``state`` (see the module contract); ``encoded``: the
+        caller's encoding of ``state`` (``store.codec.StateEncoder``), written as given
+        instead of encoding ``state`` again."""
         ...
 
     def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
@@ -180,7 +185,11 @@ def write_each(store: CheckpointStore, writes: Sequence[Write]) -> list[WriteOut
     for w in writes:
         outcome: WriteOutcome
         try:
-            outcome = None if w.state is None else store.save(w.state, rewrite_from=w.rewrite_from)
+            outcome = (
+                None
+                if w.state is None
+                else store.save(w.state, rewrite_from=w.rewrite_from, encoded=w.encoded)
+            )
             for intent in w.intents:
                 store.put_intent(intent)
         except Exception as exc:

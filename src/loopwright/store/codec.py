@@ -21,8 +21,10 @@ session and the row.
 from __future__ import annotations
 
 import json
+import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from loopwright.core.messages import (
     CodecError,
@@ -46,7 +48,7 @@ from loopwright.core.run import (
 )
 from loopwright.core.text import to_json
 from loopwright.store.errors import CorruptCheckpoint, HistoryConflict, SchemaVersionError
-from loopwright.store.state import SCHEMA_VERSION, IntentRecord, IntentStatus
+from loopwright.store.state import SCHEMA_VERSION, Encoded, IntentRecord, IntentStatus
 
 _P = TypeVar("_P", ToolCallPart, ToolResultPart)
 
@@ -64,40 +66,184 @@ def encode_message(message: Message) -> str:
 
 def encode_header(state: RunState) -> str:
     """Every field of ``state`` except ``messages`` (their count is kept)."""
-    return _dumps(
-        {
-            "schema_version": SCHEMA_VERSION,
-            "session_id": state.session_id,
-            "status": state.status.value,
-            "turn": state.turn,
-            "message_count": len(state.messages),
-            "usage": state.usage.to_dict(),
-            "consecutive_errors": state.consecutive_errors,
-            "error_log": [
-                {"turn": e.turn, "source": e.source, "kind": e.kind, "message": e.message}
-                for e in state.error_log
-            ],
-            "pending_calls": [part_to_dict(c) for c in state.pending_calls],
-            "held_results": [part_to_dict(r) for r in state.held_results],
-            "steering": [m.to_dict() for m in state.steering],
-            "follow_ups": [m.to_dict() for m in state.follow_ups],
-            "stop": None if state.stop is None else state.stop.value,
-            "detail": state.detail,
-            "parent": state.parent,
-            "metadata": dict(state.metadata),
-            "created_at": state.created_at,
-            "updated_at": state.updated_at,
-            "taint": [
-                {"tool": t.tool, "call_id": t.call_id, "excerpt": t.excerpt} for t in state.taint
-            ],
-            "output_retries_used": state.output_retries_used,
-        }
+    return _header(state, _dumps(state.session_id), _dumps(state.usage.to_dict()))
+
+
+def _header_fields(state: RunState) -> dict[str, Any]:
+    """The header as a dict: what :func:`encode_header` writes, field for field (the
+    layout's reference; ``tests/store/test_store_codec.py`` pins that the two agree)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "session_id": state.session_id,
+        "status": state.status.value,
+        "turn": state.turn,
+        "message_count": len(state.messages),
+        "usage": state.usage.to_dict(),
+        "consecutive_errors": state.consecutive_errors,
+        "error_log": _error_dicts(state),
+        "pending_calls": [part_to_dict(c) for c in state.pending_calls],
+        "held_results": [part_to_dict(r) for r in state.held_results],
+        "steering": [m.to_dict() for m in state.steering],
+        "follow_ups": [m.to_dict() for m in state.follow_ups],
+        "stop": None if state.stop is None else state.stop.value,
+        "detail": state.detail,
+        "parent": state.parent,
+        "metadata": dict(state.metadata),
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "taint": _taint_dicts(state),
+        "output_retries_used": state.output_retries_used,
+    }
+
+
+def _error_dicts(state: RunState) -> list[dict[str, Any]]:
+    return [
+        {"turn": e.turn, "source": e.source, "kind": e.kind, "message": e.message}
+        for e in state.error_log
+    ]
+
+
+def _taint_dicts(state: RunState) -> list[dict[str, Any]]:
+    return [{"tool": t.tool, "call_id": t.call_id, "excerpt": t.excerpt} for t in state.taint]
+
+
+def _header(state: RunState, session: str, usage: str) -> str:
+    """:func:`encode_header`'s text, put together from the JSON of each field instead of
+    encoding one dict: a checkpoint of a running agent mostly has empty queues and logs,
+    which cost nothing here, and ``session``/``usage`` (the JSON of the session id and of
+    the usage) can be kept by a writer that encodes many checkpoints of one run
+    (:class:`StateEncoder`). Same text as encoding :func:`_header_fields` whole."""
+    return (
+        f'{{"schema_version":{SCHEMA_VERSION},"session_id":{session},'
+        f'"status":{_STATUS[state.status]},"turn":{_num(state.turn)},'
+        f'"message_count":{len(state.messages)},"usage":{usage},'
+        f'"consecutive_errors":{_num(state.consecutive_errors)},'
+        f'"error_log":{_list(state.error_log, _error_dicts, state)},'
+        f'"pending_calls":{_parts(state.pending_calls)},'
+        f'"held_results":{_parts(state.held_results)},'
+        f'"steering":{_messages(state.steering)},"follow_ups":{_messages(state.follow_ups)},'
+        f'"stop":{"null" if state.stop is None else _STOP[state.stop]},'
+        f'"detail":{_dumps(state.detail) if state.detail else _EMPTY_TEXT},'
+        f'"parent":{"null" if state.parent is None else _dumps(state.parent)},'
+        f'"metadata":{_dumps(dict(state.metadata)) if state.metadata else "{}"},'
+        f'"created_at":{_num(state.created_at)},"updated_at":{_num(state.updated_at)},'
+        f'"taint":{_list(state.taint, _taint_dicts, state)},'
+        f'"output_retries_used":{_num(state.output_retries_used)}}}'
     )
+
+
+_STATUS = {s: _dumps(s.value) for s in LoopState}
+_STOP = {s: _dumps(s.value) for s in RunStop}
+_EMPTY_TEXT = _dumps("")
+
+
+def _num(value: object) -> str:
+    """``value`` as the JSON encoder writes it (``int``/``float`` by their ``repr``)."""
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)  # type: ignore[arg-type]
+    if kind is float and math.isfinite(value):  # type: ignore[arg-type]
+        return float.__repr__(value)  # type: ignore[arg-type]
+    return _dumps(value)
+
+
+def _list(
+    items: Sequence[object], dicts: Callable[[RunState], list[dict[str, Any]]], state: RunState
+) -> str:
+    return _dumps(dicts(state)) if items else "[]"
+
+
+def _parts(parts: Sequence[ToolCallPart | ToolResultPart]) -> str:
+    return _dumps([part_to_dict(p) for p in parts]) if parts else "[]"
+
+
+def _messages(messages: Sequence[Message]) -> str:
+    return _dumps([m.to_dict() for m in messages]) if messages else "[]"
+
+
+class StateEncoder:
+    """Encodes the checkpoints of ONE run's live state (:meth:`encode`), each message
+    once: a message already encoded for an earlier checkpoint of the run keeps its row
+    (messages are immutable values; a row is kept with the message object it encodes and
+    reused only for that same object), and the header's per-run parts (the session id,
+    an unchanged usage) are encoded once. Scoped to the run: it holds the rows of that
+    run's messages only, and is dropped with the run (``durable.Checkpointer``)."""
+
+    __slots__ = ("_messages", "_rows", "_session", "_usage")
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []
+        self._rows: list[str] = []
+        self._session: tuple[str, str] = ("", "")
+        self._usage: tuple[Usage | None, str] = (None, "")
+
+    def encode(self, state: RunState) -> Encoded:
+        """``state`` (a snapshot: it must not change until its write returns) encoded."""
+        messages, known = state.messages, self._messages
+        k = len(known)
+        # every kept row checked against its message (a pointer comparison each, like
+        # the snapshot's copy of the list): a history rewritten anywhere is re-encoded
+        # from its first changed message, whatever the caller assumes about it
+        if len(messages) < k or not all(map(operator.is_, known, messages)):
+            k = _same_prefix(known, messages)
+            # new lists: a write still in flight keeps reading the rows it was given
+            self._messages = known = known[:k]
+            self._rows = self._rows[:k]
+        rows = self._rows
+        for m in messages[k:]:
+            known.append(m)
+            rows.append(encode_message(m))
+        sid, sid_json = self._session
+        if sid is not state.session_id:
+            sid_json = _dumps(state.session_id)
+            self._session = (state.session_id, sid_json)
+        usage, usage_json = self._usage
+        if usage is not state.usage:
+            usage_json = _dumps(state.usage.to_dict())
+            self._usage = (state.usage, usage_json)
+        return Encoded(_header(state, sid_json, usage_json), rows)
+
+
+def _same_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x is not y:
+            return i
+    return min(len(a), len(b))
+
+
+class _LazyRows(Sequence[str]):
+    """The rows of ``messages``, each encoded when read (a store reads only the rows it
+    appends and the one before)."""
+
+    __slots__ = ("_messages",)
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self._messages = messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [encode_message(m) for m in self._messages[index]]
+        return encode_message(self._messages[index])
+
+
+def encoded(state: RunState, given: Encoded | None) -> Encoded:
+    """What a store writes for a checkpoint of ``state``: ``given`` (the writer encoded it
+    already, ``Write.encoded``), else ``state`` encoded here (rows as they are read)."""
+    if given is not None:
+        return given
+    return Encoded(encode_header(state), _LazyRows(state.messages))
 
 
 def encode_state(state: RunState) -> str:
     """The whole state as one JSON document (header fields plus ``messages``)."""
-    header = json.loads(encode_header(state))
+    header = _header_fields(state)
     header["messages"] = [m.to_dict() for m in state.messages]
     return _dumps(header)
 
@@ -122,15 +268,16 @@ def encode_intent(intent: IntentRecord) -> str:
     )
 
 
-def check_continues(sid: str, index: int, row: Sequence[Any] | None, state: RunState) -> None:
+def check_continues(sid: str, index: int, row: Sequence[Any] | None, expected: str) -> None:
     """Raise :class:`HistoryConflict` unless stored message ``index`` (the one the save
-    appends after) is ``state.messages[index]``: a writer that did not see another
-    writer's save must not append after it (its own messages would be dropped as
-    "already stored"). One indexed row read per save, whatever the history length."""
+    appends after; ``row``: its stored row) is ``expected``, the writer's row for its
+    message ``index``: a writer that did not see another writer's save must not append
+    after it (its own messages would be dropped as "already stored"). One indexed row
+    read per save, whatever the history length."""
     stored = row[0] if row is not None else None
     if isinstance(stored, bytes):
         stored = stored.decode("utf-8", "replace")
-    if stored != encode_message(state.messages[index]):
+    if stored != expected:
         raise HistoryConflict(sid, index)
 
 

@@ -19,11 +19,10 @@ from loopwright.store.codec import (
     decode_intent,
     decode_result,
     decode_state,
-    encode_header,
     encode_intent,
-    encode_message,
     encode_result,
 )
+from loopwright.store.codec import encoded as encoded_state
 from loopwright.store.errors import (
     CheckpointNotFound,
     HistoryRewritten,
@@ -34,6 +33,7 @@ from loopwright.store.state import (
     CheckpointRef,
     Claim,
     ClaimOutcome,
+    Encoded,
     IntentRecord,
     SessionInfo,
     Write,
@@ -61,9 +61,11 @@ class MemoryStore:
         self._locks: dict[str, tuple[str, float]] = {}
         self._mutex = threading.RLock()
 
-    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
+    def save(
+        self, state: RunState, *, rewrite_from: int | None = None, encoded: Encoded | None = None
+    ) -> CheckpointRef:
         sid, n, now = state.session_id, len(state.messages), time.time()
-        header = encode_header(state)
+        enc = encoded_state(state, encoded)
         with self._mutex:
             sess = self._sessions.get(sid)
             stored = len(sess.messages) if sess else 0
@@ -78,8 +80,9 @@ class MemoryStore:
                     "pass rewrite_from=<first changed index> or fork the session"
                 )
             if start > 0 and sess is not None:
-                check_continues(sid, start - 1, (sess.messages[start - 1],), state)
-            new_rows = [encode_message(state.messages[i]) for i in range(start, n)]
+                check_continues(sid, start - 1, (sess.messages[start - 1],), enc.rows[start - 1])
+            rows = enc.rows
+            new_rows = [rows[i] for i in range(start, n)]
             if sess is None:
                 sess = _Session(_info(state, 0, now))
                 self._sessions[sid] = sess
@@ -92,7 +95,7 @@ class MemoryStore:
             sess.messages.extend(new_rows)
             sess.last += 1
             ref = CheckpointRef(sid, sess.last, state.turn, state.status, state.stop, n, now)
-            sess.checkpoints[sess.last] = (ref, header)
+            sess.checkpoints[sess.last] = (ref, enc.header)
             created = sess.info.created_at
             sess.info = _info(state, len(sess.checkpoints), now, created)
             return ref

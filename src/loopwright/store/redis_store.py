@@ -33,11 +33,10 @@ from loopwright.store.codec import (
     decode_intent,
     decode_result,
     decode_state,
-    encode_header,
     encode_intent,
-    encode_message,
     encode_result,
 )
+from loopwright.store.codec import encoded as encoded_state
 from loopwright.store.errors import (
     CheckpointNotFound,
     CorruptCheckpoint,
@@ -51,6 +50,7 @@ from loopwright.store.state import (
     CheckpointRef,
     Claim,
     ClaimOutcome,
+    Encoded,
     IntentRecord,
     SessionInfo,
     Write,
@@ -106,8 +106,10 @@ class RedisStore:
             raise StoreUnavailable("redis", self.target, str(exc) or type(exc).__name__) from None
 
     # -- checkpoints ------------------------------------------------------------
-    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
-        (outcome,) = self.write((Write(state, rewrite_from),))
+    def save(
+        self, state: RunState, *, rewrite_from: int | None = None, encoded: Encoded | None = None
+    ) -> CheckpointRef:
+        (outcome,) = self.write((Write(state, rewrite_from, encoded=encoded),))
         if isinstance(outcome, Exception):
             raise outcome
         assert outcome is not None
@@ -154,13 +156,13 @@ class RedisStore:
         plans = self._plan_saves(saves, got[: len(metas)], outcomes)
         now = time.time()
         pipe.multi()
-        for i, state, header, plan, fields in plans:
+        for i, state, enc, plan, fields in plans:
             ref = CheckpointRef(
                 state.session_id, fields["last"], state.turn, state.status, state.stop,
                 len(state.messages), now,
             )  # fmt: skip
             fields.update(updated_at=now, last=ref.checkpoint)
-            self._write(pipe, state, ref, header, plan)
+            self._write(pipe, state, ref, enc, plan)
             sid = state.session_id
             pipe.hset(self._k(sid, "meta"), mapping=fields)
             pipe.zadd(f"{self.prefix}:sessions", {sid: now})
@@ -179,7 +181,7 @@ class RedisStore:
 
     def _plan_saves(
         self, saves: list[tuple[int, Write]], metas: list[Any], outcomes: list[WriteOutcome]
-    ) -> list[tuple[int, RunState, str, tuple[int, int, list[bytes]], dict[str, Any]]]:
+    ) -> list[tuple[int, RunState, Encoded, tuple[int, int, list[bytes]], dict[str, Any]]]:
         """What each save appends (one pipelined read for the continuity checks and the
         checkpoints a rewrite drops); a save that fails its checks gets its error."""
         staged = []
@@ -195,9 +197,10 @@ class RedisStore:
                 outcomes[i] = exc
                 continue
             created = float(created_raw) if created_raw else state.created_at
-            staged.append((i, state, start, stored, last, created, int(count_raw or last)))
+            enc = encoded_state(state, w.encoded)
+            staged.append((i, state, enc, start, stored, last, created, int(count_raw or last)))
         reads = self._r.pipeline(transaction=False)
-        for _, state, start, stored, *_ in staged:
+        for _, state, _enc, start, stored, *_ in staged:
             sid = state.session_id
             reads.lindex(self._k(sid, "msgs"), max(0, start - 1))
             if start < stored:  # a rewrite: the checkpoints it drops
@@ -206,18 +209,18 @@ class RedisStore:
                 reads.exists(self._k(sid, "ckpt"))
         got = reads.execute() if staged else []
         plans = []
-        for k, (i, state, start, stored, last, created, count) in enumerate(staged):
+        for k, (i, state, enc, start, stored, last, created, count) in enumerate(staged):
             sid = state.session_id
             if start > 0:
                 try:
-                    check_continues(sid, start - 1, (got[2 * k],), state)
+                    check_continues(sid, start - 1, (got[2 * k],), enc.rows[start - 1])
                 except HistoryConflict as exc:
                     outcomes[i] = exc
                     continue
             drop = _stale(got[2 * k + 1], start) if start < stored else []
             fields: dict[str, Any] = _meta(state, last + 1, created)
             fields["checkpoints"] = count + 1 - len(drop)
-            plans.append((i, state, encode_header(state), (start, stored, drop), fields))
+            plans.append((i, state, enc, (start, stored, drop), fields))
         return plans
 
     def _expire(self, pipe: Any, sid: str, parts: Sequence[str]) -> None:
@@ -243,7 +246,7 @@ class RedisStore:
         pipe: Any,
         state: RunState,
         ref: CheckpointRef,
-        header: str,
+        enc: Encoded,
         plan: tuple[int, int, list[bytes]],
     ) -> None:
         start, stored, drop = plan
@@ -256,7 +259,7 @@ class RedisStore:
                 pipe.ltrim(msgs, 0, start - 1)
             if drop:
                 pipe.hdel(ckpt, *drop)
-        rows = [encode_message(state.messages[i]) for i in range(start, len(state.messages))]
+        rows = [enc.rows[i] for i in range(start, len(state.messages))]
         if rows:
             pipe.rpush(msgs, *rows)
         entry = {
@@ -265,7 +268,7 @@ class RedisStore:
             "stop": None if ref.stop is None else ref.stop.value,
             "message_count": ref.message_count,
             "created_at": ref.created_at,
-            "header": header,
+            "header": enc.header,
         }
         pipe.hset(ckpt, str(ref.checkpoint), json.dumps(entry, separators=(",", ":")))
 

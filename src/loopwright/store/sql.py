@@ -28,11 +28,10 @@ from loopwright.store.codec import (
     decode_intent,
     decode_result,
     decode_state,
-    encode_header,
     encode_intent,
-    encode_message,
     encode_result,
 )
+from loopwright.store.codec import encoded as encoded_state
 from loopwright.store.errors import (
     CheckpointNotFound,
     CorruptCheckpoint,
@@ -45,6 +44,7 @@ from loopwright.store.state import (
     CheckpointRef,
     Claim,
     ClaimOutcome,
+    Encoded,
     IntentRecord,
     SessionInfo,
     Write,
@@ -126,8 +126,10 @@ class SqlStore:
             )
 
     # -- checkpoints ------------------------------------------------------------
-    def save(self, state: RunState, *, rewrite_from: int | None = None) -> CheckpointRef:
-        (outcome,) = self.write((Write(state, rewrite_from),))
+    def save(
+        self, state: RunState, *, rewrite_from: int | None = None, encoded: Encoded | None = None
+    ) -> CheckpointRef:
+        (outcome,) = self.write((Write(state, rewrite_from, encoded=encoded),))
         if isinstance(outcome, Exception):
             raise outcome
         assert outcome is not None
@@ -223,7 +225,17 @@ class SqlStore:
             except (HistoryRewritten, ValueError) as exc:
                 outcomes[i] = exc
                 continue
-            plans.append(_SavePlan(i, state, start, stored, last, state.session_id in known))
+            plans.append(
+                _SavePlan(
+                    i,
+                    state,
+                    start,
+                    stored,
+                    last,
+                    state.session_id in known,
+                    encoded_state(state, w.encoded),
+                )
+            )
         plans = self._continuing(cur, plans, outcomes)
         for p in plans:
             if p.start < p.stored:  # a rewritten history: rare, one statement pair each
@@ -267,7 +279,10 @@ class SqlStore:
                 row = rows.get(p.state.session_id)
                 try:
                     check_continues(
-                        p.state.session_id, p.start - 1, None if row is None else (row,), p.state
+                        p.state.session_id,
+                        p.start - 1,
+                        None if row is None else (row,),
+                        p.encoded.rows[p.start - 1],
                     )
                 except HistoryConflict as exc:
                     outcomes[p.index] = exc
@@ -278,7 +293,7 @@ class SqlStore:
     def _insert_checkpoints(self, cur: Cursor, plans: list[_SavePlan], now: float) -> None:
         """The new message rows, checkpoint headers and session rows of ``plans``."""
         rows = [
-            (p.state.session_id, k, encode_message(p.state.messages[k]))
+            (p.state.session_id, k, p.encoded.rows[k])
             for p in plans
             for k in range(p.start, len(p.state.messages))
         ]
@@ -295,7 +310,7 @@ class SqlStore:
                     p.state.status.value,
                     None if p.state.stop is None else p.state.stop.value,
                     len(p.state.messages),
-                    encode_header(p.state),
+                    p.encoded.header,
                     now,
                 )
                 for p in plans
@@ -599,6 +614,7 @@ class _SavePlan:
     stored: int
     last: int
     exists: bool
+    encoded: Encoded
 
 
 _PARAMS = 900

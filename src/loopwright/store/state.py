@@ -8,7 +8,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loopwright.core.messages import JSONValue, ToolResultPart
@@ -91,6 +91,17 @@ class IntentRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Encoded:
+    """A checkpoint as a store writes it, encoded by its writer ahead of the store call
+    (``store.codec.StateEncoder``): the header, and ``rows[i]``, the row of message ``i``
+    of the state (at least as many rows as messages; the rows below the state's message
+    count never change)."""
+
+    header: str
+    rows: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Write:
     """One caller's part of a group commit (``CheckpointStore.write``): a checkpoint of
     ``state`` (``None``: none), then ``intents``; and, with ``release`` (the owner), the
@@ -102,6 +113,8 @@ class Write:
     intents: tuple[IntentRecord, ...] = ()
     release: tuple[str, str] | None = None
     """``(session_id, owner)`` of the lock to release."""
+    encoded: Encoded | None = None
+    """``state`` already encoded (``None``: the store encodes it)."""
 
 
 WriteOutcome = CheckpointRef | None | Exception
