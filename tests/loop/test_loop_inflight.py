@@ -9,7 +9,7 @@ import asyncio
 import gc
 import weakref
 from collections.abc import AsyncIterator
-from types import CoroutineType
+from types import CoroutineType, MethodType
 
 from loopwright import Agent, FunctionModel, Reply, tool
 from loopwright.core.events import ModelEvent, ResponseDone
@@ -72,6 +72,11 @@ async def test_a_run_waiting_for_its_model_holds_two_coroutines_and_no_context_t
     # the engine's drive() and its think() phase: no wrapper coroutine, no separate
     # coroutine per model call
     assert _loopwright_frames(run._task) == ["RunEngine.drive", "RunEngine.think"]
+    # and no context manager's bound ``__aexit__`` on drive()'s stack (no timeout: none
+    # is entered)
+    drive = run._task.get_coro()
+    assert drive.cr_code.co_qualname == "RunEngine.drive"
+    assert not [r for r in gc.get_referents(drive) if type(r) is MethodType]
     model.release.set()
     result = await run.result()
     assert result.ok and result.answer == "done"

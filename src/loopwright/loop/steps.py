@@ -26,7 +26,6 @@ are incremental; repetition detection looks at a bounded tail.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -103,10 +102,7 @@ _LIMIT_STOPS = frozenset(
         RunStop.TIMEOUT,
     }
 )
-_TERMINAL = {
-    RunStop.FINAL_ANSWER: LoopState.DONE,
-    RunStop.AWAITING_CONFIRMATION: LoopState.PAUSED,
-}
+_TERMINAL = {RunStop.FINAL_ANSWER: LoopState.DONE, RunStop.AWAITING_CONFIRMATION: LoopState.PAUSED}
 
 CURRENT_RUN: ContextVar[object] = ContextVar("loopwright_current_run", default=None)
 """The run whose tools are executing, set by :meth:`RunEngine.act` around each batch (the
@@ -159,7 +155,6 @@ class Reflect:
 Step = Observe | Think | Act | Reflect | Stop
 _OBSERVE, _THINK, _REFLECT, _FAILED = Observe(), Think(), Reflect(), Reflect(failed=True)
 _FINAL_ANSWER = Stop(RunStop.FINAL_ANSWER)
-_NO_DEADLINE = contextlib.nullcontext()  # stateless: shared by every run without a timeout
 _STATE_OF: dict[type, LoopState] = {
     Observe: LoopState.OBSERVE,
     Think: LoopState.THINK,
@@ -190,8 +185,7 @@ class RunEngine:
     """Drives one run over one :class:`RunState`. Not reusable; not thread-safe.
 
     ``emit`` is ``None`` when nobody listens (no event is built then). ``view`` is
-    the agent's :class:`~loopwright.loop.turn.AgentView`, shared by its runs.
-    """
+    the agent's :class:`~loopwright.loop.turn.AgentView`, shared by its runs."""
 
     # slots: a thousand concurrent runs mean a thousand engines (no per-engine __dict__)
     __slots__ = (
@@ -255,18 +249,20 @@ class RunEngine:
         timeouts or a cancel requested through :meth:`Run.cancel`; re-raises a foreign
         cancellation (after making the history well-formed) and subscriber exceptions.
 
-        The flat loop is written here, not in a coroutine of its own: every in-flight run
-        holds its chain of coroutines (a thousand concurrent runs, a thousand of each for
-        the garbage collector to walk)."""
+        The flat loop is written here, not in a coroutine of its own: every waiting run
+        holds its chain of coroutines (a thousand runs, a thousand of each for the GC)."""
         self.running = True
         timeout = self.config.limits.timeout
-        deadline = _NO_DEADLINE if timeout is None else asyncio.timeout(timeout)
+        # no ``async with``: it holds a bound ``__aexit__`` (a no-op one too) all run long
+        deadline = None if timeout is None else asyncio.timeout(timeout)
         try:
             try:
                 if self.cancel_requested:
                     stop = Stop(RunStop.CANCELLED, "cancelled before the run started")
                 else:
-                    async with deadline:
+                    if deadline is not None:
+                        await deadline.__aenter__()
+                    try:
                         # enter the step's state, run its phase, take the next step
                         step = self.begin(input_message)
                         while type(step) is not Stop:
@@ -280,9 +276,15 @@ class RunEngine:
                                 step = await self.act(step)  # type: ignore[arg-type]
                             else:
                                 step = self.observe()
-                        stop = step  # type: ignore[assignment]
+                    except BaseException as exc:  # the deadline's cancel -> TimeoutError
+                        if deadline is not None:
+                            await deadline.__aexit__(type(exc), exc, exc.__traceback__)
+                        raise
+                    if deadline is not None:
+                        await deadline.__aexit__(None, None, None)
+                    stop = step  # type: ignore[assignment]
             except TimeoutError:
-                if deadline is _NO_DEADLINE or not deadline.expired():  # type: ignore[union-attr]
+                if deadline is None or not deadline.expired():
                     raise
                 self.repair("timeout")
                 stop = Stop(RunStop.TIMEOUT, f"the run exceeded its {timeout}s timeout")
