@@ -31,7 +31,7 @@ from loopwright.store import (
 )
 from loopwright.store.aio import AsyncStore
 from loopwright.store.state import Claim, ClaimOutcome, WriteOutcome
-from loopwright.tools import tool
+from loopwright.tools import ToolContext, tool
 
 
 class BlockingMemory(MemoryStore):
@@ -388,3 +388,46 @@ def test_threads_running_their_own_loops_share_one_adapter() -> None:
     aio.close()
     assert errors == []
     assert len(store.sessions()) == 80
+
+
+async def test_concurrent_runs_share_one_agent_and_each_records_its_own_calls() -> None:
+    """The agent a durable run is driven by is built once per Durable; each run's events
+    and tool calls still reach that run's own checkpointer and intent records."""
+    seen: dict[str, str] = {}
+
+    @tool
+    async def send(to: str, ctx: ToolContext) -> str:
+        """Send (a side effect: intent records guard it)."""
+        assert ctx.session_id is not None
+        seen[to] = ctx.session_id
+        return f"sent to {to}"
+
+    def reply(messages: Sequence[Message], request: object) -> object:
+        if any(m.role == "tool" for m in messages):
+            return Reply("done", delay=0.001)
+        who = messages[0].text
+        return Reply([ToolCallPart(f"call-{who}", "send", {"to": who})], delay=0.001)
+
+    store = MemoryStore()
+    durable = Durable(Agent(FunctionModel(reply), [send]), store)  # type: ignore[arg-type]
+    names = [sid() for _ in range(12)]
+    results = await asyncio.gather(*(durable.arun(n, session_id=n) for n in names))
+    assert all(r.ok for r in results)
+    assert seen == {n: n for n in names}  # each call ran in its own session's context
+    for n in names:
+        (intent,) = store.intents(n)
+        assert (intent.call_id, intent.status, dict(intent.arguments)) == (
+            f"call-{n}",
+            IntentStatus.DONE,
+            {"to": n},
+        )
+        assert [m.role for m in store.load(n).messages] == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
+    built = durable._run_agent()
+    assert durable._run_agent() is built  # not rebuilt per run
+    durable.agent = Agent(FunctionModel(reply), [send])  # type: ignore[arg-type]
+    assert durable._run_agent() is not built  # a new agent gets its own

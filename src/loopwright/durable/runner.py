@@ -17,12 +17,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 from loopwright.core.errors import UserError
-from loopwright.core.messages import Message
+from loopwright.core.events import RunEvent
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.core.run import LoopState, RunResult, RunState, RunStop, new_session_id
+from loopwright.core.tools import ToolSpec
 from loopwright.durable.checkpointer import (
     CheckpointConfig,
     Checkpointer,
@@ -31,6 +34,7 @@ from loopwright.durable.checkpointer import (
 )
 from loopwright.durable.recovery import in_call_order, plan_recovery, unanswered_calls
 from loopwright.loop.agent import Agent, Prompt, Run
+from loopwright.loop.config import AgentConfig
 from loopwright.loop.hooks import Hooks
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
@@ -77,6 +81,7 @@ class Durable:
         self.store = self.aio.store
         self.config = config or DurableConfig()
         self.on_run = on_run
+        self._built: tuple[Agent, AgentConfig, Agent] | None = None
 
     # ---------------------------------------------------------------- public API
     async def arun(
@@ -228,13 +233,18 @@ class Durable:
             CheckpointConfig(cfg.policy, cfg.interval, lock.owner, cfg.lock_ttl),
             persisted,
         )
-        agent, recorder = self._session_agent(state.session_id, checkpointer)
+        recorder = self._recorder(state.session_id, checkpointer)
+        agent = self._run_agent()
         if len(state.messages) != persisted:
             await checkpointer.save()  # the recovered results, before anything runs
-        if decisions is not None and state.pending_calls:
-            run = agent.resume(state, decisions, prompt=prompt, events=False)
-        else:
-            run = agent.resume(state, prompt=prompt, events=False)
+        token = _RUN.set(_RunObjects(checkpointer, recorder))
+        try:  # the run's task is created here and keeps this context
+            if decisions is not None and state.pending_calls:
+                run = agent.resume(state, decisions, prompt=prompt, events=False)
+            else:
+                run = agent.resume(state, prompt=prompt, events=False)
+        finally:
+            _RUN.reset(token)
         if self.on_run is not None:
             self.on_run(run)
         try:
@@ -254,25 +264,23 @@ class Durable:
         await checkpointer.finish(release=lock.owner)
         return result
 
-    def _session_agent(
-        self, session_id: str, checkpointer: Checkpointer
-    ) -> tuple[Agent, IntentRecorder]:
-        config = self.agent.config
+    def _run_agent(self) -> Agent:
+        """The agent durable runs are driven by: :attr:`agent` with hooks that hand each
+        event and tool call to the checkpointer and intent recorder of the run they
+        belong to (:data:`_RUN`, set for the run's task when it starts). Built once per
+        agent, not once per run: a run's own objects are its checkpointer and recorder."""
+        agent = self.agent
+        built = self._built
+        if built is not None and built[0] is agent and built[1] is agent.config:
+            return built[2]
+        config = agent.config
         hooks = config.hooks
-        dispatch = config.dispatch
-        recorder = IntentRecorder(
-            self.aio,
-            session_id,
-            config.registry,
-            dispatch.before_tool_call,
-            dispatch.after_tool_call,
-            checkpointer,
-        )
         user_on_event = hooks.on_event
 
-        def on_event(event: object) -> object:
-            checkpointer.on_event(event)  # type: ignore[arg-type]
-            return None if user_on_event is None else user_on_event(event)  # type: ignore[arg-type]
+        def on_event(event: RunEvent) -> None:
+            _current().checkpointer.on_event(event)
+            if user_on_event is not None:
+                user_on_event(event)
 
         new_config = replace(
             config,
@@ -280,17 +288,65 @@ class Durable:
                 before_tool_call=None,
                 after_tool_call=None,
                 transform_context=hooks.transform_context,
-                on_event=on_event,  # type: ignore[arg-type]
+                on_event=on_event,
             ),
             dispatch=replace(
-                dispatch,
-                before_tool_call=recorder.before,
-                after_tool_call=recorder.after,
-                session_id=session_id,
+                config.dispatch,
+                before_tool_call=_before_tool_call,
+                after_tool_call=_after_tool_call,
+                # a tool's ToolContext gets the run's own session id (Agent gives it
+                # state.session_id when the config names none)
+                session_id=None,
             ),
             ledger=config.ledger if config.ledger is not None else self.aio,
         )
-        return Agent.from_config(new_config), recorder
+        run_agent = Agent.from_config(new_config)
+        self._built = (agent, config, run_agent)
+        return run_agent
+
+    def _recorder(self, session_id: str, checkpointer: Checkpointer) -> IntentRecorder:
+        dispatch = self.agent.config.dispatch
+        return IntentRecorder(
+            self.aio,
+            session_id,
+            self.agent.config.registry,
+            dispatch.before_tool_call,
+            dispatch.after_tool_call,
+            checkpointer,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _RunObjects:
+    """What the shared hooks of :meth:`Durable._run_agent` hand a run's events to."""
+
+    checkpointer: Checkpointer
+    recorder: IntentRecorder
+
+
+_RUN: ContextVar[_RunObjects] = ContextVar("loopwright.durable.run")
+"""The durable run whose task this is: set while the run's task is created, so the task
+(and every task it starts: tool calls) carries it in its context."""
+
+
+def _current() -> _RunObjects:
+    try:
+        return _RUN.get()
+    except LookupError:
+        raise RuntimeError(
+            "a durable run's hook was called outside the run's task; durable runs are "
+            "started by Durable.run/arun/resume"
+        ) from None
+
+
+def _before_tool_call(call: ToolCallPart, spec: ToolSpec) -> Awaitable[str | None]:
+    return _current().recorder.before(call, spec)
+
+
+def _after_tool_call(
+    call: ToolCallPart, result: ToolResultPart
+) -> Awaitable[ToolResultPart | None]:
+    return _current().recorder.after(call, result)
 
 
 class _SessionLock:
