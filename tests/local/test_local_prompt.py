@@ -13,11 +13,11 @@ from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_args as lar
 from loopwright.providers import local_prompt as lp
-from loopwright.providers.local import (
-    _awaits_first_call,
+from loopwright.providers.local_history import (
     _blocks,
-    _fit_history,
-    _repeats_answered_call,
+    awaits_first_call,
+    fit_history,
+    repeats_answered_call,
 )
 from loopwright.providers.scripted import tool_call
 from loopwright.tools.builtin import BUILTIN_TOOLS, make_tools
@@ -131,15 +131,15 @@ def test_fit_history_drops_oldest_blocks_but_keeps_calls_with_results() -> None:
         Message.user("new question"),
     ]
     assert [len(b) for b in _blocks(history)] == [1, 2, 1]
-    text, dropped = _fit_history(CharTokens(), history, 150)
+    text, dropped = fit_history(CharTokens(), history, 150)
     assert dropped == 1
     assert "old" not in text and "Result: 2" in text and "new question" in text
-    text, dropped = _fit_history(CharTokens(), history, 40)
+    text, dropped = fit_history(CharTokens(), history, 40)
     assert "new question" in text and "Result" not in text
 
 
 def test_fit_history_cuts_a_huge_message_in_the_middle() -> None:
-    text, _ = _fit_history(CharTokens(), [Message.user("a" * 10_000 + "END")], 500)
+    text, _ = fit_history(CharTokens(), [Message.user("a" * 10_000 + "END")], 500)
     assert len(text) <= 500
     assert "characters cut to fit the context" in text and text.rstrip().endswith("END")
 
@@ -152,11 +152,11 @@ def test_turn_policies() -> None:
         Message("assistant", (call,)),
         Message.tool_results([ToolResultPart("c1", "calculator", "2")]),
     ]
-    assert _awaits_first_call(asked) and not _awaits_first_call(answered)
+    assert awaits_first_call(asked) and not awaits_first_call(answered)
     same = Message("assistant", (tool_call("calculator", {"expression": "1 + 1"}, id="c2"),))
     other = Message("assistant", (tool_call("calculator", {"expression": "2 + 2"}, id="c3"),))
-    assert _repeats_answered_call(same, answered)
-    assert not _repeats_answered_call(other, answered)
+    assert repeats_answered_call(same, answered)
+    assert not repeats_answered_call(other, answered)
 
 
 @pytest.mark.parametrize(("kind", "repeats"), [("invalid_arguments", True), ("transient", False)])
@@ -173,7 +173,7 @@ def test_a_call_that_failed_is_not_made_again_with_the_same_arguments(
         Message.tool_results([ToolResultPart("c1", "sql_query", "no such column", True, kind)]),
     ]
     again = Message("assistant", (tool_call("sql_query", {"query": "SELECT x FROM t"}, id="c2"),))
-    assert _repeats_answered_call(again, failed) is repeats
+    assert repeats_answered_call(again, failed) is repeats
 
 
 def test_registry_resolves_local_specs_without_loading(tmp_path) -> None:

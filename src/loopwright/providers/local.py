@@ -63,6 +63,7 @@ from loopwright.core.protocols import ModelRequest, NamedTool
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_answer as la
 from loopwright.providers import local_args as lar
+from loopwright.providers import local_history as lh
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
@@ -356,7 +357,7 @@ class LocalModel:
             return 0
         self.load()
         assert self._loaded is not None
-        return len(_tokenize(self._loaded.llm, text, bos=False))
+        return len(lh.tokenize(self._loaded.llm, text, bos=False))
 
     # ------------------------------------------------------------------ streaming
 
@@ -384,7 +385,7 @@ class LocalModel:
             if (
                 isinstance(event, ResponseDone)
                 and self._config.no_repeat_calls
-                and _repeats_answered_call(event.message, request.messages)
+                and lh.repeats_answered_call(event.message, request.messages)
             ):
                 async for again in self._answer_instead(request, event.usage):
                     yield again
@@ -419,7 +420,7 @@ class LocalModel:
         def worker() -> None:
             try:
                 with loaded.lock:
-                    cached = _common_prefix(loaded.llm, plan.tokens)
+                    cached = lh.common_prefix(loaded.llm, plan.tokens)
                     put("cached", cached)
                     chosen = self._narrow(loaded.llm, plan)
                     put("chosen", chosen)
@@ -484,8 +485,8 @@ class LocalModel:
             or not self._scores(llm)
         ):
             return plan
-        head = plan.tokens + _tokenize(llm, lp.CALL_HEAD, bos=False)
-        names = [_tokenize(llm, lp.name_option(spec.name), bos=False) for spec in offered]
+        head = plan.tokens + lh.tokenize(llm, lp.CALL_HEAD, bos=False)
+        names = [lh.tokenize(llm, lp.name_option(spec.name), bos=False) for spec in offered]
         scores = ls.continuation_logprobs(llm, head, names)
         if self._config.overlap_weight and plan.ground is not None:
             shares = lp.tool_overlaps(offered, plan.ground.request)
@@ -510,7 +511,7 @@ class LocalModel:
             return replace(plan, schema=schema, mode="tools")
         call_head = lpl.PLAN_PREFIX if plan.plan_grammar is not None else None
         options = lp.kind_options(call_head)
-        kinds = [_tokenize(llm, text, bos=False) for text in options]
+        kinds = [lh.tokenize(llm, text, bos=False) for text in options]
         call, answer = ls.continuation_logprobs(llm, plan.tokens, kinds)
         margin = (
             self._config.plan_answer_margin
@@ -562,7 +563,7 @@ class LocalModel:
 
             parts = self._head(plan, answering) if self._config.known_head else ()
             head = "".join(parts)
-            known = [t for part in parts for t in _tokenize(llm, part, bos=False)]
+            known = [t for part in parts for t in lh.tokenize(llm, part, bos=False)]
             first = sampler()
             if known and first.prime(known):
                 options["max_tokens"] = max(1, max_tokens - len(known))
@@ -615,20 +616,20 @@ class LocalModel:
         budget = self._config.n_ctx - max_tokens - 8
         planning = self._plans(tools)
         prefix = lp.render_prefix(tools, request.system, plan=planning)
-        prefix_tokens = _tokenize(llm, prefix, bos=True)
+        prefix_tokens = lh.tokenize(llm, prefix, bos=True)
         if len(prefix_tokens) > budget:
             raise ContextOverflow(
                 f"the tool definitions and examples need {len(prefix_tokens)} tokens but"
                 f" n_ctx={self._config.n_ctx}; register fewer tools or raise n_ctx",
                 provider="local",
             )
-        body, trimmed = _fit_history(llm, request.messages, budget - len(prefix_tokens))
-        tokens = prefix_tokens + _tokenize(llm, body + lp.cue(), bos=False)
+        body, trimmed = lh.fit_history(llm, request.messages, budget - len(prefix_tokens))
+        tokens = prefix_tokens + lh.tokenize(llm, body + lp.cue(), bos=False)
         answer, guide = None, None
         if self._config.grounded_answers and mode != "tools":
             ground = la.grounding(request.messages)
             answer = la.answer_grammar(ground)
-            guide = la.answer_guide(ground, _last_user_text(request.messages))
+            guide = la.answer_guide(ground, lh.last_user_text(request.messages))
         plan = _Plan(
             tokens,
             schema,
@@ -646,7 +647,7 @@ class LocalModel:
                 if given is not None
                 and mode == "both"
                 and not planning
-                and _awaits_first_call(request.messages)
+                and lh.awaits_first_call(request.messages)
                 else None
             ),
         )
@@ -654,7 +655,7 @@ class LocalModel:
             # native structured output: the whole reply is the answer, under its schema
             schema = lp._bounded(inline_refs(request.output.schema), self._config.bounds, 0)
             return replace(plan, schema=schema, mode="tools", answer_gbnf=None, structured=True)
-        if planning and mode != "answer" and _awaits_first_call(request.messages):
+        if planning and mode != "answer" and lh.awaits_first_call(request.messages):
             grammar = lpl.plan_grammar(tools, self._config.bounds.max_string_chars)
             plan = replace(plan, plan_grammar=grammar, tools=tuple(tools))
         return plan
@@ -754,121 +755,6 @@ def _visible_tools(request: ModelRequest) -> list[ToolSpec]:
     if isinstance(choice, NamedTool):
         tools = [t for t in tools if t.name == choice.name] or tools
     return tools
-
-
-_RETRYABLE = frozenset({"transient", "timeout", "outcome_unknown", "awaiting_confirmation"})
-
-
-def _repeats_answered_call(reply: Message, history: Sequence[Message]) -> bool:
-    """True when ``reply`` calls a tool with the same arguments as an earlier call (since
-    the last user message) that already has a result: a success, or a failure that the
-    same arguments will meet again (invalid arguments, not found, ...; a transient
-    error or a timeout may pass on a new try)."""
-    calls = reply.tool_calls
-    if len(calls) != 1:
-        return False
-    call = calls[0]
-    answered: set[str] = set()
-    for message in reversed(history):
-        if message.role == "user":
-            break
-        for result in message.tool_results_parts:
-            if not result.is_error or result.error_kind not in _RETRYABLE:
-                answered.add(result.call_id)
-        for earlier in message.tool_calls:
-            if (
-                earlier.id in answered
-                and earlier.name == call.name
-                and dict(earlier.arguments) == dict(call.arguments)
-            ):
-                return True
-    return False
-
-
-def _last_user_text(messages: Sequence[Message]) -> str:
-    for message in reversed(messages):
-        if message.role == "user":
-            return message.text
-    return ""
-
-
-def _awaits_first_call(messages: Sequence[Message]) -> bool:
-    """True when no tool result arrived since the last user message."""
-    for message in reversed(messages):
-        if message.role == "tool":
-            return False
-        if message.role == "user":
-            return True
-    return False
-
-
-def _tokenize(llm: Any, text: str, *, bos: bool) -> list[int]:
-    tokens: list[int] = llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
-    return tokens
-
-
-def _common_prefix(llm: Any, tokens: Sequence[int]) -> int:
-    """How many of ``tokens`` are already in llama.cpp's KV cache (reused, not re-read)."""
-    try:
-        previous = list(llm.input_ids[: llm.n_tokens])
-    except (AttributeError, TypeError):
-        return 0
-    n = 0
-    for a, b in zip(previous, tokens, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n
-
-
-def _blocks(messages: Sequence[Message]) -> list[list[Message]]:
-    """Group history into droppable blocks: a tool message stays with its call."""
-    blocks: list[list[Message]] = []
-    for message in messages:
-        if message.role == "tool" and blocks:
-            blocks[-1].append(message)
-        else:
-            blocks.append([message])
-    return blocks
-
-
-def _fit_history(llm: Any, messages: Sequence[Message], budget: int) -> tuple[str, int]:
-    """Render the conversation within ``budget`` tokens. Returns (text, dropped blocks).
-
-    System messages are kept; the oldest other blocks go first; the newest block is
-    cut in the middle if it alone is too long.
-    """
-    blocks = _blocks(messages)
-    system = [b for b in blocks if b[0].role == "system"]
-    rest = [b for b in blocks if b[0].role != "system"]
-    rendered = ["".join(lp.render_message(m) for m in b) for b in system + rest]
-    sizes = [len(_tokenize(llm, r, bos=False)) for r in rendered]
-    n_sys = len(system)
-    dropped = 0
-    while sum(sizes) > budget and len(rendered) - n_sys > 1:
-        del rendered[n_sys], sizes[n_sys]
-        dropped += 1
-    if sum(sizes) > budget and len(rendered) > n_sys:
-        keep = max(0, budget - sum(sizes[:-1]))
-        rendered[-1] = _cut_to_tokens(llm, rendered[-1], keep)
-    return "".join(rendered), dropped
-
-
-def _cut_to_tokens(llm: Any, text: str, budget: int) -> str:
-    """Cut the middle of ``text`` until it tokenizes to at most ``budget`` tokens."""
-    marker = " [... {} characters cut to fit the context ...] "
-    # Start from a character estimate so a 1 MB text is not re-tokenized many times.
-    keep = min(len(text), max(0, budget * 3))
-    for _ in range(8):
-        if keep >= len(text):
-            candidate = text
-        else:
-            half = keep // 2
-            candidate = text[:half] + marker.format(len(text) - keep) + text[len(text) - half :]
-        if len(_tokenize(llm, candidate, bos=False)) <= budget:
-            return candidate.rstrip()
-        keep = int(keep * 0.7)
-    return marker.format(len(text)).strip()
 
 
 def _finish_plan(text: str, plan: _Plan, usage: Usage, model: str) -> list[ModelEvent] | None:
