@@ -117,6 +117,18 @@ def model_event_to_dict(event: ModelEvent) -> dict[str, JSONValue]:
             assert_never(event)
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The field names of an event class, looked up once (``dataclasses.fields`` costs
+    a few microseconds per call, and a served session serialises ~20 such events)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
 def event_to_dict(event: RunEvent) -> dict[str, JSONValue]:
     """One run event as a JSON object (see the module docstring)."""
     # the most frequent events first, written out: this runs for every event of a trace
@@ -155,7 +167,7 @@ def event_to_dict(event: RunEvent) -> dict[str, JSONValue]:
             | LimitReached()
             | StrategyStep()
         ):
-            out = {f.name: _value(getattr(event, f.name)) for f in fields(event)}
+            out = {name: _value(getattr(event, name)) for name in _field_names(type(event))}
             out["type"] = event.type  # a class attribute, not a field
             return out
         case _:
