@@ -10,7 +10,7 @@
 2. **history growth** -- duration of step ~10 vs step ~1,000 (time between consecutive
    model calls), median over runs. Goal: <= 1.2x.
 3. **concurrency** -- 1,000 runs in one event loop, 6 model calls each sleeping 20 ms
-   (5 tool turns + an answer). Goal: wall <= 1.3x the 120 ms ideal. Floor: plain asyncio
+   (5 tool turns + an answer), default ``Limits()``. Goal: wall <= 1.3x the 120 ms ideal. Floor: plain asyncio
    tasks doing the same sleeps and appends.
 4. **tracked objects** -- GC-tracked objects each of 1,000 in-flight runs holds (what the
    collections a burst of runs triggers walk), against the same plain tasks.
@@ -66,9 +66,13 @@ def _replier(steps: int, name: str, delay: float = 0.0) -> Callable[..., object]
     return reply
 
 
-def _agent(steps: int, tool_fn: Any, hooks: Hooks | None = None, delay: float = 0.0) -> Agent:
+def _agent(
+    steps: int, tool_fn: Any, hooks: Hooks | None = None, delay: float = 0.0, limits: bool = True
+) -> Agent:
+    """``limits=False``: the default ``Limits()`` (20 turns, repetition detection on),
+    what a user gets; the per-step cases need more than 20 turns."""
     model = FunctionModel(_replier(steps, tool_fn.name, delay))  # type: ignore[arg-type]
-    return Agent(model, [tool_fn], limits=_LIMITS, hooks=hooks)
+    return Agent(model, [tool_fn], limits=_LIMITS if limits else Limits(), hooks=hooks)
 
 
 Timing = tuple[float, float]
@@ -179,7 +183,7 @@ async def _plain_task(calls: int, delay: float) -> None:
 
 
 async def _concurrent(runs: int, calls: int, delay: float, plain: bool) -> Timing:
-    agent = _agent(calls - 1, add_async, delay=delay)
+    agent = _agent(calls - 1, add_async, delay=delay, limits=False)
     t0 = _clocks()
     if plain:
         await asyncio.gather(*(_plain_task(calls, delay) for _ in range(runs)))
@@ -235,7 +239,7 @@ def tracked_per_run(runs: int) -> dict[str, float]:
             messages.append(Message.user(str(i + 2)))
 
     async def measure(plain: bool) -> int:
-        agent = Agent(FunctionModel(reply), [add_async], limits=_LIMITS)  # type: ignore[arg-type]
+        agent = Agent(FunctionModel(reply), [add_async])  # type: ignore[arg-type]
         gc.collect()
         before = len(gc.get_objects())
         if plain:
