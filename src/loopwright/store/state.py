@@ -4,10 +4,10 @@ checkpoints: checkpoint references, session rows, intent records, lock owners.""
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import socket
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -142,7 +142,13 @@ is not held."""
 
 def lock_owner_id() -> str:
     """``host:pid:nonce``: who holds a session lock (host and pid help break stale locks)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"{_hostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+@functools.cache
+def _hostname() -> str:
+    # once per process: every run takes an owner id, and the lookup is a system call
+    return socket.gethostname()
 
 
 def owner_is_dead(owner: str) -> bool:
