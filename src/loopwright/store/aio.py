@@ -14,8 +14,10 @@ concurrent runs share a few round trips, commits and thread hops instead of payi
 each; on a loaded machine the hop (thread wake-up, GIL hand-off, the event loop's
 wake-up), not the store, had been most of each wait (``benchmarks/notes/durable.md``).
 Each caller gets its own write's outcome: a write that fails alone (a history conflict)
-fails only its caller; if the batch as a whole fails, every caller in it gets that error
-and none of their writes is stored. Other calls (locks, loads, reads) need an answer
+fails only its caller; if the batch's transaction fails as a whole (a database error, e.g.
+a constraint one write breaks), its writes are retried one by one, each in a transaction
+of its own, so only the culprit fails and nothing else is lost. Only a store that cannot
+be reached fails every caller in the batch (none of their writes is stored). Other calls (locks, loads, reads) need an answer
 before their caller can go on and run one per worker job; calls that must follow one
 another share one (:meth:`AsyncStore.lock_and_load`).
 
@@ -38,6 +40,7 @@ from typing import ParamSpec, TypeVar
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import RunState
 from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
+from loopwright.store.errors import StoreUnavailable
 from loopwright.store.state import CheckpointRef, Claim, IntentRecord, Write
 
 log = logging.getLogger("loopwright.store")
@@ -65,21 +68,43 @@ def _apply(store: CheckpointStore, ops: Sequence[_Op]) -> list[object]:
     claims = [i for i, op in enumerate(ops) if isinstance(op, Claim)]
     writes = [i for i, op in enumerate(ops) if isinstance(op, Write)]
     if claims:
-        _spread(outcomes, claims, lambda: store.claim([ops[i] for i in claims]))  # type: ignore[misc]
+        _spread(outcomes, [ops[i] for i in claims], claims, store.claim)  # type: ignore[arg-type]
     if writes:
-        _spread(outcomes, writes, lambda: store.write([ops[i] for i in writes]))  # type: ignore[misc]
+        _spread(outcomes, [ops[i] for i in writes], writes, store.write)  # type: ignore[arg-type]
     return outcomes
 
 
 def _spread(
-    outcomes: list[object], picked: list[int], call: Callable[[], Sequence[object]]
+    outcomes: list[object],
+    parts: list[_Op],
+    picked: list[int],
+    call: Callable[[Sequence[_Op]], Sequence[object]],
 ) -> None:
+    """``call(parts)``, its outcomes put at ``picked``. A call that fails as a whole (one
+    transaction rolled back: nothing of it stored) is retried one part at a time, each in
+    a transaction of its own, so an error one run's write causes (a constraint, a key
+    conflict) fails that run only instead of every run batched with it. A store that
+    cannot be reached is not retried: that error is no one part's."""
     try:
-        results = call()
-    except Exception as exc:  # the whole call failed: none of it was stored
-        results = [exc] * len(picked)
+        results: Sequence[object] = call(parts)
+    except StoreUnavailable as exc:
+        results = [exc] * len(parts)
+    except Exception as exc:
+        if len(parts) == 1:
+            results = [exc]
+        else:
+            log.warning("a batch of %d store calls failed (%s): retrying each", len(parts), exc)
+            results = [_alone(call, part) for part in parts]
     for i, result in zip(picked, results, strict=True):
         outcomes[i] = result
+
+
+def _alone(call: Callable[[Sequence[_Op]], Sequence[object]], part: _Op) -> object:
+    try:
+        (result,) = call([part])
+    except Exception as exc:
+        return exc
+    return result
 
 
 class _Queue:

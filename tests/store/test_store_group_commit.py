@@ -1,0 +1,77 @@
+"""The group commit (``AsyncStore``): one batch's outcomes, one per caller."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from store_testlib import make_store, sid
+
+from loopwright.core.messages import Message
+from loopwright.core.run import RunState
+from loopwright.store import AsyncStore, CheckpointStore, SessionNotFound, Write
+
+
+@contextmanager
+def _poisoned(store: CheckpointStore, session_id: str) -> Iterator[None]:
+    """A database constraint (a trigger) that rejects the first save of ``session_id``:
+    an error that one session's write causes inside a shared transaction."""
+    name = f"lw_poison_{uuid.uuid4().hex[:10]}"
+    with store._tx() as cur:  # type: ignore[attr-defined]
+        if store.kind == "sqlite":
+            cur.execute(
+                f"CREATE TRIGGER {name} BEFORE INSERT ON lw_sessions "
+                f"WHEN NEW.session_id = '{session_id}' "
+                "BEGIN SELECT RAISE(ABORT, 'poisoned session'); END"
+            )
+        else:
+            cur.execute(
+                f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF NEW.session_id = '{session_id}' THEN RAISE EXCEPTION 'poisoned session' "
+                "USING ERRCODE = 'check_violation'; END IF; RETURN NEW; END $$"
+            )
+            cur.execute(
+                f"CREATE TRIGGER {name} BEFORE INSERT ON lw_sessions "
+                f"FOR EACH ROW EXECUTE FUNCTION {name}()"
+            )
+    try:
+        yield
+    finally:
+        with store._tx() as cur:  # type: ignore[attr-defined]
+            if store.kind == "sqlite":
+                cur.execute(f"DROP TRIGGER {name}")
+            else:
+                cur.execute(f"DROP TRIGGER {name} ON lw_sessions")
+                cur.execute(f"DROP FUNCTION {name}()")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
+async def test_a_write_the_database_rejects_fails_only_its_caller(
+    kind: str, tmp_path: Path
+) -> None:
+    store = make_store(kind, tmp_path)
+    adapter = AsyncStore(store)
+    states = [RunState(session_id=sid(), messages=[Message.user(str(i))]) for i in range(4)]
+    culprit = states[2].session_id
+    try:
+        with _poisoned(store, culprit):
+            # submitted before the caller suspends: one batch, one transaction
+            futures = [adapter.submit(Write(s)) for s in states]
+            outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        assert [isinstance(o, Exception) for o in outcomes] == [False, False, True, False]
+        assert "poisoned session" in str(outcomes[2])
+        for s in states:
+            if s.session_id == culprit:
+                with pytest.raises(SessionNotFound):
+                    store.load(culprit)
+            else:
+                assert [m.text for m in store.load(s.session_id).messages] == [s.messages[0].text]
+    finally:
+        adapter.close()
+        for s in states:
+            store.delete(s.session_id)
+        store.close()
