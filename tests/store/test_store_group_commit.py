@@ -75,3 +75,21 @@ async def test_a_write_the_database_rejects_fails_only_its_caller(
         for s in states:
             store.delete(s.session_id)
         store.close()
+
+
+async def test_a_waiter_cancelled_while_queued_leaves_the_others_paired(tmp_path: Path) -> None:
+    store = make_store("sqlite", tmp_path)
+    adapter = AsyncStore(store)
+    states = [RunState(session_id=sid(), messages=[Message.user(str(i))]) for i in range(3)]
+    try:
+        futures = [adapter.submit(Write(states[0])), adapter.submit(lambda: Write(states[1]))]
+        futures.append(adapter.submit(Write(states[2])))
+        futures[0].cancel()  # cancelled directly, before its batch starts
+        refs = await asyncio.wait_for(asyncio.gather(*futures[1:]), 10)
+        # each caller got its own write's reference, not a neighbour's
+        assert [r.session_id for r in refs] == [s.session_id for s in states[1:]]
+        # what was queued is applied all the same (it may have released a lock)
+        assert [store.load(s.session_id).messages[0].text for s in states] == ["0", "1", "2"]
+    finally:
+        adapter.close()
+        store.close()

@@ -59,6 +59,7 @@ more, smaller transactions."""
 
 _Op = Write | Claim
 _Pending = tuple[_Op | Callable[[], Write], "asyncio.Future[object]"]
+_Built = tuple[_Op, "asyncio.Future[object]"]
 
 
 def _apply(store: CheckpointStore, ops: Sequence[_Op]) -> list[object]:
@@ -172,9 +173,9 @@ class AsyncStore:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[object] = loop.create_future()
         if self._pool is None:
-            ops = _build([(op, future)])
-            if ops:
-                _settle(future, _apply(self.store, ops)[0])
+            built = _build([(op, future)])
+            if built:
+                _settle(future, _apply(self.store, [built[0][0]])[0])
             return future
         queue = self._queue(loop)
         queue.ops.append((op, future))
@@ -205,13 +206,14 @@ class AsyncStore:
         queued, queue.ops = queue.ops, []
         if not queued or self._pool is None:
             return
-        ops = _build(queued)
-        batch = [p for p in queued if not p[1].done()]  # a build that failed is settled
+        # each op travels with its own future: a future cancelled while queued still has
+        # its op applied (it may release a lock), and the pairing never shifts
+        batch = _build(queued)
         if not batch:
             return
         loop = asyncio.get_running_loop()
         queue.writing += 1
-        done = self._pool.submit(_apply, self.store, ops)
+        done = self._pool.submit(_apply, self.store, [op for op, _ in batch])
 
         def finished(f: Future[list[object]]) -> None:  # on the worker thread
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
@@ -219,14 +221,14 @@ class AsyncStore:
 
         done.add_done_callback(finished)
 
-    def _finish(self, queue: _Queue, batch: list[_Pending], done: Future[list[object]]) -> None:
+    def _finish(self, queue: _Queue, batch: list[_Built], done: Future[list[object]]) -> None:
         queue.writing -= 1
         try:
             outcomes: Sequence[object] = done.result()
         except Exception as exc:  # the worker itself failed: none of it was applied
             outcomes = [exc] * len(batch)
         for (_, future), outcome in zip(batch, outcomes, strict=True):
-            if not future.done():  # done: the loop is closing
+            if not future.done():  # done: cancelled, or the loop is closing
                 _settle(future, outcome)
         if queue.ops and not queue.scheduled:
             self._start(queue)
@@ -291,19 +293,21 @@ class AsyncStore:
             self._pool.shutdown(wait=False)
 
 
-def _build(queued: list[_Pending]) -> list[_Op]:
-    """The ops of ``queued``, calling the functions that build writes; one whose build
-    fails gets that error and is left out."""
-    ops: list[_Op] = []
+def _build(queued: list[_Pending]) -> list[_Built]:
+    """The ops of ``queued`` with their futures, calling the functions that build writes;
+    one whose build fails gets that error (unless its future is cancelled) and is left
+    out."""
+    built: list[_Built] = []
     for op, future in queued:
         if isinstance(op, Write | Claim):
-            ops.append(op)
+            built.append((op, future))
             continue
         try:
-            ops.append(op())
+            built.append((op(), future))
         except Exception as exc:
-            future.set_exception(exc)
-    return ops
+            if not future.done():
+                future.set_exception(exc)
+    return built
 
 
 def _settle(future: asyncio.Future[object], outcome: object) -> None:
