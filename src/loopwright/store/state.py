@@ -155,7 +155,7 @@ def owner_is_dead(owner: str) -> bool:
     """True when ``owner`` names a process on this host that no longer exists."""
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
+    if host != _hostname() or not pid_text.isdigit():
         return False
     pid = int(pid_text)
     if pid == os.getpid():
