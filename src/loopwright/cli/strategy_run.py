@@ -105,17 +105,23 @@ def resume_strategy(
     if break_lock:
         store.break_lock(state.session_id)
     checkpoints.lock()  # SessionLocked while another live process runs it
-    progress = checkpoints.load()
-    settings = settings_for(name, recipe.strategy_settings or None)
-    strategy = for_agent(name, agent, settings, on_progress=checkpoints)
-    assert isinstance(strategy, PlanAndExecute)  # the one resumable strategy (RESUMABLE)
-    run = strategy.aresume(
-        progress,
-        guidance,
-        decision=decision,
-        on_event=agent.config.hooks.on_event,
-        session_id=state.session_id,
-    )
+    try:
+        progress = checkpoints.load()
+        settings = settings_for(name, recipe.strategy_settings or None)
+        strategy = for_agent(name, agent, settings, on_progress=checkpoints)
+        assert isinstance(strategy, PlanAndExecute)  # the one resumable strategy (RESUMABLE)
+        run = strategy.aresume(
+            progress,
+            guidance,
+            decision=decision,
+            on_event=agent.config.hooks.on_event,
+            session_id=state.session_id,
+        )
+    except BaseException:
+        # nothing ran yet: a later resume must not wait ``ttl`` for this lock to expire
+        assert checkpoints.owner is not None  # lock=True
+        store.release_lock(state.session_id, checkpoints.owner)
+        raise
     return asyncio.run(checkpoints.hold(run))  # released if it raises (progress is saved)
 
 
