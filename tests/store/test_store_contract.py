@@ -431,3 +431,25 @@ def test_write_takes_the_writers_encoding_and_checks_the_history_with_it(
     (bad,) = store.write([Write(other, encoded=StateEncoder().encode(other))])
     assert isinstance(bad, HistoryConflict)
     assert [m.text for m in store.load(s).messages] == ["x", "y"]
+
+
+def test_unfinished_sessions_are_those_without_a_result(store: CheckpointStore) -> None:
+    running, done, later, gone = sid(), sid(), sid(), sid()
+    store.save(RunState(session_id=running, messages=[Message.user("a")]))
+    store.save(RunState(session_id=done, messages=[Message.user("b")], stop=RunStop.FINAL_ANSWER))
+    store.save(RunState(session_id=later, messages=[Message.user("c")]))
+    store.save(RunState(session_id=gone, messages=[Message.user("d")]))
+    mine = {running, done, later, gone}
+
+    def unfinished() -> list[str]:
+        return [i.session_id for i in store.sessions(unfinished=True) if i.session_id in mine]
+
+    assert unfinished() == [gone, later, running]  # most recently updated first
+    state = store.load(later)
+    state.messages.append(Message.assistant("done"))
+    state.stop = RunStop.MAX_TURNS
+    store.save(state)  # its run ended: no longer unfinished
+    store.delete(gone)
+    assert unfinished() == [running]
+    assert all(i.stop is None for i in store.sessions(unfinished=True))
+    assert {i.session_id for i in store.sessions()} >= {running, done, later}

@@ -56,6 +56,28 @@ def test_redis_ttl_retention() -> None:
     assert store.sessions() == []
 
 
+@pytest.mark.services
+def test_redis_unfinished_index_covers_sessions_stored_before_it() -> None:
+    from loopwright.core.run import RunStop
+    from loopwright.store.redis_store import RedisStore
+
+    prefix = f"lwunf-{sid()}"
+    store = RedisStore(service_url(REDIS_ENV), prefix=prefix)
+    cut, done = sid(), sid()
+    try:
+        store.save(RunState(cut, messages=[Message.user("a")]))
+        store.save(RunState(done, messages=[Message.user("b")], stop=RunStop.FINAL_ANSWER))
+        # as a store written by a version without the index holds them
+        store._r.delete(f"{prefix}:unfinished", f"{prefix}:unfinished:built")
+        assert [i.session_id for i in store.sessions(unfinished=True)] == [cut]
+        store.delete(cut)
+        assert store.sessions(unfinished=True) == []
+    finally:
+        store.delete(done)
+        store._r.delete(f"{prefix}:sessions", f"{prefix}:unfinished", f"{prefix}:unfinished:built")
+        store.close()
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

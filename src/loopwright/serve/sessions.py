@@ -324,7 +324,11 @@ class SessionManager:
     ) -> list[tuple[str, RunState]]:
         """Served sessions without a result, not updated for ``stale_after`` seconds,
         and (unless ``running``) no run here."""
-        rows = await asyncio.get_running_loop().run_in_executor(None, self.store.sessions)
+        # only the sessions without a result, through the stores' index: a store holding
+        # many finished sessions is not listed in full on every sweep
+        rows = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self.store.sessions(unfinished=True)
+        )
         found = []
         now = time.time()
         for row in rows:

@@ -81,8 +81,11 @@ class Checkpoints(Protocol):
         """Every stored checkpoint of the session, oldest first."""
         ...
 
-    def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
-        """Stored sessions, most recently updated first."""
+    def sessions(self, *, limit: int | None = None, unfinished: bool = False) -> list[SessionInfo]:
+        """Stored sessions, most recently updated first; with ``unfinished`` only those
+        whose run recorded no stop yet (``stop`` is ``None``: running, or interrupted by a
+        dying process; not one waiting for an approval), found through an index rather
+        than by listing every session (what crash recovery looks for)."""
         ...
 
     def delete(self, session_id: str) -> bool:

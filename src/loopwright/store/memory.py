@@ -119,10 +119,14 @@ class MemoryStore:
                 raise SessionNotFound(session_id)
             return [sess.checkpoints[k][0] for k in sorted(sess.checkpoints)]
 
-    def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
+    def sessions(self, *, limit: int | None = None, unfinished: bool = False) -> list[SessionInfo]:
         with self._mutex:
             infos = sorted(
-                (s.info for s in self._sessions.values() if s.checkpoints),
+                (
+                    s.info
+                    for s in self._sessions.values()
+                    if s.checkpoints and not (unfinished and s.info.stop is not None)
+                ),
                 key=lambda i: -i.updated_at,
             )
         return infos if limit is None else infos[:limit]

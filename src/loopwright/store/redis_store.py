@@ -7,6 +7,8 @@ Keys (``prefix`` defaults to ``loopwright``)::
     {prefix}:s:{sid}:ckpt     hash  checkpoint number -> {ref fields, header}
     {prefix}:s:{sid}:intents  hash  call id -> intent record
     {prefix}:sessions         zset  session id -> updated_at
+    {prefix}:unfinished       zset  the same, for sessions without a result (``stop``)
+    {prefix}:unfinished:built string  set once ``unfinished`` covers every stored session
     {prefix}:lock:{sid}       string owner, with a TTL
     {prefix}:ledger:{key}     string result (SET NX: the first result wins)
 
@@ -166,6 +168,10 @@ class RedisStore:
             sid = state.session_id
             pipe.hset(self._k(sid, "meta"), mapping=fields)
             pipe.zadd(f"{self.prefix}:sessions", {sid: now})
+            if state.stop is None:
+                pipe.zadd(f"{self.prefix}:unfinished", {sid: now})
+            else:
+                pipe.zrem(f"{self.prefix}:unfinished", sid)
             self._expire(pipe, sid, ("meta", "msgs", "ckpt", "intents"))
             outcomes[i] = ref
         for k, w in enumerate(extras):  # extras are all the writes, or none
@@ -350,19 +356,41 @@ class RedisStore:
             )
         return sorted(refs, key=lambda r: r.checkpoint)
 
-    def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
-        zkey = f"{self.prefix}:sessions"
+    def sessions(self, *, limit: int | None = None, unfinished: bool = False) -> list[SessionInfo]:
+        if not unfinished:
+            return self._listed(f"{self.prefix}:sessions", limit)
+        built = f"{self.prefix}:unfinished:built"
+        with self._guard():
+            if not self._r.exists(built):
+                self._build_unfinished()
+                self._r.set(built, "1")
+        return self._listed(f"{self.prefix}:unfinished", limit, unfinished=True)
+
+    def _listed(
+        self, zkey: str, limit: int | None, *, unfinished: bool = False
+    ) -> list[SessionInfo]:
         with self._guard():
             ids = [i.decode() for i in self._r.zrevrange(zkey, 0, -1)]
             pipe = self._r.pipeline(transaction=False)
             for sid in ids:
                 pipe.hgetall(self._k(sid, "meta"))
             metas = pipe.execute() if ids else []
-            expired = [sid for sid, m in zip(ids, metas, strict=True) if not m]
-            if expired:
-                self._r.zrem(zkey, *expired)  # retention: their keys expired
-        infos = [_info(sid, m) for sid, m in zip(ids, metas, strict=True) if m]
-        return infos if limit is None else infos[:limit]
+            infos = {sid: _info(sid, m) for sid, m in zip(ids, metas, strict=True) if m}
+            # retention: their keys expired; in ``unfinished``, a member whose meta
+            # has a result is left over from a stale rebuild
+            gone = {s for s in ids if s not in infos or (unfinished and infos[s].stop)}
+            if gone:
+                self._r.zrem(zkey, *gone)
+        rows = [infos[s] for s in ids if s not in gone]
+        return rows if limit is None else rows[:limit]
+
+    def _build_unfinished(self) -> None:
+        """Fill ``unfinished`` from every session once (stores written before it
+        existed); saves keep it up to date afterwards."""
+        rows = self._listed(f"{self.prefix}:sessions", None)
+        todo = {r.session_id: r.updated_at for r in rows if r.stop is None and not r.problem}
+        if todo:
+            self._r.zadd(f"{self.prefix}:unfinished", todo)
 
     def delete(self, session_id: str) -> bool:
         keys = [self._k(session_id, p) for p in ("meta", "msgs", "ckpt", "intents")]
@@ -370,7 +398,8 @@ class RedisStore:
             pipe = self._r.pipeline(transaction=True)
             pipe.delete(*keys, f"{self.prefix}:lock:{session_id}")
             pipe.zrem(f"{self.prefix}:sessions", session_id)
-            deleted, _ = pipe.execute()
+            pipe.zrem(f"{self.prefix}:unfinished", session_id)
+            deleted, *_ = pipe.execute()
         return bool(deleted)
 
     # -- locks --------------------------------------------------------------------

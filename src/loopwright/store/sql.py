@@ -80,6 +80,9 @@ SCHEMA: tuple[str, ...] = (
         session_id TEXT PRIMARY KEY, owner TEXT NOT NULL,
         expires_at DOUBLE PRECISION NOT NULL)""",
     """CREATE INDEX IF NOT EXISTS lw_sessions_updated ON lw_sessions (updated_at)""",
+    # the sessions without a result (what crash recovery looks at), without a scan of all
+    """CREATE INDEX IF NOT EXISTS lw_sessions_unfinished ON lw_sessions (updated_at)
+        WHERE stop IS NULL""",
 )
 
 
@@ -413,10 +416,11 @@ class SqlStore:
             for r in rows
         ]
 
-    def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
+    def sessions(self, *, limit: int | None = None, unfinished: bool = False) -> list[SessionInfo]:
+        where = " WHERE stop IS NULL" if unfinished else ""
         sql = (
             "SELECT session_id, status, stop, turn, checkpoints, message_count, created_at, "
-            "updated_at, parent FROM lw_sessions ORDER BY updated_at DESC"
+            f"updated_at, parent FROM lw_sessions{where} ORDER BY updated_at DESC"
         )
         params: tuple[Any, ...] = ()
         if limit is not None:
