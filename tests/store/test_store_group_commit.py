@@ -17,14 +17,17 @@ from loopwright.store import AsyncStore, CheckpointStore, SessionNotFound, Write
 
 
 @contextmanager
-def _poisoned(store: CheckpointStore, session_id: str) -> Iterator[None]:
-    """A database constraint (a trigger) that rejects the first save of ``session_id``:
-    an error that one session's write causes inside a shared transaction."""
+def _poisoned(
+    store: CheckpointStore, session_id: str, table: str = "lw_sessions"
+) -> Iterator[None]:
+    """A database constraint (a trigger) that rejects a new ``table`` row of
+    ``session_id``: an error that one session's write causes inside a shared
+    transaction."""
     name = f"lw_poison_{uuid.uuid4().hex[:10]}"
     with store._tx() as cur:  # type: ignore[attr-defined]
         if store.kind == "sqlite":
             cur.execute(
-                f"CREATE TRIGGER {name} BEFORE INSERT ON lw_sessions "
+                f"CREATE TRIGGER {name} BEFORE INSERT ON {table} "
                 f"WHEN NEW.session_id = '{session_id}' "
                 "BEGIN SELECT RAISE(ABORT, 'poisoned session'); END"
             )
@@ -35,7 +38,7 @@ def _poisoned(store: CheckpointStore, session_id: str) -> Iterator[None]:
                 "USING ERRCODE = 'check_violation'; END IF; RETURN NEW; END $$"
             )
             cur.execute(
-                f"CREATE TRIGGER {name} BEFORE INSERT ON lw_sessions "
+                f"CREATE TRIGGER {name} BEFORE INSERT ON {table} "
                 f"FOR EACH ROW EXECUTE FUNCTION {name}()"
             )
     try:
@@ -45,7 +48,7 @@ def _poisoned(store: CheckpointStore, session_id: str) -> Iterator[None]:
             if store.kind == "sqlite":
                 cur.execute(f"DROP TRIGGER {name}")
             else:
-                cur.execute(f"DROP TRIGGER {name} ON lw_sessions")
+                cur.execute(f"DROP TRIGGER {name} ON {table}")
                 cur.execute(f"DROP FUNCTION {name}()")
 
 
@@ -92,4 +95,28 @@ async def test_a_waiter_cancelled_while_queued_leaves_the_others_paired(tmp_path
         assert [store.load(s.session_id).messages[0].text for s in states] == ["0", "1", "2"]
     finally:
         adapter.close()
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
+async def test_a_claim_the_database_rejects_fails_only_its_caller(
+    kind: str, tmp_path: Path
+) -> None:
+    store = make_store(kind, tmp_path)
+    adapter = AsyncStore(store)
+    sids = [sid() for _ in range(3)]
+    owner = f"host:1:{uuid.uuid4().hex[:6]}"
+    try:
+        with _poisoned(store, sids[1], "lw_locks"):
+            # started together: their claims share one batch
+            outcomes = await asyncio.gather(
+                *(adapter.lock_and_load(s, owner) for s in sids), return_exceptions=True
+            )
+        assert outcomes[0] is None and outcomes[2] is None  # locked, not stored yet
+        assert isinstance(outcomes[1], Exception) and "poisoned" in str(outcomes[1])
+        assert [store.lock_owner(s) for s in sids] == [owner, None, owner]
+    finally:
+        adapter.close()
+        for s in sids:
+            store.release_lock(s, owner)
         store.close()
