@@ -264,3 +264,37 @@ def test_a_source_that_cannot_be_pickled_is_a_usage_error() -> None:
 
     with pytest.raises(UserError, match="cannot be sent to Ray workers"):
         run_batch(factory, make_tasks(["a"]), io.StringIO(), engine=RayEngine())
+
+
+class _FlakyRay:
+    """``ray.init`` failing the way a cluster's client proxy does when it could not start
+    the per-client server, ``failures`` times, then succeeding."""
+
+    def __init__(self, failures: int, message: str) -> None:
+        self.failures = failures
+        self.message = message
+        self.calls: list[str | None] = []
+
+    def init(self, address: str | None = None, **options: object) -> None:
+        self.calls.append(address)
+        if len(self.calls) <= self.failures:
+            raise RuntimeError(self.message)
+
+
+def test_joining_through_ray_client_tries_again_when_the_proxy_could_not_start_a_server() -> None:
+    from loopwright.batch.ray_engine import CLIENT_SERVER_FAILED, JOIN_ATTEMPTS, _join_cluster
+
+    flaky = _FlakyRay(1, f"Initialization failure from server: {CLIENT_SERVER_FAILED}. See ...")
+    _join_cluster(flaky, "ray://127.0.0.1:10001", {}, pause=0.0)
+    assert flaky.calls == ["ray://127.0.0.1:10001"] * 2
+    hopeless = _FlakyRay(JOIN_ATTEMPTS, CLIENT_SERVER_FAILED)
+    with pytest.raises(RuntimeError, match=CLIENT_SERVER_FAILED):
+        _join_cluster(hopeless, "ray://127.0.0.1:10001", {}, pause=0.0)
+    assert len(hopeless.calls) == JOIN_ATTEMPTS
+    other = _FlakyRay(1, "some other failure")  # not the proxy's: raised at once
+    with pytest.raises(RuntimeError, match="some other failure"):
+        _join_cluster(other, "ray://127.0.0.1:10001", {}, pause=0.0)
+    local = _FlakyRay(1, CLIENT_SERVER_FAILED)  # not a Ray Client address
+    with pytest.raises(RuntimeError):
+        _join_cluster(local, "auto", {}, pause=0.0)
+    assert len(other.calls) == len(local.calls) == 1

@@ -26,11 +26,13 @@ engine starts, never on import of :mod:`loopwright` or :mod:`loopwright.batch`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loopwright.batch.engine import AgentSource, BatchConfig, WorkLost, build
 from loopwright.batch.tasks import BatchTask, TaskOutcome, execute
@@ -46,6 +48,32 @@ _KEEP_AGENTS = 4
 # One event loop per worker for all its chunks: a kept agent's model may hold clients
 # bound to the loop it first ran in (an HTTP connection pool).
 _LOOP: asyncio.AbstractEventLoop | None = None
+
+
+log = logging.getLogger("loopwright.batch")
+CLIENT_SERVER_FAILED = "Starting Ray client server failed"
+"""What ``ray.init("ray://...")`` raises when the cluster's client proxy could not start
+the per-client server; the proxy's fork of that server fails now and then, and a second
+attempt starts a fresh one."""
+JOIN_ATTEMPTS = 3
+
+
+def _join_cluster(
+    ray: Any, address: str | None, options: dict[str, Any], pause: float = 1.0
+) -> None:
+    """``ray.init(address, **options)``, trying a Ray Client address again (up to
+    ``JOIN_ATTEMPTS`` times, ``pause`` seconds apart, doubling) when the cluster's proxy
+    failed to start the client's server; any other failure is raised at once."""
+    for attempt in range(JOIN_ATTEMPTS):
+        try:
+            ray.init(address=address, **options)
+            return
+        except RuntimeError as exc:
+            retry = (address or "").startswith("ray://") and CLIENT_SERVER_FAILED in str(exc)
+            if not retry or attempt == JOIN_ATTEMPTS - 1:
+                raise
+            log.warning("Ray Client server did not start (%s); trying again", exc)
+            time.sleep(pause * 2**attempt)
 
 
 class AgentBuildError(Exception):
@@ -112,7 +140,7 @@ class RayEngine:
         if not ray.is_initialized():
             options = {"include_dashboard": False, "logging_level": "warning", **self._init}
             try:
-                ray.init(address=self._address(), **options)
+                _join_cluster(ray, self._address(), options)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = self.address or "a local cluster"
                 raise UserError(f"cannot start or join the Ray cluster at {where}: {exc}") from None
