@@ -98,6 +98,75 @@ def test_a_value_copying_the_request_does_not_cut_its_words(
     assert _guard(question)(HEAD + so_far, piece) is refused
 
 
+def _shop_guard(question: str, *results: str):
+    """A guard whose prompt describes a database with ``products(id, name, price)``."""
+    spec = ToolSpec(
+        "sql_query",
+        "Query the database tables products(id, name, price) with one SELECT.",
+        {"type": "object", "properties": {"query": {"type": "string"}}},
+    )
+    history = [Message.user(question)] + [
+        Message.tool_results([ToolResultPart(f"c{i}", "t", r)]) for i, r in enumerate(results)
+    ]
+    return argument_guard(lp.render_prefix([spec], None), history)
+
+
+SQL_HEAD = ' {"tool": "sql_query", "arguments": {"query": " '
+
+
+@pytest.mark.parametrize(
+    ("question", "so_far", "piece", "refused"),
+    [
+        # a column the description lists, the request's word, the examples' keywords
+        ("What does the desk cost?", "SELECT price FROM products WHERE", " name", False),
+        ("What does the desk cost?", "SELECT price FROM products WHERE name = '", "desk", False),
+        ("What does the desk cost?", "SELECT", " price", False),
+        # an invented column: ``product_id`` is no word of the prompt or the request ...
+        ("What does the desk cost?", "SELECT price FROM products WHERE product", "_id", True),
+        # ... nor, while written, the start of one; an invented value neither (a word
+        # of the worked examples is known: "lamp")
+        ("What does the desk cost?", "SELECT price FROM products WHERE name = '", "lamp", False),
+        ("What does the desk cost?", "SELECT price FROM products WHERE name = '", "sofa", True),
+        ("What does the desk cost?", "SELECT price FROM products WHERE name = 'desk", "s'", True),
+        # a word ending with the value must be whole: "pri" of "price" may not end it
+        ("What does the desk cost?", "SELECT pri", '"', True),
+        # a word in capitals is the notation's keyword (no text shows ``WHERE``)
+        ("What does the desk cost?", "SELECT price FROM products", " WHERE", False),
+        ("What does the desk cost?", "SELECT price FROM products", " wherever", True),
+        # the request's word is known; numbers are left to the number rule
+        ("And the sofa?", "SELECT price FROM products WHERE name = '", "sofa", False),
+        ("And the sofa?", "SELECT * FROM products WHERE id = ", "12", False),
+    ],
+)
+def test_string_arguments_use_known_words_only(
+    question: str, so_far: str, piece: str, refused: bool
+) -> None:
+    assert _shop_guard(question)(SQL_HEAD + so_far, piece) is refused
+
+
+def test_words_of_the_whole_description_and_the_parameters_are_known() -> None:
+    spec = ToolSpec(
+        "get_weather",
+        "Weather of a city. The city is written as 'Berkeley, CA'.",
+        {
+            "type": "object",
+            "properties": {"unit": {"type": "string", "description": "celsius or kelvin"}},
+        },
+    )
+    prefix = lp.render_prefix([spec], None)
+    assert "kelvin" not in prefix and "Berkeley" not in prefix  # the prompt shows less
+    guard = argument_guard(prefix, [Message.user("Weather in Oslo?")], [spec])
+    head = ' {"tool": "get_weather", "arguments": {"unit": " '
+    assert not guard(head, "kelvin")
+    assert guard(head, "rankine")
+    assert argument_guard(prefix, [Message.user("Weather in Oslo?")])(head, "kelvin")
+
+
+def test_a_result_word_may_be_written() -> None:
+    guard = _shop_guard("And its price?", '{"rows": [["sofa"]]}')
+    assert not guard(SQL_HEAD + "SELECT price FROM products WHERE name = '", "sofa")
+
+
 # ------------------------------------------------------------------ grounding
 
 

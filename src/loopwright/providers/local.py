@@ -641,7 +641,7 @@ class LocalModel:
             answer_gbnf=answer,
             answer_guide=guide,
             ground=given,
-            guard=lar.argument_guard(prefix, request.messages) if mode != "answer" else None,
+            guard=lar.argument_guard(prefix, request.messages, tools) if mode != "answer" else None,
             decided=(
                 self._decided(tools, given.request)
                 if given is not None

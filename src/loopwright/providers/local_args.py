@@ -25,13 +25,21 @@ conversation):
   turn into other text, in the middle of one of the request's words (``"f"`` of
   "fahrenheit", ``netwlan`` of "netsh wlan");
 * **inventing long numbers**: a run of more than :data:`MAX_FREE_DIGITS` digits must
-  be (the start of) a number the request or a tool result contains.
+  be (the start of) a number the request or a tool result contains;
+* **inventing words**: each word of a string argument (letters, digits and ``_``; words
+  of digits only are left to the number rule, words in capitals are keywords such as
+  ``WHERE``) must be a word of the prompt (the
+  system text, the tools' descriptions and worked examples) or of the request and the
+  results since it, matched without case. A word being written must be the start of
+  one. ``sql_query`` cannot query a ``product_id`` column no text shows, a file name
+  is spelled from the request, not made up.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +53,8 @@ MIN_COPY_CHARS = 2
 _CALL_LINE = re.compile(r'^Assistant: (\{"tool": .*\})$', re.MULTILINE)
 _DIGITS = re.compile(r"\d+$")
 _NUMBER = re.compile(r"\d+")
+_WORD = re.compile(r"[a-z0-9_]+", re.IGNORECASE)
+_TAIL_WORD = re.compile(r"[a-z0-9_]+$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +65,7 @@ class ArgumentGuard:
     examples: tuple[str, ...]  # example values the request does not hold, lower-cased
     context: str  # the request and the results since it, lower-cased
     numbers: tuple[str, ...]  # digit runs of the request and the results
+    words: tuple[str, ...] = ()  # the words a string argument may use, sorted
 
     def __call__(self, text: str, piece: str) -> bool:
         inside, value = _open_string(text)
@@ -63,6 +74,9 @@ class ArgumentGuard:
             grown = value + head
             so_far, longer = value.lstrip(" ").lower(), grown.lstrip(" ").lower()
             if self._leaves_for_example(so_far, longer):
+                return True
+            raw = (value.lstrip(" "), grown.lstrip(" "))
+            if self.words and self._invents_word(*raw, closes='"' in piece):
                 return True
             if '"' in piece and self._cut_word(longer):
                 return True
@@ -74,6 +88,25 @@ class ArgumentGuard:
         if run is None or len(run.group(0)) <= MAX_FREE_DIGITS or not piece[-1:].isdigit():
             return False
         return not any(n.startswith(run.group(0)) for n in self.numbers)
+
+    def _invents_word(self, value: str, grown: str, closes: bool) -> bool:
+        """A word the candidate touches (the one it goes on with and those it adds) is
+        not a known word, or, while still being written, not the start of one. A word
+        in capitals is free: it is a keyword of the notation the value is written in
+        (SQL's ``WHERE``) or an abbreviation, not a name the model makes up."""
+        tail = _TAIL_WORD.search(value)
+        start = tail.start() if tail is not None else len(value)
+        for match in _WORD.finditer(grown, start):
+            word = match.group(0).lower()
+            if word.isdigit() or match.group(0).isupper():
+                continue
+            at = bisect_left(self.words, word)
+            if match.end() == len(grown) and not closes:
+                if not (at < len(self.words) and self.words[at].startswith(word)):
+                    return True
+            elif not (at < len(self.words) and self.words[at] == word):
+                return True
+        return False
 
     def _cut_word(self, value: str) -> bool:
         """``value`` copies the request but stops inside a word there: every place the
@@ -98,14 +131,32 @@ class ArgumentGuard:
         return any(example.startswith(grown) for example in self.examples)
 
 
-def argument_guard(prefix: str, messages: Sequence[Message]) -> ArgumentGuard:
+def argument_guard(
+    prefix: str, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
+) -> ArgumentGuard:
     """The guard for a call turn: ``prefix`` is the rendered prompt before the
-    conversation (its worked examples), ``messages`` the conversation."""
+    conversation (its worked examples), ``messages`` the conversation, ``tools`` the
+    callable tools (their whole descriptions and parameter schemas, of which the
+    prompt shows only a part, give words too)."""
     context = _context(messages).lower()
     shown = {v.strip().lower() for v in _example_values(prefix)}
     examples = tuple(sorted(v for v in shown if len(v) >= MIN_COPY_CHARS and v not in context))
     numbers = tuple(dict.fromkeys(_NUMBER.findall(context)))
-    return ArgumentGuard(examples, context, numbers)
+    described = " ".join(f"{t.description} {json.dumps(t.parameters)}" for t in tools)
+    words = known_words(prefix.lower(), described.lower(), context)
+    return ArgumentGuard(examples, context, numbers, words)
+
+
+def known_words(*texts: str) -> tuple[str, ...]:
+    """The words of ``texts`` (already lower-cased), sorted: each word of letters,
+    digits and ``_``, and each ``_``-separated part of one (``product`` of
+    ``product_name``)."""
+    found: set[str] = set()
+    for text in texts:
+        for word in _WORD.findall(text):
+            found.add(word)
+            found.update(p for p in word.split("_") if p)
+    return tuple(sorted(found))
 
 
 def _context(messages: Sequence[Message]) -> str:
