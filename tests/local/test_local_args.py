@@ -133,6 +133,8 @@ SQL_HEAD = ' {"tool": "sql_query", "arguments": {"query": " '
         # a word in capitals is the notation's keyword (no text shows ``WHERE``)
         ("What does the desk cost?", "SELECT price FROM products", " WHERE", False),
         ("What does the desk cost?", "SELECT price FROM products", " wherever", True),
+        # ... but a name in capitals is a name: no text shows ``PRODUCT_ID``
+        ("What does the desk cost?", "SELECT price FROM products WHERE", " PRODUCT_ID", True),
         # the request's word is known; numbers are left to the number rule
         ("And the sofa?", "SELECT price FROM products WHERE name = '", "sofa", False),
         ("And the sofa?", "SELECT * FROM products WHERE id = ", "12", False),

@@ -27,8 +27,8 @@ conversation):
 * **inventing long numbers**: a run of more than :data:`MAX_FREE_DIGITS` digits must
   be (the start of) a number the request or a tool result contains;
 * **inventing words**: each word of a string argument (letters, digits and ``_``; words
-  of digits only are left to the number rule, words in capitals are keywords such as
-  ``WHERE``) must be a word of the prompt (the
+  of digits only are left to the number rule, words of capital letters only are
+  keywords such as ``WHERE``) must be a word of the prompt (the
   system text, the tools' descriptions and worked examples) or of the request and the
   results since it, matched without case. A word being written must be the start of
   one. ``sql_query`` cannot query a ``product_id`` column no text shows, a file name
@@ -93,12 +93,13 @@ class ArgumentGuard:
         """A word the candidate touches (the one it goes on with and those it adds) is
         not a known word, or, while still being written, not the start of one. A word
         in capitals is free: it is a keyword of the notation the value is written in
-        (SQL's ``WHERE``) or an abbreviation, not a name the model makes up."""
+        (SQL's ``WHERE``) or an abbreviation, not a name the model makes up; a name
+        in capitals (``ATM_ACCOUNT_PIN``) is not."""
         tail = _TAIL_WORD.search(value)
         start = tail.start() if tail is not None else len(value)
         for match in _WORD.finditer(grown, start):
             word = match.group(0).lower()
-            if word.isdigit() or match.group(0).isupper():
+            if word.isdigit() or (word.isalpha() and match.group(0).isupper()):
                 continue
             at = bisect_left(self.words, word)
             if match.end() == len(grown) and not closes:
