@@ -274,11 +274,15 @@ class _FlakyRay:
         self.failures = failures
         self.message = message
         self.calls: list[str | None] = []
+        self.shutdowns = 0
 
     def init(self, address: str | None = None, **options: object) -> None:
         self.calls.append(address)
         if len(self.calls) <= self.failures:
-            raise RuntimeError(self.message)
+            raise ConnectionAbortedError(self.message)  # what Ray Client raises
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
 
 
 def test_joining_through_ray_client_tries_again_when_the_proxy_could_not_start_a_server() -> None:
@@ -286,15 +290,15 @@ def test_joining_through_ray_client_tries_again_when_the_proxy_could_not_start_a
 
     flaky = _FlakyRay(1, f"Initialization failure from server: {CLIENT_SERVER_FAILED}. See ...")
     _join_cluster(flaky, "ray://127.0.0.1:10001", {}, pause=0.0)
-    assert flaky.calls == ["ray://127.0.0.1:10001"] * 2
+    assert flaky.calls == ["ray://127.0.0.1:10001"] * 2 and flaky.shutdowns == 1
     hopeless = _FlakyRay(JOIN_ATTEMPTS, CLIENT_SERVER_FAILED)
-    with pytest.raises(RuntimeError, match=CLIENT_SERVER_FAILED):
+    with pytest.raises(ConnectionError, match=CLIENT_SERVER_FAILED):
         _join_cluster(hopeless, "ray://127.0.0.1:10001", {}, pause=0.0)
     assert len(hopeless.calls) == JOIN_ATTEMPTS
     other = _FlakyRay(1, "some other failure")  # not the proxy's: raised at once
-    with pytest.raises(RuntimeError, match="some other failure"):
+    with pytest.raises(ConnectionError, match="some other failure"):
         _join_cluster(other, "ray://127.0.0.1:10001", {}, pause=0.0)
     local = _FlakyRay(1, CLIENT_SERVER_FAILED)  # not a Ray Client address
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ConnectionError):
         _join_cluster(local, "auto", {}, pause=0.0)
     assert len(other.calls) == len(local.calls) == 1

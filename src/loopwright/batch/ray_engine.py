@@ -53,8 +53,9 @@ _LOOP: asyncio.AbstractEventLoop | None = None
 log = logging.getLogger("loopwright.batch")
 CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 """What ``ray.init("ray://...")`` raises when the cluster's client proxy could not start
-the per-client server; the proxy's fork of that server fails now and then, and a second
-attempt starts a fresh one."""
+the per-client server (as ``ConnectionAbortedError``); the proxy's fork of that server
+fails when it comes while the proxy's own threads are busy, seconds after the cluster
+started, and a later attempt starts a fresh one."""
 JOIN_ATTEMPTS = 3
 
 
@@ -68,11 +69,12 @@ def _join_cluster(
         try:
             ray.init(address=address, **options)
             return
-        except RuntimeError as exc:
+        except (ConnectionError, RuntimeError) as exc:  # Ray Client: ConnectionAbortedError
             retry = (address or "").startswith("ray://") and CLIENT_SERVER_FAILED in str(exc)
             if not retry or attempt == JOIN_ATTEMPTS - 1:
                 raise
             log.warning("Ray Client server did not start (%s); trying again", exc)
+            ray.shutdown()  # drop the half-made client connection before the next try
             time.sleep(pause * 2**attempt)
 
 
