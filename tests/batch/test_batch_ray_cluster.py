@@ -40,7 +40,13 @@ def cluster() -> Iterator[int]:
         f"--ray-client-server-port={client}", "--num-cpus=2", "--include-dashboard=false",
         "--disable-usage-stats",
     ]  # fmt: skip
-    head = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Ray's client proxy forks a server per client from a process busy with gRPC threads;
+    # with gRPC's fork handlers on, that child died at once now and then ("Other threads
+    # are currently calling into gRPC, skipping fork() handlers"): the proxy only execs it
+    env = {**os.environ, "GRPC_ENABLE_FORK_SUPPORT": "0"}
+    head = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         deadline = time.monotonic() + 120
         while True:  # ready once the Ray Client server accepts connections
