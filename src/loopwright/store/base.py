@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
@@ -179,6 +179,21 @@ def save_rounds(writes: Sequence[Write]) -> list[list[int]]:
         rounds[k].append(i)
         seen[k].add(sid)
     return rounds
+
+
+def save_one(
+    write: Callable[[Sequence[Write]], list[WriteOutcome]],
+    state: RunState,
+    rewrite_from: int | None,
+    encoded: Encoded | None,
+) -> CheckpointRef:
+    """``save`` for a store whose batch ``write`` is its one code path: a batch of one,
+    its failure raised."""
+    (outcome,) = write((Write(state, rewrite_from, encoded=encoded),))
+    if isinstance(outcome, Exception):
+        raise outcome
+    assert outcome is not None
+    return outcome
 
 
 def write_each(store: CheckpointStore, writes: Sequence[Write]) -> list[WriteOutcome]:

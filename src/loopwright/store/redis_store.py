@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store.base import DEFAULT_LOCK_TTL, save_rounds
+from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -111,11 +111,7 @@ class RedisStore:
     def save(
         self, state: RunState, *, rewrite_from: int | None = None, encoded: Encoded | None = None
     ) -> CheckpointRef:
-        (outcome,) = self.write((Write(state, rewrite_from, encoded=encoded),))
-        if isinstance(outcome, Exception):
-            raise outcome
-        assert outcome is not None
-        return outcome
+        return save_one(self.write, state, rewrite_from, encoded)
 
     def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
         """Every write in one ``MULTI``/``EXEC``, guarded by ``WATCH`` on what it depends

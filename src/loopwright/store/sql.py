@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store.base import DEFAULT_LOCK_TTL, save_rounds
+from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -132,11 +132,7 @@ class SqlStore:
     def save(
         self, state: RunState, *, rewrite_from: int | None = None, encoded: Encoded | None = None
     ) -> CheckpointRef:
-        (outcome,) = self.write((Write(state, rewrite_from, encoded=encoded),))
-        if isinstance(outcome, Exception):
-            raise outcome
-        assert outcome is not None
-        return outcome
+        return save_one(self.write, state, rewrite_from, encoded)
 
     def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
         """Every write in ONE transaction, each statement once for all of them
