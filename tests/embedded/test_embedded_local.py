@@ -293,3 +293,35 @@ async def test_known_head_is_read_as_prompt_with_the_same_output() -> None:
             replies.append(((made.name, dict(made.arguments)), answer.message.text))
         assert replies[0] == replies[1]
         assert steps[0] <= steps[1] - 2, steps
+
+
+def test_a_veto_is_kept_when_the_allowed_tokens_it_accepts_rank_low() -> None:
+    # The sampler checks the veto on its shortlist, then scans the whole vocabulary.
+    # The scan used to give up after 16 refused winners and take the best token the
+    # grammar allowed, refused or not: a word guard then let invented SQL columns
+    # (``product_id``) through whenever the word it allowed ranked below the model's
+    # 64 best tokens. Here the veto accepts only digits, which no answer to the prompt
+    # starts with (the first one ranks about 600th): every token the model ranks high
+    # is refused.
+    from llama_cpp import LlamaGrammar
+
+    from loopwright.providers import local_sampler as ls
+
+    model = LocalModel()
+    model.load()
+    llm = model._loaded.llm  # type: ignore[union-attr]
+    prompt = llm.tokenize(
+        b"Q: Name three colours.\nA: Red, green and blue.\nQ: Name a fruit.\nA:", add_bos=True
+    )
+    grammar = LlamaGrammar.from_string('root ::= [ -~]{3,6} "\\n"', verbose=False)
+
+    def veto(text: str, piece: str) -> bool:
+        return not piece.strip().isdigit()
+
+    sampler = ls.GreedyGrammarSampler(llm, grammar, veto=veto)
+    options = {"max_tokens": 3, "temperature": 0.0}
+    for _ in ls.greedy_grammar_stream(llm, sampler, prompt, options):
+        pass
+    text = llm.detokenize(sampler._generated).decode("utf-8", "ignore")
+    assert text.strip().isdigit(), text
+    assert sampler.full_scans > 0
