@@ -11,7 +11,7 @@ directory, sql_query on a fixture database, two-step add/multiply/divide), run e
   (the number, the weather field asked about, the fact from the file or the row);
 * **contradicts nothing**: every number in the answer appears in a tool result or in the
   question; a number written right after a field's name is that field's value ("the
-  humidity is 14" when humidity_pct is 35 fails); no other weather condition (and
+  humidity is 14" when humidity_pct is 35 fails; so does "14% humidity"); no other weather condition (and
   no "Yes" to the one a question asks about: "Is it raining?" -> "Yes, it is raining"
   when the result says sunny), no "real forecast" for demo data, no Fahrenheit; no
   repeated clause.
@@ -213,6 +213,11 @@ def _contradictions(answer: str, case: Case, result: RunResult) -> list[str]:
     found = [f"number {n}" for n in _NUMBER.findall(answer) if _canon(n) not in known]
     for word, value in case.fields.items():
         for m in re.finditer(rf"\b{word}\w*\b(?:\W+[a-z]+){{0,5}}?\W+(-?\d+(?:\.\d+)?)", text):
+            if _canon(m.group(1)) != value:
+                found.append(f"{word} is {m.group(1)}")
+        # The field named right after a number and at most one unit word: "62 pct
+        # wind speed" says the wind is 62.
+        for m in re.finditer(rf"(-?\d+(?:\.\d+)?)\s*(?:%|[a-z]+)?\s+{word}", text):
             if _canon(m.group(1)) != value:
                 found.append(f"{word} is {m.group(1)}")
         if value != case.fields["temperature"] and re.search(

@@ -240,3 +240,23 @@ def test_an_equation_states_the_latest_result() -> None:
     assert guide(' {"answer": "It is ', "1") is None  # not after an equals sign
     weather = la.answer_guide(la.grounding(_history("q", WEATHER)), "q")
     assert weather is not None and weather(' {"answer": "x = ', "1") is None  # several
+
+
+def test_no_yes_to_a_question_word_no_result_states() -> None:
+    """'Is it raining in Lima?' (the result says sunny) was answered 'Yes, it is
+    raining'. The answer's first word may not be "Yes" while the question has a word
+    no result states; elsewhere, and when every word is stated, "Yes" is free."""
+    lima = WEATHER.replace("Mumbai", "Lima").replace("demo data", "sunny, demo data")
+    veto = la.answer_veto(la.grounding(_history("Is it raining in Lima?", lima)))
+    assert veto.unstated == ("raining",)
+    head = ' {"answer": "'
+    assert veto(head, "Yes")
+    assert veto(head[:-1], ' "Yes')
+    assert veto(head + "Y", "es,")
+    assert not veto(head, "It")
+    assert not veto(head, "Yesterday")
+    assert not veto(head + "It is sunny, ", "yes")
+    stated = la.answer_veto(la.grounding(_history("Is it sunny in Lima?", lima)))
+    assert stated.unstated == () and not stated(head, "Yes")
+    # The equation stop still applies.
+    assert veto(head + "3 + 5 = 8", " 8")

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 
 MIN_LABEL_CHARS = 3
+# Two words share a stem when their first letters agree this far ("raining", "rain").
+MIN_STEM = 4
 
 # A word; a dot inside it stays ("example.internal" is one name, "Oslo." is "Oslo").
 _LABEL = re.compile(r"[^\W\d_](?:[\w'-]|\.(?=\w))*")
@@ -118,4 +120,25 @@ def result_labels(contents: Iterable[str], question: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w.lower() not in asked))
 
 
-__all__ = ["STOPWORDS", "label_words", "result_labels", "result_texts"]
+def unstated_words(question: str, contents: Iterable[str]) -> list[str]:
+    """The words of the question (:func:`label_words`, lower-cased, once each) that no
+    result states, as written or sharing a stem ("raining" is stated by "rain", not by
+    "sunny"): what a "Yes" to the question would claim without support."""
+    known = {w.lower() for c in contents for w in label_words(c)}
+    asked = dict.fromkeys(w.lower() for w in label_words(question))
+    return [w for w in asked if not any(_same_stem(w, k) for k in known)]
+
+
+def _same_stem(a: str, b: str) -> bool:
+    need = min(len(a), len(b), MIN_STEM)
+    return a[:need] == b[:need]
+
+
+__all__ = [
+    "MIN_STEM",
+    "STOPWORDS",
+    "label_words",
+    "result_labels",
+    "result_texts",
+    "unstated_words",
+]

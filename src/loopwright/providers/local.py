@@ -294,6 +294,7 @@ class _Plan:
     choices: tuple[ToolSpec, ...] = ()  # the tools ``schema`` offers
     answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
     answer_guide: la.AnswerGuide | None = None
+    answer_veto: la.AnswerVeto | None = None
     ground: lar.Grounding | None = None  # what the arguments are grounded in
     structured: bool = False  # the answer is JSON under the request's output schema
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
@@ -593,7 +594,7 @@ class LocalModel:
         for a grounded answer, the step's tool for a plan line (see ``local_args``,
         ``local_answer``, ``local_plan.StepToolGuard``)."""
         if answering:
-            return la.runs_past_equation
+            return plan.answer_veto or la.runs_past_equation
         if plan.plan_grammar is not None:
             request = plan.ground.request if plan.ground is not None else ""
             return lpl.step_tool_guard(plan.choices, request)
@@ -625,11 +626,12 @@ class LocalModel:
             )
         body, trimmed = lh.fit_history(llm, request.messages, budget - len(prefix_tokens))
         tokens = prefix_tokens + lh.tokenize(llm, body + lp.cue(), bos=False)
-        answer, guide = None, None
+        answer, guide, veto = None, None, None
         if self._config.grounded_answers and mode != "tools":
             ground = la.grounding(request.messages)
             answer = la.answer_grammar(ground)
             guide = la.answer_guide(ground, lh.last_user_text(request.messages))
+            veto = la.answer_veto(ground)
         plan = _Plan(
             tokens,
             schema,
@@ -640,6 +642,7 @@ class LocalModel:
             choices=tuple(tools),
             answer_gbnf=answer,
             answer_guide=guide,
+            answer_veto=veto,
             ground=given,
             guard=lar.argument_guard(prefix, request.messages, tools) if mode != "answer" else None,
             decided=(

@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from loopwright.core.grounding import result_labels
+from loopwright.core.grounding import result_labels, unstated_words
 from loopwright.core.messages import Message
 from loopwright.core.untrusted import unwrap_untrusted
 
@@ -79,6 +79,7 @@ class Grounding:
     formulas: tuple[str, ...] = ()  # formula-like string arguments of the calls made
     units: tuple[tuple[str, str], ...] = ()  # a key's leading word -> its last word
     records: tuple[Record, ...] = ()  # the latest results' objects / table rows
+    unstated: tuple[str, ...] = ()  # words of the question no result states
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -107,6 +108,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     words: list[str] | None = None  # the most recent results' texts
     formulas: list[str] = []
     units: list[tuple[str, str]] = []
+    every: list[str] = []  # every result's text
     asked = ""
     for message in reversed(messages):
         if message.role == "user":
@@ -123,6 +125,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
                 fields[:0] = _fields(content)
                 units += _units(content)
                 texts.append(content)
+        every += texts
         results[:0] = found
         if latest is None and found:
             latest = found
@@ -142,6 +145,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         _unique(formulas),
         tuple(dict.fromkeys(units)),
         tuple(records or ())[:MAX_RECORDS],
+        tuple(unstated_words(asked, every)) if every else (),
     )
 
 
@@ -401,6 +405,42 @@ def runs_past_equation(text: str, piece: str) -> bool:
     return not (head.isdigit() or head in (".", "!", '"', "°") or piece == "")
 
 
+_YES_FIRST = re.compile(r"\W*yes(?![a-z])", re.IGNORECASE)
+_ANSWER_KEY = '"answer":'
+MAX_FIRST_WORD = 6
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerVeto:
+    """The answer sampler's veto: :func:`runs_past_equation`, and no "Yes" as the
+    answer's first word while the question has words no result states
+    (``Grounding.unstated``). A small model answers "Is it raining in Lima?" with "Yes,
+    it is raining" whatever the result says (sunny); without the "Yes" it states the
+    result ("It is sunny in Lima"). The same rule checks a finished answer
+    (``strategies.embedded.grounded``); here it steers the decoding before the model
+    commits."""
+
+    unstated: tuple[str, ...] = ()
+
+    def __call__(self, text: str, piece: str) -> bool:
+        if runs_past_equation(text, piece):
+            return True
+        if not self.unstated:
+            return False
+        at = text.rfind(_ANSWER_KEY)
+        if at == -1:
+            return False
+        written = text[at + len(_ANSWER_KEY) :].lstrip(' "')
+        if len(written) > MAX_FIRST_WORD:
+            return False
+        return _YES_FIRST.match((written + piece).lstrip(' "')) is not None
+
+
+def answer_veto(ground: Grounding) -> AnswerVeto:
+    """The veto of an answer turn grounded in ``ground``."""
+    return AnswerVeto(ground.unstated)
+
+
 def _alternatives(values: Sequence[str]) -> str:
     # Longest first: the grammar is a set, but a readable rule helps debugging.
     return " | ".join(json.dumps(v) for v in sorted(values, key=len, reverse=True))
@@ -465,6 +505,8 @@ def _first_sentence(ground: Grounding) -> list[str]:
 
 __all__ = [
     "AnswerGuide",
+    "AnswerVeto",
+    "answer_veto",
     "Record",
     "FieldBinder",
     "FormulaQuoter",

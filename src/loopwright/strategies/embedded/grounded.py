@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
-from loopwright.core.grounding import label_words, result_labels
+from loopwright.core.grounding import label_words, result_labels, unstated_words
 from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
@@ -131,7 +131,6 @@ def grounded_head(answer: str, turn: Turn) -> str | None:
 
 
 _YES = re.compile(r"\W*yes\b", re.IGNORECASE)
-MIN_STEM = 4
 
 
 def _unsupported_yes(answer: str, question: str, results: Sequence[ToolResultPart]) -> str | None:
@@ -142,17 +141,10 @@ def _unsupported_yes(answer: str, question: str, results: Sequence[ToolResultPar
         return None
     first = _SENTENCE_END.split(answer, maxsplit=1)[0]
     said = {w.lower() for w in label_words(first)}
-    known = {w.lower() for r in results for w in label_words(r.content)}
-    for word in label_words(question):
-        word = word.lower()
-        if word in said and not any(_same_stem(word, k) for k in known):
+    for word in unstated_words(question, (r.content for r in results)):
+        if word in said:
             return word
     return None
-
-
-def _same_stem(a: str, b: str) -> bool:
-    need = min(len(a), len(b), MIN_STEM)
-    return a[:need] == b[:need]
 
 
 def _contradiction(answer: str, results: Sequence[ToolResultPart]) -> str | None:
