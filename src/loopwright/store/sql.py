@@ -103,6 +103,8 @@ class SqlStore:
     blocking = True
     _placeholder = "?"
     _for_update = ""
+    """Row locking of a ``SELECT`` (``{}``: the table or alias locked); SQLite locks the
+    whole database for the transaction instead."""
 
     # -- subclass seams ---------------------------------------------------------
     def _tx(self) -> AbstractContextManager[Cursor]:
@@ -111,6 +113,12 @@ class SqlStore:
 
     def _read(self) -> AbstractContextManager[Cursor]:
         """A cursor for reads (a consistent snapshot where the database offers one)."""
+        return self._tx()
+
+    def _batch(self) -> AbstractContextManager[Cursor]:
+        """The transaction of a group-commit batch (``write``, ``claim``), whose code
+        reads rows only where it needs them (``fetchall``) and never ``rowcount``: a
+        database may send the statements between two reads without waiting for each."""
         return self._tx()
 
     def _q(self, sql: str) -> str:
@@ -142,7 +150,7 @@ class SqlStore:
         fails the batch (raised: nothing of it is stored)."""
         outcomes: list[WriteOutcome] = [None] * len(writes)
         now = time.time()
-        with self._tx() as cur:
+        with self._batch() as cur:
             for batch in save_rounds(writes):
                 self._save_many(cur, [(i, writes[i]) for i in batch], outcomes, now)
             intents = [
@@ -155,7 +163,8 @@ class SqlStore:
             latest = {(x.session_id, x.call_id): x for x in intents}
             self._insert(
                 cur,
-                "lw_intents (session_id, call_id, created_at, data)",
+                "lw_intents",
+                ("session_id", "call_id", "created_at", "data"),
                 [
                     (x.session_id, x.call_id, x.created_at, encode_intent(x))
                     for x in latest.values()
@@ -163,13 +172,11 @@ class SqlStore:
                 "ON CONFLICT (session_id, call_id) DO UPDATE SET data = excluded.data",
             )
             releases = [w.release for w in writes if w.release is not None]
-            for chunk in _chunks(releases, 2):
-                where = " OR ".join(["(session_id = ? AND owner = ?)"] * len(chunk))
-                cur.execute(
-                    self._q(f"DELETE FROM lw_locks WHERE {where}"), [x for r in chunk for x in r]
-                )
+            for where, params in self._matching(("session_id", "owner"), releases):
+                cur.execute(self._q(f"DELETE FROM lw_locks WHERE {where}"), params)
         return outcomes
 
+    # -- statements over many rows (PostgreSQL overrides these three) ------------
     def _select_in(self, cur: Cursor, sql: str, ids: Sequence[str]) -> list[Any]:
         """The rows of ``sql`` (its ``IN ({})`` filled with ``ids``), chunked under the
         parameter limit; chunks run in the order of ``ids`` (a sorted list keeps one
@@ -181,20 +188,37 @@ class SqlStore:
         return rows
 
     def _insert(
-        self, cur: Cursor, into: str, rows: Sequence[tuple[Any, ...]], tail: str = ""
+        self,
+        cur: Cursor,
+        table: str,
+        columns: tuple[str, ...],
+        rows: Sequence[tuple[Any, ...]],
+        tail: str = "",
     ) -> None:
-        """``INSERT INTO {into} VALUES (...), (...) {tail}``: one statement for many rows
-        (chunked under the databases' limits on parameters per statement)."""
+        """``INSERT INTO table (columns) VALUES (...), (...) {tail}``: one statement for
+        many rows (chunked under the databases' limits on parameters per statement)."""
         if not rows:
             return
-        width = len(rows[0])
-        one = "(" + ", ".join("?" * width) + ")"
-        for chunk in _chunks(rows, width):
+        one = "(" + ", ".join("?" * len(columns)) + ")"
+        into = f"{table} ({', '.join(columns)})"
+        for chunk in _chunks(rows, len(columns)):
             values = ", ".join([one] * len(chunk))
             cur.execute(
                 self._q(f"INSERT INTO {into} VALUES {values} {tail}"),
                 [x for row in chunk for x in row],
             )
+
+    def _matching(
+        self, columns: tuple[str, str], pairs: Sequence[tuple[Any, Any]]
+    ) -> list[tuple[str, list[Any]]]:
+        """``WHERE`` conditions (with their parameters) matching rows whose two
+        ``columns`` equal one of ``pairs``: an ``OR`` chain per chunk (SQLite refuses a
+        chain deeper than 1,000 terms, "Expression tree is too large")."""
+        one = f"({columns[0]} = ? AND {columns[1]} = ?)"
+        return [
+            (" OR ".join([one] * len(chunk)), [x for pair in chunk for x in pair])
+            for chunk in _chunks(pairs, 2)
+        ]
 
     def _save_many(
         self,
@@ -205,13 +229,19 @@ class SqlStore:
     ) -> None:
         """Checkpoints of distinct sessions (``outcomes[i]`` gets each one's result)."""
         sids = sorted({w.state.session_id for _, w in saves if w.state is not None})
-        rows = self._select_in(  # sorted: concurrent batches lock session rows in one order
+        # one query for each session's row and its last stored message (what an
+        # appending save checks it continues); sorted: concurrent batches lock session
+        # rows in one order
+        rows = self._select_in(
             cur,
-            "SELECT session_id, message_count, last_checkpoint FROM lw_sessions "
-            "WHERE session_id IN ({}) ORDER BY session_id" + self._for_update,
+            "SELECT s.session_id, s.message_count, s.last_checkpoint, m.data "
+            "FROM lw_sessions s LEFT JOIN lw_messages m ON m.session_id = s.session_id "
+            "AND m.seq = s.message_count - 1 WHERE s.session_id IN ({}) "
+            "ORDER BY s.session_id" + self._for_update.format("s"),
             sids,
         )
         known = {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+        last_rows = {str(r[0]): r[3] for r in rows if r[3] is not None}
         plans: list[_SavePlan] = []
         for i, w in saves:
             state = w.state
@@ -235,7 +265,7 @@ class SqlStore:
                     encoded_state(state, w.encoded),
                 )
             )
-        plans = self._continuing(cur, plans, outcomes)
+        plans = self._continuing(cur, plans, outcomes, last_rows)
         for p in plans:
             if p.start < p.stored:  # a rewritten history: rare, one statement pair each
                 cur.execute(
@@ -257,19 +287,21 @@ class SqlStore:
             outcomes[p.index] = ref
 
     def _continuing(
-        self, cur: Cursor, plans: list[_SavePlan], outcomes: list[WriteOutcome]
+        self,
+        cur: Cursor,
+        plans: list[_SavePlan],
+        outcomes: list[WriteOutcome],
+        last_rows: dict[str, Any],
     ) -> list[_SavePlan]:
-        """The plans whose state continues the stored history (``check_continues``, one
-        query for all of them); the others get their ``HistoryConflict``."""
-        checked = [p for p in plans if p.start > 0]
-        if not checked:
+        """The plans whose state continues the stored history (``check_continues``); the
+        others get their ``HistoryConflict``. ``last_rows``: each session's last stored
+        message, which an appending save continues from; a rewrite continues from an
+        earlier one, read here (one query for all of them)."""
+        if not any(p.start > 0 for p in plans):
             return plans
-        rows: dict[str, Any] = {}
-        # chunked: besides the parameter limit, SQLite refuses an OR chain deeper than
-        # 1,000 terms ("Expression tree is too large"), i.e. a batch of 1,000 sessions
-        for chunk in _chunks(checked, 2):
-            where = " OR ".join(["(session_id = ? AND seq = ?)"] * len(chunk))
-            params = [x for p in chunk for x in (p.state.session_id, p.start - 1)]
+        rows = {p.state.session_id: last_rows.get(p.state.session_id) for p in plans}
+        earlier = [(p.state.session_id, p.start - 1) for p in plans if 0 < p.start < p.stored]
+        for where, params in self._matching(("session_id", "seq"), earlier):
             cur.execute(self._q(f"SELECT session_id, data FROM lw_messages WHERE {where}"), params)
             rows.update((str(r[0]), r[1]) for r in cur.fetchall())
         keep = []
@@ -296,11 +328,11 @@ class SqlStore:
             for p in plans
             for k in range(p.start, len(p.state.messages))
         ]
-        self._insert(cur, "lw_messages (session_id, seq, data)", rows)
+        self._insert(cur, "lw_messages", ("session_id", "seq", "data"), rows)
         self._insert(
             cur,
-            "lw_checkpoints (session_id, seq, turn, status, stop, message_count, header, "
-            "created_at)",
+            "lw_checkpoints",
+            _CHECKPOINT_COLUMNS,
             [
                 (
                     p.state.session_id,
@@ -317,8 +349,8 @@ class SqlStore:
         )
         self._insert(
             cur,
-            "lw_sessions (session_id, status, stop, turn, message_count, last_checkpoint, "
-            "updated_at, checkpoints, parent, created_at)",
+            "lw_sessions",
+            _SESSION_COLUMNS,
             [
                 (p.state.session_id, *_session_row(p, now), 1, p.state.parent, p.state.created_at)
                 for p in plans
@@ -447,7 +479,7 @@ class SqlStore:
         """Every claim in ONE transaction: the locks with a few statements for all of
         them, then one query for the latest checkpoints and one for their messages."""
         outcomes: list[ClaimOutcome] = [None] * len(claims)
-        with self._tx() as cur:
+        with self._batch() as cur:
             granted = self._lock_many(cur, claims, outcomes, time.time())
             stored = self._latest(cur, sorted({claims[i].session_id for i in granted}))
             failed: list[tuple[str, str]] = []
@@ -481,14 +513,15 @@ class SqlStore:
             )
         self._insert(
             cur,
-            "lw_locks (session_id, owner, expires_at)",
-            [(sid, "", 0) for sid in sids],
+            "lw_locks",
+            ("session_id", "owner", "expires_at"),
+            [(sid, "", 0.0) for sid in sids],
             "ON CONFLICT (session_id) DO NOTHING",
         )
         rows = self._select_in(
             cur,
             "SELECT session_id, owner, expires_at FROM lw_locks WHERE session_id IN ({}) "
-            "ORDER BY session_id" + self._for_update,
+            "ORDER BY session_id" + self._for_update.format("lw_locks"),
             sids,
         )
         holders = {str(r[0]): (str(r[1]), float(r[2])) for r in rows}
@@ -503,7 +536,8 @@ class SqlStore:
         taken = {claims[i].session_id: claims[i] for i in granted}  # one row per session
         self._insert(
             cur,
-            "lw_locks (session_id, owner, expires_at)",
+            "lw_locks",
+            ("session_id", "owner", "expires_at"),
             [(sid, c.owner, now + c.ttl) for sid, c in sorted(taken.items())],
             "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
             "expires_at = excluded.expires_at",
@@ -601,6 +635,28 @@ _PUT_INTENT = (
     "ON CONFLICT (session_id, call_id) DO UPDATE SET data = excluded.data"
 )
 _RELEASE_LOCK = "DELETE FROM lw_locks WHERE session_id = ? AND owner = ?"
+_CHECKPOINT_COLUMNS = (
+    "session_id",
+    "seq",
+    "turn",
+    "status",
+    "stop",
+    "message_count",
+    "header",
+    "created_at",
+)
+_SESSION_COLUMNS = (
+    "session_id",
+    "status",
+    "stop",
+    "turn",
+    "message_count",
+    "last_checkpoint",
+    "updated_at",
+    "checkpoints",
+    "parent",
+    "created_at",
+)
 
 
 @dataclass(frozen=True, slots=True)

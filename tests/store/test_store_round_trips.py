@@ -1,0 +1,107 @@
+"""What a group-commit batch costs on a database server: its round trips and statements
+do not grow with the number of runs in it, and a batch that fails part-way stores
+nothing (``store.postgres``: pipeline mode, one array per column)."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from store_testlib import make_store, sid
+
+from loopwright.core.messages import Message
+from loopwright.core.run import RunState
+from loopwright.store import SessionNotFound, Write
+from loopwright.store.state import Claim
+
+
+def _traced(store: object, action: Callable[[], object]) -> tuple[int, set[str]]:
+    """``action()``'s round trips on the calling thread's connection (the times the
+    client sent and then waited for the server: libpq's protocol trace) and the text
+    of the statements it parsed."""
+    from psycopg import pq
+
+    conn = store._conn()  # type: ignore[attr-defined]
+    with tempfile.TemporaryFile("w+") as trace:
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        try:
+            action()
+        finally:
+            conn.pgconn.untrace()
+        trace.seek(0)
+        lines = trace.read().splitlines()
+    sides = [line[0] for line in lines if line[:1] in ("F", "B")]
+    trips = sum(1 for a, b in itertools.pairwise(sides) if (a, b) == ("F", "B"))
+    parsed = {line.split('"')[3] for line in lines if line.startswith("F") and "\tParse" in line}
+    return trips, parsed
+
+
+@pytest.mark.services
+def test_a_postgres_batch_costs_the_same_round_trips_and_statements_at_any_size(
+    tmp_path: Path,
+) -> None:
+    store = make_store("postgres", tmp_path)
+    owner = f"host:1:{uuid.uuid4().hex[:6]}"
+    seen: dict[str, list[tuple[int, set[str]]]] = {"claim": [], "first": [], "next": []}
+    ids: list[str] = []
+    try:
+        for n in (3, 40):
+            sids = [sid() for _ in range(n)]
+            ids += sids
+            claims = [Claim(s, owner, 60.0) for s in sids]
+            seen["claim"].append(_traced(store, lambda c=claims: store.claim(c)))
+            states = [RunState(session_id=s, messages=[Message.user("go")]) for s in sids]
+            first = [Write(s) for s in states]
+            seen["first"].append(_traced(store, lambda w=first: store.write(w)))
+            for s in states:
+                s.messages.append(Message.assistant("ok"))
+            # appends (the continuity check) with intents' neighbours: lock releases
+            rest = [Write(s.snapshot(), release=(s.session_id, owner)) for s in states]
+            seen["next"].append(_traced(store, lambda w=rest: store.write(w)))
+        for kind, (small, large) in seen.items():
+            assert small == large, kind  # same round trips and statement texts
+        # BEGIN with the row-locking read, then the inserts with COMMIT
+        assert seen["first"][0][0] == 2 and seen["next"][0][0] == 2
+        assert seen["claim"][0][0] <= 3
+        assert all(len(store.load(s).messages) == 2 and not store.lock_owner(s) for s in ids)
+    finally:
+        for s in ids:
+            store.delete(s)
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
+def test_a_batch_that_fails_part_way_stores_nothing(kind: str, tmp_path: Path) -> None:
+    """An error after some of a batch's statements were sent (here raised between two
+    of them) rolls the whole batch back; the connection serves the next batch."""
+    store = make_store(kind, tmp_path)
+    first, second = RunState(session_id=sid()), RunState(session_id=sid())
+    first.messages.append(Message.user("go"))
+    second.messages.append(Message.user("go"))
+    calls = 0
+    original = store._insert_checkpoints  # type: ignore[attr-defined]
+
+    def failing(*args: object) -> None:
+        nonlocal calls
+        calls += 1
+        original(*args)
+        if calls == 1:
+            raise RuntimeError("failed between two statements")
+
+    store._insert_checkpoints = failing  # type: ignore[attr-defined]
+    try:
+        with pytest.raises(RuntimeError):
+            store.write([Write(first)])
+        with pytest.raises(SessionNotFound):  # its message rows were sent, not kept
+            store.load(first.session_id)
+        (ref,) = store.write([Write(second)])  # the same connection, usable
+        assert not isinstance(ref, Exception) and store.load(second.session_id).messages
+    finally:
+        for s in (first, second):
+            store.delete(s.session_id)
+        store.close()
