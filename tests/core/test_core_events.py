@@ -1,5 +1,5 @@
-"""Run events are frozen values whatever builds their ``__init__`` (core/events.py,
-``_slot_init``): assignment raises, parameters and defaults are the fields', and
+"""Run events are frozen values whatever builds their ``__init__`` (core/values.py,
+``slot_init``): assignment raises, parameters and defaults are the fields', and
 ``replace``, equality and hashing behave as for any frozen dataclass."""
 
 from __future__ import annotations
@@ -50,12 +50,3 @@ def test_a_run_event_built_with_keywords_and_defaults_is_an_immutable_value() ->
     assert changed == events.StateChanged(LoopState.THINK, LoopState.ACT, 1)
     assert hash(changed) == hash(events.StateChanged(LoopState.THINK, LoopState.ACT, 1))
     assert repr(changed).startswith("StateChanged(previous=")
-
-
-def test_slot_init_refuses_a_field_it_cannot_build() -> None:
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class WithFactory:
-        items: tuple[int, ...] = dataclasses.field(default_factory=tuple)
-
-    with pytest.raises(TypeError, match="plain fields only"):
-        events._slot_init(WithFactory)

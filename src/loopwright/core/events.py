@@ -15,14 +15,15 @@ All events are frozen, slotted dataclasses with a ``type`` tag for exhaustive ma
 and JSON export. The tag is a class attribute, not a field: a field costs every event
 one more slot write in ``__init__`` (a step builds nine events when someone observes the
 run; measured in ``benchmarks/loop.py``, "subscriber" and "stream"). The run events the
-loop builds per step get their ``__init__`` from :func:`_slot_init` (see there why).
+loop builds per step get their ``__init__`` from :func:`~loopwright.core.values.slot_init`
+(see there why).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
-from typing import ClassVar, Literal, TypeAlias, TypeVar
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal, TypeAlias
 
 from loopwright.core.errors import ProviderError
 from loopwright.core.messages import (
@@ -42,6 +43,7 @@ from loopwright.core.protocols import (
     ToolCallDelta,
 )
 from loopwright.core.run import LoopState, RunResult, RunStop
+from loopwright.core.values import slot_init
 
 __all__ = [
     "LimitReached",
@@ -68,43 +70,7 @@ __all__ = [
 # ---------------------------------------------------------------- run events
 
 
-_E = TypeVar("_E")
-
-
-def _slot_init(cls: type[_E]) -> type[_E]:
-    """Give the frozen, slotted event ``cls`` an ``__init__`` that writes each slot through
-    its member descriptor. The dataclass-generated frozen ``__init__`` writes each field
-    with ``object.__setattr__``, which re-checks the class hierarchy on every call; a
-    step builds nine run events (34 fields) when the run is observed, and that check was
-    most of what a subscriber or ``stream()`` added per step. Measured (CPython 3.11, a
-    3-field event, min of 7 x 1M): 983 ns generated, 501 ns through the descriptors (a
-    plain unfrozen dataclass: 278 ns); per step in ``benchmarks/loop.py``: see
-    ``benchmarks/notes/loop.md``. The instance is the same frozen value (assignment still
-    raises ``FrozenInstanceError``); parameters, defaults and annotations are those of
-    the fields, read from the dataclass, so the two cannot drift apart."""
-    env: dict[str, object] = {"__name__": cls.__module__}
-    params: list[str] = []
-    body: list[str] = []
-    for f in fields(cls):  # type: ignore[arg-type]
-        if f.default_factory is not MISSING or not f.init or f.kw_only:
-            raise TypeError(f"{cls.__name__}.{f.name}: _slot_init takes plain fields only")
-        env[f"_set_{f.name}"] = getattr(cls, f.name).__set__
-        if f.default is MISSING:
-            params.append(f.name)
-        else:
-            env[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-        body.append(f"    _set_{f.name}(self, {f.name})")
-    exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body), env)
-    init = env["__init__"]
-    generated = cls.__init__
-    init.__qualname__ = generated.__qualname__  # type: ignore[attr-defined]
-    init.__annotations__ = generated.__annotations__  # type: ignore[attr-defined]
-    cls.__init__ = init  # type: ignore[assignment]
-    return cls
-
-
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class RunStarted:
     """``input`` is the new user message, or ``None`` when a run resumes without one."""
@@ -114,7 +80,7 @@ class RunStarted:
     type: ClassVar[Literal["run_started"]] = "run_started"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class StateChanged:
     previous: LoopState
@@ -123,7 +89,7 @@ class StateChanged:
     type: ClassVar[Literal["state_changed"]] = "state_changed"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ModelCallStarted:
     turn: int
@@ -134,7 +100,7 @@ class ModelCallStarted:
     type: ClassVar[Literal["model_call_started"]] = "model_call_started"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ModelStreamed:
     """A model stream event forwarded by the loop (text/reasoning/tool-call deltas)."""
@@ -144,7 +110,7 @@ class ModelStreamed:
     type: ClassVar[Literal["model_streamed"]] = "model_streamed"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ModelCallFinished:
     turn: int
@@ -159,7 +125,7 @@ class ModelCallFinished:
     type: ClassVar[Literal["model_call_finished"]] = "model_call_finished"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ModelCallFailed:
     turn: int
@@ -169,7 +135,7 @@ class ModelCallFailed:
     type: ClassVar[Literal["model_call_failed"]] = "model_call_failed"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     turn: int
@@ -177,7 +143,7 @@ class ToolCallStarted:
     type: ClassVar[Literal["tool_call_started"]] = "tool_call_started"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ToolCallFinished:
     turn: int
@@ -189,7 +155,7 @@ class ToolCallFinished:
     type: ClassVar[Literal["tool_call_finished"]] = "tool_call_finished"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class MessageAppended:
     """A message joined the canonical history (user input, steering, results ...)."""
@@ -200,7 +166,7 @@ class MessageAppended:
     type: ClassVar[Literal["message_appended"]] = "message_appended"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class LimitReached:
     turn: int
@@ -224,7 +190,7 @@ class StrategyStep:
     type: ClassVar[Literal["strategy_step"]] = "strategy_step"
 
 
-@_slot_init
+@slot_init
 @dataclass(frozen=True, slots=True)
 class RunFinished:
     result: RunResult

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, assert_never
 
+from loopwright.core.values import slot_init
+
 JSONValue: TypeAlias = Any
 """Any value that ``json.dumps`` accepts without a custom encoder."""
 
@@ -42,6 +44,7 @@ class StopReason(enum.StrEnum):
     ABORTED = "aborted"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class TextPart:
     text: str
@@ -49,6 +52,7 @@ class TextPart:
     kind: Literal["text"] = "text"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ReasoningPart:
     """Model reasoning ("thinking"). ``provider_meta`` keeps signatures / opaque ids."""
@@ -58,6 +62,7 @@ class ReasoningPart:
     kind: Literal["reasoning"] = "reasoning"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
     """A model's request to run a tool.
@@ -74,6 +79,7 @@ class ToolCallPart:
     kind: Literal["tool_call"] = "tool_call"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class MediaPart:
     """An image a tool returned (``data`` base64-encoded, ``mime_type`` such as
@@ -84,6 +90,7 @@ class MediaPart:
     data: str
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ToolResultPart:
     """The outcome of one tool call, paired to it by ``call_id``.
@@ -106,6 +113,7 @@ class ToolResultPart:
 Part: TypeAlias = TextPart | ReasoningPart | ToolCallPart | ToolResultPart
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     input_tokens: int = 0
@@ -147,6 +155,7 @@ class Usage:
         )
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Message:
     role: Role
@@ -178,11 +187,11 @@ class Message:
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
-        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+        return tuple([p for p in self.parts if isinstance(p, ToolCallPart)])
 
     @property
     def tool_results_parts(self) -> tuple[ToolResultPart, ...]:
-        return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+        return tuple([p for p in self.parts if isinstance(p, ToolResultPart)])
 
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {

@@ -15,23 +15,27 @@ from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkabl
 from loopwright.core.errors import ProviderError
 from loopwright.core.messages import Message, StopReason, Usage
 from loopwright.core.tools import ToolSpec
+from loopwright.core.values import slot_init
 
 # ---------------------------------------------------------------- what a model yields
 # (re-exported by loopwright.core.events with the run events)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str
     type: ClassVar[Literal["text_delta"]] = "text_delta"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     text: str
     type: ClassVar[Literal["reasoning_delta"]] = "reasoning_delta"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ToolCallDelta:
     """A piece of a streamed tool call. ``index`` orders calls within one response;
@@ -45,6 +49,7 @@ class ToolCallDelta:
     type: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ResponseDone:
     """The complete assistant message of one model call."""
@@ -56,6 +61,7 @@ class ResponseDone:
     type: ClassVar[Literal["response_done"]] = "response_done"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class StreamError:
     """The model call failed. ``partial`` keeps whatever arrived before the failure."""
@@ -116,6 +122,7 @@ class OutputFormat:
     description: str = ""
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One model call. ``messages`` is the history *as given*: a model must not mutate

@@ -62,6 +62,7 @@ from loopwright.core.messages import (
 )
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, RunStop
+from loopwright.core.values import slot_init
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.output import FINAL_RESULT, OutputInvalid, final_answer_text
 from loopwright.loop.turn import (
@@ -132,6 +133,7 @@ class Think:
     """Call the model."""
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Act:
     """Run ``calls`` (the model's tool calls, or a paused state's pending ones with the
@@ -143,13 +145,11 @@ class Act:
 
 @dataclass(frozen=True, slots=True)
 class Reflect:
-    """Account the turn: ``failed`` (every tool result was an error, or the reply was
-    empty) and the ``calls`` that ran with their ``results`` in call order (for
-    repetition detection, which compares both)."""
+    """Account a turn that ran no tools: ``failed`` when the reply was empty. A turn
+    that ran tools is accounted by :meth:`RunEngine.act` itself (it passes its calls
+    and results to :meth:`RunEngine.reflect`)."""
 
     failed: bool = False
-    calls: tuple[ToolCallPart, ...] = ()
-    results: tuple[ToolResultPart, ...] = ()
 
 
 Step = Observe | Think | Act | Reflect | Stop
@@ -267,7 +267,7 @@ class RunEngine:
                         step = self.begin(input_message)
                         while type(step) is not Stop:
                             if type(step) is Reflect:  # closes the turn, in its state
-                                step = self.reflect(step)  # type: ignore[arg-type]
+                                step = self.reflect(step.failed)  # type: ignore[union-attr]
                                 continue
                             self.enter(_STATE_OF[type(step)])
                             if type(step) is Think:
@@ -353,10 +353,12 @@ class RunEngine:
         state = self.state
         state.turn += 1
         self.turns += 1
-        try:
-            request = await self.requests.build()
-        except ContextFailure as failure:
-            return Stop(RunStop.CONTEXT_ERROR, str(failure))
+        request = self.requests.reuse()
+        if request is None:
+            try:
+                request = await self.requests.build()
+            except ContextFailure as failure:
+                return Stop(RunStop.CONTEXT_ERROR, str(failure))
         model = self.config.model
         attempt = 0
         while True:
@@ -394,7 +396,7 @@ class RunEngine:
     def take_reply(self, done: ResponseDone) -> Step:
         message = done.message
         parts = message.parts
-        if message.role != "assistant" or any(type(p) is ToolResultPart for p in parts):
+        if message.role != "assistant" or ToolResultPart in map(type, parts):
             message = _as_reply(message)
             parts = message.parts
         calls = message.tool_calls
@@ -510,22 +512,31 @@ class RunEngine:
             state.pending_calls = ()
         parts = tuple(results)
         self.append(Message("tool", parts), "tools")
-        return Reflect(failed, calls, parts)
+        # the turn closes right here, in ACT: a ``Reflect`` value per step would only
+        # carry these three to the loop and back
+        return self.reflect(failed, calls, parts)
 
-    def reflect(self, step: Reflect) -> Step:
-        """Account the turn and check every limit; continue or stop."""
+    def reflect(
+        self,
+        failed: bool,
+        calls: tuple[ToolCallPart, ...] = (),
+        results: tuple[ToolResultPart, ...] = (),
+    ) -> Step:
+        """Account the turn and check every limit; continue or stop. ``failed``: every
+        tool result was an error, or the reply was empty; ``calls`` ran with ``results``
+        (in call order: repetition detection compares both)."""
         state = self.state
         limits = self.config.limits
         state.updated_at = time.time()
-        if step.failed:
+        if failed:
             state.consecutive_errors += 1
             cap = limits.max_consecutive_errors
             if cap is not None and state.consecutive_errors >= cap:
                 return Stop(RunStop.TOO_MANY_ERRORS, f"{cap} turns in a row failed")
         else:
             state.consecutive_errors = 0
-        if step.calls and self.detector is not None:
-            self.detector.add(step.calls, step.results)
+        if calls and self.detector is not None:
+            self.detector.add(calls, results)
             found = self.detector.check()
             if found is not None:
                 return Stop(RunStop.LOOP_DETECTED, found)

@@ -76,13 +76,22 @@ class Requests:
         self._fp_tuple: tuple[str, ...] = tuple(self._fps)
         self._scanned = 0
 
+    def reuse(self) -> ModelRequest | None:
+        """The last turn's request when it serves this turn too (nothing reshapes the
+        history and the tools did not change), else ``None``: then :meth:`build` it.
+        A plain call, not a coroutine: most turns need nothing awaited to get it."""
+        cached = self._cached
+        if cached is not None and self._config.registry.version == self._version:
+            return cached
+        return None
+
     async def build(self) -> ModelRequest:
         """This turn's request. Raises :class:`ContextFailure` when user code shaping it
         raised."""
         config = self._config
         registry = config.registry
-        cached = self._cached
-        if cached is not None and registry.version == self._version:
+        cached = self.reuse()
+        if cached is not None:
             return cached
         messages: Sequence[Message] = self._state.messages
         reshaped = False

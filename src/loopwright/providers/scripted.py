@@ -47,6 +47,7 @@ from loopwright.core.messages import (
 )
 from loopwright.core.protocols import ModelRequest, ModelSettings
 from loopwright.core.tools import ToolSpec
+from loopwright.core.values import slot_init
 
 __all__ = [
     "FunctionModel",
@@ -67,6 +68,7 @@ class ScriptExhausted(ProviderError):
     kind = "script_exhausted"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Reply:
     """One scripted reply with optional extras.
@@ -113,6 +115,7 @@ def tool_call(
     return ToolCallPart(id or "", name, args, raw)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
     """What a scripted model keeps of one request.

@@ -47,6 +47,7 @@ from loopwright.core.messages import ToolCallPart, ToolResultPart
 from loopwright.core.run import TaintSource
 from loopwright.core.tools import Permission, ToolOutput, ToolSpec
 from loopwright.core.untrusted import wrap_tool_result
+from loopwright.core.values import slot_init
 from loopwright.tools import inflight
 from loopwright.tools.confirm import Confirmation, ConfirmHandler
 from loopwright.tools.decorator import Tool
@@ -129,6 +130,7 @@ class DispatchConfig:
             )
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class DispatchOutcome:
     """One call's result. ``attempts`` is 0 when the tool never ran (refused, invalid,
@@ -305,34 +307,16 @@ class Dispatcher:
         max_calls: int | None = None,
         taint: Sequence[TaintSource] = (),
     ) -> list[ToolResultPart]:
-        """:meth:`run_batch`, returning only each call's result (in call order): for a
-        caller that reports no durations or attempts, a little cheaper per call."""
-        if len(calls) != 1 or (max_calls is not None and max_calls < 1):
-            outcomes = await self.run_batch(
-                calls,
-                interrupted=interrupted,
-                on_start=on_start,
-                decisions=decisions,
-                max_calls=max_calls,
-                taint=taint,
-            )
-            return [o.result for o in outcomes]
-        call = calls[0]
-        if interrupted is not None:
-            try:
-                skip = interrupted()
-            except Exception:
-                log.exception("interrupted() raised; continuing")
-                skip = False
-            if skip:
-                return [skipped_result(call)]
-        if on_start is not None:
-            try:
-                on_start(call)
-            except Exception:
-                log.exception("on_start raised; continuing")
-        decision = decisions.get(call.id) if decisions else None
-        return [(await self._complete(call, decision, taint))[0]]
+        """:meth:`run_batch`, returning only each call's result (in call order)."""
+        outcomes = await self.run_batch(
+            calls,
+            interrupted=interrupted,
+            on_start=on_start,
+            decisions=decisions,
+            max_calls=max_calls,
+            taint=taint,
+        )
+        return [o.result for o in outcomes]
 
     # -- one call -----------------------------------------------------------------------
     async def run_one(
@@ -344,43 +328,35 @@ class Dispatcher:
     ) -> DispatchOutcome:
         """Run one call through the whole pipeline (module doc). Never raises for tool
         faults. ``confirmation`` is a decision already made (skips the handler);
-        ``taint`` the run's taint (see :meth:`run_batch`)."""
-        started = self.config.clock()
-        result, attempts, repairs, cached = await self._complete(call, confirmation, taint)
+        ``taint`` the run's taint (see :meth:`run_batch`).
+
+        The pipeline's steps run in :meth:`_dispatch`; faults it did not turn into results
+        and the after-hook are handled here, in the same coroutine (a level of its own
+        was one more coroutine per call)."""
+        config = self.config
+        started = config.clock()
+        try:
+            result, attempts, repairs, cached = await self._dispatch(call, confirmation, taint)
+        except asyncio.CancelledError:
+            if being_cancelled():
+                raise
+            result = error_result(call, ToolErrorKind.PERMANENT, "the call was cancelled")
+            attempts, repairs, cached = 1, (), False
+        except Exception as exc:  # defensive: a fault in a callback we did not wrap
+            log.exception("tool dispatch failed for %r", getattr(call, "name", call))
+            msg = f"dispatch failed: {describe(exc)}"
+            result = error_result(call, ToolErrorKind.PERMANENT, msg)
+            attempts, repairs, cached = 0, (), False
+        if config.after_tool_call is not None:
+            result = await self._after(call, result)
         source = None
         if attempts or cached:  # the tool's content reached the result (module doc, 8)
             plan = self._plans.get(call.name) or self._plan(call.name)
             if plan is not None and plan.tool.untrusted_output:
                 source = source_of(result)
         return DispatchOutcome(
-            call, result, attempts, self.config.clock() - started, repairs, cached, source
+            call, result, attempts, config.clock() - started, repairs, cached, source
         )
-
-    async def _complete(
-        self, call: ToolCallPart, confirmation: Confirmation | None, taint: Sequence[TaintSource]
-    ) -> _Step:
-        """:meth:`_dispatch` made safe (faults become results) plus the after-hook."""
-        try:
-            step = await self._dispatch(call, confirmation, taint)
-        except asyncio.CancelledError:
-            if being_cancelled():
-                raise
-            step = (
-                error_result(call, ToolErrorKind.PERMANENT, "the call was cancelled"),
-                1,
-                (),
-                False,
-            )
-        except Exception as exc:  # defensive: a fault in a callback we did not wrap
-            log.exception("tool dispatch failed for %r", getattr(call, "name", call))
-            result = error_result(
-                call, ToolErrorKind.PERMANENT, f"dispatch failed: {describe(exc)}"
-            )
-            step = (result, 0, (), False)
-        if self.config.after_tool_call is not None:
-            result, attempts, repairs, cached = step
-            step = (await self._after(call, result), attempts, repairs, cached)
-        return step
 
     def _plan(self, name: str) -> _Plan | None:
         """The cached :class:`_Plan` of tool ``name`` (``None``: no such tool). Plans are
