@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_prompt as lp
 from loopwright.providers.local import LocalConfig, LocalModel, _Plan, spaced_root
 from loopwright.tools.builtin import BUILTIN_TOOLS, make_tools
@@ -75,46 +74,3 @@ def test_narrow_leaves_the_plan_alone_when_there_is_nothing_to_choose() -> None:
     assert model._narrow(fake_llm, answer) is answer
     assert off._narrow(fake_llm, many) is many
     assert sampling._narrow(fake_llm, many) is many
-
-
-DIRECTIONS = ToolSpec(
-    "get_directions",
-    "Get driving directions between two places.",
-    {
-        "type": "object",
-        "properties": {"start": {"type": "string"}, "end": {"type": "string"}},
-        "required": ["start", "end"],
-    },
-)
-FORECAST = ToolSpec(
-    "forecast",
-    "Weather forecast for a city.",
-    {
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-        "required": ["city", "days"],
-    },
-)
-
-
-@pytest.mark.parametrize(
-    ("tools", "request_text", "decided"),
-    [
-        # tools the prompt only describes: the request's words decide
-        ([DIRECTIONS], "Get directions from Sydney to Melbourne", "tools"),
-        ([DIRECTIONS], "Who painted the Mona Lisa?", "answer"),
-        ([DIRECTIONS, FORECAST], "The forecast for Oslo for the next 3 days", "tools"),
-        # talks about the tool but gives no number for its required `days`
-        ([FORECAST], "I want a weather forecast", "answer"),
-        # tools shown in worked examples: words can force a call, else the model decides
-        (SPECS, "What is the weather in Beijing?", "tools"),
-        (SPECS, "What is 45 * 12?", None),
-        (SPECS, "Who wrote Hamlet?", None),
-    ],
-)
-def test_first_turn_kind_from_the_requests_words(
-    tools: list[ToolSpec], request_text: str, decided: str | None
-) -> None:
-    assert LocalModel()._decided(tools, request_text) == decided
-    off = LocalModel(config=LocalConfig(call_overlap=float("inf")))
-    assert off._decided(tools, request_text) in (None, "answer")

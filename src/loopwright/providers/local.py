@@ -63,6 +63,7 @@ from loopwright.core.protocols import ModelRequest, NamedTool
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_answer as la
 from loopwright.providers import local_args as lar
+from loopwright.providers import local_decide as ld
 from loopwright.providers import local_history as lh
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
@@ -96,17 +97,11 @@ class LocalConfig:
     wordings of a chainable request ("Compute (6 + 7) * 3") scored up to +2.5 for an
     answer; 2.5 keeps them planned (benchmarks/README.md, "Embedded model").
     ``call_overlap``: on a first turn, the share of the request's content words one
-    tool must use (``local_prompt.tool_overlaps``) to count as talked about. With
-    tools the prompt shows in worked examples (schemas with ``examples``), a request
-    that talks about one calls a tool without the answer-or-call score (that score
-    sent 40-50 % of BFCL's answerable questions to a direct answer); otherwise the
-    score decides. With tools the prompt only describes, that score carries no signal
-    (measured: on a BFCL sample it favoured a call as often for questions no tool fits
-    as for answerable ones), so the words decide alone: a call when the request talks
-    about a tool *and* gives what its required parameters need
-    (``local_args.gives_required``), else a direct answer. 0.1 was chosen on a BFCL
+    tool must use (``local_prompt.tool_overlaps``) to count as talked about; a call
+    also needs the request to give what the tool's required parameters need (see
+    ``local_decide``, which owns the call-or-answer rule). 0.1 was chosen on a BFCL
     sample separate from the reported one (benchmarks/README.md, "Embedded model";
-    ``float("inf")`` turns both rules off).
+    ``float("inf")`` turns the rule off).
     ``overlap_weight``: with several tools, each tool's whole-name log-probability gets
     this weight times the share of the request's content words the tool uses
     (``local_prompt.tool_overlaps``): the name alone picked ``find_card_in_deck`` for
@@ -609,7 +604,7 @@ class LocalModel:
         assert self._loaded is not None
         llm = self._loaded.llm
         tools = _visible_tools(request)
-        mode = mode or _mode(request, tools)
+        mode = mode or ld.turn_mode(request.settings.tool_choice, tools)
         given = lar.Grounding.of(request.messages) if self._config.ground_arguments else None
         schema = lp.output_schema(tools, mode, self._config.bounds, given)
         want = request.settings.max_tokens or self._config.max_tokens
@@ -646,7 +641,7 @@ class LocalModel:
             ground=given,
             guard=lar.argument_guard(prefix, request.messages, tools) if mode != "answer" else None,
             decided=(
-                self._decided(tools, given.request)
+                ld.first_turn_kind(tools, given.request, self._config.call_overlap)
                 if given is not None
                 and mode == "both"
                 and not planning
@@ -663,18 +658,6 @@ class LocalModel:
             plan = replace(plan, plan_grammar=grammar, tools=tuple(tools))
         return plan
 
-    def _decided(self, tools: Sequence[ToolSpec], request: str) -> lp.Mode | None:
-        """A first turn's kind from the request's words alone, or ``None`` for the
-        model's answer-or-call score (see :class:`LocalConfig` ``call_overlap``)."""
-        shares = lp.tool_overlaps(tools, request, notes=True)
-        if any(lp.has_examples(t.parameters) for t in tools):
-            return "tools" if max(shares, default=0.0) >= self._config.call_overlap else None
-        fits = any(
-            share >= self._config.call_overlap and lar.gives_required(spec, request)
-            for share, spec in zip(shares, tools, strict=True)
-        )
-        return "tools" if fits else "answer"
-
     def _plans(self, tools: Sequence[ToolSpec]) -> bool:
         """Whether this request uses plan lines (see :class:`LocalConfig`)."""
         if self._config.plan is None:
@@ -682,16 +665,6 @@ class LocalModel:
             # plan examples are generated from them); others use one call per turn.
             return lpl.can_chain(tools) and all(lp.has_examples(t.parameters) for t in tools)
         return self._config.plan
-
-
-def _mode(request: ModelRequest, tools: Sequence[ToolSpec]) -> lp.Mode:
-    """What the turn may be, from ``tool_choice`` alone."""
-    choice = request.settings.tool_choice
-    if not tools or choice == "none":
-        return "answer"
-    if choice == "required" or isinstance(choice, NamedTool):
-        return "tools"
-    return "both"
 
 
 # ------------------------------------------------------------------ helpers

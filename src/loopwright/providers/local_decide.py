@@ -1,0 +1,174 @@
+"""Call or answer: whether the embedded model's first turn after a request calls a tool,
+from the request's words (see ``LocalConfig.call_overlap``).
+
+At 270M the model's own log-probabilities carry next to no signal for this choice on
+tools the prompt only describes (benchmarks/README.md, "Embedded model: useful answers
+and unseen tools"), so a turn calls a tool only when the request both *talks about* one
+(shares enough of its content words with it, ``local_prompt.tool_overlaps``) and
+*gives what its required parameters need*: a call that has to invent a required value
+is the most common wrong call on requests no offered tool fits ("I want to find a
+train" with ``find_trains(_from, to, date)``; "Can I get a report for 10.10.0.0" with
+``get_current_weather(location)``).
+
+What a required parameter needs is read from its name alone, by its head noun (the last
+word, or the word before "of": ``date_of_journey`` is a date), and only for kinds that
+text can show (:data:`KIND_WORDS`); any other string is free text and needs nothing.
+The rules are deliberately loose (any value of the kind anywhere in the request), so
+they refuse only requests that cannot fill the parameter at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from loopwright.core.protocols import NamedTool, ToolChoice
+from loopwright.core.tools import ToolSpec
+from loopwright.providers import local_args as lar
+from loopwright.providers import local_prompt as lp
+
+# The head nouns of a parameter name that say which kind of value it takes.
+KIND_WORDS: Mapping[str, frozenset[str]] = {
+    "url": frozenset({"url", "urls", "uri", "endpoint", "link"}),
+    "email": frozenset({"email", "mail"}),
+    "id": frozenset({"id", "ids", "uuid", "identifier"}),
+    "place": frozenset(
+        {"location", "city", "place", "address", "destination", "origin", "country"}
+        | {"state", "region", "airport", "loc", "from", "to"}
+    ),
+    "date": frozenset({"date", "day", "birthday"}),
+    "time": frozenset({"time"}),
+    "name": frozenset({"name", "username", "title"}),
+}
+
+_URL = re.compile(
+    r"://|\bwww\.|\b\d{1,3}(?:\.\d{1,3}){3}\b"  # a scheme, www., an IPv4 address
+    r"|\b[\w-]+\.(?:com|org|net|io|gov|edu|co|ai|dev|app|info)\b"  # a domain
+    r"|(?:^|\s)/[\w{}-]+/",  # a path
+    re.IGNORECASE,
+)
+_QUOTED = re.compile(r"['\"‘’“”`«][^'\"‘’“”`»]{1,80}['\"‘’“”`»]")
+# an identifier-like token: with a digit, inner capitals (AB1010CD) or joined by _ or -
+_CODE = re.compile(r"\b(?=[\w-]*\d)[\w-]+\b|\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|\b\w+[_-]\w+\b")
+_CALENDAR = [
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "may",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "oct",
+    "nov",
+    "dec",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "today",
+    "tomorrow",
+    "tonight",
+    "yesterday",
+    "weekend",
+]
+_DATE = re.compile(r"\d|\b(?:" + "|".join(_CALENDAR) + r")", re.IGNORECASE)
+_TIME = re.compile(r"\d|\b(?:noon|midnight|morning|afternoon|evening|night|now)\b", re.IGNORECASE)
+_TOKEN = re.compile(r"[^\W\d_][\w'.-]*")
+_SELF = frozenset({"I", "I'm", "I'd", "I'll", "I've"})
+_CASELESS = 0x24F  # past Latin Extended-B: scripts without capitals (CJK, Thai, ...)
+
+
+def turn_mode(choice: ToolChoice, tools: Sequence[ToolSpec]) -> lp.Mode:
+    """What a turn may be, from ``tool_choice`` alone."""
+    if not tools or choice == "none":
+        return "answer"
+    if choice == "required" or isinstance(choice, NamedTool):
+        return "tools"
+    return "both"
+
+
+def first_turn_kind(tools: Sequence[ToolSpec], request: str, call_overlap: float) -> lp.Mode | None:
+    """A first turn's kind from the request's words alone, or ``None`` to leave it to
+    the model's answer-or-call score. A call needs a tool the request talks about (a
+    share of at least ``call_overlap`` of its content words) and whose required
+    parameters it gives (:func:`gives_required`). With tools the prompt shows in worked
+    examples (schemas with ``examples``) any other request is scored (the score alone
+    sent 40-50 % of BFCL's answerable questions to a direct answer, so words that fit
+    a tool override it); with tools the prompt only describes, it is answered."""
+    shares = lp.tool_overlaps(tools, request, notes=True)
+    fits = any(
+        share >= call_overlap and gives_required(spec, request)
+        for share, spec in zip(shares, tools, strict=True)
+    )
+    if fits:
+        return "tools"
+    return None if any(lp.has_examples(t.parameters) for t in tools) else "answer"
+
+
+def gives_required(spec: ToolSpec, request: str) -> bool:
+    """Whether ``request`` gives a value for each of ``spec``'s required parameters
+    that text can show: numbers and enum values (``local_args.gives_required``), and
+    strings of a known kind (:func:`value_kind`, :func:`shows_kind`)."""
+    if not lar.gives_required(spec, request):
+        return False
+    props = spec.parameters.get("properties") or {}
+    for key in spec.parameters.get("required") or ():
+        schema = props.get(key)
+        if not isinstance(schema, Mapping) or schema.get("type") != "string" or "enum" in schema:
+            continue
+        kind = value_kind(key)
+        if kind is not None and not shows_kind(kind, request):
+            return False
+    return True
+
+
+def value_kind(key: str) -> str | None:
+    """The kind of value a parameter named ``key`` takes (a key of :data:`KIND_WORDS`),
+    from its head noun: ``origin_airport`` a place, ``UrlName`` a name, ``user_id`` an
+    id; ``None`` for free text."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key).lower().replace("-", "_")
+    parts = [w for w in words.replace(" ", "_").split("_") if w]
+    if "of" in parts[1:]:
+        parts = parts[: parts.index("of", 1)]
+    head = parts[-1] if parts else ""
+    return next((kind for kind, heads in KIND_WORDS.items() if head in heads), None)
+
+
+def shows_kind(kind: str, request: str) -> bool:
+    """Whether ``request`` holds any value of ``kind`` (see :func:`value_kind`)."""
+    if kind == "url":
+        return bool(_URL.search(request))
+    if kind == "email":
+        return "@" in request
+    if kind == "id":
+        return bool(_CODE.search(request) or _QUOTED.search(request))
+    if kind == "place":
+        return names_something(request)
+    if kind == "date":
+        return bool(_DATE.search(request))
+    if kind == "time":
+        return bool(_TIME.search(request))
+    return names_something(request) or bool(_CODE.search(request))
+
+
+def names_something(text: str) -> bool:
+    """Whether ``text`` holds a proper name or a quoted value: a capitalized word that
+    does not start a sentence (not "I"), an all-capitals word ("NYC"), a quoted span, or
+    a word in a script without capitals (where case says nothing)."""
+    if _QUOTED.search(text):
+        return True
+    for match in _TOKEN.finditer(text):
+        word = match.group(0)
+        if any(ord(ch) > _CASELESS for ch in word):
+            return True
+        if not word[0].isupper() or word in _SELF:
+            continue
+        before = text[: match.start()].rstrip()
+        if (before and before[-1] not in ".!?:\n") or (len(word) > 1 and word.isupper()):
+            return True
+    return False

@@ -1,0 +1,142 @@
+"""Call or answer from the request's words (``providers/local_decide``; no model needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwright.core.protocols import NamedTool
+from loopwright.core.tools import ToolSpec
+from loopwright.providers import local_decide as ld
+from loopwright.providers.local import LocalConfig
+from loopwright.tools.builtin import BUILTIN_TOOLS, make_tools
+
+SPECS = [t.spec for t in make_tools(BUILTIN_TOOLS)]
+OVERLAP = LocalConfig().call_overlap
+
+
+def _tool(name: str, description: str, **params: str) -> ToolSpec:
+    props = {key: {"type": kind} for key, kind in params.items()}
+    return ToolSpec(
+        name, description, {"type": "object", "properties": props, "required": list(props)}
+    )
+
+
+DIRECTIONS = _tool(
+    "get_directions", "Get driving directions between two places.", start="string", end="string"
+)
+FORECAST = _tool("forecast", "Weather forecast for a city.", city="string", days="integer")
+WEATHER = _tool(
+    "get_current_weather",
+    "Retrieves the current weather conditions for a specified city and state.",
+    location="string",
+)
+TRAINS = _tool(
+    "find_trains",
+    "Finds available train options for a route on a given date.",
+    _from="string",
+    to="string",
+    date_of_journey="string",
+)
+FETCH = _tool(
+    "http_get", "Sends a GET request to the specified URL to retrieve data.", url="string"
+)
+ORDER = _tool("check_order_status", "Check the status of a customer's order.", order_id="string")
+
+
+@pytest.mark.parametrize(
+    ("tools", "request_text", "decided"),
+    [
+        # tools the prompt only describes: the request's words decide
+        ([DIRECTIONS], "Get directions from Sydney to Melbourne", "tools"),
+        ([DIRECTIONS], "Who painted the Mona Lisa?", "answer"),
+        ([DIRECTIONS, FORECAST], "The forecast for Oslo for the next 3 days", "tools"),
+        # talks about the tool but gives no number for its required `days`
+        ([FORECAST], "I want a weather forecast", "answer"),
+        # ... or no place, URL, id or date for a required string of that kind
+        ([WEATHER], "Can you get me the current exchange rate for the euro?", "answer"),
+        ([WEATHER], "What is the current weather in Alpharetta, GA?", "tools"),
+        ([TRAINS], "Is it possible for you to find me a train?", "answer"),
+        ([TRAINS], "Find a train from Portland to Seattle on March 3rd", "tools"),
+        ([FETCH], "write a python script that retrieves data and renames files", "answer"),
+        ([FETCH], "Retrieve the data from https://api.example.com/v1/items", "tools"),
+        ([ORDER], "I recently ordered pants and need a different size.", "answer"),
+        ([ORDER], "What is the status of my order ORD-4521?", "tools"),
+        # tools shown in worked examples: words can force a call, else the model decides
+        (SPECS, "What is the weather in Beijing?", "tools"),
+        (SPECS, "What is 45 * 12?", None),
+        (SPECS, "Who wrote Hamlet?", None),
+    ],
+)
+def test_first_turn_kind_from_the_requests_words(
+    tools: list[ToolSpec], request_text: str, decided: str | None
+) -> None:
+    assert ld.first_turn_kind(tools, request_text, OVERLAP) == decided
+    assert ld.first_turn_kind(tools, request_text, float("inf")) in (None, "answer")
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [
+        ("url", "url"),
+        ("endpoint", "url"),
+        ("user_id", "id"),
+        ("projectUuid", "id"),
+        ("origin_airport", "place"),
+        ("_from", "place"),
+        ("location", "place"),
+        ("date_of_journey", "date"),  # the head noun is the word before "of"
+        ("departure_time", "time"),
+        ("UrlName", "name"),  # the head noun is the last word, not the first
+        ("email", "email"),
+        ("spouse_of", None),
+        ("query", None),
+        ("content", None),
+    ],
+)
+def test_value_kind_reads_the_head_noun(key: str, kind: str | None) -> None:
+    assert ld.value_kind(key) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Find a salon in Berkeley", True),
+        ("book a flight to NYC", True),
+        ("remind me to 'water the plants'", True),
+        ("明天北京的天气", True),  # a script without capitals: case says nothing
+        ("Find me a salon to go to.", False),  # a sentence's first word is not a name
+        ("I want to find a train. Soon please", False),
+        ("what is your name?", False),
+    ],
+)
+def test_names_something(text: str, named: bool) -> None:
+    assert ld.names_something(text) is named
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "shown"),
+    [
+        ("url", "see example.com for details", True),
+        ("url", "the server at 192.168.1.10", True),
+        ("url", "fetch the latest data", False),
+        ("id", "ticket AB1010CD", True),
+        ("id", "my last ticket", False),
+        ("date", "next Friday", True),
+        ("date", "on 2024-03-01", True),
+        ("date", "some day soon", False),
+        ("time", "at noon", True),
+        ("time", "later", False),
+        ("email", "write to ann@example.com", True),
+        ("email", "write to Ann", False),
+    ],
+)
+def test_shows_kind(kind: str, text: str, shown: bool) -> None:
+    assert ld.shows_kind(kind, text) is shown
+
+
+def test_turn_mode_from_tool_choice() -> None:
+    assert ld.turn_mode("auto", SPECS) == "both"
+    assert ld.turn_mode("auto", []) == "answer"
+    assert ld.turn_mode("none", SPECS) == "answer"
+    assert ld.turn_mode("required", SPECS) == "tools"
+    assert ld.turn_mode(NamedTool("calculator"), SPECS) == "tools"
