@@ -453,3 +453,19 @@ def test_unfinished_sessions_are_those_without_a_result(store: CheckpointStore) 
     assert unfinished() == [running]
     assert all(i.stop is None for i in store.sessions(unfinished=True))
     assert {i.session_id for i in store.sessions()} >= {running, done, later}
+
+
+def test_text_beyond_ascii_is_stored_byte_for_byte_and_appended_after(
+    store: CheckpointStore,
+) -> None:
+    """Non-ASCII text (astral emoji, CJK, control characters, NUL) comes back exactly as
+    written, and the next save still finds the stored row equal to its own (the
+    continuity check compares the two byte for byte)."""
+    text = "naïve 漢字 😀🧪 tab\tnew\nline nul\x00 end"
+    state = RunState(session_id=sid(), messages=[Message.user(text)])
+    store.save(state)
+    assert store.load(state.session_id).messages[0].text == text
+    state = grow(state, text + " again")
+    store.save(state)
+    assert [m.text for m in store.load(state.session_id).messages] == [text, text + " again"]
+    store.delete(state.session_id)
