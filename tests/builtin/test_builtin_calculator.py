@@ -109,3 +109,39 @@ def test_arithmetic_tools_are_exact_and_guarded() -> None:
         divide(1, 0)
     with pytest.raises(CalculatorError, match="must be a number"):
         add(True, 1)
+
+
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ("Subtract 199 from 1024.", 825),
+        ("3 to the power of 5", 243),
+        ("How much is 3 to the power of 5?", 243),
+        ("15% of 80", 12),
+        ("What is 20 percent of 150?", 30),
+        ("12 squared", 144),
+        ("(3 + 5) squared", 64),
+        ("2 cubed", 8),
+        ("7 times 8", 56),
+        ("300 minus 58", 242),
+        ("1000 divided by 8", 125),
+        ("Add 250 and 375", 625),
+        ("Multiply 23 by 19", 437),
+        ("divide 81 by 9", 9),
+        ("the square root of 144", 12),
+        ("the sum of 2 and 3", 5),
+        ("10 % 3", 1),
+        ("10 mod 4", 2),
+    ],
+)
+def test_calculator_accepts_written_operators(expr: str, want: float) -> None:
+    # A small model copies the question's words into the expression ("subtract 199
+    # from 1024" came out as 199 - 1024 when it had to translate them).
+    assert calculator(expr) == want
+
+
+def test_written_operators_leave_other_words_to_the_parser() -> None:
+    with pytest.raises(CalculatorError, match="unknown name"):
+        calculator("apples plus 3")
+    with pytest.raises(CalculatorError, match="booleans"):
+        calculator("True + 1")

@@ -10,12 +10,18 @@ Why it never hangs: every intermediate value is checked against a size budget
 long. The expression text itself is capped at :data:`MAX_EXPRESSION_CHARS`.
 Every failure is a :class:`CalculatorError` (a ``ToolError`` of kind
 ``invalid_arguments``) with a message that says what to change.
+
+Common written operators are accepted too (:func:`from_words`): "12 squared", "3 to the
+power of 5", "15% of 80", "subtract 199 from 1024", "7 times 8". People type them, and a
+small model asked such a question copies its words into the expression far more
+reliably than it translates them: "subtract 199 from 1024" came out as ``199 - 1024``.
 """
 
 from __future__ import annotations
 
 import ast
 import math
+import re
 from fractions import Fraction
 
 from loopwright.core.errors import ToolError, ToolErrorKind
@@ -34,7 +40,8 @@ SPEC = ToolSpec(
     name="calculator",
     description=(
         "Evaluate an arithmetic expression and return the number. "
-        "Supports + - * / // % ** and parentheses."
+        "Supports + - * / // % ** and parentheses, and words such as plus, minus, times, "
+        "divided by, squared, to the power of, percent of, subtract ... from."
     ),
     parameters={
         "type": "object",
@@ -42,7 +49,7 @@ SPEC = ToolSpec(
             "expression": {
                 "type": "string",
                 "description": "the arithmetic expression, e.g. (2 + 3) * 4",
-                "examples": ["(2 + 3) * 4", "10 / (4 - 2)"],
+                "examples": ["(2 + 3) * 4", "Subtract 7 from 10"],
                 "maxLength": MAX_EXPRESSION_CHARS,
             }
         },
@@ -73,6 +80,7 @@ def evaluate(expression: str) -> Fraction:
     text = expression.strip()
     for alias, op in _ALIASES.items():
         text = text.replace(alias, op)
+    text = from_words(text)
     if not text:
         raise CalculatorError("expression is empty; pass an arithmetic expression like '2 + 2'")
     if len(text) > MAX_EXPRESSION_CHARS:
@@ -84,11 +92,70 @@ def evaluate(expression: str) -> Fraction:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise CalculatorError(
             f"cannot parse {text!r}: use numbers, + - * / // % ** and parentheses"
+            " (or plus, minus, times, divided by, squared, to the power of, percent of)"
         ) from exc
     try:
         return _eval(tree.body)
     except RecursionError as exc:
         raise CalculatorError("expression is nested too deeply; simplify it") from exc
+
+
+_N = r"(-?\d+(?:\.\d+)?|\([^()]*\))"  # a number or a parenthesized group
+# Whole-phrase forms, operator first: "subtract 199 from 1024" is 1024 - 199.
+_PHRASES = [
+    (rf"subtract {_N} from {_N}", r"(\2) - (\1)"),
+    (rf"take {_N} (?:away )?from {_N}", r"(\2) - (\1)"),
+    (rf"add {_N} (?:and|to) {_N}", r"(\1) + (\2)"),
+    (rf"multiply {_N} (?:by|and|with) {_N}", r"(\1) * (\2)"),
+    (rf"divide {_N} by {_N}", r"(\1) / (\2)"),
+    (rf"(?:the )?sum of {_N} and {_N}", r"(\1) + (\2)"),
+    (rf"(?:the )?product of {_N} and {_N}", r"(\1) * (\2)"),
+    (rf"(?:the )?difference (?:between|of) {_N} and {_N}", r"(\1) - (\2)"),
+    (rf"(?:the )?quotient of {_N} (?:and|by) {_N}", r"(\1) / (\2)"),
+    (rf"(?:the )?square root of {_N}", r"(\1) ** (1 / 2)"),
+    (rf"(?:the )?square of {_N}", r"(\1) ** 2"),
+    (rf"(?:the )?cube of {_N}", r"(\1) ** 3"),
+    (rf"{_N} ?(?:%|percent|per cent) of", r"\1 / 100 *"),
+]
+# Operator words between operands.
+_WORDS = [
+    (r"(?:raised )?to the power of|raised to", "**"),
+    (r"squared", "** 2"),
+    (r"cubed", "** 3"),
+    (r"multiplied by|times", "*"),
+    (r"divided by|over", "/"),
+    (r"plus", "+"),
+    (r"minus", "-"),
+    (r"modulo|mod", "%"),
+]
+# What a copied question may wrap around the expression.
+_LEAD = re.compile(
+    r"^(?:(?:what|how much) (?:is|are|does|do)(?: it make)?|calculate|compute|evaluate|"
+    r"work out|find|tell me|please|the (?:result|value|answer) of)\b ?"
+)
+_TAIL = re.compile(r"(?: for me| please)?[?.!]*$")
+
+
+def from_words(text: str) -> str:
+    """``text`` with the written operators of the module docstring turned into symbols
+    (``"3 to the power of 5"`` -> ``"3 ** 5"``), and the question words a copied
+    question wraps around them dropped ("What is 15% of 80?"). Text without such an
+    operator is returned as it is; whatever is left unknown the parser reports."""
+    if not re.search(r"[A-Za-z%]", text):
+        return text
+    out = " ".join(text.lower().replace(",", " ").split())
+    found = 0
+    for pattern, symbol in _PHRASES:
+        out, n = re.subn(rf"\b{pattern}", symbol, out)
+        found += n
+    for pattern, symbol in _WORDS:
+        out, n = re.subn(rf"\b(?:{pattern})\b", symbol, out)
+        found += n
+    if not found:
+        return text
+    for _ in range(3):
+        out = _TAIL.sub("", _LEAD.sub("", out)).strip()
+    return out
 
 
 def to_number(value: Fraction) -> Number:
