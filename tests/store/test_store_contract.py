@@ -469,3 +469,17 @@ def test_text_beyond_ascii_is_stored_byte_for_byte_and_appended_after(
     store.save(state)
     assert [m.text for m in store.load(state.session_id).messages] == [text, text + " again"]
     store.delete(state.session_id)
+
+
+def test_a_long_history_saved_at_once_is_stored_whole(store: CheckpointStore) -> None:
+    """A first save of thousands of messages (an imported history): backends that send
+    rows in chunks (Redis: at most 1,000 values per command) keep every row, in order."""
+    state = RunState(session_id=sid(), messages=[Message.user(str(k)) for k in range(2500)])
+    store.save(state)
+    state = grow(state, "next")
+    store.save(state)
+    assert [m.text for m in store.load(state.session_id).messages] == [
+        *(str(k) for k in range(2500)),
+        "next",
+    ]
+    store.delete(state.session_id)

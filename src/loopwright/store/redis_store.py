@@ -100,7 +100,8 @@ class RedisStore:
             url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
         )
         # EVALSHA, loading the script again if the server lost it (a restart)
-        self._script: Any = self._r.register_script(_WRITE_SCRIPT)
+        self._read_script: Any = self._r.register_script(_READ_SCRIPT)
+        self._write_script: Any = self._r.register_script(_WRITE_SCRIPT)
 
     # -- keys / errors ------------------------------------------------------------
     def _k(self, sid: str, part: str) -> str:
@@ -140,46 +141,37 @@ class RedisStore:
         self, saves: list[tuple[int, Write]], extras: list[Write], outcomes: list[WriteOutcome]
     ) -> bool:
         """Checkpoints of distinct sessions, plus the intents and releases of ``extras``;
-        False if a session changed since it was read (nothing was written)."""
+        False if a session changed since it was read (nothing was written). The
+        script's arguments are flat strings (see :data:`_WRITE_SCRIPT`): the message
+        rows and records go as they are, neither escaped again nor one command each."""
         now = time.time()
         plans = self._plan_saves(saves, outcomes)
-        ops: dict[str, Any] = {
-            "sessions": f"{self.prefix}:sessions",
-            "unfinished": f"{self.prefix}:unfinished",
-            "saves": [],
-            "intents": 0,
-            "releases": [
-                [f"{self.prefix}:lock:{w.release[0]}", w.release[1]]
-                for w in extras
-                if w.release is not None
-            ],
-            "expire": [],
-            "ttl": int(max(1, self.ttl)) if self.ttl is not None else 0,
-        }
-        # the large texts (message rows, checkpoint entries, intent records) go as
-        # arguments of their own, in the order the script takes them: as they are, not
-        # escaped again inside the JSON of ``ops``
-        texts: list[str] = []
+        ttl = int(max(1, self.ttl)) if self.ttl is not None else 0
+        args: list[str] = [self.prefix, str(ttl), str(len(plans))]
         for plan in plans:
-            ops["saves"].append(self._save_op(plan, now, outcomes, texts))
-            if self.ttl is not None:
-                ops["expire"] += [self._k(plan.state.session_id, p) for p in _SESSION_PARTS]
-        for k, w in enumerate(extras):  # extras are all the writes, or none
-            for intent in () if isinstance(outcomes[k], Exception) else w.intents:
-                key = self._k(intent.session_id, "intents")
-                ops["intents"] += 1
-                texts += (key, intent.call_id, encode_intent(intent))
-                if self.ttl is not None:
-                    ops["expire"].append(key)
-        if not (ops["saves"] or ops["intents"] or ops["releases"]):
+            self._save_args(plan, now, outcomes, args)
+        intents = [
+            x
+            for w, outcome in zip(extras, outcomes, strict=False)  # extras: all, or none
+            if not isinstance(outcome, Exception)
+            for x in w.intents
+        ]
+        args.append(str(len(intents)))
+        for x in intents:
+            args += (x.session_id, x.call_id, encode_intent(x))
+        releases = [w.release for w in extras if w.release is not None]
+        args.append(str(len(releases)))
+        for sid, owner in releases:
+            args += (sid, owner)
+        if not (plans or intents or releases):
             return True
-        return bool(self._script(args=[json.dumps(ops, separators=(",", ":")), *texts]))
+        return bool(self._write_script(args=args))
 
-    def _save_op(
-        self, plan: _RedisSave, now: float, outcomes: list[WriteOutcome], texts: list[str]
-    ) -> Any:
-        """What the script does for one save (its rows and checkpoint entry appended to
-        ``texts``; its reference in ``outcomes``)."""
+    @staticmethod
+    def _save_args(
+        plan: _RedisSave, now: float, outcomes: list[WriteOutcome], args: list[str]
+    ) -> None:
+        """One save's arguments of the script (its reference in ``outcomes``)."""
         state, sid = plan.state, plan.state.session_id
         ref = CheckpointRef(
             sid, plan.last + 1, state.turn, state.status, state.stop, len(state.messages), now
@@ -195,44 +187,38 @@ class RedisStore:
             "created_at": ref.created_at,
             "header": plan.encoded.header,
         }
-        texts += [plan.encoded.rows[i] for i in range(plan.start, len(state.messages))]
-        texts.append(json.dumps(entry, separators=(",", ":")))
-        return {
-            "sid": sid,
-            "meta": self._k(sid, "meta"),
-            "msgs": self._k(sid, "msgs"),
-            "ckpt": self._k(sid, "ckpt"),
-            "seen": plan.seen,
-            "start": plan.start,
-            "stored": plan.stored,
-            "drop": [d.decode() for d in plan.drop],
-            "rows": len(state.messages) - plan.start,
-            "number": str(ref.checkpoint),
+        args += (
+            sid,
+            *plan.seen,
+            str(plan.start),
+            str(plan.stored),
+            str(ref.checkpoint),
+            repr(now),
+            "1" if state.stop is not None else "0",
+            str(len(plan.drop)),
+            *(d.decode() for d in plan.drop),
+            str(len(fields)),
             # as redis-py stores a mapping's values: numbers by repr
-            "fields": [x for k, v in fields.items() for x in (k, _text(v))],
-            "now": repr(now),
-            "done": state.stop is not None,
-        }
+            *(x for k, v in fields.items() for x in (k, _text(v))),
+            str(len(state.messages) - plan.start),
+        )
+        args += [plan.encoded.rows[i] for i in range(plan.start, len(state.messages))]
+        args.append(json.dumps(entry, separators=(",", ":")))
 
     def _plan_saves(
         self, saves: list[tuple[int, Write]], outcomes: list[WriteOutcome]
     ) -> list[_RedisSave]:
-        """What each save appends, from one pipelined read of every session's counters
-        and last stored message (a rewrite reads the message it continues from and the
-        checkpoints it drops in a second one); a save that fails its checks gets its
-        error."""
-        reads = self._r.pipeline(transaction=False)
-        for _, w in saves:
-            assert w.state is not None
-            sid = w.state.session_id
-            reads.hmget(self._k(sid, "meta"), "message_count", "last", "created_at", "checkpoints")
-            reads.lindex(self._k(sid, "msgs"), -1)
-        got = reads.execute() if saves else []
+        """What each save appends, from one read of every session's counters and last
+        stored message (:data:`_READ_SCRIPT`; a rewrite reads the message it continues
+        from and the checkpoints it drops in a second one); a save that fails its
+        checks gets its error."""
+        sids = [w.state.session_id for _, w in saves if w.state is not None]
+        got = self._read_script(args=[self.prefix, *sids]) if sids else []
         staged: list[_RedisSave] = []
         for k, (i, w) in enumerate(saves):
             state = w.state
             assert state is not None
-            (stored_raw, last_raw, created_raw, count_raw), last_row = got[2 * k], got[2 * k + 1]
+            stored_raw, last_raw, created_raw, count_raw, last_row = got[5 * k : 5 * k + 5]
             stored, last = int(stored_raw or 0), int(last_raw or 0)
             try:
                 start = self._start(state.session_id, stored, len(state.messages), w.rewrite_from)
@@ -537,53 +523,106 @@ class RedisStore:
         return f"RedisStore({self.target!r}, prefix={self.prefix!r})"
 
 
-_SESSION_PARTS = ("meta", "msgs", "ckpt", "intents")
+_READ_SCRIPT = """
+local prefix, out = ARGV[1], {}
+for i = 2, #ARGV do
+  local key = prefix .. ':s:' .. ARGV[i]
+  local meta = redis.call('HMGET', key .. ':meta', 'message_count', 'last', 'created_at', 'checkpoints')
+  for j = 1, 4 do
+    out[#out + 1] = meta[j]
+  end
+  out[#out + 1] = redis.call('LINDEX', key .. ':msgs', -1)
+end
+return out
+"""
+"""What a batch of saves depends on, five values per session (``ARGV``: the prefix, then
+the session ids): its message count, last checkpoint, creation time, checkpoint count
+and last stored message (nil where absent). One command for the batch, not two per
+session."""
 
 _WRITE_SCRIPT = """
-local ops = cjson.decode(ARGV[1])
-local at = 2 -- ARGV[at]: the next text (a save's rows then its entry; an intent's three)
+local prefix, ttl, at = ARGV[1], tonumber(ARGV[2]), 3
+local function take()
+  at = at + 1
+  return ARGV[at - 1]
+end
+local function key(sid, part)
+  return prefix .. ':s:' .. sid .. ':' .. part
+end
+local saves = {}
+for n = 1, tonumber(take()) do
+  -- one take() per statement: the order of evaluation within one is not Lua's promise
+  local s = {}
+  s.sid = take()
+  s.count = take()
+  s.last = take()
+  s.start = tonumber(take())
+  s.stored = tonumber(take())
+  s.number = take()
+  s.now = take()
+  s.done = take() == '1'
+  s.drop = {}
+  for j = 1, tonumber(take()) do
+    s.drop[j] = take()
+  end
+  s.fields = {}
+  for j = 1, tonumber(take()) * 2 do
+    s.fields[j] = take()
+  end
+  local rows = tonumber(take())
+  s.first, s.after = at, at + rows
+  at = at + rows
+  s.entry = take()
+  saves[n] = s
+end
 -- what WATCH would guard: every session as it was read, or nothing is written
-for _, s in ipairs(ops.saves) do
-  local now = redis.call('HMGET', s.meta, 'message_count', 'last')
-  if (now[1] or '') ~= s.seen[1] or (now[2] or '') ~= s.seen[2] then
+for _, s in ipairs(saves) do
+  local now = redis.call('HMGET', key(s.sid, 'meta'), 'message_count', 'last')
+  if (now[1] or '') ~= s.count or (now[2] or '') ~= s.last then
     return 0
   end
 end
-for _, s in ipairs(ops.saves) do
+for _, s in ipairs(saves) do
+  local msgs, ckpt = key(s.sid, 'msgs'), key(s.sid, 'ckpt')
   if s.start < s.stored then
     if s.start == 0 then
-      redis.call('DEL', s.msgs)
+      redis.call('DEL', msgs)
     else
-      redis.call('LTRIM', s.msgs, 0, s.start - 1)
+      redis.call('LTRIM', msgs, 0, s.start - 1)
     end
     if #s.drop > 0 then
-      redis.call('HDEL', s.ckpt, unpack(s.drop))
+      redis.call('HDEL', ckpt, unpack(s.drop))
     end
   end
-  local last = at + s.rows - 1
-  for i = at, last, 1000 do
-    redis.call('RPUSH', s.msgs, unpack(ARGV, i, math.min(i + 999, last)))
+  for i = s.first, s.after - 1, 1000 do
+    redis.call('RPUSH', msgs, unpack(ARGV, i, math.min(i + 999, s.after - 1)))
   end
-  redis.call('HSET', s.ckpt, s.number, ARGV[last + 1])
-  at = last + 2
-  redis.call('HSET', s.meta, unpack(s.fields))
-  redis.call('ZADD', ops.sessions, s.now, s.sid)
+  redis.call('HSET', ckpt, s.number, s.entry)
+  redis.call('HSET', key(s.sid, 'meta'), unpack(s.fields))
+  redis.call('ZADD', prefix .. ':sessions', s.now, s.sid)
   if s.done then
-    redis.call('ZREM', ops.unfinished, s.sid)
+    redis.call('ZREM', prefix .. ':unfinished', s.sid)
   else
-    redis.call('ZADD', ops.unfinished, s.now, s.sid)
+    redis.call('ZADD', prefix .. ':unfinished', s.now, s.sid)
+  end
+  if ttl > 0 then
+    for _, part in ipairs({'meta', 'msgs', 'ckpt', 'intents'}) do
+      redis.call('EXPIRE', key(s.sid, part), ttl)
+    end
   end
 end
-for _ = 1, ops.intents do
-  redis.call('HSET', ARGV[at], ARGV[at + 1], ARGV[at + 2])
-  at = at + 3
+for _ = 1, tonumber(take()) do
+  local intents = key(take(), 'intents')
+  local call = take()
+  redis.call('HSET', intents, call, take())
+  if ttl > 0 then
+    redis.call('EXPIRE', intents, ttl)
+  end
 end
-for _, key in ipairs(ops.expire) do
-  redis.call('EXPIRE', key, ops.ttl)
-end
-for _, lock in ipairs(ops.releases) do
-  if redis.call('GET', lock[1]) == lock[2] then
-    redis.call('DEL', lock[1])
+for _ = 1, tonumber(take()) do
+  local lock = prefix .. ':lock:' .. take()
+  if redis.call('GET', lock) == take() then
+    redis.call('DEL', lock)
   end
 end
 return 1
@@ -592,8 +631,12 @@ return 1
 the checkpoints (message rows, checkpoint entry, session meta, the session indexes),
 intent records, retention and lock releases (only a lock its releaser still holds). It
 writes nothing if a session's counters changed since the batch read them (another
-writer saved it): the batch reads again. One command for the whole batch instead of
-about eight per checkpoint: redis-py's per-command cost was most of the client's CPU."""
+writer saved it): the batch reads again. ``ARGV``: the prefix, the retention (0: none),
+then counted groups -- the saves (session, counters as read, start, stored, checkpoint
+number, time, done, the checkpoints a rewrite drops, the meta fields, the new message
+rows, the checkpoint entry), the intent records (session, call, record), the lock
+releases (session, owner). One command for the whole batch instead of about eight per
+checkpoint: redis-py's per-command cost was most of the client's CPU."""
 
 
 @dataclass(frozen=True, slots=True)
