@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -13,7 +13,9 @@ from store_testlib import make_store, sid
 
 from loopwright.core.messages import Message
 from loopwright.core.run import RunState
-from loopwright.store import AsyncStore, CheckpointStore, SessionNotFound, Write
+from loopwright.store import AsyncStore, CheckpointStore, MemoryStore, SessionNotFound, Write
+from loopwright.store.base import write_each
+from loopwright.store.state import WriteOutcome
 
 
 @contextmanager
@@ -120,3 +122,33 @@ async def test_a_claim_the_database_rejects_fails_only_its_caller(
         for s in sids:
             store.release_lock(s, owner)
         store.close()
+
+
+async def test_a_failed_batch_is_retried_in_halves_down_to_the_culprit() -> None:
+    """A batch whose transaction fails as a whole is split in halves (each half one
+    transaction) until the write that fails alone: 16 writes with one culprit cost 9
+    transactions, not 17, and every other write is stored."""
+    culprit = sid()
+
+    class Rejecting(MemoryStore):
+        blocking = True  # through the adapter's queue and worker, like a database
+        transactions = 0
+
+        def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
+            Rejecting.transactions += 1
+            if any(w.state is not None and w.state.session_id == culprit for w in writes):
+                raise RuntimeError("constraint violated")  # the whole transaction rolls back
+            return write_each(self, writes)
+
+    store = Rejecting()
+    adapter = AsyncStore(store)
+    states = [RunState(session_id=sid(), messages=[Message.user(str(i))]) for i in range(16)]
+    states[11] = RunState(session_id=culprit, messages=[Message.user("11")])
+    try:
+        futures = [adapter.submit(Write(s)) for s in states]  # one batch
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+    finally:
+        adapter.close()
+    assert [isinstance(o, RuntimeError) for o in outcomes] == [i == 11 for i in range(16)]
+    assert Rejecting.transactions == 1 + 2 * 4  # the batch, then two halves per level
+    assert all(store.load(s.session_id).messages for i, s in enumerate(states) if i != 11)

@@ -15,7 +15,7 @@ each; on a loaded machine the hop (thread wake-up, GIL hand-off, the event loop'
 wake-up), not the store, had been most of each wait (``benchmarks/notes/durable.md``).
 Each caller gets its own write's outcome: a write that fails alone (a history conflict)
 fails only its caller; if the batch's transaction fails as a whole (a database error, e.g.
-a constraint one write breaks), its writes are retried one by one, each in a transaction
+a constraint one write breaks), its writes are retried in halves, each in a transaction
 of its own, so only the culprit fails and nothing else is lost. Only a store that cannot
 be reached fails every caller in the batch (none of their writes is stored). Other calls (locks, loads, reads) need an answer
 before their caller can go on and run one per worker job; calls that must follow one
@@ -81,31 +81,29 @@ def _spread(
     picked: list[int],
     call: Callable[[Sequence[_Op]], Sequence[object]],
 ) -> None:
-    """``call(parts)``, its outcomes put at ``picked``. A call that fails as a whole (one
-    transaction rolled back: nothing of it stored) is retried one part at a time, each in
-    a transaction of its own, so an error one run's write causes (a constraint, a key
-    conflict) fails that run only instead of every run batched with it. A store that
-    cannot be reached is not retried: that error is no one part's."""
-    try:
-        results: Sequence[object] = call(parts)
-    except StoreUnavailable as exc:
-        results = [exc] * len(parts)
-    except Exception as exc:
-        if len(parts) == 1:
-            results = [exc]
-        else:
-            log.warning("a batch of %d store calls failed (%s): retrying each", len(parts), exc)
-            results = [_alone(call, part) for part in parts]
-    for i, result in zip(picked, results, strict=True):
+    """``call(parts)``, its outcomes put at ``picked`` (see :func:`_outcomes`)."""
+    for i, result in zip(picked, _outcomes(call, parts), strict=True):
         outcomes[i] = result
 
 
-def _alone(call: Callable[[Sequence[_Op]], Sequence[object]], part: _Op) -> object:
+def _outcomes(call: Callable[[Sequence[_Op]], Sequence[object]], parts: list[_Op]) -> list[object]:
+    """``call(parts)``'s outcomes. A call that fails as a whole (one transaction rolled
+    back: nothing of it stored) is tried again in halves, each in a transaction of its
+    own, down to the part that fails alone: an error one run's write causes (a
+    constraint, a key conflict) fails that run only instead of every run batched with
+    it, for about 2·log2(n) transactions rather than one per part (the halves keep the
+    parts' order). A store that cannot be reached is not retried: that error is no one
+    part's."""
     try:
-        (result,) = call([part])
+        return list(call(parts))
+    except StoreUnavailable as exc:
+        return [exc] * len(parts)
     except Exception as exc:
-        return exc
-    return result
+        if len(parts) == 1:
+            return [exc]
+        log.warning("a batch of %d store calls failed (%s): retrying in halves", len(parts), exc)
+        half = len(parts) // 2
+        return _outcomes(call, parts[:half]) + _outcomes(call, parts[half:])
 
 
 class _Queue:
