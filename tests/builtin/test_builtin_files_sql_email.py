@@ -115,6 +115,14 @@ def test_sql_select_with_bound_params_and_row_cap(db: Path) -> None:
     assert out["truncated"] is True
 
 
+def test_sql_result_carries_no_row_count_when_every_row_is_shown(db: Path) -> None:
+    # A small model read a row count of 1 as the value of COUNT(*) ("How many rows
+    # are in the orders table?" -> "There are 1 ..."): it is sent only when rows
+    # were left out.
+    out = SqlRunner(db).query("SELECT COUNT(*) FROM users")
+    assert out == {"columns": ["COUNT(*)"], "rows": [[30]]}
+
+
 @pytest.mark.parametrize(
     "query",
     [

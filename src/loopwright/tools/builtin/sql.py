@@ -126,8 +126,12 @@ class SqlRunner:
         return conn
 
     def query(self, query: str, params: list[object] | None = None) -> dict[str, object]:
-        """Run one SELECT; return ``columns``, ``rows`` (at most ``max_rows``),
-        ``row_count`` (all rows) and ``truncated``."""
+        """Run one SELECT; return ``columns`` and ``rows`` (at most ``max_rows``); when
+        rows were left out, also ``truncated: true`` and ``row_count`` (all rows).
+
+        The count is not sent when it is just the number of rows shown: a small model
+        read it as a value ("How many rows are in the orders table?" after ``SELECT
+        COUNT(*)`` was answered with the 1 of ``row_count``, not the count of 7)."""
         text = query.strip() if isinstance(query, str) else ""
         if not text:
             raise _invalid("query is empty; pass one SELECT statement")
@@ -155,12 +159,10 @@ class SqlRunner:
             raise _invalid(_explain(exc, text)) from None
         except (sqlite3.ProgrammingError, sqlite3.Warning) as exc:
             raise _invalid(f"{exc}; send exactly one SELECT statement") from None
-        return {
-            "columns": columns,
-            "rows": rows,
-            "row_count": total,
-            "truncated": total > len(rows),
-        }
+        out: dict[str, object] = {"columns": columns, "rows": rows}
+        if total > len(rows):
+            out.update(row_count=total, truncated=True)
+        return out
 
     def __call__(self, query: str, params: list[object] | None = None) -> dict[str, object]:
         return self.query(query, params)
