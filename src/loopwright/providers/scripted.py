@@ -226,7 +226,7 @@ class _StreamingDouble:
                 events.append(ToolCallDelta(index, part.id, part.name, part.raw_arguments))
                 index += 1
             elif isinstance(part, TextPart):
-                events.extend(TextDelta(chunk) for chunk in self._chunks(part.text))
+                events += [TextDelta(chunk) for chunk in self._chunks(part.text)]
         if stop is None:
             stop = StopReason.TOOL_USE if index else StopReason.FINAL_ANSWER
         events.append(ResponseDone(message, stop, usage, self._name))
@@ -394,7 +394,9 @@ class _Answer(_Replay):
     __slots__ = ("_model", "_request")
 
     def __init__(self, model: FunctionModel, request: ModelRequest) -> None:
-        super().__init__((), 0.0)
+        self._events: tuple[ModelEvent, ...] = ()
+        self._delay = 0.0  # the reply's own, awaited in the first step
+        self._index = 0
         self._model: FunctionModel | None = model
         self._request = request
 

@@ -426,7 +426,9 @@ class Dispatcher:
             result, attempts, joined = await self._run_keyed(call, t, kwargs, key)
             return result, attempts, repairs, joined
         if t.context_param is None:  # attempt 1 right here: most calls need no other
-            first = await attempt(t, kwargs)
+            first = attempt(t, kwargs)
+            if not isinstance(first, tuple):  # the tool suspended: wait for the rest
+                first = await first
             if first[1] is None:
                 result, attempts = self._success(call, t, first[0]), 1
             else:
@@ -620,7 +622,10 @@ class Dispatcher:
                 execution = None
                 if track is not None and not t.is_async:
                     execution = track.execution = Execution()
-                value, kind, message = await attempt(t, kwargs, execution)
+                outcome = attempt(t, kwargs, execution)
+                if not isinstance(outcome, tuple):
+                    outcome = await outcome
+                value, kind, message = outcome
                 if execution is not None and kind == _TIMEOUT:
                     if execution.done():
                         value, kind, message = settled(execution)

@@ -456,26 +456,26 @@ async def run_tool(t: Tool, kwargs: dict[str, Any], execution: Execution[Any] | 
     return result
 
 
-async def attempt(
+def attempt(
     t: Tool, kwargs: dict[str, Any], execution: Execution[Any] | None = None
-) -> Attempt:
-    """One execution: ``(value, None, "")`` or ``(None, kind, message)``.
+) -> Attempt | Awaitable[Attempt]:
+    """One execution: ``(value, None, "")`` or ``(None, kind, message)``, returned as is
+    when the tool finished in its first step, else as an awaitable of it.
 
-    This is the dispatch hot path. Under a timeout the tool's coroutine takes its first
-    step right here: a tool that finishes without suspending (most pure-computation
-    tools) could not be interrupted anyway (a deadline only acts at a suspension point),
-    so it pays for no deadline at all. One that suspends continues in
-    :class:`_Deadlined`, its deadline still counted from before its first step.
-    Measured against ``async with asyncio.timeout(...)`` around the call (the default
-    30 s timeout): 0.9 vs 4.4 us for a tool that does not suspend, 5.5 vs 7.2 us for one
-    that suspends once; the 3.5 us is a seventh of the 25 us per-step goal.
-    ``execution`` goes to the worker thread of a sync tool (see :func:`run_in_worker`)."""
-    timeout = t.spec.timeout
+    This is the dispatch hot path. The tool's coroutine takes its first step right here,
+    synchronously: a tool that finishes without suspending (most pure-computation tools)
+    costs no coroutine of this function's own (one per call less, measured as part of
+    the step in ``benchmarks/notes/loop.md``, "values"), and could not be interrupted
+    by a deadline anyway (a deadline only acts at a suspension point), so it pays for
+    none. One that suspends continues in :func:`_rest`, under :class:`_Deadlined` when
+    it has a timeout, its deadline still counted from before its first step. Measured
+    against ``async with asyncio.timeout(...)`` around the call (the default 30 s
+    timeout): 0.9 vs 4.4 us for a tool that does not suspend, 5.5 vs 7.2 us for one that
+    suspends once; the 3.5 us is a seventh of the 25 us per-step goal.
+    ``execution`` goes to the worker thread of a sync tool (see :func:`run_in_worker`).
+    Callers await the result when it is not a tuple."""
+    started = time.monotonic()
     try:
-        if timeout is None or (t.inline and not t.is_async):
-            value = await (t.fn(**kwargs) if t.is_async else run_tool(t, kwargs, execution))
-            return value, None, ""
-        started = time.monotonic()
         coro = t.fn(**kwargs) if t.is_async else run_tool(t, kwargs, execution)
         if type(coro) is not CoroutineType:  # some other awaitable (a future...)
             coro = _awaiting(coro)
@@ -483,22 +483,43 @@ async def attempt(
             first = coro.send(None)
         except StopIteration as done:
             return done.value, None, ""
-        remaining = timeout - (time.monotonic() - started)
-        return (await _Deadlined(coro, first, remaining)), None, ""
-    except _Expired:
+    except BaseException as exc:
+        return _failed(t, exc)
+    return _rest(t, coro, first, started)
+
+
+async def _rest(t: Tool, coro: Coroutine[Any, Any, Any], first: Any, started: float) -> Attempt:
+    """The rest of a tool run that suspended in its first step (see :func:`attempt`)."""
+    timeout = t.spec.timeout
+    try:
+        if timeout is None or (t.inline and not t.is_async):
+            value = await _Resumed(coro, first)
+        else:
+            remaining = timeout - (time.monotonic() - started)
+            value = await _Deadlined(coro, first, remaining)
+        return value, None, ""
+    except BaseException as exc:
+        return _failed(t, exc)
+
+
+def _failed(t: Tool, exc: BaseException) -> Attempt:
+    """The outcome of a tool run that raised ``exc`` (re-raised when the caller's task is
+    being cancelled, or when it is not the tool's: ``BaseException`` outside the list)."""
+    if isinstance(exc, _Expired):
         return (
             None,
             ToolErrorKind.TIMEOUT.value,
-            (f"tool {t.name!r} did not finish within {timeout:g} s"),
+            f"tool {t.name!r} did not finish within {t.spec.timeout:g} s",
         )
-    except asyncio.CancelledError:
+    if isinstance(exc, asyncio.CancelledError):
         if being_cancelled():
-            raise
+            raise exc
         return None, ToolErrorKind.PERMANENT.value, "the tool raised CancelledError"
-    except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+    if isinstance(exc, (Exception, SystemExit, KeyboardInterrupt, GeneratorExit)):
         # a tool raising sys.exit(), KeyboardInterrupt or GeneratorExit is a tool fault: a
         # real Ctrl-C under asyncio.run reaches the run as a cancellation (docs/loop.md)
         return (None, *classify(exc))
+    raise exc
 
 
 def classify(exc: BaseException) -> tuple[str, str]:
@@ -559,6 +580,19 @@ class _Deadlined:
         if deadline.fired:  # the deadline passed but the tool swallowed the cancellation
             task.uncancel()
         return value
+
+
+class _Resumed:
+    """``await`` a coroutine whose first step already yielded ``first``."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+        self.coro = coro
+        self.first = first
+
+    def __await__(self) -> Generator[Any, Any, object]:
+        return _resume(self.coro, self.first)
 
 
 async def _awaiting(awaitable: Awaitable[_T]) -> _T:
