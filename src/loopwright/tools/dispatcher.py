@@ -260,7 +260,7 @@ class Dispatcher:
         naming the cap (see :func:`over_cap_result`)."""
         if not calls:
             return []
-        over: list[DispatchOutcome] = []
+        over: Sequence[DispatchOutcome] = ()
         if max_calls is not None and len(calls) > max_calls:
             over = [
                 DispatchOutcome(c, over_cap_result(c, max_calls, len(calls)), 0, 0.0)
