@@ -129,6 +129,8 @@ def _turn(question: str, *results: str) -> Turn:
 WEATHER = '{"city": "Cairo", "temperature_c": 19, "humidity_pct": 35, "source": "demo data, not a real forecast"}'
 
 TABLE = '{"columns": ["city"], "rows": [["Oslo"]], "row_count": 1, "truncated": false}'
+PRICES = '{"columns": ["price"], "rows": [[40], [85], [240]]}'
+NAMED = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["desk", 240]]}'
 
 
 @pytest.mark.parametrize(
@@ -151,6 +153,11 @@ TABLE = '{"columns": ["city"], "rows": [["Oslo"]], "row_count": 1, "truncated": 
         ("Dana lives in a city.", "Which city does Dana live in?", [TABLE], "states no value"),
         ("It is cloudy in Lima.", "Is it raining in Lima?", [WEATHER], "states no value"),
         ("The host is example.internal.", "What is the host?", ["host = example.internal"], None),
+        # Several rows and no name: which row is the desk's the result does not say.
+        ("The price of the desk is 40.", "What is the price of the desk?", [PRICES], "desk"),
+        ("The price of the desk is 240.", "What is the price of the desk?", [NAMED], None),
+        ("The prices are 40, 85 and 240.", "What is the price of the desk?", [PRICES], None),
+        ("Dana lives in Oslo.", "Which city does Dana live in?", [TABLE], None),
     ],
 )
 def test_ungrounded_rules(answer: str, question: str, results: list[str], why: str | None) -> None:
@@ -208,10 +215,11 @@ def test_an_answer_after_only_failed_calls_is_replaced_by_the_failure() -> None:
 async def test_an_answer_going_wrong_after_a_grounded_sentence_is_cut_to_it() -> None:
     """'The price of the desk is 240. The price of the table is 240.' repeats itself;
     its first sentence states the result and is what the user gets (not the fallback)."""
-    rows = '{"columns": ["price"], "rows": [[40], [85], [240]]}'
+    rows = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["chair", 85], ["desk", 240]]}'
+    query = {"query": "SELECT name, price FROM products"}
     history = [
         Message.user("What is the price of the desk in the products table?"),
-        Message("assistant", (_call("sql_query", {"query": "SELECT price FROM products"}, "c1"),)),
+        Message("assistant", (_call("sql_query", query, "c1"),)),
         Message.tool_results([ToolResultPart("c1", "sql_query", rows)]),
     ]
     said = "The price of the desk is 240. The price of the table is 240."

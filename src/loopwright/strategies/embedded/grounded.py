@@ -13,7 +13,11 @@ the last user message), the answer is held back until it is complete and checked
 * it does not assert what a result denies (the result says "not a real forecast", the
   answer says "a real forecast"), nor say "Yes" to a question word no result states
   ("Is it raining in Lima?" -> "Yes, it is raining" when the result says sunny);
-* it does not repeat itself, and is not the question echoed back.
+* it does not repeat itself, and is not the question echoed back;
+* when a result holds several rows (a table, a list of objects), it names nothing of
+  the question that neither the results nor the calls tie to a row: after ``SELECT
+  price FROM products`` (three rows, no names), "The price of the desk is 40" picked
+  one row's price for a desk the result never names.
 
 A failing answer whose leading sentences pass on their own is cut to them (a small model
 often states the result in its first sentence and then goes wrong: "The price of the
@@ -24,6 +28,7 @@ user never reads an invented result.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
@@ -54,19 +59,22 @@ class Turn:
 
     question: str
     results: tuple[ToolResultPart, ...]
+    calls: tuple[str, ...] = ()  # the calls' arguments since the question, as JSON
 
 
 def current_turn(messages: Sequence[Message]) -> Turn:
     """The question and the results since it (results the dispatcher wrapped as
-    untrusted data are checked and shown by their content)."""
+    untrusted data are checked and shown by their content), and the calls made."""
     results: list[ToolResultPart] = []
+    calls: list[str] = []
     for message in reversed(messages):
         if message.role == "user":
-            return Turn(message.text, tuple(reversed(results)))
+            return Turn(message.text, tuple(reversed(results)), tuple(reversed(calls)))
+        calls += [json.dumps(dict(c.arguments), ensure_ascii=False) for c in message.tool_calls]
         for part in reversed(message.tool_results_parts):
             inner = unwrap_untrusted(part.content)
             results.append(part if inner is None else replace(part, content=inner))
-    return Turn("", tuple(reversed(results)))
+    return Turn("", tuple(reversed(results)), tuple(reversed(calls)))
 
 
 def _numbers(text: str) -> set[str]:
@@ -108,6 +116,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     unsupported = _unsupported_yes(answer, turn.question, ok)
     if unsupported:
         return f"says yes to {unsupported!r}, which no result states"
+    unnamed = _unnamed_row(answer, turn, ok)
+    if unnamed:
+        return f"names {unnamed!r}, which no row of the results shows"
     words = _words(answer)
     grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
     if len(grams) != len(set(grams)):
@@ -145,6 +156,37 @@ def _unsupported_yes(answer: str, question: str, results: Sequence[ToolResultPar
         if word in said:
             return word
     return None
+
+
+MIN_ROWS = 2
+
+
+def _unnamed_row(answer: str, turn: Turn, results: Sequence[ToolResultPart]) -> str | None:
+    """A word of the question the answer repeats that neither the results nor the
+    calls state, when a result has several rows: the answer then ties one row's value
+    to something the result does not show ("the desk" after ``SELECT price FROM
+    products``). ``None`` when no result has several rows or nothing is unnamed."""
+    if not any(_rows(r.content) >= MIN_ROWS for r in results):
+        return None
+    said = {w.lower() for w in label_words(answer)}
+    shown = [r.content for r in results] + list(turn.calls)
+    for word in unstated_words(turn.question, shown):
+        if word in said:
+            return word
+    return None
+
+
+def _rows(content: str) -> int:
+    """How many rows a result holds: a table's ``rows``, a list's objects; else 0."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return 0
+    if isinstance(data, dict):
+        data = data.get("rows")
+    if isinstance(data, list):
+        return sum(isinstance(item, (list, dict)) for item in data)
+    return 0
 
 
 def _contradiction(answer: str, results: Sequence[ToolResultPart]) -> str | None:
