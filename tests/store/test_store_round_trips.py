@@ -111,10 +111,11 @@ def test_a_batch_that_fails_part_way_stores_nothing(kind: str, tmp_path: Path) -
 def test_a_redis_batch_is_two_commands_at_any_size(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A batch is two commands whatever its size: one script call reads what every save
-    depends on, one writes everything (rows, checkpoint entries, session meta and
-    indexes, intents, lock releases); redis-py's cost per command was most of the
-    client's CPU."""
+    """A batch is two commands whatever its size: for writes one script call reads what
+    every save depends on, one writes everything (rows, checkpoint entries, session meta
+    and indexes, intents, lock releases); for claims one reads the locks and sessions,
+    one takes the locks. redis-py's cost per command was most of the client's CPU, and
+    each round trip a wait."""
     from redis.client import Pipeline, Redis
 
     store = make_store("redis", tmp_path)
@@ -135,7 +136,10 @@ def test_a_redis_batch_is_two_commands_at_any_size(
     owner = f"host:1:{uuid.uuid4().hex[:6]}"
     for n in (3, 40):
         sids = [sid() for _ in range(n)]
+        sent.clear()
         store.claim([Claim(s, owner, 60.0) for s in sids])
+        # one read of the locks and sessions, one that takes the locks
+        assert [c for c in sent if c != "SCRIPT LOAD"] == ["EVALSHA"] * 2, sent
         states = [RunState(session_id=s, messages=[Message.user("go")]) for s in sids]
         sent.clear()
         assert not any(isinstance(o, Exception) for o in store.write([Write(s) for s in states]))

@@ -102,6 +102,8 @@ class RedisStore:
         # EVALSHA, loading the script again if the server lost it (a restart)
         self._read_script: Any = self._r.register_script(_READ_SCRIPT)
         self._write_script: Any = self._r.register_script(_WRITE_SCRIPT)
+        self._sessions_script: Any = self._r.register_script(_SESSIONS_SCRIPT)
+        self._lock_script: Any = self._r.register_script(_LOCK_SCRIPT)
 
     # -- keys / errors ------------------------------------------------------------
     def _k(self, sid: str, part: str) -> str:
@@ -286,53 +288,15 @@ class RedisStore:
         return outcome
 
     def _loads(self, wanted: Sequence[tuple[str, int | None]]) -> list[RunState | Exception]:
-        """Checkpoints ``(session, number or None for the latest)``, three pipelined
-        reads for all of them; a missing or unreadable one is its error."""
+        """Checkpoints ``(session, number or None for the latest)``, one script call for
+        all of them (:data:`_READ_SCRIPT`); a missing or unreadable one is its error."""
+        args = [self.prefix, "S", *(x for sid, n in wanted for x in (sid, _arg(n)))]
         with self._guard():
-            reads = self._r.pipeline(transaction=False)
-            for sid, _ in wanted:
-                reads.hget(self._k(sid, "meta"), "last")
-            lasts = reads.execute()
-            out: list[Exception | tuple[int, dict[str, Any]]] = []
-            for (sid, checkpoint), last in zip(wanted, lasts, strict=True):
-                if last is None:
-                    out.append(SessionNotFound(sid))
-                    continue
-                number = int(last) if checkpoint is None else checkpoint
-                reads.hget(self._k(sid, "ckpt"), str(number))
-                out.append((number, {"last": int(last)}))
-            raws = iter(reads.execute())
-            for k, (sid, _) in enumerate(wanted):
-                item = out[k]
-                if isinstance(item, Exception):
-                    continue
-                number, info = item
-                raw = next(raws)
-                try:
-                    if raw is None:
-                        raise CheckpointNotFound(sid, number, info["last"])
-                    entry = _entry(sid, number, raw)
-                except (CheckpointNotFound, CorruptCheckpoint) as exc:
-                    out[k] = exc
-                    continue
-                count = int(entry["message_count"])
-                reads.lrange(self._k(sid, "msgs"), 0, count - 1)
-                out[k] = (number, entry)
-            rows = iter(reads.execute())
-        states: list[RunState | Exception] = []
-        for (sid, _), item in zip(wanted, out, strict=True):
-            if isinstance(item, Exception):
-                states.append(item)
-                continue
-            number, entry = item
-            messages = next(rows)
-            try:
-                states.append(
-                    decode_state(entry["header"], messages, session_id=sid, checkpoint=number)
-                )
-            except Exception as exc:  # CorruptCheckpoint, SchemaVersionError ...
-                states.append(exc)
-        return states
+            got = self._sessions_script(args=args)
+        return [
+            _state(sid, checkpoint, *got[3 * k : 3 * k + 3])
+            for k, (sid, checkpoint) in enumerate(wanted)
+        ]
 
     def history(self, session_id: str) -> list[CheckpointRef]:
         with self._guard():
@@ -411,13 +375,14 @@ class RedisStore:
             raise outcomes[0]
 
     def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
-        """The locks in one ``WATCH``/``MULTI`` for all of them, then the sessions in
-        three pipelined reads (:meth:`_loads`)."""
+        """Two script calls for all the claims: one reads each session's lock holder
+        and latest checkpoint, one takes the locks if their holders did not change
+        meanwhile (or everything starts over)."""
         outcomes: list[ClaimOutcome] = [None] * len(claims)
-        granted = self._lock_many(claims, outcomes)
-        loaded = self._loads([(claims[i].session_id, None) for i in granted])
+        granted, loaded = self._lock_many(claims, outcomes, load=True)
         failed = []
-        for i, state in zip(granted, loaded, strict=True):
+        for i in granted:
+            state = loaded[claims[i].session_id]
             if isinstance(state, SessionNotFound):
                 continue  # not stored yet: the lock is held, the outcome is None
             outcomes[i] = state
@@ -427,44 +392,40 @@ class RedisStore:
             self.release_lock(c.session_id, c.owner)
         return outcomes
 
-    def _lock_many(self, claims: Sequence[Claim], outcomes: list[ClaimOutcome]) -> list[int]:
-        """Take the claims' locks (``SET PX``; a live holder means ``SessionLocked`` in
-        ``outcomes``); the indexes of the claims that got theirs."""
-        keys = sorted({f"{self.prefix}:lock:{c.session_id}" for c in claims})
+    def _lock_many(
+        self, claims: Sequence[Claim], outcomes: list[ClaimOutcome], *, load: bool = False
+    ) -> tuple[list[int], dict[str, RunState | Exception]]:
+        """Take the claims' locks (a live holder other than the claimant means
+        ``SessionLocked`` in ``outcomes``): the indexes of the claims that got theirs,
+        and with ``load`` each session's latest checkpoint, read with the holders."""
+        sids = sorted({c.session_id for c in claims})  # one order for every batch
         breaks = sorted({f"{self.prefix}:lock:{c.session_id}" for c in claims if c.break_first})
-        with self._guard(), self._r.pipeline(transaction=True) as pipe:
+        width = 5 if load else 2  # values per session in the script's answer
+        at = {sid: width * k for k, sid in enumerate(sids)}
+        args = [self.prefix, "LS" if load else "L", *(x for sid in sids for x in (sid, ""))]
+        with self._guard():
             if breaks:
                 self._r.delete(*breaks)
             while True:
-                try:
-                    pipe.watch(*keys)
-                    reads = self._r.pipeline(transaction=False)
-                    for key in keys:
-                        reads.get(key)
-                        reads.pttl(key)
-                    got = reads.execute()
-                    holders = {
-                        key: (got[2 * k].decode() if got[2 * k] else None, got[2 * k + 1])
-                        for k, key in enumerate(keys)
-                    }
-                    granted = []
-                    for i, c in enumerate(claims):
-                        key = f"{self.prefix}:lock:{c.session_id}"
-                        holder, left = holders[key]
-                        if holder and holder != c.owner and not owner_is_dead(holder):
-                            outcomes[i] = SessionLocked(c.session_id, holder, max(0, left) / 1000)
-                            continue
-                        holders[key] = (c.owner, 0)
-                        granted.append(i)
-                    pipe.multi()
-                    for i in granted:
-                        c = claims[i]
-                        ms = max(1, int(c.ttl * 1000))
-                        pipe.set(f"{self.prefix}:lock:{c.session_id}", c.owner, px=ms)
-                    pipe.execute()
-                    return granted
-                except self._redis.WatchError:
-                    continue
+                got = self._sessions_script(args=args)
+                seen = {sid: (got[at[sid]] or b"").decode() for sid in sids}
+                holders = {sid: (seen[sid], got[at[sid] + 1]) for sid in sids}
+                granted, taken = [], {}
+                for i, c in enumerate(claims):
+                    holder, left = holders[c.session_id]
+                    if holder and holder != c.owner and not owner_is_dead(holder):
+                        outcomes[i] = SessionLocked(c.session_id, holder, max(0, left) / 1000)
+                        continue
+                    holders[c.session_id] = (c.owner, 0)
+                    granted.append(i)
+                    taken[c.session_id] = c  # one lock per session: the last claim's
+                locks = [str(len(taken))]
+                for sid, c in taken.items():
+                    locks += (sid, seen[sid], c.owner, str(max(1, int(c.ttl * 1000))))
+                if self._lock_script(args=[self.prefix, *locks]):
+                    break
+        loaded = {sid: _state(sid, None, *got[at[sid] + 2 : at[sid] + 5]) for sid in taken if load}
+        return granted, loaded
 
     def release_lock(self, session_id: str, owner: str) -> None:
         key = f"{self.prefix}:lock:{session_id}"
@@ -637,6 +598,84 @@ number, time, done, the checkpoints a rewrite drops, the meta fields, the new me
 rows, the checkpoint entry), the intent records (session, call, record), the lock
 releases (session, owner). One command for the whole batch instead of about eight per
 checkpoint: redis-py's per-command cost was most of the client's CPU."""
+
+
+_SESSIONS_SCRIPT = """
+local prefix, out = ARGV[1], {}
+local locks, states = ARGV[2]:find('L') ~= nil, ARGV[2]:find('S') ~= nil
+for i = 3, #ARGV, 2 do
+  local sid, wanted = ARGV[i], ARGV[i + 1]
+  local base = prefix .. ':s:' .. sid
+  if locks then
+    local lock = prefix .. ':lock:' .. sid
+    out[#out + 1] = redis.call('GET', lock)
+    out[#out + 1] = redis.call('PTTL', lock)
+  end
+  local last = states and redis.call('HGET', base .. ':meta', 'last')
+  local entry, rows = false, false
+  if states and (wanted ~= '' or last) then
+    entry = redis.call('HGET', base .. ':ckpt', wanted ~= '' and wanted or last)
+  end
+  if entry then
+    local ok, decoded = pcall(cjson.decode, entry)
+    local count = ok and type(decoded) == 'table' and tonumber(decoded.message_count)
+    if count and count > 0 then
+      rows = redis.call('LRANGE', base .. ':msgs', 0, count - 1)
+    elseif count then
+      rows = {}
+    end
+  end
+  if states then
+    out[#out + 1] = last
+    out[#out + 1] = entry
+    out[#out + 1] = rows
+  end
+end
+return out
+"""
+"""Sessions read in one command (``ARGV``: the prefix, what to read -- ``L`` the locks,
+``S`` the checkpoints, or both --, then pairs of session id and checkpoint number, empty
+for the latest): per session its lock's holder and milliseconds left (``L``), its last
+checkpoint number, the checkpoint's entry and its message rows (``S``; nil where
+absent, rows nil where the entry is unreadable)."""
+
+_LOCK_SCRIPT = """
+local prefix, n = ARGV[1], tonumber(ARGV[2])
+for i = 3, 2 + 4 * n, 4 do
+  if (redis.call('GET', prefix .. ':lock:' .. ARGV[i]) or '') ~= ARGV[i + 1] then
+    return 0
+  end
+end
+for i = 3, 2 + 4 * n, 4 do
+  redis.call('SET', prefix .. ':lock:' .. ARGV[i], ARGV[i + 2], 'PX', ARGV[i + 3])
+end
+return 1
+"""
+"""Take locks if their holders are still the ones read (``ARGV``: the prefix, the count,
+then per lock the session, the holder read (empty: none), the new owner, its TTL in ms);
+0 and nothing set if one changed."""
+
+
+def _arg(number: int | None) -> str:
+    return "" if number is None else str(number)
+
+
+def _state(
+    sid: str, checkpoint: int | None, last: bytes | None, raw: bytes | None, rows: Any
+) -> RunState | Exception:
+    """A checkpoint as :data:`_SESSIONS_SCRIPT` read it, or why it cannot be loaded."""
+    if last is None:
+        return SessionNotFound(sid)
+    number = int(last) if checkpoint is None else checkpoint
+    try:
+        if raw is None:
+            raise CheckpointNotFound(sid, number, int(last))
+        entry = _entry(sid, number, raw)
+        if rows is None:
+            raise CorruptCheckpoint(sid, f"checkpoint {number}", "message_count is not a number")
+        return decode_state(entry["header"], rows, session_id=sid, checkpoint=number)
+    except Exception as exc:  # CheckpointNotFound, CorruptCheckpoint, SchemaVersionError ...
+        return exc
 
 
 @dataclass(frozen=True, slots=True)
