@@ -40,6 +40,15 @@ TRAINS = _tool(
 FETCH = _tool(
     "http_get", "Sends a GET request to the specified URL to retrieve data.", url="string"
 )
+FOOD = ToolSpec(
+    "order_food",
+    "Order a dish from the menu.",
+    {
+        "type": "object",
+        "properties": {"dish": {"type": "string", "enum": ["PIZZA", "BURGER", "SALAD"]}},
+        "required": ["dish"],
+    },
+)
 ORDER = _tool("check_order_status", "Check the status of a customer's order.", order_id="string")
 
 
@@ -65,6 +74,13 @@ ORDER = _tool("check_order_status", "Check the status of a customer's order.", o
         (SPECS, "What is the weather in Beijing?", "tools"),
         (SPECS, "What is 45 * 12?", None),
         (SPECS, "Who wrote Hamlet?", None),
+        (SPECS, "Is it sunny in Sydney right now?", None),
+        # ... unless no tool's required parameters are given at all (the enum is a
+        # worked example, but no dish is named)
+        ([FOOD], "Whopper", "answer"),
+        ([FOOD], "Find me a good restaurant.", "answer"),
+        ([FOOD], "Order a salad from the menu", "tools"),
+        ([FOOD], "A salad, please", None),  # a value but no word of the tool's: scored
     ],
 )
 def test_first_turn_kind_from_the_requests_words(
@@ -107,6 +123,8 @@ def test_value_kind_reads_the_head_noun(key: str, kind: str | None) -> None:
         ("Find me a salon to go to.", False),  # a sentence's first word is not a name
         ("I want to find a train. Soon please", False),
         ("what is your name?", False),
+        ("The return date is March 8th", False),  # months and weekdays are not names
+        ("Leaving on Friday from Oslo", True),
     ],
 )
 def test_names_something(text: str, named: bool) -> None:

@@ -50,33 +50,18 @@ _URL = re.compile(
 _QUOTED = re.compile(r"['\"‘’“”`«][^'\"‘’“”`»]{1,80}['\"‘’“”`»]")
 # an identifier-like token: with a digit, inner capitals (AB1010CD) or joined by _ or -
 _CODE = re.compile(r"\b(?=[\w-]*\d)[\w-]+\b|\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|\b\w+[_-]\w+\b")
-_CALENDAR = [
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "may",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "oct",
-    "nov",
-    "dec",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "today",
-    "tomorrow",
-    "tonight",
-    "yesterday",
-    "weekend",
-]
-_DATE = re.compile(r"\d|\b(?:" + "|".join(_CALENDAR) + r")", re.IGNORECASE)
+# month and weekday names, whole or abbreviated
+_CALENDAR_NAME = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|mon(?:day)?"
+    r"|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:rs(?:day)?)?|fri(?:day)?|sat(?:urday)?"
+    r"|sun(?:day)?"
+)
+_DATE = re.compile(
+    rf"\d|\b(?:{_CALENDAR_NAME}|today|tomorrow|tonight|yesterday|weekend)s?\b", re.IGNORECASE
+)
+# capitalized, but not a name: "The return date is March 8th" names no place
+_NOT_A_NAME = re.compile(rf"(?:{_CALENDAR_NAME})\.?", re.IGNORECASE)
 _TIME = re.compile(r"\d|\b(?:noon|midnight|morning|afternoon|evening|night|now)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"[^\W\d_][\w'.-]*")
 _SELF = frozenset({"I", "I'm", "I'd", "I'll", "I've"})
@@ -97,17 +82,19 @@ def first_turn_kind(tools: Sequence[ToolSpec], request: str, call_overlap: float
     the model's answer-or-call score. A call needs a tool the request talks about (a
     share of at least ``call_overlap`` of its content words) and whose required
     parameters it gives (:func:`gives_required`). With tools the prompt shows in worked
-    examples (schemas with ``examples``) any other request is scored (the score alone
-    sent 40-50 % of BFCL's answerable questions to a direct answer, so words that fit
-    a tool override it); with tools the prompt only describes, it is answered."""
+    examples (schemas with ``examples``, ``enum`` or no parameters to fill), any other
+    request the model scores, if some tool's required parameters are given at all: the
+    worked examples let it map requests that share no word with a tool ("Is it sunny
+    in Sydney?" to ``get_weather``), but given no value to fill it called a tool for
+    every such BFCL request ("Whopper" with a food-order tool). With tools the prompt
+    only describes, any other request is answered: there the score carries no signal
+    (benchmarks/README.md, "Embedded model")."""
     shares = lp.tool_overlaps(tools, request, notes=True)
-    fits = any(
-        share >= call_overlap and gives_required(spec, request)
-        for share, spec in zip(shares, tools, strict=True)
-    )
-    if fits:
+    given = [gives_required(spec, request) for spec in tools]
+    if any(s >= call_overlap and g for s, g in zip(shares, given, strict=True)):
         return "tools"
-    return None if any(lp.has_examples(t.parameters) for t in tools) else "answer"
+    shown = any(lp.has_examples(t.parameters) for t in tools)
+    return None if shown and any(given) else "answer"
 
 
 def gives_required(spec: ToolSpec, request: str) -> bool:
@@ -158,7 +145,7 @@ def shows_kind(kind: str, request: str) -> bool:
 
 def names_something(text: str) -> bool:
     """Whether ``text`` holds a proper name or a quoted value: a capitalized word that
-    does not start a sentence (not "I"), an all-capitals word ("NYC"), a quoted span, or
+    does not start a sentence (not "I", not a month or weekday), an all-capitals word ("NYC"), a quoted span, or
     a word in a script without capitals (where case says nothing)."""
     if _QUOTED.search(text):
         return True
@@ -166,7 +153,7 @@ def names_something(text: str) -> bool:
         word = match.group(0)
         if any(ord(ch) > _CASELESS for ch in word):
             return True
-        if not word[0].isupper() or word in _SELF:
+        if not word[0].isupper() or word in _SELF or _NOT_A_NAME.fullmatch(word):
             continue
         before = text[: match.start()].rstrip()
         if (before and before[-1] not in ".!?:\n") or (len(word) > 1 and word.isupper()):
