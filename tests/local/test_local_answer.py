@@ -260,3 +260,21 @@ def test_no_yes_to_a_question_word_no_result_states() -> None:
     assert stated.unstated == () and not stated(head, "Yes")
     # The equation stop still applies.
     assert veto(head + "3 + 5 = 8", " 8")
+
+
+def test_no_field_named_after_a_number_that_is_not_its_value() -> None:
+    """'What's the weather in Beijing?' (humidity 62, wind 30) was answered '30 percent
+    humidity, and 62 pct wind speed'. A field's name right after a number (and at most
+    one unit word) must be that number's field."""
+    beijing = '{"city": "Beijing", "temperature_c": 26, "humidity_pct": 62, "wind_kph": 30}'
+    veto = la.answer_veto(la.grounding(_history("What's the weather in Beijing?", beijing)))
+    head = ' {"answer": "It is 26 degrees, '
+    assert veto(head + "30 percent", " humidity")
+    assert veto(head + "30 percent hum", "idity")
+    assert not veto(head + "62 percent", " humidity")
+    assert not veto(head + "62", " pct")
+    assert veto(head + "62 pct", " wind")
+    assert not veto(head + "30 kph", " wind")
+    assert not veto(head + "62% humidity and 30", " kph")
+    assert not veto(head + "30", " degrees")  # not a field's name
+    assert not veto(head + "62% humidity, ", "wind")  # no number right before

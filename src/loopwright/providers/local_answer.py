@@ -410,35 +410,62 @@ _ANSWER_KEY = '"answer":'
 MAX_FIRST_WORD = 6
 
 
+# A number, at most one unit after it, and the word being written: "62 pct wind".
+_NUMBER_THEN_WORD = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:[%°]|[A-Za-z]+)?\s+([A-Za-z]+)$")
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerVeto:
-    """The answer sampler's veto: :func:`runs_past_equation`, and no "Yes" as the
-    answer's first word while the question has words no result states
-    (``Grounding.unstated``). A small model answers "Is it raining in Lima?" with "Yes,
-    it is raining" whatever the result says (sunny); without the "Yes" it states the
-    result ("It is sunny in Lima"). The same rule checks a finished answer
-    (``strategies.embedded.grounded``); here it steers the decoding before the model
-    commits."""
+    """The answer sampler's veto (called with the text decoded so far and a candidate
+    token's text; ``True`` refuses it):
+
+    * :func:`runs_past_equation`;
+    * no "Yes" as the answer's first word while the question has words no result
+      states (``unstated``): a small model answers "Is it raining in Lima?" with "Yes,
+      it is raining" whatever the result says (sunny). The same rule checks a
+      finished answer (``strategies.embedded.grounded``); here it steers the
+      decoding before the model commits;
+    * no field named right after a number (and at most one unit word) that is not
+      that field's value (``fields``, as :class:`FieldBinder` reads them): listing
+      several fields, the model wrote "30 percent humidity, and 62 pct wind speed"
+      for humidity 62 and wind 30. The binder keeps the number after a field's name;
+      this keeps the name after a number."""
 
     unstated: tuple[str, ...] = ()
+    fields: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, text: str, piece: str) -> bool:
         if runs_past_equation(text, piece):
             return True
-        if not self.unstated:
-            return False
         at = text.rfind(_ANSWER_KEY)
         if at == -1:
             return False
         written = text[at + len(_ANSWER_KEY) :].lstrip(' "')
-        if len(written) > MAX_FIRST_WORD:
+        first = self.unstated and len(written) <= MAX_FIRST_WORD
+        if first and _YES_FIRST.match((written + piece).lstrip(' "')) is not None:
+            return True
+        return bool(self.fields) and self._misnamed(written + piece.split('"', 1)[0])
+
+    def _misnamed(self, grown: str) -> bool:
+        match = _NUMBER_THEN_WORD.search(grown[-MAX_NAMED_TAIL:])
+        if match is None or len(match.group(2)) < MIN_FIELD_WORD:
             return False
-        return _YES_FIRST.match((written + piece).lstrip(' "')) is not None
+        word = match.group(2).lower()
+        values = {v for w, v in self.fields if w.startswith(word) or word.startswith(w)}
+        return bool(values) and _canonical(match.group(1)) not in {_canonical(v) for v in values}
+
+
+MAX_NAMED_TAIL = 40
+
+
+def _canonical(number: str) -> str:
+    """``12.0`` and ``12`` are the same number."""
+    return number.rstrip("0").rstrip(".") if "." in number else number
 
 
 def answer_veto(ground: Grounding) -> AnswerVeto:
     """The veto of an answer turn grounded in ``ground``."""
-    return AnswerVeto(ground.unstated)
+    return AnswerVeto(ground.unstated, ground.fields)
 
 
 def _alternatives(values: Sequence[str]) -> str:
