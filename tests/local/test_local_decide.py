@@ -142,6 +142,8 @@ def test_names_something(text: str, named: bool) -> None:
         ("date", "next Friday", True),
         ("date", "on 2024-03-01", True),
         ("date", "some day soon", False),
+        ("date", "1 train ticket", False),  # a lone number is not a date
+        ("date", "on the 8th", True),
         ("time", "at noon", True),
         ("time", "later", False),
         ("email", "write to ann@example.com", True),

@@ -57,8 +57,12 @@ _CALENDAR_NAME = (
     r"|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:rs(?:day)?)?|fri(?:day)?|sat(?:urday)?"
     r"|sun(?:day)?"
 )
+# a day or month named, a numeric date (3/8, 2024-03-08), an ordinal day or a year: a
+# lone number is not a date ("1 train ticket")
 _DATE = re.compile(
-    rf"\d|\b(?:{_CALENDAR_NAME}|today|tomorrow|tonight|yesterday|weekend)s?\b", re.IGNORECASE
+    rf"\b(?:{_CALENDAR_NAME}|today|tomorrow|tonight|yesterday|weekend)s?\b"
+    r"|\b\d{1,4}[-/.]\d{1,2}\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:19|20)\d\d\b",
+    re.IGNORECASE,
 )
 # capitalized, but not a name: "The return date is March 8th" names no place
 _NOT_A_NAME = re.compile(rf"(?:{_CALENDAR_NAME})\.?", re.IGNORECASE)
