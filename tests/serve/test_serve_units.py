@@ -176,6 +176,28 @@ async def test_listing_shows_only_the_tenants_own_sessions() -> None:
     await manager.close()
 
 
+async def test_listing_asks_the_store_for_one_tenants_page_only() -> None:
+    """The tenant filter and the limit go into the store's query: a server with many
+    tenants does not list every stored session to show one tenant a page."""
+    from loopwright.serve.sessions import tenant_tag
+
+    manager = _manager()
+    lives = [manager.live[await manager.create("alpha", "echo", str(k))] for k in range(3)]
+    await asyncio.gather(*(x.task for x in lives if x.task is not None))
+    asked: list[dict[str, object]] = []
+    listing = manager.store.sessions
+
+    def sessions(**kwargs: object) -> list:
+        asked.append(kwargs)
+        return listing(**kwargs)  # type: ignore[arg-type]
+
+    manager.store.sessions = sessions  # type: ignore[method-assign]
+    rows = await manager.sessions("alpha", 2)
+    assert asked == [{"limit": 2, "prefix": f"s-{tenant_tag('alpha')}-"}]
+    assert len(rows) == 2 and {r.session_id for r in rows} <= {x.session_id for x in lives}
+    await manager.close()
+
+
 @pytest.mark.parametrize("at_boundary", [True, False])
 async def test_cancel_at_a_boundary_lets_the_running_tool_finish(at_boundary: bool) -> None:
     """What a server handing a run over uses: the tool in flight completes and its result

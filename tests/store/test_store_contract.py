@@ -6,6 +6,7 @@ import dataclasses
 import json
 import threading
 import time
+import uuid
 
 import pytest
 from store_testlib import sid
@@ -483,3 +484,22 @@ def test_a_long_history_saved_at_once_is_stored_whole(store: CheckpointStore) ->
         "next",
     ]
     store.delete(state.session_id)
+
+
+def test_sessions_filtered_by_id_prefix_and_limited_in_the_store(store: CheckpointStore) -> None:
+    """``sessions(prefix=..., limit=...)``: only the ids that start with the prefix (a
+    server's tenant tag), newest first, at most ``limit``; characters that are
+    wildcards in SQL ``LIKE`` match only themselves."""
+    tag = f"t{uuid.uuid4().hex[:8]}"
+    mine = [f"{tag}_%-{k}" for k in range(4)]
+    others = [f"{tag}x%-9", f"{tag}a_%-8", f"z{tag}_%-7"]  # LIKE would match the first two
+    for k, s in enumerate([*mine, *others]):
+        store.save(RunState(session_id=s, messages=[Message.user(str(k))], updated_at=k))
+    try:
+        assert [i.session_id for i in store.sessions(prefix=f"{tag}_%")] == mine[::-1]
+        assert [i.session_id for i in store.sessions(prefix=f"{tag}_%", limit=2)] == mine[:1:-1]
+        unfinished = store.sessions(prefix=f"{tag}_%", limit=3, unfinished=True)
+        assert [i.session_id for i in unfinished] == mine[:0:-1]
+    finally:
+        for s in [*mine, *others]:
+            store.delete(s)

@@ -214,9 +214,10 @@ class SessionManager:
         return state
 
     async def sessions(self, tenant: str, limit: int) -> list[SessionInfo]:
-        prefix = f"s-{tenant_tag(tenant)}-"
-        rows = await asyncio.get_running_loop().run_in_executor(None, self.store.sessions)
-        return [r for r in rows if r.session_id.startswith(prefix)][:limit]
+        prefix = f"s-{tenant_tag(tenant)}-"  # filtered and limited by the store's query
+        return await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self.store.sessions(limit=limit, prefix=prefix)
+        )
 
     def agent_name(self, state: RunState) -> str:
         meta = state.metadata.get("serve")

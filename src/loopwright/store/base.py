@@ -81,11 +81,15 @@ class Checkpoints(Protocol):
         """Every stored checkpoint of the session, oldest first."""
         ...
 
-    def sessions(self, *, limit: int | None = None, unfinished: bool = False) -> list[SessionInfo]:
+    def sessions(
+        self, *, limit: int | None = None, unfinished: bool = False, prefix: str = ""
+    ) -> list[SessionInfo]:
         """Stored sessions, most recently updated first; with ``unfinished`` only those
         whose run recorded no stop yet (``stop`` is ``None``: running, or interrupted by a
         dying process; not one waiting for an approval), found through an index rather
-        than by listing every session (what crash recovery looks for)."""
+        than by listing every session (what crash recovery looks for); with ``prefix``
+        only those whose id starts with it (a server lists one tenant's sessions this
+        way: the filter and ``limit`` apply in the store, not after listing them all)."""
         ...
 
     def delete(self, session_id: str) -> bool:

@@ -119,13 +119,17 @@ class MemoryStore:
                 raise SessionNotFound(session_id)
             return [sess.checkpoints[k][0] for k in sorted(sess.checkpoints)]
 
-    def sessions(self, *, limit: int | None = None, unfinished: bool = False) -> list[SessionInfo]:
+    def sessions(
+        self, *, limit: int | None = None, unfinished: bool = False, prefix: str = ""
+    ) -> list[SessionInfo]:
         with self._mutex:
             infos = sorted(
                 (
                     s.info
                     for s in self._sessions.values()
-                    if s.checkpoints and not (unfinished and s.info.stop is not None)
+                    if s.checkpoints
+                    and not (unfinished and s.info.stop is not None)
+                    and s.info.session_id.startswith(prefix)
                 ),
                 key=lambda i: -i.updated_at,
             )

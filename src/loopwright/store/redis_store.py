@@ -321,33 +321,46 @@ class RedisStore:
             )
         return sorted(refs, key=lambda r: r.checkpoint)
 
-    def sessions(self, *, limit: int | None = None, unfinished: bool = False) -> list[SessionInfo]:
+    def sessions(
+        self, *, limit: int | None = None, unfinished: bool = False, prefix: str = ""
+    ) -> list[SessionInfo]:
         if not unfinished:
-            return self._listed(f"{self.prefix}:sessions", limit)
+            return self._listed(f"{self.prefix}:sessions", limit, prefix=prefix)
         built = f"{self.prefix}:unfinished:built"
         with self._guard():
             if not self._r.exists(built):
                 self._build_unfinished()
                 self._r.set(built, "1")
-        return self._listed(f"{self.prefix}:unfinished", limit, unfinished=True)
+        return self._listed(f"{self.prefix}:unfinished", limit, unfinished=True, prefix=prefix)
 
     def _listed(
-        self, zkey: str, limit: int | None, *, unfinished: bool = False
+        self, zkey: str, limit: int | None, *, unfinished: bool = False, prefix: str = ""
     ) -> list[SessionInfo]:
+        """The sessions of ``zkey`` whose id starts with ``prefix``, newest first: their
+        rows read a page of ``limit`` at a time (a command each), not all of them."""
         with self._guard():
             ids = [i.decode() for i in self._r.zrevrange(zkey, 0, -1)]
-            pipe = self._r.pipeline(transaction=False)
-            for sid in ids:
-                pipe.hgetall(self._k(sid, "meta"))
-            metas = pipe.execute() if ids else []
-            infos = {sid: _info(sid, m) for sid, m in zip(ids, metas, strict=True) if m}
-            # retention: their keys expired; in ``unfinished``, a member whose meta
-            # has a result is left over from a stale rebuild
-            gone = {s for s in ids if s not in infos or (unfinished and infos[s].stop)}
-            if gone:
-                self._r.zrem(zkey, *gone)
-        rows = [infos[s] for s in ids if s not in gone]
+            ids = [i for i in ids if i.startswith(prefix)]
+            step = max(1, len(ids) if limit is None else limit)
+            rows: list[SessionInfo] = []
+            for k in range(0, len(ids), step):
+                rows += self._page(zkey, ids[k : k + step], unfinished)
+                if limit is not None and len(rows) >= limit:
+                    break
         return rows if limit is None else rows[:limit]
+
+    def _page(self, zkey: str, ids: list[str], unfinished: bool) -> list[SessionInfo]:
+        pipe = self._r.pipeline(transaction=False)
+        for sid in ids:
+            pipe.hgetall(self._k(sid, "meta"))
+        metas = pipe.execute()
+        infos = {sid: _info(sid, m) for sid, m in zip(ids, metas, strict=True) if m}
+        # retention: their keys expired; in ``unfinished``, a member whose meta has a
+        # result is left over from a stale rebuild
+        gone = {s for s in ids if s not in infos or (unfinished and infos[s].stop)}
+        if gone:
+            self._r.zrem(zkey, *gone)
+        return [infos[s] for s in ids if s not in gone]
 
     def _build_unfinished(self) -> None:
         """Fill ``unfinished`` from every session once (stores written before it

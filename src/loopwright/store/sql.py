@@ -444,16 +444,22 @@ class SqlStore:
             for r in rows
         ]
 
-    def sessions(self, *, limit: int | None = None, unfinished: bool = False) -> list[SessionInfo]:
-        where = " WHERE stop IS NULL" if unfinished else ""
+    def sessions(
+        self, *, limit: int | None = None, unfinished: bool = False, prefix: str = ""
+    ) -> list[SessionInfo]:
+        conditions = ["stop IS NULL"] if unfinished else []
+        params: list[Any] = []
+        if prefix:
+            conditions.append("session_id LIKE ? ESCAPE '!'")
+            params.append(_like_prefix(prefix))
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         sql = (
             "SELECT session_id, status, stop, turn, checkpoints, message_count, created_at, "
             f"updated_at, parent FROM lw_sessions{where} ORDER BY updated_at DESC"
         )
-        params: tuple[Any, ...] = ()
         if limit is not None:
             sql += " LIMIT ?"
-            params = (int(limit),)
+            params.append(int(limit))
         with self._read() as cur:
             cur.execute(self._q(sql), params)
             rows = cur.fetchall()
@@ -680,6 +686,11 @@ _PARAMS = 900
 def _chunks(rows: Sequence[_R], width: int) -> list[Sequence[_R]]:
     step = max(1, _PARAMS // width)
     return [rows[k : k + step] for k in range(0, len(rows), step)]
+
+
+def _like_prefix(prefix: str) -> str:
+    """A ``LIKE`` pattern (``ESCAPE '!'``) matching the ids that start with ``prefix``."""
+    return "".join(f"!{c}" if c in "!%_" else c for c in prefix) + "%"
 
 
 def _session_row(p: _SavePlan, now: float) -> tuple[object, ...]:
