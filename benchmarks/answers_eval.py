@@ -8,7 +8,8 @@ directory, sql_query on a fixture database, two-step add/multiply/divide), run e
 * **right call**: the expected tool was called with the argument that matters (the
   city, the file, a query returning the asked value, an expression with that value);
 * **states the result**: the final answer contains the asked value of the tool result
-  (the number, the weather field asked about, the fact from the file or the row);
+  (the number, the weather field asked about, the fact from the file or the row;
+  for a question about one row, the answer names that row too);
 * **contradicts nothing**: every number in the answer appears in a tool result or in the
   question; a number written right after a field's name is that field's value ("the
   humidity is 14" when humidity_pct is 35 fails; so does "14% humidity"); no other weather condition (and
@@ -87,6 +88,7 @@ class Case:
     arg_ok: Callable[[dict[str, object]], bool]
     facts: tuple[str, ...]  # the answer must contain one of these (case-insensitive)
     fields: dict[str, str] = field(default_factory=dict)  # field word -> value
+    subject: str = ""  # what the question asks about; the answer must name it
 
 
 def _expr(value: str) -> Callable[[dict[str, object]], bool]:
@@ -132,11 +134,15 @@ def read(question: str, name: str, fact: str) -> Case:
     return Case(question, ("read_file", "calculator"), "read_file", ok, (fact,))
 
 
-def sql(question: str, value: str) -> Case:
+def sql(question: str, value: str, subject: str = "") -> Case:
+    """``subject``: the row the question names ("desk"); the answer must name it too, so
+    "Ana is in Berlin, Bo is in Paris, and Chen is in Oslo" does not pass for "Which
+    city does Dana live in?" (Oslo) by listing wrong rows."""
+
     def ok(args: dict[str, object]) -> bool:
         return True  # the query is judged by its result: the value must come back
 
-    return Case(question, ("sql_query", "calculator"), "sql_query", ok, (value,))
+    return Case(question, ("sql_query", "calculator"), "sql_query", ok, (value,), subject=subject)
 
 
 def chain(question: str, value: str) -> Case:
@@ -161,8 +167,8 @@ DEV: list[Case] = [
     read("Read todo.txt and tell me the first item.", "todo.txt", "milk"),
     read("How much flour does recipe.txt need?", "recipe.txt", "200"),
     sql("How many customers are in the customers table?", "4"),
-    sql("What is the price of the desk in the products table?", "240"),
-    sql("How many chairs are in stock? Look in the products table.", "12"),
+    sql("What is the price of the desk in the products table?", "240", "desk"),
+    sql("How many chairs are in stock? Look in the products table.", "12", "chair"),
     sql("How many orders are in the orders table?", "7"),
     chain("What is (3 + 5) * 8?", "64"),
     chain("What is (20 / 5) * 6?", "24"),
@@ -171,7 +177,7 @@ DEV: list[Case] = [
     calc("Multiply 23 by 19.", "437"),
     weather("What is the temperature in Madrid?", "Madrid", "temperature"),
     read("What does status.txt say about the build?", "status.txt", "512"),
-    sql("Which city does Dana live in? Use the customers table.", "Oslo"),
+    sql("Which city does Dana live in? Use the customers table.", "Oslo", "Dana"),
 ]
 
 HELD_OUT: list[Case] = [
@@ -190,8 +196,8 @@ HELD_OUT: list[Case] = [
     read("How many eggs does recipe.txt use?", "recipe.txt", "2"),
     read("Where is the meeting? See notes.txt.", "notes.txt", "room 4"),
     sql("How many products are in the products table?", "3"),
-    sql("What is the stock of the lamp in the products table?", "3"),
-    sql("What is the price of the chair? Use the products table.", "85"),
+    sql("What is the stock of the lamp in the products table?", "3", "lamp"),
+    sql("What is the price of the chair? Use the products table.", "85", "chair"),
     chain("What is (4 + 9) * 2?", "26"),
     chain("What is (18 / 3) + 7?", "13"),
     chain("What is (7 * 8) + 4?", "60"),
@@ -267,6 +273,7 @@ def check(case: Case, result: RunResult) -> dict[str, object]:
     else:
         right_call = any(n == case.tool and case.arg_ok(a) for n, a in calls)
     states = any(_states(answer, f) for f in case.facts)
+    states = states and case.subject.lower() in answer.lower()
     if case.tool == "sql_query":
         results = " ".join(p.content for m in result.messages for p in m.tool_results_parts)
         right_call = right_call and any(f in results for f in case.facts)

@@ -115,12 +115,13 @@ def test_sql_select_with_bound_params_and_row_cap(db: Path) -> None:
     assert out["truncated"] is True
 
 
-def test_sql_result_carries_no_row_count_when_every_row_is_shown(db: Path) -> None:
+def test_sql_result_carries_a_row_count_only_for_several_rows(db: Path) -> None:
     # A small model read a row count of 1 as the value of COUNT(*) ("How many rows
-    # are in the orders table?" -> "There are 1 ..."): it is sent only when rows
-    # were left out.
+    # are in the orders table?" -> "There are 1 ..."): one row carries no count.
     out = SqlRunner(db).query("SELECT COUNT(*) FROM users")
     assert out == {"columns": ["COUNT(*)"], "rows": [[30]]}
+    out = SqlRunner(db).query("SELECT name FROM users WHERE age < 22")
+    assert out == {"columns": ["name"], "rows": [["user0"], ["user1"]], "row_count": 2}
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,7 @@ WEATHER = '{"city": "Cairo", "temperature_c": 19, "humidity_pct": 35, "source": 
 TABLE = '{"columns": ["city"], "rows": [["Oslo"]], "row_count": 1, "truncated": false}'
 PRICES = '{"columns": ["price"], "rows": [[40], [85], [240]]}'
 NAMED = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["desk", 240]]}'
+PEOPLE = '{"columns": ["name", "city"], "rows": [["Ana", "Berlin"], ["Dana", "Oslo"]]}'
 
 
 @pytest.mark.parametrize(
@@ -158,6 +159,13 @@ NAMED = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["desk", 240]]}'
         ("The price of the desk is 240.", "What is the price of the desk?", [NAMED], None),
         ("The prices are 40, 85 and 240.", "What is the price of the desk?", [PRICES], None),
         ("Dana lives in Oslo.", "Which city does Dana live in?", [TABLE], None),
+        # The question names Dana's row; the answer names only Ana's.
+        ("Ana is in Berlin.", "Which city does Dana live in?", [PEOPLE], "'ana'"),
+        ("Dana lives in Oslo.", "Which city does Dana live in?", [PEOPLE], None),
+        ("The lamps cost 40.", "What do the lamps cost?", [NAMED], None),
+        ("The lamps cost 40.", "What do the lamps cost?", [PRICES], "'lamps'"),
+        # Every row stated: a summary, not a pick.
+        ("Ana and Dana live in Berlin and Oslo.", "Who lives where?", [PEOPLE], None),
     ],
 )
 def test_ungrounded_rules(answer: str, question: str, results: list[str], why: str | None) -> None:
@@ -264,3 +272,23 @@ def test_yes_to_a_question_word_no_result_states_is_not_grounded(
     result = '{"city": "Lima", "temperature_c": 12, "condition": "sunny"}'
     reason = ungrounded(answer, _turn(question, result))
     assert (reason is None) if why is None else (reason is not None and why in reason)
+
+
+async def test_an_answer_may_repeat_what_the_tool_description_names() -> None:
+    """'There are 4 customers in the customers table.' after ``SELECT *`` (several
+    rows): "table" is in no row nor the query, but the tool works on database tables."""
+    from loopwright.core.tools import ToolSpec
+
+    rows = '{"columns": ["id", "name"], "rows": [[1, "Ana"], [2, "Bo"], [3, "Chen"], [4, "Dana"]], "row_count": 4}'
+    history = [
+        Message.user("How many customers are in the customers table?"),
+        Message("assistant", (_call("sql_query", {"query": "SELECT * FROM customers"}, "c1"),)),
+        Message.tool_results([ToolResultPart("c1", "sql_query", rows)]),
+    ]
+    said = "There are 4 customers in the customers table."
+    assert "table" in (ungrounded(said, current_turn(history)) or "")
+    spec = ToolSpec("sql_query", "Query the database tables with one SELECT.", {"type": "object"})
+    model = GroundedAnswers(FunctionModel(_Recorder(said)))
+    events = await _events(model, ModelRequest(history, tools=[spec]))
+    done = events[-1]
+    assert isinstance(done, ResponseDone) and done.message.text == said

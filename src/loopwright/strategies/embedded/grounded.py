@@ -14,10 +14,13 @@ the last user message), the answer is held back until it is complete and checked
   answer says "a real forecast"), nor say "Yes" to a question word no result states
   ("Is it raining in Lima?" -> "Yes, it is raining" when the result says sunny);
 * it does not repeat itself, and is not the question echoed back;
-* when a result holds several rows (a table, a list of objects), it names nothing of
-  the question that neither the results nor the calls tie to a row: after ``SELECT
-  price FROM products`` (three rows, no names), "The price of the desk is 40" picked
-  one row's price for a desk the result never names.
+* when a result holds several rows (a table, a list of objects) and the answer picks
+  some of them, it names nothing of the question that neither the results, the calls
+  nor the tools' descriptions show: after ``SELECT price FROM products`` (three rows,
+  no names), "The price of the desk is 40" picked one row's price for a desk the
+  result never names; and when the question names a row by one of its text values,
+  the answer names that row, not only others ("Ana is in Berlin" for "Which city
+  does Dana live in?").
 
 A failing answer whose leading sentences pass on their own is cut to them (a small model
 often states the result in its first sentence and then goes wrong: "The price of the
@@ -59,7 +62,9 @@ class Turn:
 
     question: str
     results: tuple[ToolResultPart, ...]
-    calls: tuple[str, ...] = ()  # the calls' arguments since the question, as JSON
+    # the calls' arguments since the question (JSON), and what the tools offered
+    # describe (added by GroundedAnswers)
+    calls: tuple[str, ...] = ()
 
 
 def current_turn(messages: Sequence[Message]) -> Turn:
@@ -119,6 +124,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     unnamed = _unnamed_row(answer, turn, ok)
     if unnamed:
         return f"names {unnamed!r}, which no row of the results shows"
+    other = _other_row(answer, turn.question, ok)
+    if other:
+        return f"names the row of {other!r}, not the one the question names"
     words = _words(answer)
     grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
     if len(grams) != len(set(grams)):
@@ -163,10 +171,19 @@ MIN_ROWS = 2
 
 def _unnamed_row(answer: str, turn: Turn, results: Sequence[ToolResultPart]) -> str | None:
     """A word of the question the answer repeats that neither the results nor the
-    calls state, when a result has several rows: the answer then ties one row's value
-    to something the result does not show ("the desk" after ``SELECT price FROM
-    products``). ``None`` when no result has several rows or nothing is unnamed."""
-    if not any(_rows(r.content) >= MIN_ROWS for r in results):
+    calls state, when the answer picks some of several rows (states a value of some,
+    not all) that the question names by none of their text values: the answer then
+    ties one row's value to something the result does not show ("the desk" after
+    ``SELECT price FROM products``). ``None`` otherwise."""
+    rows = [row for r in results for row in _row_cells(r.content)]
+    if len(rows) < MIN_ROWS:
+        return None
+    asked = set(_words(turn.question))
+    if any(_names(asked, v) for row in rows for v in row if not _is_number(v)):
+        return None  # the question names a row: see _other_row
+    numbers, words = _numbers(answer), set(_words(answer))
+    picked = [row for row in rows if any(_said(v, numbers, words) for v in row)]
+    if not picked or len(picked) == len(rows):
         return None
     said = {w.lower() for w in label_words(answer)}
     shown = [r.content for r in results] + list(turn.calls)
@@ -176,17 +193,54 @@ def _unnamed_row(answer: str, turn: Turn, results: Sequence[ToolResultPart]) -> 
     return None
 
 
-def _rows(content: str) -> int:
-    """How many rows a result holds: a table's ``rows``, a list's objects; else 0."""
+def _row_cells(content: str) -> list[list[str]]:
+    """The values of each row of a result (a table's ``rows``, a list's objects) as
+    text, lower-cased (numbers in canonical form); empty when it holds no rows."""
     try:
         data = json.loads(content)
     except ValueError:
-        return 0
+        return []
     if isinstance(data, dict):
         data = data.get("rows")
-    if isinstance(data, list):
-        return sum(isinstance(item, (list, dict)) for item in data)
-    return 0
+    if not isinstance(data, list):
+        return []
+    rows = [r.values() if isinstance(r, dict) else r for r in data if isinstance(r, list | dict)]
+    return [[_cell_text(v) for v in row if _cell_text(v)] for row in rows]
+
+
+def _cell_text(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, int | float):
+        return _canonical(json.dumps(value))
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def _is_number(value: str) -> bool:
+    return _NUMBER.fullmatch(value) is not None
+
+
+def _said(value: str, numbers: set[str], words: set[str]) -> bool:
+    return value in numbers if _is_number(value) else _names(words, value)
+
+
+def _other_row(answer: str, question: str, results: Sequence[ToolResultPart]) -> str | None:
+    """A text value of another row, when the question names rows by a text value of
+    theirs and the answer names none of those but names another; else ``None``."""
+    rows = [[v for v in row if not _is_number(v)] for r in results for row in _row_cells(r.content)]
+    if len(rows) < MIN_ROWS:
+        return None
+    asked, said = set(_words(question)), set(_words(answer))
+    named = [v for row in rows for v in row if _names(asked, v)]
+    if not named or any(_names(said, v) for v in named):
+        return None
+    return next((v for row in rows for v in row if _names(said, v) and v not in named), None)
+
+
+def _names(words: set[str], value: str) -> bool:
+    """Whether ``words`` name ``value``: each of its words, as written or plural."""
+    parts = _words(value)
+    return bool(parts) and all(p in words or f"{p}s" in words for p in parts)
 
 
 def _contradiction(answer: str, results: Sequence[ToolResultPart]) -> str | None:
@@ -236,6 +290,11 @@ class GroundedAnswers:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         turn = current_turn(request.messages)
+        if turn.results and request.tools:
+            # The tools' descriptions name what the calls worked on ("the database
+            # tables ..."): words an answer may repeat from the question.
+            described = tuple(t.description for t in request.tools)
+            turn = replace(turn, calls=turn.calls + described)
         if not turn.results:
             async for event in self.model.stream(request):
                 yield event

@@ -67,7 +67,7 @@ SPEC = ToolSpec(
                 "type": "string",
                 "description": "one SQL SELECT statement; use ? for parameters",
                 "examples": [
-                    "SELECT name, email FROM customers LIMIT 5",
+                    "SELECT * FROM customers LIMIT 5",
                     "SELECT COUNT(*) FROM orders",
                 ],
                 "minLength": 1,
@@ -126,12 +126,14 @@ class SqlRunner:
         return conn
 
     def query(self, query: str, params: list[object] | None = None) -> dict[str, object]:
-        """Run one SELECT; return ``columns`` and ``rows`` (at most ``max_rows``); when
-        rows were left out, also ``truncated: true`` and ``row_count`` (all rows).
+        """Run one SELECT; return ``columns`` and ``rows`` (at most ``max_rows``), with
+        ``row_count`` (all rows) when there are several, and ``truncated: true`` when
+        rows were left out.
 
-        The count is not sent when it is just the number of rows shown: a small model
-        read it as a value ("How many rows are in the orders table?" after ``SELECT
-        COUNT(*)`` was answered with the 1 of ``row_count``, not the count of 7)."""
+        A single row carries no count: a small model read its count of 1 as the value
+        ("How many rows are in the orders table?" after ``SELECT COUNT(*)`` was answered
+        with the 1 of ``row_count``, not the count of 7). Several rows keep it: "How many
+        customers are there?" after ``SELECT *`` is answered from it."""
         text = query.strip() if isinstance(query, str) else ""
         if not text:
             raise _invalid("query is empty; pass one SELECT statement")
@@ -160,8 +162,10 @@ class SqlRunner:
         except (sqlite3.ProgrammingError, sqlite3.Warning) as exc:
             raise _invalid(f"{exc}; send exactly one SELECT statement") from None
         out: dict[str, object] = {"columns": columns, "rows": rows}
+        if total > 1:
+            out["row_count"] = total
         if total > len(rows):
-            out.update(row_count=total, truncated=True)
+            out["truncated"] = True
         return out
 
     def __call__(self, query: str, params: list[object] | None = None) -> dict[str, object]:
