@@ -11,6 +11,7 @@ from loopwright.providers.local import LocalConfig
 from loopwright.tools.builtin import BUILTIN_TOOLS, make_tools
 
 SPECS = [t.spec for t in make_tools(BUILTIN_TOOLS)]
+BUILT = {spec.name: spec for spec in SPECS}
 OVERLAP = LocalConfig().call_overlap
 
 
@@ -75,12 +76,14 @@ ORDER = _tool("check_order_status", "Check the status of a customer's order.", o
         (SPECS, "What is 45 * 12?", None),
         (SPECS, "Who wrote Hamlet?", None),
         (SPECS, "Is it sunny in Sydney right now?", None),
-        # ... unless no tool's required parameters are given at all (the enum is a
-        # worked example, but no dish is named)
+        # ... unless no tool's required parameters are given at all
+        ([BUILT["get_weather"]], "Is it sunny in Sydney right now?", None),
+        ([BUILT["get_weather"]], "Find me the way to the station.", "answer"),
+        # an enum-only tool's worked example shows no example values: not scored
         ([FOOD], "Whopper", "answer"),
         ([FOOD], "Find me a good restaurant.", "answer"),
+        ([FOOD], "A salad, please", "answer"),
         ([FOOD], "Order a salad from the menu", "tools"),
-        ([FOOD], "A salad, please", None),  # a value but no word of the tool's: scored
     ],
 )
 def test_first_turn_kind_from_the_requests_words(
@@ -152,6 +155,14 @@ def test_names_something(text: str, named: bool) -> None:
 )
 def test_shows_kind(kind: str, text: str, shown: bool) -> None:
     assert ld.shows_kind(kind, text) is shown
+
+
+def test_shows_values_needs_example_values_in_the_schema() -> None:
+    for name in ("calculator", "get_weather", "read_file", "sql_query", "add"):
+        assert ld.shows_values(BUILT[name])
+    assert not ld.shows_values(FOOD)  # enum members only
+    assert not ld.shows_values(ToolSpec("ping", "Check the service is up."))
+    assert not ld.shows_values(WEATHER)  # described only
 
 
 def test_turn_mode_from_tool_choice() -> None:

@@ -85,20 +85,29 @@ def first_turn_kind(tools: Sequence[ToolSpec], request: str, call_overlap: float
     """A first turn's kind from the request's words alone, or ``None`` to leave it to
     the model's answer-or-call score. A call needs a tool the request talks about (a
     share of at least ``call_overlap`` of its content words) and whose required
-    parameters it gives (:func:`gives_required`). With tools the prompt shows in worked
-    examples (schemas with ``examples``, ``enum`` or no parameters to fill), any other
-    request the model scores, if some tool's required parameters are given at all: the
-    worked examples let it map requests that share no word with a tool ("Is it sunny
-    in Sydney?" to ``get_weather``), but given no value to fill it called a tool for
-    every such BFCL request ("Whopper" with a food-order tool). With tools the prompt
-    only describes, any other request is answered: there the score carries no signal
-    (benchmarks/README.md, "Embedded model")."""
+    parameters it gives (:func:`gives_required`). With tools whose worked examples show
+    example values (:func:`shows_values`) any other request the model scores, if some
+    tool's required parameters are given at all: the examples let it map requests
+    that share no word with a tool ("Is it sunny in Sydney?" to ``get_weather``).
+    Otherwise any other request is answered: without such examples the score carries
+    no signal (it called a tool for every BFCL request left to it, "Whopper" with a
+    food-order tool whose only parameter is an enum; benchmarks/README.md, "Embedded
+    model")."""
     shares = lp.tool_overlaps(tools, request, notes=True)
     given = [gives_required(spec, request) for spec in tools]
     if any(s >= call_overlap and g for s, g in zip(shares, given, strict=True)):
         return "tools"
-    shown = any(lp.has_examples(t.parameters) for t in tools)
+    shown = any(shows_values(t) for t in tools)
     return None if shown and any(given) else "answer"
+
+
+def shows_values(spec: ToolSpec) -> bool:
+    """Whether the prompt's worked examples for ``spec`` show example values its schema
+    gives (``examples`` on a parameter), not only enum members or no arguments."""
+    props = spec.parameters.get("properties") or {}
+    return lp.has_examples(spec.parameters) and any(
+        isinstance(p, Mapping) and "examples" in p for p in props.values()
+    )
 
 
 def gives_required(spec: ToolSpec, request: str) -> bool:
