@@ -67,7 +67,9 @@ def test_a_postgres_batch_costs_the_same_round_trips_and_statements_at_any_size(
             assert small == large, kind  # same round trips and statement texts
         # BEGIN with the row-locking read, then the inserts with COMMIT
         assert seen["first"][0][0] == 2 and seen["next"][0][0] == 2
-        assert seen["claim"][0][0] <= 3
+        # new sessions: BEGIN with the lock rows (and any stored checkpoint), then the
+        # locks taken with COMMIT
+        assert seen["claim"][0][0] == 2
         assert all(len(store.load(s).messages) == 2 and not store.lock_owner(s) for s in ids)
     finally:
         for s in ids:

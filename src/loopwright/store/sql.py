@@ -483,11 +483,15 @@ class SqlStore:
 
     def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
         """Every claim in ONE transaction: the locks with a few statements for all of
-        them, then one query for the latest checkpoints and one for their messages."""
+        them, whose row-locking read also finds each session's latest checkpoint, then
+        one query for the messages of the sessions that are stored (none for new ones:
+        a batch of new sessions waits for the server twice, its read and its COMMIT)."""
         outcomes: list[ClaimOutcome] = [None] * len(claims)
         with self._batch() as cur:
-            granted = self._lock_many(cur, claims, outcomes, time.time())
-            stored = self._latest(cur, sorted({claims[i].session_id for i in granted}))
+            granted, heads = self._lock_many(cur, claims, outcomes, time.time())
+            stored = self._latest(
+                cur, {s: heads[s] for s in {claims[i].session_id for i in granted} if s in heads}
+            )
             failed: list[tuple[str, str]] = []
             for i in granted:
                 c = claims[i]
@@ -507,9 +511,11 @@ class SqlStore:
 
     def _lock_many(
         self, cur: Cursor, claims: Sequence[Claim], outcomes: list[ClaimOutcome], now: float
-    ) -> list[int]:
-        """Take the claims' locks (see ``acquire_lock``'s contract); the indexes of the
-        claims that got theirs, a ``SessionLocked`` in ``outcomes`` for the others."""
+    ) -> tuple[list[int], dict[str, tuple[int, int, str]]]:
+        """Take the claims' locks (see ``acquire_lock``'s contract): the indexes of the
+        claims that got theirs (a ``SessionLocked`` in ``outcomes`` for the others), and
+        ``session -> (checkpoint, message count, header)`` of each stored session's latest
+        checkpoint, read with the locks' rows (after they are locked)."""
         sids = sorted({c.session_id for c in claims})  # one lock order for every batch
         breaks = sorted({c.session_id for c in claims if c.break_first})
         if breaks:
@@ -526,11 +532,15 @@ class SqlStore:
         )
         rows = self._select_in(
             cur,
-            "SELECT session_id, owner, expires_at FROM lw_locks WHERE session_id IN ({}) "
-            "ORDER BY session_id" + self._for_update.format("lw_locks"),
+            "SELECT l.session_id, l.owner, l.expires_at, c.seq, c.message_count, c.header "
+            "FROM lw_locks l LEFT JOIN lw_sessions s ON s.session_id = l.session_id "
+            "LEFT JOIN lw_checkpoints c ON c.session_id = s.session_id "
+            "AND c.seq = s.last_checkpoint WHERE l.session_id IN ({}) "
+            "ORDER BY l.session_id" + self._for_update.format("l"),
             sids,
         )
         holders = {str(r[0]): (str(r[1]), float(r[2])) for r in rows}
+        heads = {str(r[0]): (int(r[3]), int(r[4]), r[5]) for r in rows if r[3] is not None}
         granted = []
         for i, c in enumerate(claims):
             holder, expires = holders[c.session_id]
@@ -548,21 +558,13 @@ class SqlStore:
             "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
             "expires_at = excluded.expires_at",
         )
-        return granted
+        return granted, heads
 
-    def _latest(self, cur: Cursor, sids: list[str]) -> dict[str, tuple[int, str, list[Any]]]:
-        """``session -> (checkpoint number, header, message rows)`` of the latest
-        checkpoint of each stored session among ``sids``."""
-        if not sids:
-            return {}
-        found_rows = self._select_in(
-            cur,
-            "SELECT c.session_id, c.seq, c.message_count, c.header FROM lw_sessions s "
-            "JOIN lw_checkpoints c ON c.session_id = s.session_id "
-            "AND c.seq = s.last_checkpoint WHERE s.session_id IN ({})",
-            sids,
-        )
-        heads = {str(r[0]): (int(r[1]), int(r[2]), r[3]) for r in found_rows}
+    def _latest(
+        self, cur: Cursor, heads: dict[str, tuple[int, int, str]]
+    ) -> dict[str, tuple[int, str, list[Any]]]:
+        """``session -> (checkpoint number, header, message rows)`` of the checkpoints
+        ``heads`` (``session -> (checkpoint, message count, header)``)."""
         if not heads:
             return {}
         found = sorted(heads)
