@@ -6,26 +6,28 @@ from __future__ import annotations
 
 import itertools
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from store_testlib import make_store, sid
+from store_testlib import POSTGRES_ENV, make_store, service_url, sid
 
 from loopwright.core.messages import Message
 from loopwright.core.run import RunState
-from loopwright.store import SessionNotFound, Write
+from loopwright.store import SessionNotFound, StoreUnavailable, Write
 from loopwright.store.state import Claim
 
 
 def _traced(store: object, action: Callable[[], object]) -> tuple[int, set[str]]:
-    """``action()``'s round trips on the calling thread's connection (the times the
-    client sent and then waited for the server: libpq's protocol trace) and the text
-    of the statements it parsed."""
+    """``action()``'s round trips on the store's connection (the times the client sent
+    and then waited for the server: libpq's protocol trace) and the text of the
+    statements it parsed. One thread, one transaction at a time: the pool's one idle
+    connection serves every call."""
     from psycopg import pq
 
-    conn = store._conn()  # type: ignore[attr-defined]
+    (conn,) = store._idle  # type: ignore[attr-defined]
     with tempfile.TemporaryFile("w+") as trace:
         conn.pgconn.trace(trace.fileno())
         conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
@@ -153,3 +155,39 @@ def test_a_redis_batch_is_two_commands_at_any_size(
         assert [c for c in sent if c != "SCRIPT LOAD"] == ["EVALSHA"] * 4, sent
         assert all(len(store.load(s).messages) == 2 and not store.lock_owner(s) for s in sids)
     store.close()
+
+
+@pytest.mark.services
+def test_postgres_connections_are_pooled_across_threads_and_a_dead_one_is_replaced(
+    tmp_path: Path,
+) -> None:
+    """Calls from many threads, one after another, share the connection ``migrate``
+    opened (not one per thread: a connection costs 5-10 ms); a connection the server
+    dropped fails its call as ``StoreUnavailable`` and is replaced on the next."""
+    store = make_store("postgres", tmp_path)
+    ids: list[str] = []
+
+    def save() -> None:
+        ids.append(sid())
+        store.save(RunState(session_id=ids[-1], messages=[Message.user("go")]))
+
+    try:
+        for _ in range(6):
+            worker = threading.Thread(target=save)
+            worker.start()
+            worker.join()
+        assert len(ids) == 6 and len(store._all) == 1  # type: ignore[attr-defined]
+        (conn,) = store._idle  # type: ignore[attr-defined]
+        import psycopg
+
+        with psycopg.connect(service_url(POSTGRES_ENV), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        with pytest.raises(StoreUnavailable):
+            save()
+        save()
+        assert store.load(ids[-1]).messages[0].text == "go"
+        assert len(store._all) == 1  # type: ignore[attr-defined]
+    finally:
+        for s in ids:
+            store.delete(s)
+        store.close()

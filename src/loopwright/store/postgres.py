@@ -3,8 +3,8 @@
 ``PostgresStore(url)`` runs :meth:`PostgresStore.migrate` (idempotent ``CREATE TABLE IF
 NOT EXISTS`` plus a version row) unless ``migrate=False``; run it once by hand with
 ``loopwright sessions --store postgres --store-url URL`` or ``store.migrate()``.
-Each thread uses its own connection. Concurrent saves of one session serialize on
-``SELECT ... FOR UPDATE`` of its row.
+Transactions take connections from the store's pool (``PostgresStore._connection``).
+Concurrent saves of one session serialize on ``SELECT ... FOR UPDATE`` of its row.
 
 Round trips and client CPU. A group-commit batch (``write``/``claim``: the writes of many
 runs) is one transaction in psycopg's pipeline mode: statements whose rows are not read
@@ -74,8 +74,8 @@ class PostgresStore(SqlStore):
         self.url = url
         self.target = _redact(url)
         self._timeout = connect_timeout
-        self._local = threading.local()
-        self._all: list[Any] = []
+        self._all: list[Any] = []  # every open connection, idle or in use
+        self._idle: list[Any] = []  # the pool: taken last in, first out
         self._all_lock = threading.Lock()
         if migrate:
             self.migrate()
@@ -87,10 +87,32 @@ class PostgresStore(SqlStore):
             cur.execute("SELECT pg_advisory_xact_lock(7419265)")
         self._create_tables()
 
-    def _conn(self) -> Any:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed:
-            return conn
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A connection of the store's pool for one transaction, returned to it after.
+        The pool grows to the most transactions ever open at once (a few: the group
+        commit keeps two batches in flight) and its connections outlive the threads
+        that used them, so the adapter's worker threads do not each connect (5-10 ms
+        each on a local server) and the connection ``migrate`` opened serves the first
+        batch."""
+        with self._all_lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None or conn.closed:
+            conn = self._connect()
+        try:
+            yield conn
+        finally:
+            idle = self._psycopg.pq.TransactionStatus.IDLE
+            reusable = not conn.closed and not conn.broken and conn.info.transaction_status == idle
+            with self._all_lock:
+                if reusable:
+                    self._idle.append(conn)
+                elif conn in self._all:
+                    self._all.remove(conn)
+            if not reusable:
+                conn.close()
+
+    def _connect(self) -> Any:
         try:
             # autocommit: ``_tx`` and ``_batch`` open every transaction themselves
             conn = self._psycopg.connect(
@@ -98,15 +120,18 @@ class PostgresStore(SqlStore):
             )
         except self._psycopg.Error as exc:
             raise StoreUnavailable("postgres", self.target, _first_line(exc)) from None
-        self._local.conn = conn
         with self._all_lock:
             self._all.append(conn)
         return conn
 
     @contextmanager
     def _tx(self) -> Iterator[Cursor]:
-        conn = self._conn()
-        with self._errors(conn), conn.transaction(), conn.cursor() as cur:
+        with (
+            self._connection() as conn,
+            self._errors(),
+            conn.transaction(),
+            conn.cursor() as cur,
+        ):
             yield cur
 
     @contextmanager
@@ -116,8 +141,7 @@ class PostgresStore(SqlStore):
         wait for the server. ``COMMIT`` is sent only when the body finished: after an
         error (in the body, or a statement the server rejected, which makes it skip the
         rest) the transaction is rolled back, never committed in part."""
-        conn = self._conn()
-        with self._errors(conn):
+        with self._connection() as conn, self._errors():
             try:
                 with conn.pipeline(), conn.cursor() as cur:
                     cur.execute("BEGIN")
@@ -128,12 +152,11 @@ class PostgresStore(SqlStore):
                     conn.rollback()
 
     @contextmanager
-    def _errors(self, conn: Any) -> Iterator[None]:
+    def _errors(self) -> Iterator[None]:
         psycopg = self._psycopg
         try:
             yield
         except psycopg.OperationalError as exc:
-            self._local.conn = None
             raise StoreUnavailable("postgres", self.target, _first_line(exc)) from None
         except psycopg.errors.InFailedSqlTransaction as exc:  # pragma: no cover - defensive
             raise StoreUnavailable("postgres", self.target, _first_line(exc)) from None
@@ -176,7 +199,7 @@ class PostgresStore(SqlStore):
                 except Exception:  # closing a dead connection may raise anything
                     pass
             self._all.clear()
-        self._local = threading.local()
+            self._idle.clear()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.target!r})"
