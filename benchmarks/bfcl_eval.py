@@ -132,7 +132,11 @@ def run_one(model: LocalModel, entry: dict[str, Any], table: Mapping[str, str]) 
 
 
 def evaluate(
-    category: str, entries: list[dict[str, Any]], answers: dict[str, Any], checker: Any
+    category: str,
+    entries: list[dict[str, Any]],
+    answers: dict[str, Any],
+    checker: Any,
+    dump: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI  # type: ignore[import-not-found]
 
@@ -147,10 +151,11 @@ def evaluate(
         cpu.append(got["cpu"])
         invalid += got["invalid"]
         no_call += not got["output"]
+        verdict: Any = None
         if category == "live_irrelevance":
             ok = not got["output"]
         elif not got["output"]:
-            ok = False
+            ok, verdict = False, {"valid": False, "error": ["no call"]}
         else:
             verdict = checker.ast_checker(
                 entry["function"],
@@ -162,6 +167,8 @@ def evaluate(
             )
             ok = bool(verdict["valid"])
         correct += ok
+        if dump is not None:
+            dump.append(_dumped(entry, got, ok, answers, category, verdict))
         if not ok:
             question = entry["question"][0][-1]["content"][:90]
             print(f"MISS {entry['id']} {question!r}: {json.dumps(got['output'])[:200]}")
@@ -182,13 +189,40 @@ def evaluate(
     }
 
 
+def _dumped(
+    entry: dict[str, Any],
+    got: dict[str, Any],
+    ok: bool,
+    answers: dict[str, Any],
+    category: str,
+    verdict: Any,
+) -> dict[str, Any]:
+    """One question's record for ``--dump``: what was asked, offered, expected and
+    written, and the checker's reason for a miss."""
+    return {
+        "id": entry["id"],
+        "category": category,
+        "ok": ok,
+        "question": entry["question"][0][-1]["content"],
+        "functions": entry["function"],
+        "expected": answers.get(entry["id"], {}).get("ground_truth"),
+        "output": got["output"],
+        "error": None if ok or not isinstance(verdict, Mapping) else verdict.get("error"),
+        "cpu": round(got["cpu"], 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--wheel", type=Path, default=None)
     parser.add_argument("--n", type=int, default=100, help="questions per category")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--categories", default=",".join(CATEGORIES))
+    parser.add_argument(
+        "--dump", type=Path, default=None, help="write one JSON line per question here"
+    )
     args = parser.parse_args()
+    dump: list[dict[str, Any]] | None = [] if args.dump else None
     wheel_path = args.wheel or next(Path("/tmp/bfcl").glob("bfcl_eval-*.whl"))
     checker = load_checker(wheel_path)
     out: dict[str, Any] = {"wheel": wheel_path.name, "n": args.n, "seed": args.seed}
@@ -202,8 +236,12 @@ def main() -> None:
                 random.Random(args.seed).sample(range(len(entries)), min(args.n, len(entries)))
             )
             print(f"# {category}: {len(picked)} of {len(entries)}")
-            out[category] = evaluate(category, [entries[i] for i in picked], answers, checker)
+            out[category] = evaluate(
+                category, [entries[i] for i in picked], answers, checker, dump
+            )
             print(json.dumps({category: out[category]}), flush=True)
+    if args.dump is not None and dump is not None:
+        args.dump.write_text("".join(json.dumps(r) + "\n" for r in dump))
     print(json.dumps(out))
 
 

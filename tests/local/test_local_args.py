@@ -363,7 +363,9 @@ def test_an_optional_number_does_not_take_the_required_ones_number() -> None:
     held = grounded_arguments(spec, Grounding("The best defence in the 2021 season."))
     assert held["properties"] == {"season": {"type": "integer", "enum": [2021]}}
     named = grounded_arguments(spec, Grounding("The top 3 defences in the 2021 season."))
-    assert named["properties"]["top"] == {"enum": [3, 2021]}
+    # the number written next to the parameter's name, and given, so required
+    assert named["properties"]["top"] == {"enum": [3]}
+    assert named["required"] == ["season", "top"]
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,8 @@ class ArgumentGuard:
     context: str  # the request and the results since it, lower-cased
     numbers: tuple[str, ...]  # digit runs of the request and the results
     words: tuple[str, ...] = ()  # the words a string argument may use, sorted
+    source: str = ""  # ``context`` as written (capitals tell names and sentences)
+    joined: tuple[str, ...] = ()  # parameters whose examples join names with a comma
 
     def __call__(self, text: str, piece: str) -> bool:
         inside, value = _open_string(text)
@@ -74,6 +76,8 @@ class ArgumentGuard:
             grown = value + head
             so_far, longer = value.lstrip(" ").lower(), grown.lstrip(" ").lower()
             if self._leaves_for_example(so_far, longer):
+                return True
+            if self._span_refuses(text, so_far, head, closes='"' in piece):
                 return True
             raw = (value.lstrip(" "), grown.lstrip(" "))
             if self.words and self._invents_word(*raw, closes='"' in piece):
@@ -88,6 +92,24 @@ class ArgumentGuard:
         if run is None or len(run.group(0)) <= MAX_FREE_DIGITS or not piece[-1:].isdigit():
             return False
         return not any(n.startswith(run.group(0)) for n in self.numbers)
+
+    def _span_refuses(self, text: str, value: str, head: str, closes: bool) -> bool:
+        """A string copying a span of the request ends where the request's text does
+        (:func:`span_ends`): it may not go on past a clause or sentence break ("2020
+        Addison Street, Berkeley, CA, USA" ends before ", and I can wait"), nor stop
+        inside a run of capitalized words ("Gibson" of "Gibson Les Paul") or, for a
+        parameter whose examples join names with a comma ("e.g. Seattle, WA"), before
+        the comma-joined rest of a place ("Paris" of "Paris, France")."""
+        if len(value) < MIN_COPY_CHARS or not self.source:
+            return False
+        comma = _current_key(text) in self.joined
+        ends = span_ends(self.source, self.context, value, comma=comma)
+        if ends is None:
+            return False
+        must_end, may_end = ends
+        if head and must_end:
+            return True
+        return closes and not head and not may_end
 
     def _invents_word(self, value: str, grown: str, closes: bool) -> bool:
         """A word the candidate touches (the one it goes on with and those it adds) is
@@ -139,13 +161,82 @@ def argument_guard(
     conversation (its worked examples), ``messages`` the conversation, ``tools`` the
     callable tools (their whole descriptions and parameter schemas, of which the
     prompt shows only a part, give words too)."""
-    context = _context(messages).lower()
+    source = _context(messages)
+    context = source.lower()
     shown = {v.strip().lower() for v in _example_values(prefix)}
     examples = tuple(sorted(v for v in shown if len(v) >= MIN_COPY_CHARS and v not in context))
     numbers = tuple(dict.fromkeys(_NUMBER.findall(context)))
     described = " ".join(f"{t.description} {json.dumps(t.parameters)}" for t in tools)
     words = known_words(prefix.lower(), described.lower(), context)
-    return ArgumentGuard(examples, context, numbers, words)
+    return ArgumentGuard(examples, context, numbers, words, source, joined_parameters(tools))
+
+
+# What follows a span that ends a value: a clause ("…, USA, and I can wait"), or a
+# sentence ("…shopping. Then"); a name of capitals goes on ("Gibson Les Paul").
+_CLAUSE_BREAK = re.compile(
+    r",?\s+(?:and|but|so|which|while|then|because|if|when)\s+(?:i|we|you|it|they|he|she|my|please)\b"
+    r"|,\s+(?:and|or|but|so|which|while|then|because|if|when|i|we|please)\b"
+    r"|[.!?](?:\s|$)"
+)
+_NAME_GOES_ON = re.compile(r" (?!I\b)[A-Z][\w&.'-]*")
+_COMMA_NAME_GOES_ON = re.compile(r", ?(?!I\b)[A-Z][\w&.'-]*")
+
+
+def span_ends(
+    source: str, context: str, value: str, *, comma: bool = False
+) -> tuple[bool, bool] | None:
+    """Where a value copying the request (``value``, lower-cased, found in
+    ``context``, the lower-cased ``source``) may end: ``(must_end, may_end)``, or
+    ``None`` when the value is not a span of the request that starts at a word. Every
+    place the request has the span counts: it must end when each is followed by a
+    clause or sentence break and the span has several words; it may not end when
+    each is followed by more of a name
+    (a capitalized word after a capitalized one; with ``comma``, a capitalized word
+    after a comma: "Paris, France", "Berkeley, CA")."""
+    if len(source) != len(context) or not value[-1:].isalnum():
+        return None
+    start = r"(?<![a-z0-9])" if value[0].isalnum() else ""
+    ends = [m.end() for m in re.finditer(start + re.escape(value), context)]
+    if not ends:
+        return None
+    # Only a span of several words: a formula or query reuses single words of the
+    # request ("1024" of "Subtract 199 from 1024.") and goes on with its own text.
+    several = " " in value.strip()
+    must = several and all(_CLAUSE_BREAK.match(context, end) for end in ends)
+    names = [_NAME_GOES_ON] + ([_COMMA_NAME_GOES_ON] if comma else [])
+    goes_on = all(
+        _capitalized_before(source, end) and any(p.match(source, end) for p in names)
+        for end in ends
+    )
+    return must, not goes_on
+
+
+def _capitalized_before(source: str, end: int) -> bool:
+    """Whether the word ending at ``end`` starts with a capital or is a number."""
+    word = _TAIL_WORD.search(source[:end])
+    return word is not None and (word.group(0)[0].isupper() or word.group(0)[0].isdigit())
+
+
+def _current_key(text: str) -> str | None:
+    """The object key whose value ``text`` (partial JSON) is writing."""
+    keys = re.findall(r'"((?:[^"\\]|\\.)*)"\s*:', text)
+    return keys[-1] if keys else None
+
+
+# A parameter description showing a place written with its region: "e.g. Seattle, WA",
+# "'City, State'", "in the format of 'City, Country'".
+_JOINED_EXAMPLE = re.compile(r"\b[A-Z][\w.]*(?: [A-Z][\w.]*)*, ?[A-Z][A-Za-z]")
+
+
+def joined_parameters(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
+    """The names of the string parameters (top level) whose description writes a name
+    joined to its region with a comma (see ``_JOINED_EXAMPLE``)."""
+    found = []
+    for spec in tools:
+        for key, sub in (spec.parameters.get("properties") or {}).items():
+            if isinstance(sub, Mapping) and _JOINED_EXAMPLE.search(str(sub.get("description", ""))):
+                found.append(key)
+    return tuple(sorted(set(found)))
 
 
 def known_words(*texts: str) -> tuple[str, ...]:
@@ -212,8 +303,11 @@ def _open_string(text: str) -> tuple[bool, str]:
 # ------------------------------------------------------------------ grounding
 
 # A number as people write it: "600", "-2.5", "85,000" (thousands separators), not the
-# "04" of "2023-04-25" as a negative number.
-_GROUND_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?!\d)")
+# "04" of "2023-04-25" as a negative number, nor the digits of a Latin-script word
+# ("network222"); scripts without spaces write numbers right after a word ("买10个").
+_GROUND_NUMBER = re.compile(
+    r"(?<![A-Za-z\u00c0-\u024f0-9_.])-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?!\d)"
+)
 _WORDS = re.compile(r"[a-z]+")
 MIN_PREFIX_CHARS = 3
 
@@ -265,9 +359,7 @@ _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECA
 def numbers_in(text: str) -> tuple[float, ...]:
     """The numbers ``text`` writes, as floats, in order: digits, and the words
     "two" to "twelve" ("for two nights")."""
-    found = [(m.start(), float(m.group(0).replace(",", ""))) for m in _GROUND_NUMBER.finditer(text)]
-    found += [(m.start(), _NUMBER_WORDS[m.group(0).lower()]) for m in _NUMBER_WORD.finditer(text)]
-    return tuple(value for _, value in sorted(found))
+    return tuple(value for _, _, value in _numbers_at(text))
 
 
 def _name_words(name: str) -> list[str]:
@@ -295,6 +387,23 @@ def named_values(values: Sequence[Any], request: str) -> list[Any]:
         )
         if whole or prefix:
             named.append(value)
+    return named or _partly_named(values, words)
+
+
+MIN_TELLING_CHARS = 6
+
+
+def _partly_named(values: Sequence[Any], words: set[str]) -> list[Any]:
+    """The values of several words that the request names by one telling word of their
+    own (six letters or more, used by no other value): "backstage access" names
+    "Backstage Pass". Used only when no value is named whole."""
+    split = [set(_WORDS.findall(str(v).lower())) for v in values]
+    named = []
+    for value, own in zip(values, split, strict=True):
+        others = set().union(*(o for o in split if o is not own))
+        telling = {w for w in own - others if len(w) >= MIN_TELLING_CHARS}
+        if len(own) > 1 and telling & words:
+            named.append(value)
     return named
 
 
@@ -317,13 +426,14 @@ _DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+(?P<y>(?:19|20)\d\d)\b)?"
 _DATES = (
     re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<n>[01]?\d)-(?P<d>[0-3]?\d)\b"),
-    re.compile(rf"\b{_MONTH}\s+{_DAY}\b{_YEAR}"),
+    re.compile(rf"\b{_MONTH}\s*{_DAY}\b{_YEAR}"),
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?![a-z]){_YEAR}"),
 )
 _YEAR_ALONE = re.compile(r"\b(?:19|20)\d\d\b")
 # A date format a description names: "in the format of 'YYYY-MM-DD'", "MM/DD/YYYY".
 _DATE_FORMAT = re.compile(
-    r"(?<![A-Za-z])(YYYY|DD|MM)([-/.])(YYYY|DD|MM)\2(YYYY|DD|MM)(?![A-Za-z0-9:]|T\w)"
+    r"(?<![A-Za-z])(YYYY|DD|MM)([-/.])(YYYY|DD|MM)\2(YYYY|DD|MM)(?![A-Za-z0-9:]|T\w)",
+    re.IGNORECASE,
 )
 
 
@@ -358,10 +468,10 @@ def date_format(schema: Mapping[str, Any]) -> str | None:
         return None
     text = str(schema.get("description", ""))
     match = _DATE_FORMAT.search(text)
-    if match is not None and len({match.group(1), match.group(3), match.group(4)}) == 3:
+    fields = [match.group(i).upper() for i in (1, 3, 4)] if match is not None else []
+    if match is not None and len(set(fields)) == 3:
         codes = {"YYYY": "%Y", "MM": "%m", "DD": "%d"}
-        sep = match.group(2)
-        return sep.join(codes[match.group(i)] for i in (1, 3, 4))
+        return match.group(2).join(codes[field] for field in fields)
     if re.search(r"'(?:19|20)\d\d-\d\d-\d\d'", text):
         return "%Y-%m-%d"
     return None
@@ -418,21 +528,51 @@ def coded_value(schema: Mapping[str, Any], request: str) -> list[int]:
 
 
 _LIST_GAP = re.compile(r"\s*(?:,|;|and)?\s*$")
+# Between two numbers of one list of counted items: the first item's words, then a
+# separator ("five burgers and six chicken wings", "10个汉堡，50杯可乐").
+_ITEM_GAP = re.compile(r"\s*[^\W\d_][^\W\d]*(?:[ '-][^\W\d]+){0,4}\s*(?:,|;|，|、|\band\b)\s*$")
+
+
+def _numbers_at(text: str) -> list[tuple[int, int, float]]:
+    """(start, end, value) of each number ``text`` writes (see :func:`numbers_in`)."""
+    found = [
+        (m.start(), m.end(), float(m.group(0).replace(",", "")))
+        for m in _GROUND_NUMBER.finditer(text)
+    ]
+    found += [
+        (m.start(), m.end(), _NUMBER_WORDS[m.group(0).lower()]) for m in _NUMBER_WORD.finditer(text)
+    ]
+    return sorted(found)
 
 
 def longest_number_list(text: str) -> int:
     """How many numbers the longest list in ``text`` holds: numbers written one after
     another with only a comma, ``;``, "and" or spaces between them ("A(3,4) and
-    B(1,2)" holds two lists of two). A list argument is no longer than that: the model
+    B(1,2)" holds two lists of two), or each after its item's words ("five burgers and
+    six chicken wings" holds two). A list argument is no longer than that: the model
     otherwise runs on, repeating the request's numbers ("pointB": [1, 2, 3, 4, 1])."""
     longest = run = 0
     end = None
-    for match in _GROUND_NUMBER.finditer(text):
-        gap = text[end : match.start()] if end is not None else None
-        run = run + 1 if gap is not None and _LIST_GAP.match(gap) else 1
+    for start, stop, _ in _numbers_at(text):
+        gap = text[end:start] if end is not None else None
+        joined = gap is not None and (_LIST_GAP.match(gap) or _ITEM_GAP.match(gap))
+        run = run + 1 if joined else 1
         longest = max(longest, run)
-        end = match.end()
+        end = stop
     return longest
+
+
+# A separator between the items of a list written in words: "a, b and c", "a or b".
+_ITEM_SEPARATOR = re.compile(r",\s*(?:and|or)\s+|\s*[,;，、]\s*|\s+(?:and|or|&)\s+")
+_SENTENCES = re.compile(r"[.?!\n]+(?:\s|$)")
+
+
+def longest_word_list(text: str) -> int:
+    """An upper bound on the items of the longest list ``text`` writes in words: one
+    more than the most item separators (commas, "and", "or") in one sentence ("the S&P
+    500 and the Dow Jones" holds at most two). A list of strings is held to it: the
+    model otherwise fills the list to the grammar's cap with made-up items."""
+    return 1 + max((len(_ITEM_SEPARATOR.findall(s)) for s in _SENTENCES.split(text)), default=0)
 
 
 def _fitting(kind: object, numbers: Iterable[float]) -> list[Any]:
@@ -444,13 +584,19 @@ def _fitting(kind: object, numbers: Iterable[float]) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def grounded_required(schema: Mapping[str, Any], ground: Grounding) -> dict[str, Any]:
+def grounded_required(
+    schema: Mapping[str, Any], ground: Grounding, name: str = ""
+) -> dict[str, Any]:
     """A required parameter's schema held to what the request gives, else unchanged:
     an enum to the values the request names (:func:`named_values`); a code to the
     one the request asks for by meaning (:func:`coded_value`); a number to the
     numbers of the request and the results (the model otherwise writes a look-alike:
-    ``"time": 190`` for "I can wait up to 600 seconds"); a list of numbers to those
-    numbers, no longer than the request's longest list (:func:`longest_number_list`); a date in a format the description names to the
+    ``"time": 190`` for "I can wait up to 600 seconds"), or to the one number written
+    next to the parameter's ``name`` (:func:`named_number`); a flag the request names
+    to on unless negated (:func:`named_flag`); a list of numbers to those numbers, no
+    longer than the request's longest list (:func:`longest_number_list`); a list of
+    strings no longer than the request's longest list in words
+    (:func:`longest_word_list`); a date in a format the description names to the
     request's dates in that format (:func:`date_format`)."""
     kind = schema.get("type")
     if isinstance(schema.get("enum"), list):
@@ -460,20 +606,80 @@ def grounded_required(schema: Mapping[str, Any], ground: Grounding) -> dict[str,
         return dated
     if coded := coded_value(schema, ground.request):
         return {"type": kind, "enum": coded}
+    if kind == "boolean" and (flag := named_flag(name, ground.request)) is not None:
+        return {"type": "boolean", "enum": [flag]}
     if kind in ("number", "integer"):
         values = _fitting(kind, ground.numbers)
-        return {"type": kind, "enum": values} if values else dict(schema)
+        near = _fitting(kind, [n] if (n := named_number(name, ground.request)) is not None else [])
+        return {"type": kind, "enum": near or values} if values else dict(schema)
+    return _grounded_list(schema, ground)
+
+
+def _grounded_list(schema: Mapping[str, Any], ground: Grounding) -> dict[str, Any]:
     items = schema.get("items")
-    if (
-        kind == "array"
-        and isinstance(items, Mapping)
-        and items.get("type") in ("number", "integer")
-    ):
+    if schema.get("type") != "array" or not isinstance(items, Mapping):
+        return dict(schema)
+    if items.get("type") in ("number", "integer"):
         values = _fitting(items["type"], ground.numbers)
         longest = longest_number_list(ground.request)
         if values and longest:
             return {**schema, "items": {"enum": values}, "maxItems": longest}
+        return dict(schema)
+    if isinstance(items.get("enum"), list):
+        named = named_values(items["enum"], ground.request)
+        if named:
+            return {**schema, "items": {**items, "enum": named}, "maxItems": len(named)}
+        return dict(schema)
+    if items.get("type") == "string":
+        return {**schema, "maxItems": longest_word_list(ground.request)}
     return dict(schema)
+
+
+def named_flag(name: str, request: str) -> bool | None:
+    """A flag parameter's value when the request names it (a word of ``name``, by its
+    first five letters: "detailed" names ``details``, "normalization" names
+    ``normalize``): on, unless a negation comes just before ("without details");
+    ``None`` when the request does not name it. The model wrote ``false`` for "Give me
+    detail information" and "including main contributions"."""
+    words = _name_words(name)
+    stems = {w[: MIN_PREFIX_CHARS + 2] for w in words}
+    asked = set(_WORDS.findall(request.lower()))
+    if not any(a[: MIN_PREFIX_CHARS + 2] in stems for a in asked if len(a) >= MIN_PREFIX_CHARS):
+        return None
+    return not _negated(words, request)
+
+
+MAX_NAME_GAP_WORDS = 3  # "net income of $2,000,000", "the rating is at least 4.5"
+
+
+def named_number(name: str, request: str) -> float | None:
+    """The number the request writes right next to a word of parameter ``name``: after
+    it with at most three words between ("net income of $2,000,000"), or just before it
+    with at most one ("two nights", "4.5 star rating"); the closest wins. With several
+    numbers in a request the model otherwise picks by position (``"net_income":
+    200000``, the dividends' amount)."""
+    stems = {w[: MIN_PREFIX_CHARS + 2] for w in _name_words(name)}
+    if not stems:
+        return None
+    numbers = _numbers_at(request)
+    best: tuple[int, int, float] | None = None
+    for word in re.finditer(r"[a-z]+", request.lower()):
+        if len(word.group(0)) < MIN_PREFIX_CHARS or word.group(0)[:5] not in stems:
+            continue
+        for start, stop, value in numbers:
+            if start >= word.end():
+                gap, limit, side = request[word.end() : start], MAX_NAME_GAP_WORDS, 0
+            elif stop <= word.start():
+                gap, limit, side = request[stop : word.start()], 1, 1
+            else:
+                continue
+            between = len(re.findall(r"[^\W\d_]+", gap))
+            # No other number, and no list or clause break (", shareholder's equity"
+            # does not name the number before the comma).
+            close = between <= limit and not re.search(r"[\d,;:.!?]", gap.rstrip(" $:"))
+            if close and (best is None or (between, side) < best[:2]):
+                best = (between, side, value)
+    return best[2] if best is not None else None
 
 
 def grounded_optional(
@@ -484,12 +690,15 @@ def grounded_optional(
 
     A small model fills every optional parameter it is offered, with invented values
     ("abv_min": 10.0, "device_id": "100000000000"). So an optional parameter is offered
-    only when the request gives it: an enum keeps the values the request names; a
-    number takes one of the request's numbers; a date in a known format one of the
-    request's dates (:func:`date_format`); anything else is offered when the
+    only when the request gives it: an enum (or a list of enum items) keeps the values
+    the request names; a number takes one of the request's numbers; a date in a known
+    format one of the request's dates (:func:`date_format`); a string whose
+    description gives examples, when the request names one ("Type of the lawsuit,
+    e.g., 'IPR', 'Patent'" for "patent lawsuits"); anything else is offered when the
     request uses a word of the parameter's name ("aligned", "unit") that the tool's
-    own name (``tool_words``) does not use: "movies" in "list movies in Mumbai" is
-    about ``get_movies``, not its ``movie_date``."""
+    own name and required parameters (``tool_words``) do not use: "movies" in "list
+    movies in Mumbai" is about ``get_movies``, not its ``movie_date``; "title" is the
+    required ``Title``'s word, not ``MetaTitle``'s."""
     words = set(_WORDS.findall(request.lower()))
     if isinstance(schema.get("enum"), list):
         named = named_values(schema["enum"], request)
@@ -502,6 +711,15 @@ def grounded_optional(
         return {"enum": values} if values else None
     if date_format(schema) is not None:
         return _grounded_date(schema, request)
+    items = schema.get("items")
+    if kind == "array" and isinstance(items, Mapping) and isinstance(items.get("enum"), list):
+        return (
+            _grounded_list(schema, Grounding(request))
+            if named_values(items["enum"], request)
+            else None
+        )
+    if _names_an_example(schema, request):
+        return _grounded_list(schema, Grounding(request))
     own = {w[: MIN_PREFIX_CHARS + 2] for w in tool_words}
     telling = [w for w in _name_words(name) if w[: MIN_PREFIX_CHARS + 2] not in own]
     mentioned = any(w in words or any(x.startswith(w) for x in words) for w in telling)
@@ -511,10 +729,41 @@ def grounded_optional(
         # The request names the option, so it asks for it, unless it says it does not
         # ("including human impact" gave ``false``; "without details" is false).
         return {"type": "boolean", "enum": [not _negated(telling, request)]}
-    return dict(schema)
+    return _grounded_list(schema, Grounding(request))
 
 
-_NEGATION = re.compile(r"\b(?:no|not|without|exclude|excluding|don't|dont|never|skip)\b")
+_DESCRIBED_EXAMPLE = re.compile(
+    r"\b(?:e\.g\.|eg\.|for example|for instance|such as)[,:]?\s*(?P<list>[^.)]*)", re.IGNORECASE
+)
+
+
+def described_examples(schema: Mapping[str, Any]) -> list[str]:
+    """The example values a parameter's description lists after "e.g." / "such as"
+    ("Special dietary requirements, e.g. vegan, gluten-free." gives ``vegan`` and
+    ``gluten-free``), quotes stripped; for a list, its items' description too."""
+    texts = [str(schema.get("description", ""))]
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        texts.append(str(items.get("description", "")))
+    found: list[str] = []
+    for text in texts:
+        for match in _DESCRIBED_EXAMPLE.finditer(text):
+            for part in re.split(r",|\bor\b|\band\b", match.group("list")):
+                value = part.strip().strip("'\"` ")
+                if value and value.lower() not in ("etc", "etc."):
+                    found.append(value)
+    return found
+
+
+def _names_an_example(schema: Mapping[str, Any], request: str) -> bool:
+    """Whether ``request`` names one of the example values the parameter's description
+    gives (:func:`described_examples`), for a string or a list of strings."""
+    kind = schema.get("type")
+    items = schema.get("items")
+    strings = kind == "string" or (
+        kind == "array" and isinstance(items, Mapping) and items.get("type") == "string"
+    )
+    return strings and bool(named_values(described_examples(schema), request))
 
 
 def _negated(words: Sequence[str], request: str) -> bool:
@@ -522,11 +771,14 @@ def _negated(words: Sequence[str], request: str) -> bool:
     one of ``words``."""
     text = request.lower()
     for word in words:
-        found = re.search(rf"\b{re.escape(word)}", text)
+        found = re.search(rf"\b{re.escape(word[: MIN_PREFIX_CHARS + 2])}", text)
         if found is not None:
             before = text[: found.start()].split()[-3:]
             return bool(_NEGATION.search(" ".join(before)))
     return False
+
+
+_NEGATION = re.compile(r"\b(?:no|not|without|exclude|excluding|don't|dont|never|skip)\b")
 
 
 def gives_required(spec: ToolSpec, request: str) -> bool:
@@ -554,42 +806,65 @@ def gives_required(spec: ToolSpec, request: str) -> bool:
 def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str, Any]:
     """``spec``'s parameters with each top-level parameter grounded in ``ground``
     (:func:`grounded_required`, :func:`grounded_optional`); unchanged when ``ground``
-    is ``None``."""
+    is ``None``. An optional parameter the request gives a definite value for (a named
+    enum value or flag, a date, a number next to the parameter's name) becomes
+    required: offered but optional, the model closed the object without it
+    (``"rating"`` for "at least a 4.5 star rating")."""
     schema = spec.parameters
     props = schema.get("properties")
     if ground is None or not isinstance(props, Mapping):
         return schema
-    required = set(schema.get("required") or ())
-    own = _name_words(spec.name)
-    spare = _spare_numbers(props, required, ground.request)
+    required = [k for k in schema.get("required") or () if k in props]
+    taken = _name_words(spec.name) + [w for k in required for w in _name_words(k)]
+    spare = _spare_numbers(props, set(required), ground.request)
     kept: dict[str, Any] = {}
+    given: list[str] = []
     for key, sub in props.items():
         if not isinstance(sub, Mapping):
             kept[key] = sub
         elif key in required:
-            kept[key] = grounded_required(sub, ground)
-        elif (narrowed := grounded_optional(sub, key, ground.request, own)) is not None:
-            numeric = "enum" in narrowed and sub.get("type") in ("number", "integer")
-            if numeric and not spare and not _mentions(key, ground.request):
+            kept[key] = grounded_required(sub, ground, key)
+        elif (narrowed := grounded_optional(sub, key, ground.request, taken)) is not None:
+            numeric = sub.get("type") in ("number", "integer")
+            named = _mentions(key, ground.request, taken)
+            if numeric and "enum" in narrowed and not spare and not named:
                 continue
+            if numeric and named and (near := named_number(key, ground.request)) is not None:
+                narrowed = {"enum": _fitting(sub.get("type"), [near]) or narrowed["enum"]}
+                given.append(key)
+            elif (_definite(narrowed) and not numeric) or _names_an_example(sub, ground.request):
+                given.append(key)
             kept[key] = narrowed
-    return {**schema, "properties": kept}
+    return {**schema, "properties": kept, "required": required + given}
+
+
+def _mentions(name: str, request: str, taken: Iterable[str] = ()) -> bool:
+    """Whether the request uses a word of parameter ``name`` that is not one of the
+    ``taken`` words (the tool's name, the required parameters' names): "light" of
+    ``speed_of_light`` is ``light_travel_time``'s word."""
+    words = set(_WORDS.findall(request.lower()))
+    skip = set(taken)
+    return any(w in words for w in _name_words(name) if w not in skip)
+
+
+def _definite(schema: Mapping[str, Any]) -> bool:
+    """Whether a narrowed schema holds a value the request gives: an enum (named
+    values, a flag, a date) or a list of named enum items."""
+    items = schema.get("items")
+    return "enum" in schema or (isinstance(items, Mapping) and "enum" in items)
 
 
 def _spare_numbers(props: Mapping[str, Any], required: set[str], request: str) -> bool:
     """Whether the request has more numbers than the required parameters take: an
     optional number otherwise takes one of theirs ("the 2021 season" gave
-    ``"top": 2021``) unless the request names it ("the top 3")."""
+    ``"top": 2021``) unless the request names it ("the top 3"). Numbers inside quotes
+    belong to a quoted name ("'JBL Flip 4'"), not to a parameter."""
     takers = [props[k] for k in required if isinstance(props.get(k), Mapping)]
     if any(t.get("type") == "array" for t in takers):
         return False  # a list of numbers takes them all
     wanted = sum(t.get("type") in ("number", "integer") for t in takers)
-    return len(set(numbers_in(request))) > wanted
-
-
-def _mentions(name: str, request: str) -> bool:
-    words = set(_WORDS.findall(request.lower()))
-    return any(w in words for w in _name_words(name))
+    unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", " ", request)
+    return len(set(numbers_in(unquoted))) > wanted
 
 
 __all__ = [

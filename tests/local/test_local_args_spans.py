@@ -1,0 +1,296 @@
+"""Grounding rules for unseen tools' arguments: spans, lists, flags, named numbers and
+optional parameters the request gives (no model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loopwright.core.messages import Message
+from loopwright.core.tools import ToolSpec
+from loopwright.providers.local_args import (
+    ArgumentGuard,
+    Grounding,
+    argument_guard,
+    date_format,
+    dates_in,
+    described_examples,
+    grounded_arguments,
+    grounded_required,
+    joined_parameters,
+    longest_number_list,
+    longest_word_list,
+    named_flag,
+    named_number,
+    named_values,
+    numbers_in,
+    span_ends,
+)
+
+
+def _tool(name: str, props: dict, required: list[str]) -> ToolSpec:
+    return ToolSpec(name, "d", {"type": "object", "properties": props, "required": required})
+
+
+# ------------------------------------------------------------------ spans
+
+
+def _ends(text: str, value: str, comma: bool = False) -> tuple[bool, bool] | None:
+    return span_ends(text, text.lower(), value.lower(), comma=comma)
+
+
+ADDRESS = "A Comfort ride from 2020 Addison Street, Berkeley, CA, USA, and I can wait 600 s."
+PARIS = "What will the weather be like in Paris, France from April 3rd to April 5th 2023?"
+GUITAR = "Find the price of a used Gibson Les Paul guitar in the Chicago area."
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "comma", "ends"),
+    [
+        # a clause break after a span of several words: it must end there
+        (ADDRESS, "2020 Addison Street, Berkeley, CA, USA", True, (True, True)),
+        ("Fly to New York City, I would like a window seat", "New York City", False, (True, True)),
+        # a single word is not held: formulas reuse the request's words and go on
+        ("Subtract 199 from 1024.", "1024", False, (False, True)),
+        # more of a place joined by a comma: not yet, when the parameter joins places
+        (PARIS, "Paris", True, (False, False)),
+        (PARIS, "Paris", False, (False, True)),
+        (PARIS, "Paris, France", True, (False, True)),
+        # a run of capitalized words is one name
+        (GUITAR, "Gibson", False, (False, False)),
+        (GUITAR, "Gibson Les Paul", False, (False, True)),
+        (GUITAR, "Chicago", False, (False, True)),
+        # "I" after a comma is not more of the name
+        ("A ticket in New York City, I would like one", "New York", False, (False, False)),
+        # not a span of the request
+        (PARIS, "London", True, None),
+    ],
+)
+def test_a_copied_span_ends_where_the_request_does(
+    text: str, value: str, comma: bool, ends: tuple[bool, bool] | None
+) -> None:
+    assert _ends(text, value, comma) == ends
+
+
+def test_the_guard_holds_a_copied_place_to_its_whole_span() -> None:
+    tool = _tool(
+        "forecast",
+        {"location": {"type": "string", "description": "The city and state, e.g. Seattle, WA"}},
+        ["location"],
+    )
+    assert joined_parameters([tool]) == ("location",)
+    guard = argument_guard("", [Message.user(PARIS)], [tool])
+    head = ' {"tool": "forecast", "arguments": {"location": " Paris'
+    assert guard(head, '"')  # may not stop before ", France"
+    assert not guard(head, ",")
+    assert not guard(head + ", France", '"')
+    rider = argument_guard("", [Message.user(ADDRESS)], [tool])
+    loc = ' {"tool": "forecast", "arguments": {"location": " 2020 Addison Street, Berkeley, CA, USA'
+    assert rider(loc, ",")  # ", and I can wait" is the next clause
+    assert not rider(loc, '"}')
+
+
+@given(st.text(max_size=60), st.text(max_size=20), st.booleans())
+def test_span_ends_reads_any_text(text: str, value: str, comma: bool) -> None:
+    got = span_ends(text, text.lower(), value.lower(), comma=comma)
+    assert got is None or (isinstance(got[0], bool) and isinstance(got[1], bool))
+
+
+@given(st.text(max_size=80), st.text(max_size=6))
+def test_the_guard_reads_any_partial_output(text: str, piece: str) -> None:
+    guard = ArgumentGuard((), PARIS.lower(), ("2023",), ("paris",), PARIS, ("location",))
+    assert guard(' {"tool": "t", "arguments": {"location": "' + text, piece) in (True, False)
+    assert guard(text, piece) in (True, False)
+
+
+# ------------------------------------------------------------------ lists
+
+
+@pytest.mark.parametrize(
+    ("text", "longest"),
+    [
+        ("I want to order five burgers and six chicken wings from McDonald's.", 2),
+        ("我想在肯德基买10个麦辣鸡腿堡，50杯可口可乐，30个油炸鸡翅，90根薯条", 4),
+        ("the distance between two points A(3,4) and B(1,2)", 2),
+    ],
+)
+def test_counted_items_make_one_list_of_numbers(text: str, longest: int) -> None:
+    assert longest_number_list(text) == longest
+
+
+def test_numbers_right_after_a_word_of_a_script_without_spaces() -> None:
+    assert numbers_in("买10个，50杯") == (10.0, 50.0)
+    assert numbers_in("network222 and B1004") == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "longest"),
+    [
+        ("Market performance of the S&P 500 and the Dow Jones over 5 days.", 2),
+        ("Stats including points per game, assists, and minutes per game.", 3),
+        ("Show me the news.", 1),
+    ],
+)
+def test_a_list_of_strings_is_no_longer_than_the_requests_list(text: str, longest: int) -> None:
+    assert longest_word_list(text) == longest
+    schema = {"type": "array", "items": {"type": "string"}}
+    assert grounded_required(schema, Grounding(text))["maxItems"] == longest
+
+
+# ------------------------------------------------------------------ flags and numbers
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "flag"),
+    [
+        ("details", "How do I get the detailed case information?", True),
+        ("normalize", "I need to apply normalization to them.", True),
+        ("closed_status", "verify if it's already closed", True),
+        ("details", "the case, without details please", False),
+        ("details", "the case information", None),
+    ],
+)
+def test_a_flag_the_request_names_is_on_unless_negated(
+    name: str, text: str, flag: bool | None
+) -> None:
+    assert named_flag(name, text) is flag
+
+
+def test_a_required_flag_is_held_to_what_the_request_says() -> None:
+    ground = Grounding("Who discovered the neutron? Give me detail information.")
+    assert grounded_required({"type": "boolean"}, ground, "detail") == {
+        "type": "boolean",
+        "enum": [True],
+    }
+    assert grounded_required({"type": "boolean"}, ground, "verbose") == {"type": "boolean"}
+
+
+ROE = (
+    "Return on equity given its net income of $2,000,000, shareholder's equity of "
+    "$10,000,000, and dividends paid of $200,000."
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "number"),
+    [
+        ("net_income", ROE, 2000000.0),
+        ("shareholder_equity", ROE, 10000000.0),
+        ("dividends_paid", ROE, 200000.0),
+        ("nights", "A single room for two nights from 10th December 2022.", 2.0),
+        ("rating", "closest to Berkeley with at least a 4.5 star rating", 4.5),
+        ("days", "A single room for two nights.", None),
+    ],
+)
+def test_the_number_next_to_a_parameters_name(name: str, text: str, number: float | None) -> None:
+    assert named_number(name, text) == number
+
+
+def test_a_required_number_takes_the_one_next_to_its_name() -> None:
+    tool = _tool(
+        "roe",
+        {"net_income": {"type": "integer"}, "shareholder_equity": {"type": "integer"}},
+        ["net_income", "shareholder_equity"],
+    )
+    props = grounded_arguments(tool, Grounding(ROE))["properties"]
+    assert props["net_income"]["enum"] == [2000000]
+    assert props["shareholder_equity"]["enum"] == [10000000]
+
+
+# ------------------------------------------------------------------ optional parameters
+
+
+def test_optional_parameters_the_request_gives_become_required() -> None:
+    tool = _tool(
+        "hotel.book",
+        {
+            "location": {"type": "string"},
+            "nights": {"type": "integer"},
+            "services": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["breakfast", "parking", "spa"]},
+            },
+            "pets": {"type": "boolean"},
+            "rating": {"type": "number"},
+        },
+        ["location", "nights"],
+    )
+    ask = "Book 2 nights in New York with breakfast, hotels of at least a 4.5 rating"
+    held = grounded_arguments(tool, Grounding(ask))
+    assert held["properties"]["services"]["items"]["enum"] == ["breakfast"]
+    assert held["properties"]["services"]["maxItems"] == 1
+    assert held["properties"]["rating"] == {"enum": [4.5]}
+    assert held["required"] == ["location", "nights", "services", "rating"]
+    assert "pets" not in held["properties"]
+
+
+def test_a_value_of_several_words_is_named_by_one_telling_word() -> None:
+    values = ["Backstage Pass", "VIP Seating", "Parking Pass"]
+    assert named_values(values, "I would like the one with backstage access") == [
+        "Backstage Pass"
+    ]
+    assert named_values(values, "I would like a pass") == []  # "pass" is shared
+
+
+def test_an_optional_string_whose_described_example_the_request_names() -> None:
+    case_type = {
+        "type": "string",
+        "description": "Type of the lawsuit, e.g., 'IPR', 'Patent', 'Commercial', etc. Default 'all'.",
+    }
+    assert described_examples(case_type) == ["IPR", "Patent", "Commercial"]
+    tool = _tool(
+        "lawsuit_details.find",
+        {"company_name": {"type": "string"}, "case_type": case_type},
+        ["company_name"],
+    )
+    held = grounded_arguments(tool, Grounding("Find patent lawsuits involving 'Apple Inc.'"))
+    assert held["required"] == ["company_name", "case_type"]
+    none = grounded_arguments(tool, Grounding("Find lawsuits involving 'Apple Inc.'"))
+    assert "case_type" not in none["properties"]
+
+
+def test_words_of_the_tool_and_its_required_parameters_do_not_give_an_optional_one() -> None:
+    tool = _tool(
+        "light_travel_time",
+        {"distance_in_light_years": {"type": "integer"}, "speed_of_light": {"type": "integer"}},
+        ["distance_in_light_years"],
+    )
+    held = grounded_arguments(tool, Grounding("How long from a star 4 light years away?"))
+    assert list(held["properties"]) == ["distance_in_light_years"]
+    cms = _tool("create", {"Title": {"type": "string"}, "MetaTitle": {"type": "string"}}, ["Title"])
+    held = grounded_arguments(cms, Grounding("Add an article with the title 'Julian'."))
+    assert list(held["properties"]) == ["Title"]
+
+
+def test_a_number_inside_a_quoted_name_is_not_spare() -> None:
+    tool = _tool(
+        "connect",
+        {"device_name": {"type": "string"}, "timeout": {"type": "integer"}},
+        ["device_name"],
+    )
+    held = grounded_arguments(tool, Grounding("Connect my speaker called 'JBL Flip 4'."))
+    assert list(held["properties"]) == ["device_name"]
+
+
+# ------------------------------------------------------------------ dates
+
+
+def test_date_formats_in_lower_case_and_a_day_right_after_the_month() -> None:
+    assert date_format({"type": "string", "description": "in the format of 'dd/mm/yyyy'"}) == (
+        "%d/%m/%Y"
+    )
+    assert date_format({"type": "string", "description": "in the format mm-dd-yyyy."}) == (
+        "%m-%d-%Y"
+    )
+    assert dates_in("the UV index for tomorrow, June01 2023") == [(2023, 6, 1)]
+    schema = {"type": "string", "description": "in the format of 'dd/mm/yyyy'"}
+    held = grounded_required(schema, Grounding("a flight on the 16th of March 2024"))
+    assert held["enum"] == ["16/03/2024"]
+
+
+def test_the_grounded_schema_is_json() -> None:
+    tool = _tool("t", {"a": {"type": "array", "items": {"type": "string"}}}, ["a"])
+    json.dumps(grounded_arguments(tool, Grounding("x, y and z")))
