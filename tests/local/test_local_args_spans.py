@@ -294,3 +294,65 @@ def test_date_formats_in_lower_case_and_a_day_right_after_the_month() -> None:
 def test_the_grounded_schema_is_json() -> None:
     tool = _tool("t", {"a": {"type": "array", "items": {"type": "string"}}}, ["a"])
     json.dumps(grounded_arguments(tool, Grounding("x, y and z")))
+
+
+def test_a_capitalized_word_that_starts_a_clause_is_not_more_of_a_name() -> None:
+    text = "Im at Riga, Latvia, Can you tell me the current temperature?"
+    assert _ends(text, "Riga, Latvia", comma=True) == (False, True)
+    assert _ends(text, "Riga", comma=True) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("tool", "params", "text", "held"),
+    [
+        # a unit written onto the number is no word between it and the name
+        (
+            "generate_sound_wave",
+            ["frequency", "duration"],
+            "Generate a sound of 440Hz frequency for 5 seconds.",
+            {"frequency": [440]},
+        ),
+        # "value" is both parameters' word: only "initial" / "final" tell them apart
+        (
+            "calculate_cagr",
+            ["initial_value", "final_value"],
+            "An initial investment of $2000, final value of $3000 over 4 years.",
+            {"initial_value": [2000], "final_value": [3000]},
+        ),
+        # "temperature" is the tool's own word
+        (
+            "calculate_final_temperature",
+            ["quantity1", "temperature1"],
+            "The final temperature when 2 moles at 300 K are mixed with 3 moles at 400 K.",
+            {"temperature1": [2, 300, 3, 400]},
+        ),
+    ],
+)
+def test_which_words_tie_a_number_to_a_parameter(
+    tool: str, params: list[str], text: str, held: dict[str, list[int]]
+) -> None:
+    spec = _tool(tool, {p: {"type": "integer"} for p in params}, params)
+    props = grounded_arguments(spec, Grounding(text))["properties"]
+    for key, values in held.items():
+        assert props[key]["enum"] == values
+
+
+def test_an_optional_number_named_by_a_required_parameters_word_is_left_out() -> None:
+    spec = _tool(
+        "biological.calc_energy",
+        {"mols": {"type": "integer"}, "joules_per_mol": {"type": "integer"}},
+        ["mols"],
+    )
+    held = grounded_arguments(spec, Grounding("The energy produced by 5 mol of glucose?"))
+    assert list(held["properties"]) == ["mols"]
+
+
+def test_a_string_value_may_not_begin_with_a_number_the_request_does_not_hold() -> None:
+    guard = argument_guard("", [Message.user("A classical concert this weekend")])
+    head = ' {"tool": "concert.search", "arguments": {"date": " '
+    assert guard(head, "202")  # a made-up year
+    assert not guard(head, "this")
+    assert not guard(head + "this weekend ", "2")  # later digits are free up to a few
+    dated = argument_guard("", [Message.user("The UV index for June01 2023")])
+    assert not dated(head, "06")  # the request's date, written with its month's number
+    assert dated(head, "07")

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -89,7 +90,13 @@ class ArgumentGuard:
         else:
             grown = text + piece
         run = _DIGITS.search(grown)
-        if run is None or len(run.group(0)) <= MAX_FREE_DIGITS or not piece[-1:].isdigit():
+        if run is None or not piece[-1:].isdigit():
+            return False
+        # A string value that begins with a number the request does not hold is made
+        # up (``"date": "202"`` for "this weekend"); later numbers in a formula or a
+        # query are the notation's own, free up to a few digits.
+        leading = inside and not grown[: run.start()].strip()
+        if len(run.group(0)) <= MAX_FREE_DIGITS and not leading:
             return False
         return not any(n.startswith(run.group(0)) for n in self.numbers)
 
@@ -165,7 +172,10 @@ def argument_guard(
     context = source.lower()
     shown = {v.strip().lower() for v in _example_values(prefix)}
     examples = tuple(sorted(v for v in shown if len(v) >= MIN_COPY_CHARS and v not in context))
-    numbers = tuple(dict.fromkeys(_NUMBER.findall(context)))
+    # A date the request writes may be written in a parameter's format ("06-01-2023"
+    # for "June01 2023"): its zero-padded parts count as the request's numbers.
+    padded = [f"{p:02d}" for date in dates_in(source) for p in date]
+    numbers = tuple(dict.fromkeys(_NUMBER.findall(context) + padded))
     described = " ".join(f"{t.description} {json.dumps(t.parameters)}" for t in tools)
     words = known_words(prefix.lower(), described.lower(), context)
     return ArgumentGuard(examples, context, numbers, words, source, joined_parameters(tools))
@@ -178,8 +188,15 @@ _CLAUSE_BREAK = re.compile(
     r"|,\s+(?:and|or|but|so|which|while|then|because|if|when|i|we|please)\b"
     r"|[.!?](?:\s|$)"
 )
-_NAME_GOES_ON = re.compile(r" (?!I\b)[A-Z][\w&.'-]*")
-_COMMA_NAME_GOES_ON = re.compile(r", ?(?!I\b)[A-Z][\w&.'-]*")
+# A capitalized word that starts the next clause, not more of a name ("Riga, Latvia,
+# Can you tell me ...", "in New York City, I would like ...").
+_CLAUSE_START = (
+    r"(?!(?:I|I'm|Im|Can|Could|Would|Will|What|When|Where|Which|Who|Why|How|Please|Is|"
+    r"Are|Do|Does|Did|Tell|Show|Give|Find|Get|And|But|So|Then|Also|It|We|You|My|The|"
+    r"This|That|There|Let|Make|Set)\b)"
+)
+_NAME_GOES_ON = re.compile(r" " + _CLAUSE_START + r"[A-Z][\w&.'-]*")
+_COMMA_NAME_GOES_ON = re.compile(r", ?" + _CLAUSE_START + r"[A-Z][\w&.'-]*")
 
 
 def span_ends(
@@ -585,7 +602,7 @@ def _fitting(kind: object, numbers: Iterable[float]) -> list[Any]:
 
 
 def grounded_required(
-    schema: Mapping[str, Any], ground: Grounding, name: str = ""
+    schema: Mapping[str, Any], ground: Grounding, name: str = "", skip: Sequence[str] = ()
 ) -> dict[str, Any]:
     """A required parameter's schema held to what the request gives, else unchanged:
     an enum to the values the request names (:func:`named_values`); a code to the
@@ -610,7 +627,8 @@ def grounded_required(
         return {"type": "boolean", "enum": [flag]}
     if kind in ("number", "integer"):
         values = _fitting(kind, ground.numbers)
-        near = _fitting(kind, [n] if (n := named_number(name, ground.request)) is not None else [])
+        n = named_number(name, ground.request, skip)
+        near = _fitting(kind, [n] if n is not None else [])
         return {"type": kind, "enum": near or values} if values else dict(schema)
     return _grounded_list(schema, ground)
 
@@ -635,6 +653,15 @@ def _grounded_list(schema: Mapping[str, Any], ground: Grounding) -> dict[str, An
     return dict(schema)
 
 
+def _telling_words(name: str, skip: Iterable[str]) -> list[str]:
+    """The words of parameter ``name`` that are not ``skip`` words (the tool's name,
+    words other parameters share), matched by prefix: "mol" is ``mols``'s word."""
+    skipped = list(skip)
+    return [
+        w for w in _name_words(name) if not any(t.startswith(w) or w.startswith(t) for t in skipped)
+    ]
+
+
 def named_flag(name: str, request: str) -> bool | None:
     """A flag parameter's value when the request names it (a word of ``name``, by its
     first five letters: "detailed" names ``details``, "normalization" names
@@ -652,13 +679,13 @@ def named_flag(name: str, request: str) -> bool | None:
 MAX_NAME_GAP_WORDS = 3  # "net income of $2,000,000", "the rating is at least 4.5"
 
 
-def named_number(name: str, request: str) -> float | None:
+def named_number(name: str, request: str, skip: Iterable[str] = ()) -> float | None:
     """The number the request writes right next to a word of parameter ``name``: after
     it with at most three words between ("net income of $2,000,000"), or just before it
     with at most one ("two nights", "4.5 star rating"); the closest wins. With several
     numbers in a request the model otherwise picks by position (``"net_income":
     200000``, the dividends' amount)."""
-    stems = {w[: MIN_PREFIX_CHARS + 2] for w in _name_words(name)}
+    stems = {w[: MIN_PREFIX_CHARS + 2] for w in _telling_words(name, skip)}
     if not stems:
         return None
     numbers = _numbers_at(request)
@@ -670,7 +697,9 @@ def named_number(name: str, request: str) -> float | None:
             if start >= word.end():
                 gap, limit, side = request[word.end() : start], MAX_NAME_GAP_WORDS, 0
             elif stop <= word.start():
-                gap, limit, side = request[stop : word.start()], 1, 1
+                # a unit written onto the number ("440Hz frequency") is no word between
+                glued = re.match(r"[^\W\d_]*", request[stop:]).end()  # type: ignore[union-attr]
+                gap, limit, side = request[stop + glued : word.start()], 1, 1
             else:
                 continue
             between = len(re.findall(r"[^\W\d_]+", gap))
@@ -815,7 +844,13 @@ def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str,
     if ground is None or not isinstance(props, Mapping):
         return schema
     required = [k for k in schema.get("required") or () if k in props]
-    taken = _name_words(spec.name) + [w for k in required for w in _name_words(k)]
+    own = _name_words(spec.name)
+    taken = own + [w for k in required for w in _name_words(k)]
+    # Words several parameters' names share ("value" of initial_value and final_value)
+    # and the tool's own words ("temperature" of calculate_final_temperature) do not
+    # tell which parameter a number next to them belongs to.
+    counts = Counter(w for k in props for w in set(_name_words(k)))
+    shared = own + [w for w, c in counts.items() if c > 1]
     spare = _spare_numbers(props, set(required), ground.request)
     kept: dict[str, Any] = {}
     given: list[str] = []
@@ -823,13 +858,14 @@ def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str,
         if not isinstance(sub, Mapping):
             kept[key] = sub
         elif key in required:
-            kept[key] = grounded_required(sub, ground, key)
+            kept[key] = grounded_required(sub, ground, key, shared)
         elif (narrowed := grounded_optional(sub, key, ground.request, taken)) is not None:
             numeric = sub.get("type") in ("number", "integer")
             named = _mentions(key, ground.request, taken)
             if numeric and "enum" in narrowed and not spare and not named:
                 continue
-            if numeric and named and (near := named_number(key, ground.request)) is not None:
+            near = named_number(key, ground.request, shared) if numeric and named else None
+            if near is not None:
                 narrowed = {"enum": _fitting(sub.get("type"), [near]) or narrowed["enum"]}
                 given.append(key)
             elif (_definite(narrowed) and not numeric) or _names_an_example(sub, ground.request):
@@ -843,8 +879,7 @@ def _mentions(name: str, request: str, taken: Iterable[str] = ()) -> bool:
     ``taken`` words (the tool's name, the required parameters' names): "light" of
     ``speed_of_light`` is ``light_travel_time``'s word."""
     words = set(_WORDS.findall(request.lower()))
-    skip = set(taken)
-    return any(w in words for w in _name_words(name) if w not in skip)
+    return any(w in words for w in _telling_words(name, taken))
 
 
 def _definite(schema: Mapping[str, Any]) -> bool:
