@@ -229,9 +229,7 @@ def test_optional_parameters_the_request_gives_become_required() -> None:
 
 def test_a_value_of_several_words_is_named_by_one_telling_word() -> None:
     values = ["Backstage Pass", "VIP Seating", "Parking Pass"]
-    assert named_values(values, "I would like the one with backstage access") == [
-        "Backstage Pass"
-    ]
+    assert named_values(values, "I would like the one with backstage access") == ["Backstage Pass"]
     assert named_values(values, "I would like a pass") == []  # "pass" is shared
 
 
@@ -356,3 +354,27 @@ def test_a_string_value_may_not_begin_with_a_number_the_request_does_not_hold() 
     dated = argument_guard("", [Message.user("The UV index for June01 2023")])
     assert not dated(head, "06")  # the request's date, written with its month's number
     assert dated(head, "07")
+
+
+def test_a_copied_value_starts_where_a_word_of_the_request_starts() -> None:
+    guard = argument_guard("", [Message.user("The active mandates of user ID U123456?")])
+    head = ' {"tool": "user.mandates", "arguments": {"user_id": " '
+    assert guard(head, "123")
+    assert not guard(head, "U")
+    assert not guard(head + "U", "123")
+
+
+def test_a_name_in_any_script_goes_on_after_its_comma() -> None:
+    text = "Qual a temperatura atual em Divinópolis, MG? fahrenheit"
+    assert _ends(text, "Divinópolis", comma=True) == (False, False)
+
+
+def test_codes_listed_as_an_enum_are_named_by_their_meaning() -> None:
+    schema = {
+        "type": "integer",
+        "description": "For example, '1' represents cleaning service, and '2' represents "
+        "ironing service.",
+        "enum": [1, 2],
+    }
+    held = grounded_required(schema, Grounding("Find a housekeeper who provides ironing."))
+    assert held["enum"] == [2]

@@ -80,6 +80,8 @@ class ArgumentGuard:
                 return True
             if self._span_refuses(text, so_far, head, closes='"' in piece):
                 return True
+            if head and self._starts_inside_word(longer):
+                return True
             raw = (value.lstrip(" "), grown.lstrip(" "))
             if self.words and self._invents_word(*raw, closes='"' in piece):
                 return True
@@ -117,6 +119,15 @@ class ArgumentGuard:
         if head and must_end:
             return True
         return closes and not head and not may_end
+
+    def _starts_inside_word(self, value: str) -> bool:
+        """``value`` copies the request but starts inside a word there: every place
+        the request has it, a letter or digit comes just before (``"123456"`` of
+        "U123456")."""
+        if len(value) < MIN_COPY_CHARS or not value[0].isalnum():
+            return False
+        starts = [m.start() for m in re.finditer(re.escape(value), self.context)]
+        return bool(starts) and all(i > 0 and self.context[i - 1].isalnum() for i in starts)
 
     def _invents_word(self, value: str, grown: str, closes: bool) -> bool:
         """A word the candidate touches (the one it goes on with and those it adds) is
@@ -228,9 +239,13 @@ def span_ends(
     return must, not goes_on
 
 
+_TAIL_LETTERS = re.compile(r"[^\W_]+$")
+
+
 def _capitalized_before(source: str, end: int) -> bool:
-    """Whether the word ending at ``end`` starts with a capital or is a number."""
-    word = _TAIL_WORD.search(source[:end])
+    """Whether the word ending at ``end`` (any script: "Divinópolis") starts with a
+    capital or is a number."""
+    word = _TAIL_LETTERS.search(source[:end])
     return word is not None and (word.group(0)[0].isupper() or word.group(0)[0].isdigit())
 
 
@@ -617,7 +632,11 @@ def grounded_required(
     request's dates in that format (:func:`date_format`)."""
     kind = schema.get("type")
     if isinstance(schema.get("enum"), list):
-        named = named_values(schema["enum"], ground.request)
+        # codes listed as an enum ([1, 2]) are named by what the description says
+        # they stand for ("'2' represents ironing service")
+        named = named_values(schema["enum"], ground.request) or [
+            c for c in coded_value(schema, ground.request) if c in schema["enum"]
+        ]
         return {**schema, "enum": named} if named else dict(schema)
     if (dated := _grounded_date(schema, ground.request)) is not None:
         return dated
