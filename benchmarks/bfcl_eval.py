@@ -236,9 +236,7 @@ def main() -> None:
                 random.Random(args.seed).sample(range(len(entries)), min(args.n, len(entries)))
             )
             print(f"# {category}: {len(picked)} of {len(entries)}")
-            out[category] = evaluate(
-                category, [entries[i] for i in picked], answers, checker, dump
-            )
+            out[category] = evaluate(category, [entries[i] for i in picked], answers, checker, dump)
             print(json.dumps({category: out[category]}), flush=True)
     if args.dump is not None and dump is not None:
         args.dump.write_text("".join(json.dumps(r) + "\n" for r in dump))
