@@ -378,3 +378,18 @@ def test_codes_listed_as_an_enum_are_named_by_their_meaning() -> None:
     }
     held = grounded_required(schema, Grounding("Find a housekeeper who provides ironing."))
     assert held["enum"] == [2]
+
+
+def test_words_of_a_value_held_to_its_examples_shape_are_free() -> None:
+    timezone = {
+        "type": "string",
+        "description": "IANA name (e.g., 'America/New_York', 'Europe/London')",
+    }
+    tool = _tool(
+        "get_current_time", {"timezone": timezone, "note": {"type": "string"}}, ["timezone"]
+    )
+    guard = argument_guard("", [Message.user("What time is it in Tokyo?")], [tool])
+    assert guard.shaped == ("timezone",)
+    head = ' {"tool": "get_current_time", "arguments": {"timezone": " '
+    assert not guard(head, "Asia")  # no text spells it; the grammar holds the shape
+    assert guard(' {"tool": "get_current_time", "arguments": {"note": " ', "Asia")

@@ -69,6 +69,7 @@ class ArgumentGuard:
     words: tuple[str, ...] = ()  # the words a string argument may use, sorted
     source: str = ""  # ``context`` as written (capitals tell names and sentences)
     joined: tuple[str, ...] = ()  # parameters whose examples join names with a comma
+    shaped: tuple[str, ...] = ()  # parameters the grammar holds to their examples' shape
 
     def __call__(self, text: str, piece: str) -> bool:
         inside, value = _open_string(text)
@@ -83,7 +84,8 @@ class ArgumentGuard:
             if head and self._starts_inside_word(longer):
                 return True
             raw = (value.lstrip(" "), grown.lstrip(" "))
-            if self.words and self._invents_word(*raw, closes='"' in piece):
+            free = _current_key(text) in self.shaped
+            if self.words and not free and self._invents_word(*raw, closes='"' in piece):
                 return True
             if '"' in piece and self._cut_word(longer):
                 return True
@@ -189,7 +191,29 @@ def argument_guard(
     numbers = tuple(dict.fromkeys(_NUMBER.findall(context) + padded))
     described = " ".join(f"{t.description} {json.dumps(t.parameters)}" for t in tools)
     words = known_words(prefix.lower(), described.lower(), context)
-    return ArgumentGuard(examples, context, numbers, words, source, joined_parameters(tools))
+    joined = joined_parameters(tools)
+    return ArgumentGuard(
+        examples, context, numbers, words, source, joined, shaped_parameters(tools)
+    )
+
+
+def shaped_parameters(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
+    """The names of the top-level parameters whose values the grammar holds to the
+    shape their examples share (``local_prompt.example_pattern``: ``Area/City`` for
+    "e.g., 'America/New_York', 'Europe/London'"). Their words are free of the word
+    rule: such a value names something from a vocabulary the model knows and no text
+    spells out (``Asia/Tokyo``), in a form the grammar already fixes."""
+    from loopwright.providers import local_prompt  # imports this module: import late
+
+    found = set()
+    for spec in tools:
+        for key, sub in (spec.parameters.get("properties") or {}).items():
+            shape = isinstance(sub, Mapping) and local_prompt.example_pattern(
+                local_prompt.schema_examples(sub)
+            )
+            if shape:
+                found.add(key)
+    return tuple(sorted(found))
 
 
 # What follows a span that ends a value: a clause ("…, USA, and I can wait"), or a
