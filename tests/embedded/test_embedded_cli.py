@@ -255,3 +255,28 @@ def test_two_step_answer_states_the_last_result() -> None:
     assert [name for name, _ in calls(data)] == ["add", "divide"]
     assert re.search(r"(?<![\d.])8(?![\d])", data["answer"])
     _no_fallback(data)
+
+
+@pytest.mark.parametrize(
+    ("question", "value"), [("What is 25% of 200?", "50"), ("What is 7 squared?", "49")]
+)
+def test_written_operators_reach_the_calculator_and_the_answer(question: str, value: str) -> None:
+    """'What is 15% of 80?' was computed as 15 / 80: the model translated the words
+    wrongly. The calculator reads the words themselves, and the examples copy them."""
+    code, data = run_cli("--tools", "calculator,get_weather", question)
+    assert code == 0
+    assert calls(data)[0][0] == "calculator"
+    assert re.search(rf"(?<![\d.]){value}(?![\d])", data["answer"])
+    _no_fallback(data)
+
+
+def test_answer_names_the_row_whose_value_it_states(tmp_path) -> None:
+    """'What is the price of the desk?' read only the price column and answered with
+    the lamp's price ('The price of the desk is 40.'): whole rows are read and the
+    desk row's price is stated, or the rows are shown, never another row's price."""
+    question = "What is the price of the desk in the products table?"
+    code, data = run_cli("--tools", "sql_query,calculator", "--db", _shop(tmp_path), question)
+    assert code == 0
+    assert calls(data)[0][0] == "sql_query"
+    assert not re.search(r"\b(40|85)\b", data["answer"]) or "could not state" in data["answer"]
+    assert re.search(r"\b240\b", data["answer"])

@@ -49,7 +49,7 @@ SPEC = ToolSpec(
             "expression": {
                 "type": "string",
                 "description": "the arithmetic expression, e.g. (2 + 3) * 4",
-                "examples": ["(2 + 3) * 4", "Subtract 7 from 10"],
+                "examples": ["(2 + 3) * 4", "20% of 50 plus 2 to the power of 3"],
                 "maxLength": MAX_EXPRESSION_CHARS,
             }
         },

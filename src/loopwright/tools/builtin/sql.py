@@ -67,7 +67,7 @@ SPEC = ToolSpec(
                 "type": "string",
                 "description": "one SQL SELECT statement; use ? for parameters",
                 "examples": [
-                    "SELECT * FROM customers LIMIT 5",
+                    "SELECT * FROM customers",
                     "SELECT COUNT(*) FROM orders",
                 ],
                 "minLength": 1,
