@@ -347,7 +347,7 @@ def output_schema(
 ) -> dict[str, Any]:
     """The JSON Schema every model turn is constrained to (see the module docstring).
     With ``request`` (the user's text and the results since), arguments are grounded
-    in it (:func:`local_args.grounded_arguments`)."""
+    in it (:func:`local_ground.grounded_arguments`)."""
     options: list[dict[str, Any]] = []
     if mode in ("tools", "both"):
         for spec in tools:
