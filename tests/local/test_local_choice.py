@@ -74,3 +74,20 @@ def test_narrow_leaves_the_plan_alone_when_there_is_nothing_to_choose() -> None:
     assert model._narrow(fake_llm, answer) is answer
     assert off._narrow(fake_llm, many) is many
     assert sampling._narrow(fake_llm, many) is many
+
+
+def test_call_grammar_strings_hold_no_raw_control_characters() -> None:
+    """llama-cpp-python's schema converter let a JSON string hold a raw newline; the
+    call was then invalid JSON and shown to the user as the answer (' {"tool":
+    "sql_query", "arguments": {"query": " SELECT ...\\n" }}')."""
+    import json
+
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from loopwright.providers import local
+
+    stock = json_schema_to_gbnf(json.dumps({"type": "string"}))
+    fixed = local._no_control_chars(stock)
+    char = next(line for line in fixed.splitlines() if line.startswith("char ::="))
+    assert r"\x00-\x1F" in char and r"\x7F" in char
+    assert fixed != stock

@@ -691,7 +691,7 @@ def _grammar(grammar_cls: Any, schema: dict[str, Any]) -> Any:
         from llama_cpp.llama_grammar import json_schema_to_gbnf
 
         text = spaced_root(json_schema_to_gbnf(json.dumps(schema)))
-        cached = grammar_cls.from_string(text, verbose=False)
+        cached = grammar_cls.from_string(_no_control_chars(text), verbose=False)
         if len(_GRAMMARS) > 64:
             _GRAMMARS.clear()
         _GRAMMARS[key] = cached
@@ -699,6 +699,18 @@ def _grammar(grammar_cls: Any, schema: dict[str, Any]) -> Any:
 
 
 _GRAMMARS: dict[str, Any] = {}
+# llama-cpp-python's JSON-schema converter lets a string hold any character but '"' and
+# '\' (llama.cpp's own excludes control characters): a raw newline inside a string made
+# the whole call invalid JSON, and the unparsable call was shown as the answer.
+_STRING_CHAR = r'[^"\\]'
+_JSON_STRING_CHAR = r'[^"\\\x7F\x00-\x1F]'
+
+
+def _no_control_chars(gbnf: str) -> str:
+    """``gbnf`` with its JSON string characters kept to those JSON allows unescaped."""
+    return gbnf.replace(f"char ::= {_STRING_CHAR}", f"char ::= {_JSON_STRING_CHAR}")
+
+
 _ROOT_RULE = re.compile(r"^root ::= ", re.MULTILINE)
 
 
