@@ -30,7 +30,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from string import Template
 from typing import Literal
@@ -54,7 +54,6 @@ from loopwright.core.events import (
 )
 from loopwright.core.messages import (
     Message,
-    Part,
     StopReason,
     TextPart,
     ToolCallPart,
@@ -70,7 +69,9 @@ from loopwright.loop.turn import (
     ContextFailure,
     RepetitionDetector,
     Requests,
+    as_reply,
     describe,
+    unique_call_ids,
 )
 from loopwright.tools import Confirmation, Dispatcher
 from loopwright.tools.taint import describe as describe_taint
@@ -397,11 +398,11 @@ class RunEngine:
         message = done.message
         parts = message.parts
         if message.role != "assistant" or ToolResultPart in map(type, parts):
-            message = _as_reply(message)
+            message = as_reply(message)
             parts = message.parts
         calls = message.tool_calls
         if calls:
-            message, calls = _unique_ids(message, calls)
+            message, calls = unique_call_ids(message, calls)
             self.append(message, "model")
             if self.config.output is not None:
                 for call in calls:
@@ -761,39 +762,6 @@ class RunEngine:
             emit(StateChanged(previous, state.status, state.turn))
             emit(RunFinished(result))
         return result
-
-
-def _unique_ids(
-    message: Message, calls: tuple[ToolCallPart, ...]
-) -> tuple[Message, tuple[ToolCallPart, ...]]:
-    """Give empty or duplicate call ids a unique value, so each result pairs with one call."""
-    if len(calls) == 1:
-        if calls[0].id:
-            return message, calls
-    else:
-        ids = {c.id for c in calls}
-        if len(ids) == len(calls) and "" not in ids:
-            return message, calls
-    seen: set[str] = set()
-    parts: list[Part] = []
-    for index, part in enumerate(message.parts):
-        if isinstance(part, ToolCallPart):
-            if not part.id or part.id in seen:
-                new_id = f"{part.id or 'call'}_{index}"
-                while new_id in seen:
-                    new_id += "_"
-                part = replace(part, id=new_id)
-            seen.add(part.id)
-        parts.append(part)
-    message = replace(message, parts=tuple(parts))
-    return message, message.tool_calls
-
-
-def _as_reply(message: Message) -> Message:
-    """A model's reply as the history must hold it: role ``assistant`` and no tool results
-    (a model must not be able to speak as the user, or answer its own tool calls)."""
-    parts = tuple(p for p in message.parts if type(p) is not ToolResultPart)
-    return replace(message, role="assistant", parts=parts)
 
 
 def _in_call_order(

@@ -1,6 +1,7 @@
 """What the engine consults each turn besides the run state: the request it sends the
 model (:class:`Requests`) and the check for a run repeating itself
-(:class:`RepetitionDetector`).
+(:class:`RepetitionDetector`), and how a model's reply enters the history
+(:func:`as_reply`, :func:`unique_call_ids`).
 
 **Requests** (context shaping, tool selection and prompt fingerprints). The history list
 itself goes into the request (never a copy): when no context policy,
@@ -23,8 +24,9 @@ from __future__ import annotations
 import inspect
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from loopwright.core.messages import JSONValue, Message, ToolCallPart, ToolResultPart
+from loopwright.core.messages import JSONValue, Message, Part, ToolCallPart, ToolResultPart
 from loopwright.core.protocols import Fingerprinted, ModelRequest
 from loopwright.core.run import RunState
 from loopwright.core.tools import ToolSpec
@@ -306,3 +308,36 @@ def _content(result: ToolResultPart | None) -> str | None:
 def _short(args: Mapping[str, JSONValue], limit: int = 120) -> str:
     text = repr(dict(args))
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def unique_call_ids(
+    message: Message, calls: tuple[ToolCallPart, ...]
+) -> tuple[Message, tuple[ToolCallPart, ...]]:
+    """Give empty or duplicate call ids a unique value, so each result pairs with one call."""
+    if len(calls) == 1:
+        if calls[0].id:
+            return message, calls
+    else:
+        ids = {c.id for c in calls}
+        if len(ids) == len(calls) and "" not in ids:
+            return message, calls
+    seen: set[str] = set()
+    parts: list[Part] = []
+    for index, part in enumerate(message.parts):
+        if isinstance(part, ToolCallPart):
+            if not part.id or part.id in seen:
+                new_id = f"{part.id or 'call'}_{index}"
+                while new_id in seen:
+                    new_id += "_"
+                part = replace(part, id=new_id)
+            seen.add(part.id)
+        parts.append(part)
+    message = replace(message, parts=tuple(parts))
+    return message, message.tool_calls
+
+
+def as_reply(message: Message) -> Message:
+    """A model's reply as the history must hold it: role ``assistant`` and no tool results
+    (a model must not be able to speak as the user, or answer its own tool calls)."""
+    parts = tuple(p for p in message.parts if type(p) is not ToolResultPart)
+    return replace(message, role="assistant", parts=parts)
