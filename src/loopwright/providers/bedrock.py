@@ -36,19 +36,14 @@ import base64
 import json
 import os
 import threading
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from loopwright.core.errors import (
-    AuthError,
     BadRequest,
     ContextOverflow,
     MalformedResponse,
-    ProviderError,
-    RateLimited,
-    ResponseTooLarge,
-    TransientProviderError,
 )
 from loopwright.core.events import ModelEvent
 from loopwright.core.messages import (
@@ -73,25 +68,27 @@ from loopwright.providers._common import (
     EncodeCache,
     StreamAccumulator,
     ToolNameMap,
-    error_from_exception,
-    error_from_http,
     foreign_reasoning_text,
-    is_context_overflow,
     normalize_call_id,
     own_meta,
-    parse_retry_after,
     resume_merged,
     stream_call,
     tool_definitions,
     tool_name_map,
     tool_result_text,
 )
+from loopwright.providers.bedrock_wire import (
+    PROVIDER,
+    capture,
+    captured,
+    classify,
+    coded_error,
+    events,
+)
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import claude_native_output, closed_schema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
-
-PROVIDER = "bedrock"
 
 STOP_REASONS: Mapping[str, StopReason] = {
     "end_turn": StopReason.FINAL_ANSWER,
@@ -107,25 +104,6 @@ are :class:`MalformedResponse`; ``model_context_window_exceeded`` is
 
 EFFORT_BUDGETS: Mapping[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
 """Effort -> Claude ``thinking.budget_tokens`` (sent in additionalModelRequestFields)."""
-
-# botocore error codes (HTTP errors are PascalCase, in-stream exception events camelCase).
-_ERROR_CODES: Mapping[str, type[ProviderError]] = {
-    "throttlingexception": RateLimited,
-    "toomanyrequestsexception": RateLimited,
-    "servicequotaexceededexception": RateLimited,
-    "internalserverexception": TransientProviderError,
-    "serviceunavailableexception": TransientProviderError,
-    "modelstreamerrorexception": TransientProviderError,
-    "modeltimeoutexception": TransientProviderError,
-    "modelnotreadyexception": TransientProviderError,
-    "modelerrorexception": TransientProviderError,
-    "accessdeniedexception": AuthError,
-    "unrecognizedclientexception": AuthError,
-    "expiredtokenexception": AuthError,
-    "invalidsignatureexception": AuthError,
-    "validationexception": BadRequest,
-    "resourcenotfoundexception": BadRequest,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,7 +523,7 @@ def _decode(
         for key, value in event.items():
             if key.endswith("Exception"):
                 message = value.get("message") if isinstance(value, dict) else value
-                raise _coded_error(key, str(message), None, json.dumps(_jsonable(event)))
+                raise coded_error(key, str(message), None, json.dumps(_jsonable(event)))
     return ()
 
 
@@ -557,59 +535,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     return value
-
-
-def _coded_error(code: str, message: str, status: int | None, raw: str) -> ProviderError:
-    text = f"bedrock {code}: {message}"
-    cls = _ERROR_CODES.get(code.lower())
-    # Only a rejected request can be an overflow: a throttle says "Too many tokens" too.
-    if cls in (BadRequest, None) and is_context_overflow(PROVIDER, None, message):
-        return ContextOverflow(text, status=status, raw=raw, provider=PROVIDER)
-    if cls is None:
-        return error_from_http(PROVIDER, status, raw)
-    return cls(text, status=status, raw=raw, provider=PROVIDER)
-
-
-_captured = threading.local()
-"""The raw body of the last failed HTTP response, per worker thread (see ``_capture``)."""
-
-
-def _capture(response_dict: Mapping[str, Any] | None = None, **_: Any) -> None:
-    """botocore ``before-parse`` hook: keep an error body so a proxy's HTML page reaches
-    the error as its raw snippet (botocore's parsed error drops it)."""
-    if response_dict and int(response_dict.get("status_code", 200)) >= 300:
-        body = response_dict.get("body")
-        _captured.body = body.decode("utf-8", "replace") if isinstance(body, bytes) else ""
-
-
-def classify(exc: BaseException, body: str | None = None) -> ProviderError:
-    """botocore ``ClientError`` / ``EventStreamError`` / transport errors -> taxonomy."""
-    if isinstance(exc, ProviderError):
-        return exc
-    if type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError"):
-        return AuthError(
-            f"bedrock: {exc}; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or"
-            " AWS_BEARER_TOKEN_BEDROCK",
-            raw=str(exc),
-            provider=PROVIDER,
-        )
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict) or "Error" not in response:
-        return error_from_exception(PROVIDER, exc)
-    error = response.get("Error") or {}
-    meta = response.get("ResponseMetadata") or {}
-    status = meta.get("HTTPStatusCode")
-    status = status if isinstance(status, int) else None
-    headers = meta.get("HTTPHeaders") or {}
-    code = str(error.get("Code") or "")
-    message = str(error.get("Message") or error.get("message") or "")
-    raw = body or json.dumps({"Error": error}, default=str)
-    if body and not body.lstrip().startswith("{"):
-        return error_from_http(PROVIDER, status, body, headers)
-    mapped = _coded_error(code, message, status, raw)
-    if isinstance(mapped, RateLimited | TransientProviderError):
-        mapped.retry_after = parse_retry_after(headers)
-    return mapped
 
 
 # ----------------------------------------------------------------------------- adapter
@@ -662,7 +587,7 @@ def _client_for(base_url: str | None, opts: BedrockOptions, limits: CallLimits) 
                 aws_session_token=opts.aws_session_token,
                 config=config,
             )
-            client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _capture)
+            client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", capture)
             _CLIENTS[key] = client
         return client
 
@@ -720,15 +645,15 @@ class BedrockModel:
 
     def _call(self, kwargs: dict[str, Any]) -> Any:
         """Runs in a worker thread: the HTTP call up to the response headers."""
-        _captured.body = None
+        captured.body = None
         try:
             return self._sdk().converse_stream(**kwargs)["stream"]
         except Exception as exc:
-            raise classify(exc, getattr(_captured, "body", None)) from exc
+            raise classify(exc, getattr(captured, "body", None)) from exc
 
     async def _open(self, payload: Mapping[str, Any]) -> AsyncIterable[Mapping[str, Any]]:
         stream = await asyncio.to_thread(self._call, _sdk_kwargs(payload))
-        return _events(stream, self.call_limits.max_response_bytes)
+        return events(stream, self.call_limits.max_response_bytes)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         states: list[_Blocks] = []  # one per attempt: the decoding state of the current one
@@ -745,80 +670,6 @@ class BedrockModel:
                 prepare=lambda acc: states.append(_Blocks()),
             )
         )
-
-
-def _frames(stream: Any, cap: int) -> Iterator[Mapping[str, Any]]:
-    """Decode the event-stream frames ourselves (botocore's ``EventStreamBuffer``) rather
-    than botocore's parsed events: its parser turns an unparseable payload into an empty
-    event, which would lose the raw bytes a malformed-response error must carry. Falls
-    back to the parsed iterator if the raw body is not reachable."""
-    from botocore.eventstream import EventStreamBuffer, ParserError
-
-    raw_stream = getattr(stream, "_raw_stream", None)
-    if raw_stream is None:
-        yield from stream
-        return
-    buffer = EventStreamBuffer()
-    size = 0
-    for chunk in raw_stream.stream():
-        size += len(chunk)
-        if size > cap:
-            raise ResponseTooLarge(
-                f"bedrock: the response exceeded {cap} bytes (raise"
-                " CallLimits.max_response_bytes or the model option max_response_bytes)",
-                provider=PROVIDER,
-            )
-        buffer.add_data(chunk)
-        try:
-            messages = list(buffer)
-        except ParserError as exc:
-            raise MalformedResponse(
-                f"bedrock: broken event-stream frame ({exc})",
-                raw=repr(bytes(chunk[:200])),
-                provider=PROVIDER,
-            ) from exc
-        for message in messages:
-            yield _frame_event(message.headers, message.payload)
-
-
-def _frame_event(headers: Mapping[str, Any], payload: bytes) -> Mapping[str, Any]:
-    """One frame -> ``{event_type: payload}``; exception frames raise."""
-    text = payload.decode("utf-8", "replace")
-    kind = headers.get(":message-type")
-    if kind in ("exception", "error"):
-        code = str(headers.get(":exception-type") or headers.get(":error-code") or "error")
-        message = str(headers.get(":error-message") or "")
-        if not message:
-            try:
-                message = str(json.loads(text).get("message") or text)
-            except (ValueError, AttributeError):
-                message = text
-        raise _coded_error(code, message, None, text[:500])
-    try:
-        body = json.loads(text) if text else {}
-    except ValueError as exc:
-        raise MalformedResponse(
-            f"bedrock: {headers.get(':event-type')} event is not valid JSON ({exc})",
-            raw=text[:500],
-            provider=PROVIDER,
-        ) from exc
-    return {str(headers.get(":event-type")): body}
-
-
-async def _events(stream: Any, cap: int) -> AsyncIterator[Mapping[str, Any]]:
-    """Bridge the blocking frame reader to async, one ``next()`` per thread hop."""
-    iterator = _frames(stream, cap)
-    try:
-        while True:
-            try:
-                event = await asyncio.to_thread(next, iterator, None)
-            except Exception as exc:
-                raise classify(exc) from exc
-            if event is None:
-                return
-            yield event
-    finally:
-        await asyncio.to_thread(stream.close)
 
 
 __all__ = [
