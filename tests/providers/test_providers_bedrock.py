@@ -26,10 +26,10 @@ from loopwright.providers.bedrock import (
     BedrockModel,
     BedrockOptions,
     _Blocks,
-    _frames,
     decode_event,
     encode_request,
 )
+from loopwright.providers.bedrock_wire import _frames
 
 SONG = ToolSpec(
     "top_song",
