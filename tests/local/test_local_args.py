@@ -8,8 +8,10 @@ from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_prompt as lp
 from loopwright.providers.local_args import (
-    Grounding,
     argument_guard,
+)
+from loopwright.providers.local_ground import (
+    Grounding,
     coded_value,
     date_format,
     dates_in,

@@ -13,21 +13,23 @@ from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.providers.local_args import (
     ArgumentGuard,
-    Grounding,
     argument_guard,
+    joined_parameters,
+    span_ends,
+)
+from loopwright.providers.local_ground import (
+    Grounding,
     date_format,
     dates_in,
     described_examples,
     grounded_arguments,
     grounded_required,
-    joined_parameters,
     longest_number_list,
     longest_word_list,
     named_flag,
     named_number,
     named_values,
     numbers_in,
-    span_ends,
 )
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.tools import ToolSpec
-from loopwright.providers import local_args as lar
+from loopwright.providers import local_ground as lgr
 from loopwright.providers import local_prompt as lp
 from loopwright.providers.local_history import (
     _blocks,
@@ -240,7 +240,7 @@ def test_no_worked_example_is_made_up_from_parameter_names() -> None:
 def test_optional_parameters_are_offered_only_when_the_request_gives_them(
     schema: dict, name: str, request_text: str, expected: dict | None
 ) -> None:
-    assert lar.grounded_optional(schema, name, request_text) == expected
+    assert lgr.grounded_optional(schema, name, request_text) == expected
 
 
 def test_output_schema_keeps_required_parameters_whatever_the_request() -> None:
@@ -253,7 +253,7 @@ def test_output_schema_keeps_required_parameters_whatever_the_request() -> None:
             "required": ["city"],
         },
     )
-    args = lp.output_schema([spec], "tools", BOUNDS, lar.Grounding("weather in Oslo"))[
+    args = lp.output_schema([spec], "tools", BOUNDS, lgr.Grounding("weather in Oslo"))[
         "properties"
     ]["arguments"]
     assert list(args["properties"]) == ["city"]

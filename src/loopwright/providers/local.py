@@ -64,6 +64,7 @@ from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_answer as la
 from loopwright.providers import local_args as lar
 from loopwright.providers import local_decide as ld
+from loopwright.providers import local_ground as lgr
 from loopwright.providers import local_history as lh
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
@@ -113,7 +114,7 @@ class LocalConfig:
     token (see ``LocalModel._head``).
     ``ground_arguments``: hold arguments to what the request gives (an enum value it
     names, its numbers) and offer an optional parameter only when the request gives
-    it (``local_args.grounded_arguments``). ``max_digit_run`` bounds a run of digits in any
+    it (``local_ground.grounded_arguments``). ``max_digit_run`` bounds a run of digits in any
     constrained output (see ``local_sampler``)."""
 
     n_ctx: int = 4096
@@ -290,7 +291,7 @@ class _Plan:
     answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
     answer_guide: la.AnswerGuide | None = None
     answer_veto: la.AnswerVeto | None = None
-    ground: lar.Grounding | None = None  # what the arguments are grounded in
+    ground: lgr.Grounding | None = None  # what the arguments are grounded in
     structured: bool = False  # the answer is JSON under the request's output schema
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
     decided: lp.Mode | None = None  # a first turn's kind, decided from the request's words
@@ -605,7 +606,7 @@ class LocalModel:
         llm = self._loaded.llm
         tools = _visible_tools(request)
         mode = mode or ld.turn_mode(request.settings.tool_choice, tools)
-        given = lar.Grounding.of(request.messages) if self._config.ground_arguments else None
+        given = lgr.Grounding.of(request.messages) if self._config.ground_arguments else None
         schema = lp.output_schema(tools, mode, self._config.bounds, given)
         want = request.settings.max_tokens or self._config.max_tokens
         max_tokens = max(16, min(want, self._config.max_tokens))

@@ -46,26 +46,7 @@ from dataclasses import dataclass
 
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
-
-# Grounding moved to its own module; its names stay importable from here.
-from loopwright.providers.local_ground import (
-    Grounding,
-    coded_value,
-    date_format,
-    dates_in,
-    described_examples,
-    gives_required,
-    grounded_arguments,
-    grounded_optional,
-    grounded_required,
-    longest_number_list,
-    longest_word_list,
-    named_flag,
-    named_number,
-    named_values,
-    numbers_in,
-    request_context,
-)
+from loopwright.providers.local_ground import dates_in, request_context
 
 MAX_FREE_DIGITS = 3
 MIN_COPY_CHARS = 2
@@ -364,26 +345,10 @@ def _open_string(text: str) -> tuple[bool, str]:
 
 __all__ = [
     "ArgumentGuard",
-    "Grounding",
     "MAX_FREE_DIGITS",
     "argument_guard",
-    "coded_value",
-    "date_format",
-    "dates_in",
-    "described_examples",
-    "gives_required",
-    "grounded_arguments",
-    "grounded_optional",
-    "grounded_required",
     "joined_parameters",
     "known_words",
-    "longest_number_list",
-    "longest_word_list",
-    "named_flag",
-    "named_number",
-    "named_values",
-    "numbers_in",
-    "request_context",
     "shaped_parameters",
     "span_ends",
 ]

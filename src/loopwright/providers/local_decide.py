@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from loopwright.core.protocols import NamedTool, ToolChoice
 from loopwright.core.tools import ToolSpec
-from loopwright.providers import local_args as lar
+from loopwright.providers import local_ground as lgr
 from loopwright.providers import local_prompt as lp
 
 # The head nouns of a parameter name that say which kind of value it takes.
@@ -112,9 +112,9 @@ def shows_values(spec: ToolSpec) -> bool:
 
 def gives_required(spec: ToolSpec, request: str) -> bool:
     """Whether ``request`` gives a value for each of ``spec``'s required parameters
-    that text can show: numbers and enum values (``local_args.gives_required``), and
+    that text can show: numbers and enum values (``local_ground.gives_required``), and
     strings of a known kind (:func:`value_kind`, :func:`shows_kind`)."""
-    if not lar.gives_required(spec, request):
+    if not lgr.gives_required(spec, request):
         return False
     props = spec.parameters.get("properties") or {}
     for key in spec.parameters.get("required") or ():

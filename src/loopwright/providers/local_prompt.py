@@ -40,7 +40,7 @@ from loopwright.core.messages import (
 )
 from loopwright.core.tools import ToolSpec
 from loopwright.core.untrusted import unwrap_untrusted
-from loopwright.providers import local_args as lar
+from loopwright.providers import local_ground as lgr
 from loopwright.providers import local_plan as lp_plan
 
 Mode = Literal["tools", "answer", "both"]
@@ -343,7 +343,7 @@ def output_schema(
     tools: Sequence[ToolSpec],
     mode: Mode,
     bounds: GrammarBounds,
-    request: lar.Grounding | None = None,
+    request: lgr.Grounding | None = None,
 ) -> dict[str, Any]:
     """The JSON Schema every model turn is constrained to (see the module docstring).
     With ``request`` (the user's text and the results since), arguments are grounded
@@ -356,7 +356,7 @@ def output_schema(
                     "type": "object",
                     "properties": {
                         "tool": {"const": spec.name},
-                        "arguments": _bounded(lar.grounded_arguments(spec, request), bounds, 0),
+                        "arguments": _bounded(lgr.grounded_arguments(spec, request), bounds, 0),
                     },
                     "required": ["tool", "arguments"],
                     "additionalProperties": False,
