@@ -152,9 +152,9 @@ class ArgumentGuard:
 
     def _cut_word(self, value: str) -> bool:
         """``value`` copies the request but stops inside a word there: every place the
-        request has it from the start of a word, a letter or digit follows ("f" of "fahrenheit", "net" of
-        "netsh"). Such a value may neither end nor go on with anything but the rest
-        of that text (the model wrote ``"location": "f"`` and ``"netwlan"``)."""
+        request has it from the start of a word, a letter or digit follows ("f" of
+        "fahrenheit", "net" of "netsh"). Such a value may neither end nor go on with
+        anything but the rest of that text (the model wrote ``"location": "f"`` and ``"netwlan"``)."""
         if not value or not value[-1].isalnum():
             return False
         start = r"(?<![a-z0-9])" if value[0].isalnum() else ""

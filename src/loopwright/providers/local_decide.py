@@ -158,8 +158,9 @@ def shows_kind(kind: str, request: str) -> bool:
 
 def names_something(text: str) -> bool:
     """Whether ``text`` holds a proper name or a quoted value: a capitalized word that
-    does not start a sentence (not "I", not a month or weekday), an all-capitals word ("NYC"), a quoted span, or
-    a word in a script without capitals (where case says nothing)."""
+    does not start a sentence (not "I", not a month or weekday), an all-capitals word
+    ("NYC"), a quoted span, or a word in a script without capitals (where case says
+    nothing)."""
     if _QUOTED.search(text):
         return True
     for match in _TOKEN.finditer(text):

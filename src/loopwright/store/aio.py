@@ -17,8 +17,9 @@ Each caller gets its own write's outcome: a write that fails alone (a history co
 fails only its caller; if the batch's transaction fails as a whole (a database error, e.g.
 a constraint one write breaks), its writes are retried in halves, each in a transaction
 of its own, so only the culprit fails and nothing else is lost. Only a store that cannot
-be reached fails every caller in the batch (none of their writes is stored). Other calls (locks, loads, reads) need an answer
-before their caller can go on and run one per worker job; calls that must follow one
+be reached fails every caller in the batch (none of their writes is stored). Other
+calls (locks, loads, reads) need an answer before their caller can go on and run one
+per worker job; calls that must follow one
 another share one (:meth:`AsyncStore.lock_and_load`).
 
 It also serves as the dispatcher's persistent idempotency ledger (``get`` / ``put``

@@ -12,12 +12,12 @@ Keys (``prefix`` defaults to ``loopwright``)::
     {prefix}:lock:{sid}       string owner, with a TTL
     {prefix}:ledger:{key}     string result (SET NX: the first result wins)
 
-A batch of saves (the group commit's ``write``) is one pipelined read of each session's
-counters and last stored message, then one call of a server-side script that checks
-those are unchanged and applies every write atomically (:data:`_WRITE_SCRIPT`), so two
-writers of one session never interleave. The store uses keys of many sessions in one
-script and transaction: it needs a single Redis server, not Redis Cluster. ``ttl`` (seconds) is the retention: every save
-re-arms the expiry of all of the session's keys; expired sessions drop out of
+A batch of saves (the group commit's ``write``) is two server-side script calls: one
+reads each session's counters and last stored message (:data:`_READ_SCRIPT`), the other
+checks those are unchanged and applies every write atomically (:data:`_WRITE_SCRIPT`),
+so two writers of one session never interleave. The store uses keys of many sessions in
+one script and transaction: it needs a single Redis server, not Redis Cluster. ``ttl``
+(seconds) is the retention: every save re-arms the expiry of all of the session's keys; expired sessions drop out of
 ``sessions()``. ``ledger_ttl`` bounds ledger keys the same way.
 """
 
@@ -123,9 +123,9 @@ class RedisStore:
         return save_one(self.write, state, rewrite_from, encoded)
 
     def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
-        """Every write in two round trips whatever their number: one pipelined read of
-        what the saves depend on (each session's counters and last stored message),
-        then ONE call of a script (:data:`_WRITE_SCRIPT`, atomic on the server) that
+        """Every write in two round trips whatever their number: one script call that
+        reads what the saves depend on (each session's counters and last stored
+        message, :data:`_READ_SCRIPT`), then ONE call of a script (:data:`_WRITE_SCRIPT`, atomic on the server) that
         checks those are unchanged and applies every write. A save that fails its own
         checks fails alone; a concurrent writer of one of the sessions makes the batch
         read and start over (as ``WATCH`` would)."""
