@@ -202,13 +202,9 @@ class GreedyGrammarSampler:
     def _ranked_allowed(self, ids: Any, logits: Any, banned: frozenset[int]) -> Any:
         """The tokens of ``ids`` the grammar allows and ``banned`` does not hold, by
         logit, best first."""
-        np = self._np
-        buf = self._apply_grammar(ids, logits)
-        allowed = np.isfinite(buf["logit"])
-        if banned:
-            allowed &= ~np.isin(buf["id"], np.fromiter(banned, dtype=np.int64))
+        buf, allowed = self._allowed(ids, logits, banned)
         kept = buf[allowed]
-        return kept["id"][np.argsort(-kept["logit"], kind="stable")]
+        return kept["id"][self._np.argsort(-kept["logit"], kind="stable")]
 
     def _refused(self, ids: Any) -> frozenset[int]:
         """Tokens among ``ids`` that ``no_symbol_runs`` or ``veto`` refuse."""
@@ -274,14 +270,21 @@ class GreedyGrammarSampler:
 
     def _first_allowed(self, ids: Any, logits: Any, banned: frozenset[int]) -> int | None:
         np = self._np
-        buf = self._apply_grammar(ids, logits)
-        allowed = np.isfinite(buf["logit"])
-        if banned:
-            allowed &= ~np.isin(buf["id"], np.fromiter(banned, dtype=np.int64))
+        buf, allowed = self._allowed(ids, logits, banned)
         if not allowed.any():
             return None
         scores = np.where(allowed, buf["logit"], -np.inf)
         return int(buf["id"][int(np.argmax(scores))])
+
+    def _allowed(self, ids: Any, logits: Any, banned: frozenset[int]) -> tuple[Any, Any]:
+        """``ids`` with their logits (see :meth:`_apply_grammar`) and the mask of those
+        the grammar allows and ``banned`` does not hold."""
+        np = self._np
+        buf = self._apply_grammar(ids, logits)
+        allowed = np.isfinite(buf["logit"])
+        if banned:
+            allowed &= ~np.isin(buf["id"], np.fromiter(banned, dtype=np.int64))
+        return buf, allowed
 
     def _apply_grammar(self, ids: Any, logits: Any) -> Any:
         """``ids`` with their logits, the grammar's refusals set to ``-inf``."""
