@@ -121,10 +121,11 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     unsupported = _unsupported_yes(answer, turn.question, ok)
     if unsupported:
         return f"says yes to {unsupported!r}, which no result states"
-    unnamed = _unnamed_row(answer, turn, ok)
+    rows = [row for r in ok for row in _row_cells(r.content)]
+    unnamed = _unnamed_row(answer, turn, ok, rows)
     if unnamed:
         return f"names {unnamed!r}, which no row of the results shows"
-    other = _other_row(answer, turn.question, ok)
+    other = _other_row(answer, turn.question, rows)
     if other:
         return f"names the row of {other!r}, not the one the question names"
     words = _words(answer)
@@ -169,13 +170,14 @@ def _unsupported_yes(answer: str, question: str, results: Sequence[ToolResultPar
 MIN_ROWS = 2
 
 
-def _unnamed_row(answer: str, turn: Turn, results: Sequence[ToolResultPart]) -> str | None:
+def _unnamed_row(
+    answer: str, turn: Turn, results: Sequence[ToolResultPart], rows: list[list[str]]
+) -> str | None:
     """A word of the question the answer repeats that neither the results nor the
-    calls state, when the answer picks some of several rows (states a value of some,
-    not all) that the question names by none of their text values: the answer then
-    ties one row's value to something the result does not show ("the desk" after
-    ``SELECT price FROM products``). ``None`` otherwise."""
-    rows = [row for r in results for row in _row_cells(r.content)]
+    calls state, when the answer picks some of several rows (``rows``, the results'
+    rows: it states a value of some, not all) that the question names by none of their
+    text values: the answer then ties one row's value to something the result does not
+    show ("the desk" after ``SELECT price FROM products``). ``None`` otherwise."""
     if len(rows) < MIN_ROWS:
         return None
     asked = set(_words(turn.question))
@@ -224,10 +226,11 @@ def _said(value: str, numbers: set[str], words: set[str]) -> bool:
     return value in numbers if _is_number(value) else _names(words, value)
 
 
-def _other_row(answer: str, question: str, results: Sequence[ToolResultPart]) -> str | None:
-    """A text value of another row, when the question names rows by a text value of
-    theirs and the answer names none of those but names another; else ``None``."""
-    rows = [[v for v in row if not _is_number(v)] for r in results for row in _row_cells(r.content)]
+def _other_row(answer: str, question: str, rows: list[list[str]]) -> str | None:
+    """A text value of another row (of ``rows``, the results' rows), when the question
+    names rows by a text value of theirs and the answer names none of those but names
+    another; else ``None``."""
+    rows = [[v for v in row if not _is_number(v)] for row in rows]
     if len(rows) < MIN_ROWS:
         return None
     asked, said = set(_words(question)), set(_words(answer))
