@@ -155,15 +155,15 @@ async def _plain(runs: int) -> Timing:
 
 async def _durable(runs: int, store: CheckpointStore) -> Timing:
     durable = Durable(_agent(), store)
-    prefix = uuid.uuid4().hex[:8]
     t0 = _clocks()
-    results = await asyncio.gather(
-        *(durable.arun("go", session_id=f"bench-{prefix}-{i}") for i in range(runs))
-    )
+    # new sessions, as a user starts them: Durable makes up each id (unique across
+    # processes, so runs on the shared servers never meet)
+    results = await asyncio.gather(*(durable.arun("go") for _ in range(runs)))
     elapsed = _since(t0)
     durable.aio.close()
     assert all(r.ok for r in results), [r.detail for r in results if not r.ok][:3]
-    last = store.load(f"bench-{prefix}-0")
+    assert results[0].session_id is not None
+    last = store.load(results[0].session_id)
     assert last.stop is not None and len(last.messages) == 8
     return elapsed
 

@@ -110,6 +110,8 @@ class Checkpointer:
         self._taken: RunState | None = None  # the snapshot of the checkpoint in flight
         self._idle: asyncio.Future[None] | None = None  # flush() waits on it
         self._error: Exception | None = None
+        self._claim: asyncio.Future[Any] | None = None  # the lock, while being taken
+        self._refused: Exception | None = None  # the lock was not taken: write nothing
 
     def on_event(self, event: RunEvent) -> None:
         if isinstance(event, RunFinished):
@@ -139,6 +141,33 @@ class Checkpointer:
         self._intents.append(intent)
         self._wake()
 
+    def hold_until(self, claim: asyncio.Future[Any]) -> None:
+        """Write nothing until ``claim`` -- the session lock being taken -- has landed.
+        A new session's run starts before its lock is held (its first model call
+        overlaps the claim, ``Durable.arun``), but no checkpoint or record of it may
+        reach the store before the lock: the claim is tracked like a store call in
+        flight, so the first write is handed over when it lands. If it fails, nothing
+        of the run is ever written and :meth:`flush` / :meth:`lock_held` raise its
+        error."""
+        self._claim = claim
+        self._track(claim, self._claimed)
+
+    async def lock_held(self) -> None:
+        """Wait until the session lock is held (at once unless :meth:`hold_until` gave a
+        claim that has not landed yet); raise the claim's error if it failed. Tools wait
+        on this: none runs before the lock is held."""
+        if self._claim is not None:
+            await asyncio.shield(self._claim)
+        if self._refused is not None:
+            raise self._refused
+
+    def _claimed(self, f: asyncio.Future[Any]) -> None:
+        exc = RuntimeError("the session lock was not taken") if f.cancelled() else f.exception()
+        if exc is None:
+            self._claim = None  # held: tools and writes no longer wait
+            return
+        self._refused = exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+
     def _wake(self) -> None:
         if not self._scheduled and not self._pending:
             self._scheduled = True
@@ -154,7 +183,7 @@ class Checkpointer:
         try:
             return await self.flush()
         finally:
-            if release is not None and not self._released:
+            if release is not None and not self._released and self._refused is None:
                 self._release = None
                 await self.store.release_lock(self.state.session_id, release)
 
@@ -165,6 +194,8 @@ class Checkpointer:
             if self._idle is None or self._idle.done():
                 self._idle = asyncio.get_running_loop().create_future()
             await asyncio.shield(self._idle)
+        if self._refused is not None:
+            raise self._refused
         if self._error is not None:
             raise self._error
         return self.last_ref
@@ -179,7 +210,7 @@ class Checkpointer:
         self._scheduled = False
         if self._pending:
             return  # the landing of what is in flight looks again
-        if not (self._dirty or self._intents):
+        if self._refused is not None or not (self._dirty or self._intents):
             if self._idle is not None and not self._idle.done():
                 self._idle.set_result(None)
             return
@@ -317,6 +348,8 @@ class IntentRecorder:
         return None if key is None else str(key)
 
     async def before(self, call: ToolCallPart, spec: ToolSpec) -> str | None:
+        if self.checkpointer is not None:
+            await self.checkpointer.lock_held()  # no tool, hook or confirmation before it
         if self._user_before is not None:
             blocked = await _maybe(self._user_before(call, spec))
             if blocked is not None:

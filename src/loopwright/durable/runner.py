@@ -99,7 +99,9 @@ class Durable:
         ``metadata`` is stored with a NEW session (e.g. how to rebuild its agent: the CLI
         keeps ``{"agent": ...}`` there so ``loopwright resume`` can continue it).
         """
-        sid = session_id or new_session_id()
+        if session_id is None:
+            return await self._start_new(prompt, metadata)
+        sid = session_id
         async with self._locked(sid, break_lock) as lock:
             stored = lock.stored
             if stored is None:  # a new session (an unknown id starts one: `chat --session`)
@@ -165,8 +167,21 @@ class Durable:
         )
 
     # ---------------------------------------------------------------- internals
-    def _locked(self, session_id: str, break_lock: bool) -> _SessionLock:
-        return _SessionLock(self.aio, session_id, self.config.lock_ttl, break_lock)
+    def _locked(self, session_id: str, break_lock: bool, *, wait: bool = True) -> _SessionLock:
+        return _SessionLock(self.aio, session_id, self.config.lock_ttl, break_lock, wait)
+
+    async def _start_new(self, prompt: Prompt, metadata: Mapping[str, object] | None) -> RunResult:
+        """A run in a new session under a fresh id. Nobody else knows the id, so nothing
+        is stored under it and nobody holds its lock: the run starts while its claim is
+        written, and its first model call overlaps the claim's round trips instead of
+        following them (one store wait fewer per new run, ``benchmarks/durable.py``).
+        What needs the lock still waits for it: no checkpoint or record is written
+        (``Checkpointer.hold_until``) and no tool runs (``IntentRecorder.before``)
+        before the lock is held; if the claim fails, the run is cancelled and the
+        claim's error raised."""
+        state = RunState(session_id=new_session_id(), metadata=dict(metadata or {}))
+        async with self._locked(state.session_id, False, wait=False) as lock:
+            return await self._drive(state, lock, 0, prompt=prompt)
 
     async def _continue(
         self,
@@ -235,6 +250,9 @@ class Durable:
         )
         recorder = self._recorder(state.session_id, checkpointer)
         agent = self._run_agent()
+        claim = lock.claim  # not None: the lock is still being taken
+        if claim is not None:
+            checkpointer.hold_until(claim)
         if len(state.messages) != persisted:
             await checkpointer.save()  # the recovered results, before anything runs
         token = _RUN.set(_RunObjects(checkpointer, recorder))
@@ -245,6 +263,8 @@ class Durable:
                 run = agent.resume(state, prompt=prompt, events=False)
         finally:
             _RUN.reset(token)
+        if claim is not None:
+            claim.add_done_callback(lambda f: None if _took(f) else run.cancel())
         if self.on_run is not None:
             self.on_run(run)
         try:
@@ -255,7 +275,10 @@ class Durable:
             with contextlib.suppress(Exception):
                 await recorder.flush()
                 await checkpointer.flush()
+            if claim is not None and claim.done() and not _took(claim):
+                await checkpointer.lock_held()  # raises why the lock was not taken
             raise
+        await checkpointer.lock_held()  # the lock was not taken: its error, not the result
         await recorder.flush()  # result records written in the background
         # the final checkpoint (requested by RunFinished) and the lock's release share
         # one store call: the heartbeat stops first, so no refresh can re-take the lock
@@ -358,17 +381,27 @@ class _SessionLock:
     another process. A run that releases the lock with its final checkpoint sets
     ``released``."""
 
-    def __init__(self, store: AsyncStore, session_id: str, ttl: float, break_lock: bool) -> None:
+    def __init__(
+        self, store: AsyncStore, session_id: str, ttl: float, break_lock: bool, wait: bool = True
+    ) -> None:
         self.store = store
         self.session_id = session_id
         self.ttl = ttl
         self.break_lock = break_lock
+        self.wait = wait
         self.owner = lock_owner_id()
         self.stored: RunState | None = None
         self.released = False
+        self.claim: asyncio.Future[None] | None = None
+        """With ``wait=False``: the lock being taken (a new session's: nothing stored)."""
+        self._quiet = False
+        self._held = wait  # whether __aexit__ has a lock to release
         self._heartbeat = LockHeartbeat(store, session_id, self.owner, ttl)
 
     async def __aenter__(self) -> _SessionLock:
+        if not self.wait:
+            self.claim = self._new_session_claim()
+            return self
         # taking the lock and loading the session are one store call (one thread hop)
         self.stored = await self.store.lock_and_load(
             self.session_id, self.owner, self.ttl, break_first=self.break_lock
@@ -376,13 +409,40 @@ class _SessionLock:
         self._heartbeat.start()
         return self
 
+    def _new_session_claim(self) -> asyncio.Future[None]:
+        """Queue the claim without waiting: the future is done when the lock is held
+        (the heartbeat then starts), or fails with why it was not taken -- including a
+        session already stored under the id, which a new session's claim must not find."""
+        taken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def landed(f: asyncio.Future[RunState | None]) -> None:
+            exc = None if f.cancelled() else f.exception()
+            if f.cancelled() or exc is not None:
+                taken.set_exception(exc or RuntimeError("the session lock was not taken"))
+            elif f.result() is not None:  # the lock is ours: __aexit__ releases it
+                self._held = True
+                taken.set_exception(UserError(f"session {self.session_id!r} already exists"))
+            else:
+                self._held = True
+                if not self._quiet:
+                    self._heartbeat.start()
+                taken.set_result(None)
+
+        self.store.claim(self.session_id, self.owner, self.ttl).add_done_callback(landed)
+        taken.add_done_callback(_took)  # its error is raised by the run, if anyone waits
+        return taken
+
     async def quiet(self) -> None:
         """Stop the heartbeat (a refresh in flight finishes first)."""
+        self._quiet = True
         await self._heartbeat.stop()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.quiet()
-        if self.released:
+        if self.claim is not None and not self.claim.done():
+            # released after the claim, never before it in a concurrent batch
+            await asyncio.wait((self.claim,))
+        if self.released or not self._held:
             return
         try:
             await self.store.release_lock(self.session_id, self.owner)
@@ -390,6 +450,11 @@ class _SessionLock:
             # the store may be down now; the lock expires after its TTL anyway
             if exc[0] is None:
                 raise
+
+
+def _took(claim: asyncio.Future[None]) -> bool:
+    """Whether a finished claim took the lock (marks its error retrieved)."""
+    return not claim.cancelled() and claim.exception() is None
 
 
 def _owes_model_turn(state: RunState) -> bool:

@@ -261,6 +261,15 @@ class AsyncStore:
         (``store.claim``). The lock is not held if loading fails."""
         return await self._queued(Claim(session_id, owner, ttl, break_first))  # type: ignore[return-value]
 
+    def claim(
+        self, session_id: str, owner: str, ttl: float = DEFAULT_LOCK_TTL
+    ) -> asyncio.Future[RunState | None]:
+        """:meth:`lock_and_load` without waiting: the claim is queued for the next batch
+        and the future holds its outcome, so the caller can do what is safe without the
+        lock (a new session's first model call) while it is written. Like a queued
+        write, it is applied with its batch even if nobody waits for it any more."""
+        return self._submit(Claim(session_id, owner, ttl))  # type: ignore[return-value]
+
     async def acquire_lock(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LOCK_TTL
     ) -> None:
