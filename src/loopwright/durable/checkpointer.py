@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from loopwright.core.errors import ToolErrorKind
+from loopwright.core.errors import ToolErrorKind, UserError
 from loopwright.core.events import MessageAppended, RunEvent, RunFinished
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.core.run import RunState
@@ -162,11 +162,9 @@ class Checkpointer:
             raise self._refused
 
     def _claimed(self, f: asyncio.Future[Any]) -> None:
-        exc = RuntimeError("the session lock was not taken") if f.cancelled() else f.exception()
-        if exc is None:
+        self._refused = claim_refusal(f, self.state.session_id)
+        if self._refused is None:
             self._claim = None  # held: tools and writes no longer wait
-            return
-        self._refused = exc if isinstance(exc, Exception) else RuntimeError(str(exc))
 
     def _wake(self) -> None:
         if not self._scheduled and not self._pending:
@@ -300,6 +298,20 @@ class Checkpointer:
             if old is not new:
                 return i
         return min(n, len(messages))
+
+
+def claim_refusal(claim: asyncio.Future[Any], session_id: str = "") -> Exception | None:
+    """Why a landed claim of a NEW session did not give the run its lock: the claim's
+    error, or a session already stored under the id (which a new session's claim must
+    not find); ``None`` when the lock is held and nothing was stored."""
+    if claim.cancelled():
+        return RuntimeError("the session lock was not taken")
+    exc = claim.exception()
+    if exc is not None:
+        return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+    if claim.result() is not None:
+        return UserError(f"session {session_id!r} already exists")
+    return None
 
 
 # ---------------------------------------------------------------- intent records

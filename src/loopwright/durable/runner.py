@@ -31,6 +31,7 @@ from loopwright.durable.checkpointer import (
     Checkpointer,
     CheckpointPolicy,
     IntentRecorder,
+    claim_refusal,
 )
 from loopwright.durable.recovery import in_call_order, plan_recovery, unanswered_calls
 from loopwright.loop.agent import Agent, Prompt, Run
@@ -264,7 +265,7 @@ class Durable:
         finally:
             _RUN.reset(token)
         if claim is not None:
-            claim.add_done_callback(lambda f: None if _took(f) else run.cancel())
+            claim.add_done_callback(lambda f: None if claim_refusal(f) is None else run.cancel())
         if self.on_run is not None:
             self.on_run(run)
         try:
@@ -275,7 +276,7 @@ class Durable:
             with contextlib.suppress(Exception):
                 await recorder.flush()
                 await checkpointer.flush()
-            if claim is not None and claim.done() and not _took(claim):
+            if claim is not None and claim.done() and claim_refusal(claim) is not None:
                 await checkpointer.lock_held()  # raises why the lock was not taken
             raise
         await checkpointer.lock_held()  # the lock was not taken: its error, not the result
@@ -392,7 +393,7 @@ class _SessionLock:
         self.owner = lock_owner_id()
         self.stored: RunState | None = None
         self.released = False
-        self.claim: asyncio.Future[None] | None = None
+        self.claim: asyncio.Future[RunState | None] | None = None
         """With ``wait=False``: the lock being taken (a new session's: nothing stored)."""
         self._quiet = False
         self._held = wait  # whether __aexit__ has a lock to release
@@ -409,28 +410,20 @@ class _SessionLock:
         self._heartbeat.start()
         return self
 
-    def _new_session_claim(self) -> asyncio.Future[None]:
-        """Queue the claim without waiting: the future is done when the lock is held
-        (the heartbeat then starts), or fails with why it was not taken -- including a
-        session already stored under the id, which a new session's claim must not find."""
-        taken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def _new_session_claim(self) -> asyncio.Future[RunState | None]:
+        """Queue the claim without waiting for it (see ``Durable._start_new``); the
+        heartbeat starts once it took the lock (:func:`claim_refusal` says whether)."""
 
         def landed(f: asyncio.Future[RunState | None]) -> None:
-            exc = None if f.cancelled() else f.exception()
-            if f.cancelled() or exc is not None:
-                taken.set_exception(exc or RuntimeError("the session lock was not taken"))
-            elif f.result() is not None:  # the lock is ours: __aexit__ releases it
-                self._held = True
-                taken.set_exception(UserError(f"session {self.session_id!r} already exists"))
-            else:
-                self._held = True
-                if not self._quiet:
-                    self._heartbeat.start()
-                taken.set_result(None)
+            if f.cancelled() or f.exception() is not None:
+                return
+            self._held = True  # even over a stored session: __aexit__ releases it
+            if f.result() is None and not self._quiet:
+                self._heartbeat.start()
 
-        self.store.claim(self.session_id, self.owner, self.ttl).add_done_callback(landed)
-        taken.add_done_callback(_took)  # its error is raised by the run, if anyone waits
-        return taken
+        claim = self.store.claim(self.session_id, self.owner, self.ttl)
+        claim.add_done_callback(landed)
+        return claim
 
     async def quiet(self) -> None:
         """Stop the heartbeat (a refresh in flight finishes first)."""
@@ -450,11 +443,6 @@ class _SessionLock:
             # the store may be down now; the lock expires after its TTL anyway
             if exc[0] is None:
                 raise
-
-
-def _took(claim: asyncio.Future[None]) -> bool:
-    """Whether a finished claim took the lock (marks its error retrieved)."""
-    return not claim.cancelled() and claim.exception() is None
 
 
 def _owes_model_turn(state: RunState) -> bool:
