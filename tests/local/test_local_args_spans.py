@@ -395,3 +395,135 @@ def test_words_of_a_value_held_to_its_examples_shape_are_free() -> None:
     head = ' {"tool": "get_current_time", "arguments": {"timezone": " '
     assert not guard(head, "Asia")  # no text spells it; the grammar holds the shape
     assert guard(' {"tool": "get_current_time", "arguments": {"note": " ', "Asia")
+
+
+# ------------------------------------------------------------------ relative dates
+
+
+@pytest.mark.parametrize(
+    ("text", "dates"),
+    [
+        # the weekday the request says today is counts (April 25th 2023 was a Tuesday)
+        (
+            "the forecast for Alameda on the upcoming Wednesday, today is Monday April 25th 2023?",
+            [(2023, 4, 27)],
+        ),
+        (
+            "the forecast on the upcoming Saturday? Today is Tuesday April 25th 2023",
+            [(2023, 4, 29)],
+        ),
+        # a date written without separators, and "tomorrow" counted from it
+        ("available tomorrow, today is 20230929", [(2023, 9, 30)]),
+        ("in 3 days, the current date is 2024-01-30", [(2024, 2, 2)]),
+        ("What is the weather today? Today is 2023-05-02", [(2023, 5, 2)]),
+        # no "today is": a date next to "tomorrow" is the day meant, nothing is counted
+        ("the UV index for tomorrow, June01 2023", [(2023, 6, 1)]),
+        ("the forecast for today April 25th 2023?", [(2023, 4, 25)]),
+        # today is given but no other day is named: today's date stays
+        ("Today is 2023-05-02, what is on my calendar", [(2023, 5, 2)]),
+    ],
+)
+def test_days_named_relative_to_a_given_today_are_counted(
+    text: str, dates: list[tuple[int, int, int]]
+) -> None:
+    assert dates_in(text) == dates
+
+
+def test_a_relative_day_fills_an_optional_date_parameter() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "date": {"type": "string", "description": "The date, in the format of 'YYYY-MM-DD'."},
+        },
+        "required": ["city"],
+    }
+    spec = ToolSpec("get_weather", "d", schema)
+    request = "Forecast for Alameda on the upcoming Wednesday, today is Monday April 25th 2023?"
+    out = grounded_arguments(spec, Grounding(request))
+    assert out["properties"]["date"] == {"type": "string", "enum": ["2023-04-27"]}
+    assert "date" in out["required"]
+
+
+def test_words_for_a_count_are_numbers() -> None:
+    assert numbers_in("the population growth over the past decade") == (10.0,)
+    assert numbers_in("a dozen eggs") == (12.0,)
+    # "century" names which one, not how many: "the 14th century" is not 100
+    assert numbers_in("till the 14th century") == (14.0,)
+    spec = _tool("assess", {"duration": {"type": "integer"}}, ["duration"])
+    out = grounded_arguments(spec, Grounding("deer growth in Washington over the past decade"))
+    assert out["properties"]["duration"] == {"type": "integer", "enum": [10]}
+
+
+# ------------------------------------------------------------------ nested objects
+
+PROFILE = {
+    "type": "object",
+    "properties": {
+        "user_id": {"type": "integer"},
+        "profile_data": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "email": {"type": "string"},
+                "age": {"type": "integer"},
+                "bio": {"type": "string", "default": ""},
+            },
+        },
+        "notify": {"type": "boolean"},
+    },
+    "required": ["user_id", "profile_data"],
+}
+
+
+def test_a_nested_objects_properties_are_grounded_like_the_top_levels() -> None:
+    request = (
+        "Update my profile with my new email, a@b.com, and my new age, 30. My user ID is 12345."
+    )
+    out = grounded_arguments(ToolSpec("update_profile", "d", PROFILE), Grounding(request))
+    inner = out["properties"]["profile_data"]
+    # what the request gives is kept and required (the object marked nothing required);
+    # what it does not give is not offered (the model wrote a "bio" of the request)
+    assert set(inner["properties"]) == {"email", "age"}
+    assert set(inner["required"]) == {"email", "age"}
+    assert inner["properties"]["age"]["enum"][0] == 30  # the request's numbers, not made up
+
+
+def test_an_optional_nested_object_with_a_definite_value_is_required() -> None:
+    params = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+    }
+    schema = {
+        "type": "object",
+        "properties": {"url": {"type": "string"}, "params": params},
+        "required": ["url"],
+    }
+    spec = ToolSpec("requests.get", "d", schema)
+    out = grounded_arguments(
+        spec, Grounding("retrieve data from 'https://x.org/v1' with a limit of 50 items")
+    )
+    assert out["required"] == ["url", "params"]
+    assert out["properties"]["params"]["properties"] == {"limit": {"enum": [50]}}
+    # nothing of it given: left out, as before
+    bare = grounded_arguments(spec, Grounding("retrieve data from 'https://x.org/v1'"))
+    assert bare["required"] == ["url"] and "params" not in bare["properties"]
+
+
+def test_a_named_enum_value_inside_a_required_body_is_required() -> None:
+    body = {
+        "type": "object",
+        "properties": {
+            "jobMode": {"type": "string", "enum": ["AIR_CLEAN", "COOL", "AIR_DRY"]},
+            "powerSave": {"type": "boolean"},
+            "targetTemperature": {"type": "integer"},
+        },
+    }
+    schema = {"type": "object", "properties": {"body": body}, "required": ["body"]}
+    out = grounded_arguments(
+        ToolSpec("control", "d", schema), Grounding("set cool mode, 24 degrees")
+    )
+    inner = out["properties"]["body"]
+    assert inner["properties"]["jobMode"]["enum"] == ["COOL"]
+    assert "powerSave" not in inner["properties"]
+    assert "jobMode" in inner["required"]

@@ -356,3 +356,20 @@ def test_tool_overlaps_rank_the_tool_the_request_talks_about() -> None:
     shares = lp.tool_overlaps([card, president], "Who was the president of the US in 1861?")
     assert shares[0] == 0.0 and shares[1] > 0.5
     assert lp.tool_overlaps([card, president], "What is 45 * 12?") == [0.0, 0.0]
+
+
+def test_a_nested_object_without_declared_properties_takes_keys_of_its_own() -> None:
+    from loopwright.providers.local_prompt import GrammarBounds, _bounded
+
+    schema = {
+        "type": "object",
+        "properties": {"grades": {"type": "object", "description": "subject -> score"}},
+        "required": ["grades"],
+    }
+    out = _bounded(schema, GrammarBounds(), 0)
+    grades = out["properties"]["grades"]
+    # closed with no properties it could only be {}
+    assert grades.get("additionalProperties") not in (None, False)
+    assert "number" in json.dumps(grades["additionalProperties"])
+    # the arguments object itself stays closed
+    assert out["additionalProperties"] is False

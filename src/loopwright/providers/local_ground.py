@@ -87,12 +87,14 @@ _NUMBER_WORDS = {
     )
     if i >= 2  # "one" is as often a pronoun ("the one with ...") as a number
 }
+# Words that stand for a count ("over the past decade" is 10 years; the model wrote 100).
+_NUMBER_WORDS.update({"dozen": 12.0, "decade": 10.0, "fortnight": 14.0})
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
 def numbers_in(text: str) -> tuple[float, ...]:
-    """The numbers ``text`` writes, as floats, in order: digits, and the words
-    "two" to "twelve" ("for two nights")."""
+    """The numbers ``text`` writes, as floats, in order: digits, the words "two" to
+    "twelve" ("for two nights") and words for a count ("a decade", "a dozen")."""
     return tuple(value for _, _, value in _numbers_at(text))
 
 
@@ -160,6 +162,7 @@ _DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+(?P<y>(?:19|20)\d\d)\b)?"
 _DATES = (
     re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<n>[01]?\d)-(?P<d>[0-3]?\d)\b"),
+    re.compile(r"\b(?P<y>(?:19|20)\d\d)(?P<n>[01]\d)(?P<d>[0-3]\d)\b"),
     re.compile(rf"\b{_MONTH}\s*{_DAY}\b{_YEAR}"),
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?![a-z]){_YEAR}"),
 )
@@ -173,10 +176,21 @@ _DATE_FORMAT = re.compile(
 
 def dates_in(text: str) -> list[tuple[int, int, int]]:
     """The calendar dates ``text`` writes, as (year, month, day), in order: ISO
-    ``2023-04-25``, ``April 25th 2023``, ``25 April, 2023``, ``the 4th of march``. A
-    date without a year takes the year the text names elsewhere (one year only),
-    "from April 3rd to April 5th 2023" gives two dates in 2023; without any year it
-    is left out (the runtime does not guess today's year)."""
+    ``2023-04-25``, ``April 25th 2023``, ``25 April, 2023``, ``the 4th of march``,
+    ``20230929``. A date without a year takes the year the text names elsewhere (one
+    year only), "from April 3rd to April 5th 2023" gives two dates in 2023; without
+    any year it is left out (the runtime does not guess today's year). When the text
+    says which day today is, the days it names relative to it take that date's place
+    (:func:`relative_dates`)."""
+    found = _written_dates(text)
+    relative = relative_dates(text, found)
+    if relative is not None:
+        return relative
+    return list(dict.fromkeys((y, m, d) for _, y, m, d in found))
+
+
+def _written_dates(text: str) -> list[tuple[int, int, int, int]]:
+    """(start, year, month, day) of each date ``text`` writes, in order."""
     years = set(_YEAR_ALONE.findall(text))
     found: list[tuple[int, int, int, int]] = []
     for pattern in _DATES:
@@ -187,7 +201,77 @@ def dates_in(text: str) -> list[tuple[int, int, int]]:
             day = int(parts["d"])
             if year is not None and 1 <= month <= 12 and 1 <= day <= 31:
                 found.append((match.start(), int(year), month, day))
-    return list(dict.fromkeys((y, m, d) for _, y, m, d in sorted(found)))
+    return sorted(found)
+
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# "today is Monday April 25th 2023", "today's date is 20230929", "current date: ..."
+_TODAY_IS = re.compile(
+    r"\b(?:today\s+is|today's\s+date\s+is|today\s+being|(?:the\s+)?current\s+date\s+is"
+    r"|(?:the\s+)?date\s+today\s+is|current\s+date:?)\s+(?:(?:a\s+)?(?P<weekday>[a-z]+day),?\s+)?",
+)
+_RELATIVE_DAY = re.compile(
+    r"\b(?P<after>(?:the\s+)?day\s+after\s+tomorrow)|\b(?P<tomorrow>tomorrow)"
+    r"|\b(?P<yesterday>yesterday)|\b(?P<today>today)(?!'s|\s+is|\s+being)"
+    r"|\bin\s+(?P<n>\d+|two|three|four|five|six|seven)\s+days?\b"
+    r"|\b(?P<nextweek>next\s+week)\b"
+    r"|\b(?:upcoming|next|this\s+coming|coming|this|on)\s+(?P<weekday>"
+    + "|".join(_WEEKDAYS)
+    + r")\b"
+)
+
+
+def relative_dates(
+    text: str, found: Sequence[tuple[int, int, int, int]] | None = None
+) -> list[tuple[int, int, int]] | None:
+    """The days ``text`` names relative to the date it says today is ("the upcoming
+    Wednesday, today is Monday April 25th 2023" gives 2023-04-27; "tomorrow, today is
+    20230929" gives 2023-09-30), in order; ``None`` when it says no such thing or
+    names no relative day. The model copied today's date instead: it cannot count
+    days, the runtime can."""
+    import datetime as dt
+
+    lowered = text.lower()
+    written = _written_dates(text) if found is None else found
+    anchor = next(
+        (
+            (today.group("weekday"), (y, m, d))
+            for today in _TODAY_IS.finditer(lowered)
+            for start, y, m, d in written
+            if start == today.end()
+        ),
+        None,
+    )
+    if anchor is None:
+        return None
+    try:
+        base = dt.date(*anchor[1])
+    except ValueError:
+        return None
+    # The weekday the text says today is counts, even when the calendar disagrees:
+    # "the upcoming Wednesday, today is Monday" is two days on.
+    weekday = _WEEKDAYS.index(anchor[0]) if anchor[0] in _WEEKDAYS else base.weekday()
+    days: list[tuple[int, int, int]] = []
+    for match in _RELATIVE_DAY.finditer(lowered):
+        groups = match.groupdict()
+        if groups["after"]:
+            shift = 2
+        elif groups["tomorrow"]:
+            shift = 1
+        elif groups["yesterday"]:
+            shift = -1
+        elif groups["today"]:
+            shift = 0
+        elif groups["n"]:
+            shift = int(groups["n"]) if groups["n"].isdigit() else int(_NUMBER_WORDS[groups["n"]])
+        elif groups["nextweek"]:
+            shift = 7
+        else:
+            wanted = _WEEKDAYS.index(groups["weekday"])
+            shift = (wanted - weekday) % 7 or 7
+        day = base + dt.timedelta(days=shift)
+        days.append((day.year, day.month, day.day))
+    return list(dict.fromkeys(days)) or None
 
 
 def _month(prefix: str) -> int:
@@ -554,18 +638,45 @@ def gives_required(spec: ToolSpec, request: str) -> bool:
 
 
 def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str, Any]:
-    """``spec``'s parameters with each top-level parameter grounded in ``ground``
-    (:func:`grounded_required`, :func:`grounded_optional`); unchanged when ``ground``
-    is ``None``. An optional parameter the request gives a definite value for (a named
-    enum value or flag, a date, a number next to the parameter's name) becomes
-    required: offered but optional, the model closed the object without it
-    (``"rating"`` for "at least a 4.5 star rating")."""
+    """``spec``'s parameters with each parameter grounded in ``ground``
+    (:func:`grounded_required`, :func:`grounded_optional`), nested objects' properties
+    too (:func:`_grounded_object`); unchanged when ``ground`` is ``None``. An optional
+    parameter the request gives a definite value for (a named enum value or flag, a
+    date, a number next to the parameter's name) becomes required: offered but
+    optional, the model closed the object without it (``"rating"`` for "at least a 4.5
+    star rating")."""
     schema = spec.parameters
-    props = schema.get("properties")
-    if ground is None or not isinstance(props, Mapping):
+    if ground is None or not isinstance(schema.get("properties"), Mapping):
         return schema
+    return _grounded_object(schema, ground, _name_words(spec.name), nested=False)
+
+
+MAX_GROUNDED_DEPTH = 3
+
+
+def _is_object(schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") == "object" and isinstance(schema.get("properties"), Mapping)
+
+
+def _grounded_object(
+    schema: Mapping[str, Any],
+    ground: Grounding,
+    own: list[str],
+    *,
+    nested: bool,
+    depth: int = 0,
+) -> dict[str, Any]:
+    """An object schema's properties grounded one by one (see
+    :func:`grounded_arguments`); ``own`` are the words of the tool's (or the nested
+    object's) name. A nested object is grounded the same way (a settings ``body``'s
+    ``"airConJobMode"`` enum, a ``profile_data``'s ``"age"``): the model otherwise
+    filled every property of it with invented values (``"bio": "I need to update
+    ..."``, ``"targetTemperature": 100``). A nested object that marks nothing
+    required takes the properties the request gives as required (its author did not
+    say which are optional), and an optional nested object is kept, and required,
+    when the request gives one of its properties a definite value."""
+    props = schema["properties"]
     required = [k for k in schema.get("required") or () if k in props]
-    own = _name_words(spec.name)
     taken = own + [w for k in required for w in _name_words(k)]
     # Words several parameters' names share ("value" of initial_value and final_value)
     # and the tool's own words ("temperature" of calculate_final_temperature) do not
@@ -578,6 +689,13 @@ def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str,
     for key, sub in props.items():
         if not isinstance(sub, Mapping):
             kept[key] = sub
+        elif _is_object(sub) and depth < MAX_GROUNDED_DEPTH:
+            inner = _grounded_object(sub, ground, _name_words(key), nested=True, depth=depth + 1)
+            if key in required or inner["required"]:
+                kept[key] = inner
+                given += [] if key in required else [key]
+            elif grounded_optional(sub, key, ground.request, taken) is not None:
+                kept[key] = inner  # named ("with these params"), nothing definite in it
         elif key in required:
             kept[key] = grounded_required(sub, ground, key, shared)
         elif (narrowed := grounded_optional(sub, key, ground.request, taken)) is not None:
@@ -589,7 +707,11 @@ def grounded_arguments(spec: ToolSpec, ground: Grounding | None) -> Mapping[str,
             if near is not None:
                 narrowed = {"enum": _fitting(sub.get("type"), [near]) or narrowed["enum"]}
                 given.append(key)
-            elif (_definite(narrowed) and not numeric) or _names_an_example(sub, ground.request):
+            elif (
+                (_definite(narrowed) and not numeric)
+                or _names_an_example(sub, ground.request)
+                or (nested and not required)
+            ):
                 given.append(key)
             kept[key] = narrowed
     return {**schema, "properties": kept, "required": required + given}

@@ -231,6 +231,8 @@ def _bounded(schema: Mapping[str, Any], bounds: GrammarBounds, depth: int) -> di
     kind = schema.get("type")
     if isinstance(kind, list):
         return {"anyOf": [_bounded({**schema, "type": k}, bounds, depth) for k in kind]}
+    if kind == "object" and depth > 0 and not isinstance(schema.get("properties"), Mapping):
+        return _free_object(bounds)
     if kind == "object" or "properties" in schema:
         props = schema.get("properties") or {}
         return {
@@ -257,6 +259,17 @@ def _bounded(schema: Mapping[str, Any], bounds: GrammarBounds, depth: int) -> di
         "type": "string",
         "minLength": min(int(schema.get("minLength", 0)), limit),
         "maxLength": limit,
+    }
+
+
+def _free_object(bounds: GrammarBounds) -> dict[str, Any]:
+    """A nested object that declares no properties (``"gradeDict": {"type": "object"}``,
+    "keys represent subjects and values represent scores"): keys of its own with
+    plain values. Closed like the others, it could only be ``{}``."""
+    value = {"type": "string", "maxLength": bounds.max_string_chars}
+    return {
+        "type": "object",
+        "additionalProperties": {"anyOf": [{"type": "number"}, value, {"type": "boolean"}]},
     }
 
 
