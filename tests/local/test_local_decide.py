@@ -171,3 +171,42 @@ def test_turn_mode_from_tool_choice() -> None:
     assert ld.turn_mode("none", SPECS) == "answer"
     assert ld.turn_mode("required", SPECS) == "tools"
     assert ld.turn_mode(NamedTool("calculator"), SPECS) == "tools"
+
+
+DEFAULT_CLI_TOOLS = [BUILT["calculator"], BUILT["get_weather"]]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "decided"),
+    [
+        # the calculator's examples all hold digits, the weather's are place names: a
+        # request with neither a number nor a name fills no tool
+        ("Hello, who are you?", "answer"),
+        ("How many days are in a leap year?", "answer"),
+        ("tell me a joke", "answer"),
+        # a number (digits or words) or a name leaves the choice to the model
+        ("What is 45 * 12?", None),
+        ("What is twenty plus thirty?", "tools"),  # "plus" is in the calculator's text
+        ("What is the capital of France?", None),
+        ("Is it raining in Lima?", None),
+    ],
+)
+def test_example_values_tell_what_a_free_text_parameter_needs(
+    request_text: str, decided: str | None
+) -> None:
+    assert ld.first_turn_kind(DEFAULT_CLI_TOOLS, request_text, OVERLAP) == decided
+
+
+@pytest.mark.parametrize(
+    ("examples", "kind"),
+    [
+        (["(2 + 3) * 4", "20% of 50"], "number"),
+        (["Paris", "New York", "Washington, DC"], "name"),
+        (["Paris", "the moon"], None),
+        (["Meeting moved"], None),  # a sentence, not a name
+        (["SELECT * FROM t", "x 1"], None),
+        ([], None),
+    ],
+)
+def test_example_kind(examples: list[str], kind: str | None) -> None:
+    assert ld.example_kind({"type": "string", "examples": examples}) == kind

@@ -69,6 +69,14 @@ _NOT_A_NAME = re.compile(rf"(?:{_CALENDAR_NAME})\.?", re.IGNORECASE)
 _TIME = re.compile(r"\d|\b(?:noon|midnight|morning|afternoon|evening|night|now)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"[^\W\d_][\w'.-]*")
 _SELF = frozenset({"I", "I'm", "I'd", "I'll", "I've"})
+# number words past the ones ``local_ground.numbers_in`` reads ("two" to "twelve")
+_NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven"
+    r"|eigh|nine)ty|hundred|thousand|million|billion|half|dozen)s?\b",
+    re.IGNORECASE,
+)
+# a short run of capitalized words: an example that is a proper name
+_NAME_EXAMPLE = re.compile(r"[A-Z][\w'.-]*(?:[ ,]+[A-Z][\w'.-]*){0,3}")
 _CASELESS = 0x24F  # past Latin Extended-B: scripts without capitals (CJK, Thai, ...)
 
 
@@ -113,7 +121,8 @@ def shows_values(spec: ToolSpec) -> bool:
 def gives_required(spec: ToolSpec, request: str) -> bool:
     """Whether ``request`` gives a value for each of ``spec``'s required parameters
     that text can show: numbers and enum values (``local_ground.gives_required``), and
-    strings of a known kind (:func:`value_kind`, :func:`shows_kind`)."""
+    strings of a known kind, from the parameter's name (:func:`value_kind`) or its
+    examples (:func:`example_kind`; see :func:`shows_kind`)."""
     if not lgr.gives_required(spec, request):
         return False
     props = spec.parameters.get("properties") or {}
@@ -121,10 +130,27 @@ def gives_required(spec: ToolSpec, request: str) -> bool:
         schema = props.get(key)
         if not isinstance(schema, Mapping) or schema.get("type") != "string" or "enum" in schema:
             continue
-        kind = value_kind(key)
+        kind = value_kind(key) or example_kind(schema)
         if kind is not None and not shows_kind(kind, request):
             return False
     return True
+
+
+def example_kind(schema: Mapping[str, object]) -> str | None:
+    """The kind of value a free-text parameter takes, read from its example values when
+    every example shows it: ``"number"`` when each holds a digit (a calculator's
+    ``expression``: "(2 + 3) * 4"), ``"name"`` when each is a short run of capitalized
+    words ("Paris", "New York"); ``None`` otherwise. A request with no number cannot
+    fill the first ("Hello, who are you?"), one that names nothing cannot fill the
+    second."""
+    examples = [e for e in lp.schema_examples(schema) if isinstance(e, str)]
+    if not examples:
+        return None
+    if all(any(ch.isdigit() for ch in e) for e in examples):
+        return "number"
+    if all(_NAME_EXAMPLE.fullmatch(e) for e in examples):
+        return "name"
+    return None
 
 
 def value_kind(key: str) -> str | None:
@@ -153,6 +179,8 @@ def shows_kind(kind: str, request: str) -> bool:
         return bool(_DATE.search(request))
     if kind == "time":
         return bool(_TIME.search(request))
+    if kind == "number":
+        return bool(lgr.numbers_in(request) or _NUMBER_WORD.search(request))
     return names_something(request) or bool(_CODE.search(request))
 
 
