@@ -116,8 +116,14 @@ def test_answer_states_the_temperature_without_inventing_numbers() -> None:
     _no_fallback(data)
 
 
-def test_a_question_no_tool_fits_is_answered_without_a_tool_call() -> None:
-    code, data = run_cli("Who wrote Hamlet?")
+@pytest.mark.parametrize(
+    "question",
+    # the default tools: a greeting, or a question with no number for the calculator's
+    # expression and no name for the weather's city
+    ["Who wrote Hamlet?", "Hello, who are you?", "How many days are in a leap year?"],
+)
+def test_a_question_no_tool_fits_is_answered_without_a_tool_call(question: str) -> None:
+    code, data = run_cli(question)
     assert code == 0
     assert calls(data) == []
     assert data["answer"].strip()
