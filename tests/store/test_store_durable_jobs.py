@@ -18,7 +18,8 @@ from store_testlib import sid
 
 from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.run import RunState
-from loopwright.durable import Checkpointer, Durable
+from loopwright.core.tools import ToolSpec
+from loopwright.durable import Checkpointer, Durable, IntentRecorder
 from loopwright.loop import Agent
 from loopwright.providers.scripted import FunctionModel, Reply
 from loopwright.store import (
@@ -31,7 +32,7 @@ from loopwright.store import (
 )
 from loopwright.store.aio import AsyncStore
 from loopwright.store.state import Claim, ClaimOutcome, WriteOutcome
-from loopwright.tools import ToolContext, tool
+from loopwright.tools import ToolContext, ToolRegistry, tool
 
 
 class BlockingMemory(MemoryStore):
@@ -135,6 +136,30 @@ async def test_a_durable_run_takes_lock_and_load_in_one_job_and_batches_its_writ
     (intent,) = store.intents(session)
     assert intent.status is IntentStatus.DONE and intent.result is not None
     assert store.load(session).stop is not None
+
+
+async def test_the_intent_record_and_its_calls_checkpoint_go_in_one_batch() -> None:
+    """Another run's write started a batch on the next loop iteration before this run's
+    checkpoint was handed over: the record before the side effect must not take that
+    batch alone (the tool would wait for two batches, the second behind a full slot)."""
+    store = Recording()
+    aio = AsyncStore(store)
+    session = sid()
+    call = ToolCallPart("n1", "notify", {"text": "x"})
+    state = RunState(session, messages=[Message.user("go"), Message("assistant", (call,))])
+    checkpointer = Checkpointer(aio, state)
+    registry = ToolRegistry()
+    registry.register(lookup)
+    recorder = IntentRecorder(aio, session, registry, checkpointer=checkpointer)
+    other = aio.submit(Write(RunState(sid(), messages=[Message.user("other")])))
+    checkpointer.request()  # the call's message was appended (MessageAppended)
+    assert await recorder.before(call, ToolSpec("notify", "Send.")) is None
+    await other
+    aio.close()
+    (first, *_) = store.batches()
+    assert any(w.intents and w.intents[0].call_id == "n1" for w in first)
+    assert any(w.state is not None and w.state.session_id == session for w in first)
+    assert store.load(session).messages[-1].tool_calls[0].id == "n1"
 
 
 async def test_checkpoints_of_concurrent_runs_share_one_write() -> None:

@@ -203,6 +203,16 @@ class Checkpointer:
         self.request()
         return await self.flush()
 
+    def submit_now(self) -> None:
+        """Hand what was requested to the store's queue now instead of on the next loop
+        iteration, so that a write queued right after (the intent record before a side
+        effect) joins the same batch: with many runs, a batch another run's write
+        started could otherwise take the record alone and leave the checkpoint for the
+        next one, and the tool waits for both. Nothing changes while a write of this
+        run is in flight (the next one follows it)."""
+        if not self._pending:
+            self._kick()
+
     def _kick(self) -> None:
         """Hand what was requested to the store (on the event loop)."""
         self._scheduled = False
@@ -378,7 +388,9 @@ class IntentRecorder:
             # intent are both stored; the two writes are independent (an intent whose
             # call never reached a checkpoint is ignored by recovery), so they overlap:
             # one store round trip before the tool instead of two (benchmarks/durable.py).
-            # The record is queued first, then both are awaited (no task per write).
+            # Both are queued now, so one batch takes both; then both are awaited (no
+            # task per write).
+            self.checkpointer.submit_now()
             written = self.store.submit(Write(intents=(intent,)))
             written.add_done_callback(_retrieved)  # raised below, or nobody waits any more
             await self.checkpointer.flush()
