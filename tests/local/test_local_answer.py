@@ -278,3 +278,73 @@ def test_no_field_named_after_a_number_that_is_not_its_value() -> None:
     assert not veto(head + "62% humidity and 30", " kph")
     assert not veto(head + "30", " degrees")  # not a field's name
     assert not veto(head + "62% humidity, ", "wind")  # no number right before
+
+
+LIMA = (
+    '{"city": "Lima", "temperature_c": 12, "condition": "sunny", "humidity_pct": 51,'
+    ' "wind_kph": 22, "source": "demo data, not a real forecast"}'
+)
+
+
+def test_a_yes_no_claim_no_result_states_is_written_only_denied() -> None:
+    """'Is it raining in Lima?' (sunny) was answered 'It is raining in Lima' and, with
+    "Yes" refused, 'It is not raining in Lima, it is snowing'. The question's claim no
+    result states may be written only negated; once the sentence has denied it, what
+    follows is in the words of the question and the results (or function words)."""
+    ground = la.grounding(_history("Is it raining in Lima?", LIMA))
+    assert ground.claims == ("raining",)
+    veto = la.answer_veto(ground)
+    head = ' {"answer": "It is'
+    assert veto(head, " raining")
+    assert veto(head, " rainy")
+    assert not veto(head + " not", " raining")
+    denied = head + " not raining in Lima, it is"
+    assert veto(denied, " snowing")
+    assert veto(denied, " snow")
+    assert veto(denied, " windy")  # the key's word "wind" does not start "windy"
+    assert not veto(denied, " sunny")
+    assert not veto(denied + " sunny and", " the")
+    assert veto(denied + " sunny. It is", " raining")  # a new sentence: not negated
+    # A question that asks no yes/no has no claims; a stated one is none either.
+    assert la.grounding(_history("What is the weather in Lima?", LIMA)).claims == ()
+    assert la.grounding(_history("Is it sunny in Lima?", LIMA)).claims == ()
+    used = la.grounding(_history("Use the weather tool. Is it raining in Lima?", LIMA))
+    assert used.claims == ("raining",)  # "use" and "tool" are not part of the claim
+
+
+def test_a_yes_no_claim_makes_the_first_sentence_state_a_word_of_the_result() -> None:
+    """With a claim no result states, the first sentence must state a word of the
+    result (not only a number: "it is raining 12 degrees") within a short clause."""
+    gbnf = la.answer_grammar(la.grounding(_history("Is it raining in Lima?", LIMA)))
+    assert "rnum ::=" not in gbnf and '| "sunny" |' in gbnf
+    assert f"x{{0,{la.MAX_CLAIM_ITEMS}}}" in gbnf
+    plain = la.answer_grammar(la.grounding(_history("What is the weather in Lima?", LIMA)))
+    assert "rnum ::=" in plain and f"x{{0,{la.MAX_SENTENCE_ITEMS}}}" in plain
+
+
+CUSTOMERS = (
+    '{"columns": ["id", "name", "city"], "rows": [[1, "Ana", "Berlin"], [2, "Bo", "Paris"],'
+    ' [3, "Chen", "Berlin"], [4, "Dana", "Oslo"]], "row_count": 4}'
+)
+
+
+def test_a_question_naming_a_row_keeps_other_rows_out_of_the_answer() -> None:
+    """'Which city does Dana live in?' after every customer's row was answered 'The
+    city is Berlin' (the first row) and 'Ana is in Berlin, ...'. The first sentence
+    states a value of the named row, and no other row's words are written (a glued
+    "inBerlin" included)."""
+    ground = la.grounding(_history("Which city does Dana live in?", CUSTOMERS))
+    assert ground.labels == ("Oslo",) and ground.latest == ("4",)
+    assert set(ground.others) == {"ana", "berlin", "paris", "chen"}
+    veto = la.answer_veto(ground)
+    head = ' {"answer": "The city is'
+    assert veto(head, " Berlin")
+    assert veto(head + " Ber", "lin")
+    assert veto(head + " in", "Berlin")
+    assert not veto(head, " Oslo")
+    assert not veto(head, " Bern")  # only whole words of other rows
+    # Every row named, or none: nothing is kept out.
+    berlin = la.grounding(_history("How many customers live in Berlin?", CUSTOMERS))
+    assert set(berlin.others) == {"paris", "dana", "oslo"}
+    assert la.grounding(_history("How many customers are there?", CUSTOMERS)).others == ()
+    assert la.grounding(_history("Compare Berlin, Paris and Oslo.", CUSTOMERS)).others == ()

@@ -33,13 +33,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from loopwright.core.grounding import result_labels, unstated_words
+from loopwright.core.grounding import MIN_STEM, STOPWORDS, result_labels, unstated_words
 from loopwright.core.messages import Message
 from loopwright.core.untrusted import unwrap_untrusted
 
 NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d])")
 MAX_NUMBERS = 64
 MAX_SENTENCE_ITEMS = 80
+MAX_CLAIM_ITEMS = 40
 MAX_NUMBER_CHARS = 24
 MAX_TAIL_ITEMS = 48
 MAX_LABELS = 48
@@ -80,6 +81,9 @@ class Grounding:
     units: tuple[tuple[str, str], ...] = ()  # a key's leading word -> its last word
     records: tuple[Record, ...] = ()  # the latest results' objects / table rows
     unstated: tuple[str, ...] = ()  # words of the question no result states
+    claims: tuple[str, ...] = ()  # unstated words of a yes/no question (see AnswerVeto)
+    others: tuple[str, ...] = ()  # words only of rows the question does not name
+    known: tuple[str, ...] = ()  # with claims: the words of the question and results
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -135,18 +139,99 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     keep = _short(results)
     allowed = set(keep)
     bound = tuple(dict.fromkeys((w, v) for w, v in fields if v in allowed))
-    labels = tuple(result_labels(words or (), asked)[:MAX_LABELS])
+    labels = result_labels(words or (), asked)
+    rows = [row for t in words or () for row in _row_values(t)]
+    named = _named_rows(rows, asked)
+    claims = tuple(unstated_words(_yes_no(asked), every)) if every else ()
+    others = _other_rows(rows, named, asked)
+    if named:
+        # The question names some rows ("Which city does Dana live in?"): the first
+        # sentence states a value of those, not the first row's ("The city is Berlin").
+        cells = {v for row in named for v in row}
+        kept = [w for w in labels if w.lower() in cells]
+        numbers = [n for n in latest or [] if _canonical(n) in cells]
+        if kept or numbers:
+            labels, latest = kept, numbers
     return Grounding(
         keep,
         _short(question),
         bound,
         _short(latest or []),
-        labels,
+        tuple(labels[:MAX_LABELS]),
         _unique(formulas),
         tuple(dict.fromkeys(units)),
         tuple(records or ())[:MAX_RECORDS],
         tuple(unstated_words(asked, every)) if every else (),
+        claims,
+        others,
+        _unique(w.lower() for t in (asked, *every) for w in _KEY_WORD.findall(t)) if claims else (),
     )
+
+
+# A yes/no question: a sentence ending in "?" that opens with an auxiliary verb.
+_YES_NO = re.compile(
+    r"(?:^|(?<=[.!?]\s))(?:is|are|was|were|am|do|does|did|can|could|will|would|should"
+    r"|has|have|had)\b[^.!?]*\?",
+    re.IGNORECASE,
+)
+
+
+def _yes_no(question: str) -> str:
+    """The yes/no questions of ``question`` ("Is it raining in Lima?"), joined; "" when
+    it asks none."""
+    return " ".join(m.group(0) for m in _YES_NO.finditer(question.strip()))
+
+
+def _named_rows(rows: list[list[str]], question: str) -> list[list[str]]:
+    """The rows (see :func:`_row_values`) the question names by a text value, when it
+    names some but not all of them; else none."""
+    asked = set(_WORD.findall(question.lower()))
+    named = [row for row in rows if any(_mentions(asked, v) for v in row if not _is_number(v))]
+    return named if len(named) < len(rows) else []
+
+
+def _other_rows(rows: list[list[str]], named: list[list[str]], question: str) -> tuple[str, ...]:
+    """Words of the text values of the rows the question does not name (``named``, see
+    :func:`_named_rows`) that no named row, nor the question, uses: these belong to
+    other rows only ("Which city does Dana live in?": ``Ana``, ``Berlin``)."""
+    if not named:
+        return ()
+    asked = set(_WORD.findall(question.lower()))
+    kept = asked | {w for row in named for v in row for w in _WORD.findall(v)}
+    words = (w for row in rows if row not in named for v in row for w in _WORD.findall(v))
+    return _unique(w for w in words if len(w) >= MIN_FIELD_WORD and w not in kept)
+
+
+def _row_values(content: str) -> list[list[str]]:
+    """The values of each row of a result (a table's rows, a list's objects) as text:
+    strings lower-cased, numbers as :func:`numbers_in` reads them; empty when it holds
+    fewer than two rows."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return []
+    if isinstance(data, dict):
+        data = _table_rows(data).get("rows")
+    if not isinstance(data, list):
+        return []
+    rows = [r.values() if isinstance(r, dict) else r for r in data if isinstance(r, list | dict)]
+    found = [[t for t in map(_cell, row) if t] for row in rows]
+    return found if len(found) >= MIN_ROWS else []
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, int | float):
+        return _canonical(json.dumps(value))
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def _is_number(value: str) -> bool:
+    return NUMBER.fullmatch(value) is not None
+
+
+MIN_ROWS = 2
 
 
 _FORMULA = re.compile(r"\d\s*[-+*/^%]\s*[\d(]|\d\s*\*\*")
@@ -433,6 +518,9 @@ class AnswerVeto:
 
     unstated: tuple[str, ...] = ()
     fields: tuple[tuple[str, str], ...] = ()
+    claims: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()
+    known: tuple[str, ...] = ()
 
     def __call__(self, text: str, piece: str) -> bool:
         if runs_past_equation(text, piece):
@@ -444,7 +532,47 @@ class AnswerVeto:
         first = self.unstated and len(written) <= MAX_FIRST_WORD
         if first and _YES_FIRST.match((written + piece).lstrip(' "')) is not None:
             return True
-        return bool(self.fields) and self._misnamed(written + piece.split('"', 1)[0])
+        grown = written + piece.split('"', 1)[0]
+        if (self.claims or self.others) and self._unsupported(grown, len(written)):
+            return True
+        return bool(self.fields) and self._misnamed(grown)
+
+    def _unsupported(self, grown: str, start: int) -> bool:
+        """Whether the piece (``grown[start:]``) writes a word of another row
+        (``others``) or, not negated, a claim of a yes/no question (``claims``)."""
+        # Words as a key's are split ("inBerlin" is "in", "Berlin"): a small model
+        # glues a word it was kept from onto the previous one.
+        for match in _KEY_WORD.finditer(grown):
+            if match.end() <= start:
+                continue
+            word = match.group(0).lower()
+            if word in self.others:
+                return True
+            before = grown[: match.start()]
+            claimed = any(_stem(word, c) for c in self.claims)
+            if claimed and not _NEGATED.search(before):
+                return True
+            if self.claims and not claimed and self._denied(before) and not self._known(word):
+                return True
+        return False
+
+    def _denied(self, before: str) -> bool:
+        """Whether the sentence being written has denied a claim ("It is not raining
+        in Lima, it is"): what it says next is what the results say, in their words
+        (a small model goes on "it is snowing" for a sunny result)."""
+        sentence = _SENTENCE_SPLIT.split(before)[-1]
+        for match in _KEY_WORD.finditer(sentence):
+            word = match.group(0).lower()
+            if any(_stem(word, c) for c in self.claims) and _NEGATED.search(
+                sentence[: match.start()]
+            ):
+                return True
+        return False
+
+    def _known(self, word: str) -> bool:
+        """Whether ``word`` (maybe cut short) starts a word of the question, the
+        results or :data:`COMMON_WORDS`."""
+        return any(k.startswith(word) for k in (*self.known, *COMMON_WORDS))
 
     def _misnamed(self, grown: str) -> bool:
         match = _NUMBER_THEN_WORD.search(grown[-MAX_NAMED_TAIL:])
@@ -456,6 +584,40 @@ class AnswerVeto:
 
 
 MAX_NAMED_TAIL = 40
+_SENTENCE_SPLIT = re.compile(r"[.!?;]\s")
+# Function words a sentence needs whatever it states (with ``STOPWORDS``).
+COMMON_WORDS = (
+    frozenset(
+        [
+            "a",
+            "an",
+            "as",
+            "at",
+            "be",
+            "by",
+            "in",
+            "is",
+            "it",
+            "of",
+            "on",
+            "or",
+            "so",
+            "to",
+            "s",
+            "t",
+        ]
+    )
+    | STOPWORDS
+)
+# A negation at most two words before the word being written: "it is not raining".
+_NEGATED = re.compile(r"(?:\bnot|\bno|\bnever|n't)\W+(?:\w+\W+){0,2}$", re.IGNORECASE)
+
+
+def _stem(word: str, claim: str) -> bool:
+    """Whether ``word`` (being written, so maybe cut short) is ``claim`` or shares its
+    stem (``MIN_STEM`` letters: "rain", "rainy" for "raining")."""
+    need = min(len(claim), MIN_STEM)
+    return len(word) >= need and word[:need] == claim[:need]
 
 
 def _canonical(number: str) -> str:
@@ -465,7 +627,7 @@ def _canonical(number: str) -> str:
 
 def answer_veto(ground: Grounding) -> AnswerVeto:
     """The veto of an answer turn grounded in ``ground``."""
-    return AnswerVeto(ground.unstated, ground.fields)
+    return AnswerVeto(ground.unstated, ground.fields, ground.claims, ground.others, ground.known)
 
 
 def _alternatives(values: Sequence[str]) -> str:
@@ -512,7 +674,14 @@ def _first_sentence(ground: Grounding) -> list[str]:
     it. Without this rule a small model echoes the question ("12 squared is 12
     squared.") or, after a chain, states the first step's result instead of the last."""
     numbers = list(ground.latest or ground.results)
-    pre = f"(lead x{{0,{MAX_SENTENCE_ITEMS}}})?"
+    budget = MAX_SENTENCE_ITEMS
+    if ground.claims and ground.labels:
+        # A yes/no question whose claim no result states ("Is it raining?", sunny):
+        # the first clause says what the result states instead, a word of it. Left
+        # the whole sentence, the model goes on to invent one ("it is not raining,
+        # it is snowing").
+        numbers, budget = [], MAX_CLAIM_ITEMS
+    pre = f"(lead x{{0,{budget}}})?"
     tail = f"x{{0,{MAX_TAIL_ITEMS}}} stop"
     # After a number the sentence may go on past ". " ("1. Buy milk, 2. ..."); after a
     # word that would start a second sentence, which is where a small model contradicts
