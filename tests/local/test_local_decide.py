@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopwright.core.protocols import NamedTool
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_decide as ld
+from loopwright.providers import local_prompt as lp
 from loopwright.providers.local import LocalConfig
 from loopwright.tools.builtin import BUILTIN_TOOLS, make_tools
 
@@ -210,3 +213,69 @@ def test_example_values_tell_what_a_free_text_parameter_needs(
 )
 def test_example_kind(examples: list[str], kind: str | None) -> None:
     assert ld.example_kind({"type": "string", "examples": examples}) == kind
+
+
+PLAYLISTS = ToolSpec("list_playlists", "List the saved playlists of the user.")
+PODCASTS = ToolSpec(
+    "find_podcasts",
+    "Find podcasts.",
+    {
+        "type": "object",
+        "properties": {"genre": {"type": "string", "enum": ["comedy", "news", "science"]}},
+    },
+)
+LOOKUP = ToolSpec(
+    "lookup_city",
+    "Look up facts about a city.",
+    {"type": "object", "properties": {"topic": {"type": "string"}}},
+)
+REPORT = _tool(
+    "get_weather_report", "Retrieves the current weather report for a city.", location="string"
+)
+
+
+@pytest.mark.parametrize(
+    ("tools", "request_text", "decided"),
+    [
+        # a tool without required parameters: one shared word is not enough ...
+        ([PLAYLISTS], "Put on a playlist for my run", "answer"),
+        ([PODCASTS], "I love podcasts", "answer"),
+        # ... two are, and so is a value for an optional parameter
+        ([PLAYLISTS], "Which playlists have I saved?", "tools"),
+        ([PODCASTS], "Any science podcasts?", "tools"),
+        ([LOOKUP], "Tell me about Lisbon", "tools"),
+        # an address the request hands over needs a parameter that can take it
+        ([REPORT], "Get the current report for 203.0.113.7 from Shodan", "answer"),
+        ([REPORT], "Fetch the report of example.org on Censys", "answer"),
+        ([REPORT], "Get the current weather report for Lisbon", "tools"),
+        ([FETCH], "Retrieve the report from https://api.example.com/v1/report", "tools"),
+    ],
+)
+def test_first_turn_kind_needs_evidence_beyond_one_word(
+    tools: list[ToolSpec], request_text: str, decided: str
+) -> None:
+    assert ld.first_turn_kind(tools, request_text, OVERLAP) == decided
+
+
+_PLAIN = st.lists(
+    st.sampled_from(["saved", "playlists", "user", "please", "music", "list", "quiet", "show"]),
+    min_size=1,
+    max_size=8,
+)
+
+
+@given(words=_PLAIN)
+@settings(max_examples=200, deadline=None)
+def test_a_parameterless_tool_needs_two_shared_words(words: list[str]) -> None:
+    """Lower-case words name no value, so only the shared words decide."""
+    text = " ".join(words)
+    shared = lp.shared_words(PLAYLISTS, text, notes=True)
+    called = ld.first_turn_kind([PLAYLISTS], text, OVERLAP) == "tools"
+    assert called == (len(shared) >= ld.MIN_SHARED_WORDS)
+
+
+@given(text=st.text(max_size=60), address=st.sampled_from(["10.0.0.8", "ann@example.com"]))
+@settings(max_examples=200, deadline=None)
+def test_a_handed_over_address_needs_a_parameter_for_it(text: str, address: str) -> None:
+    assert ld.first_turn_kind([REPORT], f"{text} {address}", OVERLAP) == "answer"
+    assert ld.takes_addresses(FETCH, f"{text} {address}")

@@ -14,7 +14,12 @@ What a required parameter needs is read from its name alone, by its head noun (t
 word, or the word before "of": ``date_of_journey`` is a date), and only for kinds that
 text can show (:data:`KIND_WORDS`); any other string is free text and needs nothing.
 The rules are deliberately loose (any value of the kind anywhere in the request), so
-they refuse only requests that cannot fill the parameter at all.
+they refuse only requests that cannot fill the parameter at all. Two more kinds of
+evidence are checked (:func:`fits`): a tool without required parameters gets no evidence
+from them, so one shared word is not enough ("I want to watch a movie" with a
+parameterless movie search); and an address the request hands over (a URL, an IP
+address, an email) must have a parameter that can take it ("a report for 10.10.0.0
+using my API key" with a weather tool whose only string is a place).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ _URL = re.compile(
     r"|(?:^|\s)/[\w{}-]+/",  # a path
     re.IGNORECASE,
 )
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.\w")
 _QUOTED = re.compile(r"['\"‘’“”`«][^'\"‘’“”`»]{1,80}['\"‘’“”`»]")
 # an identifier-like token: with a digit, inner capitals (AB1010CD) or joined by _ or -
 _CODE = re.compile(r"\b(?=[\w-]*\d)[\w-]+\b|\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|\b\w+[_-]\w+\b")
@@ -78,6 +84,9 @@ _NUMBER_WORD = re.compile(
 # a short run of capitalized words: an example that is a proper name
 _NAME_EXAMPLE = re.compile(r"[A-Z][\w'.-]*(?:[ ,]+[A-Z][\w'.-]*){0,3}")
 _CASELESS = 0x24F  # past Latin Extended-B: scripts without capitals (CJK, Thai, ...)
+# Shared words a tool without required parameters needs when the request gives none of
+# its optional values (see :func:`fits`).
+MIN_SHARED_WORDS = 2
 
 
 def turn_mode(choice: ToolChoice, tools: Sequence[ToolSpec]) -> lp.Mode:
@@ -103,10 +112,69 @@ def first_turn_kind(tools: Sequence[ToolSpec], request: str, call_overlap: float
     model")."""
     shares = lp.tool_overlaps(tools, request, notes=True)
     given = [gives_required(spec, request) for spec in tools]
-    if any(s >= call_overlap and g for s, g in zip(shares, given, strict=True)):
+    if any(
+        s >= call_overlap and g and fits(spec, request)
+        for spec, s, g in zip(tools, shares, given, strict=True)
+    ):
         return "tools"
     shown = any(shows_values(t) for t in tools)
     return None if shown and any(given) else "answer"
+
+
+def fits(spec: ToolSpec, request: str) -> bool:
+    """Whether a request that talks about ``spec`` and gives its required values is
+    evidence enough for a call: a tool without required parameters needs more than one
+    shared word or a value for one of its optional parameters (:func:`gives_optional`;
+    one word, "movie" in "I want to watch a movie", is the only evidence such a tool
+    gets otherwise), and an address the request hands over (a URL, IP address, domain
+    or email) must have a parameter that can take it (:func:`takes_addresses`)."""
+    if not takes_addresses(spec, request):
+        return False
+    if spec.parameters.get("required"):
+        return True
+    shared = lp.shared_words(spec, request, notes=True)
+    return len(shared) >= MIN_SHARED_WORDS or gives_optional(spec, request)
+
+
+def takes_addresses(spec: ToolSpec, request: str) -> bool:
+    """Whether ``spec`` has a parameter for the address ``request`` hands over, if it
+    hands over one (a URL, IP address, domain or email): a string parameter that is free
+    text or of the kind url, id, email or name. "A report for 10.10.0.0 using my API key"
+    is about something else than a tool whose only string is a place."""
+    if not (_URL.search(request) or _EMAIL.search(request)):
+        return True
+    for key, schema in (spec.parameters.get("properties") or {}).items():
+        if not isinstance(schema, Mapping) or "enum" in schema:
+            continue
+        if schema.get("type") in ("string", "array", "object", None) and value_kind(key) in (
+            None,
+            "url",
+            "id",
+            "email",
+            "name",
+        ):
+            return True
+    return False
+
+
+def gives_optional(spec: ToolSpec, request: str) -> bool:
+    """Whether ``request`` gives a value one of ``spec``'s parameters takes, by what
+    text can show (:func:`gives_required`'s evidence): a named enum value, a number for
+    a numeric one, a value of a string's kind, or a proper name for a free string."""
+    for key, schema in (spec.parameters.get("properties") or {}).items():
+        if not isinstance(schema, Mapping):
+            continue
+        if isinstance(schema.get("enum"), list):
+            if lgr.named_values(schema["enum"], request):
+                return True
+        elif schema.get("type") in ("number", "integer"):
+            if lgr.numbers_in(request):
+                return True
+        elif schema.get("type") == "string":
+            kind = value_kind(key)
+            if shows_kind(kind, request) if kind is not None else names_something(request):
+                return True
+    return False
 
 
 def shows_values(spec: ToolSpec) -> bool:

@@ -336,20 +336,22 @@ def tool_overlaps(tools: Sequence[ToolSpec], request: str, *, notes: bool = Fals
     asked = _stems(request)
     if not asked:
         return [0.0 for _ in tools]
-    shares = []
-    for spec in tools:
-        props = spec.parameters.get("properties") or {}
-        described = (
-            " ".join(
-                str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping)
-            )
-            if notes
-            else ""
-        )
-        name = spec.name.replace("_", " ").replace(".", " ")
-        told = _stems(f"{name} {spec.description} {' '.join(props)} {described}")
-        shares.append(len(asked & told) / len(asked))
-    return shares
+    return [len(shared_words(spec, request, notes=notes)) / len(asked) for spec in tools]
+
+
+def shared_words(spec: ToolSpec, request: str, *, notes: bool = False) -> frozenset[str]:
+    """The request's content words (first five letters) that ``spec``'s name,
+    description and parameter names use (with ``notes``, its parameters' descriptions
+    too): what :func:`tool_overlaps` counts."""
+    props = spec.parameters.get("properties") or {}
+    described = (
+        " ".join(str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping))
+        if notes
+        else ""
+    )
+    name = spec.name.replace("_", " ").replace(".", " ")
+    told = _stems(f"{name} {spec.description} {' '.join(props)} {described}")
+    return frozenset(_stems(request) & told)
 
 
 def output_schema(
