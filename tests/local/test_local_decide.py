@@ -279,3 +279,55 @@ def test_a_parameterless_tool_needs_two_shared_words(words: list[str]) -> None:
 def test_a_handed_over_address_needs_a_parameter_for_it(text: str, address: str) -> None:
     assert ld.first_turn_kind([REPORT], f"{text} {address}", OVERLAP) == "answer"
     assert ld.takes_addresses(FETCH, f"{text} {address}")
+
+
+GAP = ToolSpec(
+    "measure_gap",
+    "Measure the gap to the vehicle ahead from the detected boxes of a camera frame.",
+    {
+        "type": "object",
+        "properties": {"boxes": {"type": "array", "items": {"type": "object"}}},
+        "required": ["boxes"],
+    },
+)
+SUMMARY = _tool("summarize_text", "Shorten a text using a small language model.", text="string")
+
+
+@pytest.mark.parametrize(
+    ("tools", "request_text", "decided"),
+    [
+        # one shared word only the description uses, and no value for the list
+        ([GAP], "tell me something about the camera in my car", "answer"),
+        ([GAP], "what is ahead of us", "answer"),
+        # ... a value the request shows (a name, a quoted span, a number) ...
+        ([GAP], "the camera sees boxes at 3.5 and 7 metres", "tools"),
+        ([GAP], "what is ahead of us on Route 66", "tools"),
+        # ... or a word of the tool's name is evidence enough
+        ([GAP], "measure it", "tools"),
+        # free text takes what the request says
+        ([SUMMARY], "I am using my phone right now", "tools"),
+    ],
+)
+def test_one_description_word_needs_a_value(
+    tools: list[ToolSpec], request_text: str, decided: str
+) -> None:
+    assert ld.first_turn_kind(tools, request_text, OVERLAP) == decided
+
+
+@given(
+    words=st.lists(
+        st.sampled_from(["about", "camera", "measure", "the", "phone", "today", "please"]),
+        min_size=1,
+        max_size=8,
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_lower_case_talk_needs_two_words_or_a_name_word(words: list[str]) -> None:
+    """Lower-case words show no value, so one shared word calls only if the name has it."""
+    text = " ".join(words)
+    shared = lp.shared_words(GAP, text, notes=True)
+    share = lp.tool_overlaps([GAP], text, notes=True)[0]
+    expected = share >= OVERLAP and (
+        len(shared) >= ld.MIN_SHARED_WORDS or bool(lp.shared_words(GAP, text, name_only=True))
+    )
+    assert (ld.first_turn_kind([GAP], text, OVERLAP) == "tools") == expected

@@ -122,18 +122,46 @@ def first_turn_kind(tools: Sequence[ToolSpec], request: str, call_overlap: float
 
 
 def fits(spec: ToolSpec, request: str) -> bool:
-    """Whether a request that talks about ``spec`` and gives its required values is
-    evidence enough for a call: a tool without required parameters needs more than one
-    shared word or a value for one of its optional parameters (:func:`gives_optional`;
-    one word, "movie" in "I want to watch a movie", is the only evidence such a tool
-    gets otherwise), and an address the request hands over (a URL, IP address, domain
-    or email) must have a parameter that can take it (:func:`takes_addresses`)."""
+    """Whether a request that talks about ``spec`` and gives its required values
+    (:func:`gives_required`, checked first) is evidence enough for a call. An address
+    the request hands over (a URL, IP address, domain or email) must have a parameter
+    that can take it (:func:`takes_addresses`). One shared word is weak evidence: with
+    a tool without required parameters it needs a value for an optional one
+    (:func:`gives_optional`; "movie" in "I want to watch a movie" is otherwise all
+    there is), and a word only the tool's description uses ("about") needs a value for
+    a required one (:func:`gives_a_value`)."""
     if not takes_addresses(spec, request):
         return False
-    if spec.parameters.get("required"):
-        return True
     shared = lp.shared_words(spec, request, notes=True)
-    return len(shared) >= MIN_SHARED_WORDS or gives_optional(spec, request)
+    if len(shared) >= MIN_SHARED_WORDS:
+        return True
+    if not spec.parameters.get("required"):
+        return gives_optional(spec, request)
+    named = lp.shared_words(spec, request, name_only=True)
+    return bool(shared & named) or gives_a_value(spec, request)
+
+
+def gives_a_value(spec: ToolSpec, request: str) -> bool:
+    """Whether ``request`` shows a value for one of ``spec``'s required parameters. For
+    numbers, enums and strings of a known kind :func:`gives_required` has checked it; a
+    free-text string takes what the request says (a query or a command is written from
+    its words: "Count the users in the users table"); a list or an object needs
+    something text can show as a value: a proper name, a quoted span, a code or a
+    number ("Tell me something about the scene in this image" gives no boxes)."""
+    props = spec.parameters.get("properties") or {}
+    shown = shows_kind("name", request) or bool(lgr.numbers_in(request))
+    for key in spec.parameters.get("required") or ():
+        schema = props.get(key)
+        if not isinstance(schema, Mapping):
+            continue
+        kind = schema.get("type")
+        if "enum" in schema or kind in ("number", "integer"):
+            return True
+        if kind == "string":
+            return True
+        if kind in ("array", "object") and shown:
+            return True
+    return False
 
 
 def takes_addresses(spec: ToolSpec, request: str) -> bool:

@@ -339,17 +339,21 @@ def tool_overlaps(tools: Sequence[ToolSpec], request: str, *, notes: bool = Fals
     return [len(shared_words(spec, request, notes=notes)) / len(asked) for spec in tools]
 
 
-def shared_words(spec: ToolSpec, request: str, *, notes: bool = False) -> frozenset[str]:
+def shared_words(
+    spec: ToolSpec, request: str, *, notes: bool = False, name_only: bool = False
+) -> frozenset[str]:
     """The request's content words (first five letters) that ``spec``'s name,
     description and parameter names use (with ``notes``, its parameters' descriptions
-    too): what :func:`tool_overlaps` counts."""
+    too; with ``name_only``, its name alone): what :func:`tool_overlaps` counts."""
+    name = spec.name.replace("_", " ").replace(".", " ")
+    if name_only:
+        return frozenset(_stems(request) & _stems(name))
     props = spec.parameters.get("properties") or {}
     described = (
         " ".join(str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping))
         if notes
         else ""
     )
-    name = spec.name.replace("_", " ").replace(".", " ")
     told = _stems(f"{name} {spec.description} {' '.join(props)} {described}")
     return frozenset(_stems(request) & told)
 
