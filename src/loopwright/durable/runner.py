@@ -99,6 +99,9 @@ class Durable:
         confirmations must be resumed (approve/deny) before it takes a new prompt.
         ``metadata`` is stored with a NEW session (e.g. how to rebuild its agent: the CLI
         keeps ``{"agent": ...}`` there so ``loopwright resume`` can continue it).
+        Without ``session_id`` the session is new: its first model call goes out while
+        its lock is being taken (no tool runs and nothing is written before the lock is
+        held); with one, the lock is taken and the session loaded first.
         """
         if session_id is None:
             return await self._start_new(prompt, metadata)
