@@ -348,3 +348,33 @@ def test_a_question_naming_a_row_keeps_other_rows_out_of_the_answer() -> None:
     assert set(berlin.others) == {"paris", "dana", "oslo"}
     assert la.grounding(_history("How many customers are there?", CUSTOMERS)).others == ()
     assert la.grounding(_history("Compare Berlin, Paris and Oslo.", CUSTOMERS)).others == ()
+
+
+def test_a_number_before_a_text_word_is_the_number_the_text_gives_it() -> None:
+    """A file saying "2 eggs, ... 3 minutes per side" was answered "2 minutes per
+    side". The words right after a number in a result's text are what it counts."""
+    recipe = "Pancakes: 200 g flour, 2 eggs, 300 ml milk. Cook for 3 minutes per side."
+    ground = la.grounding(_history("How long do pancakes cook?", recipe))
+    assert ("minutes", "3") in ground.pairs and ("flour", "200") in ground.pairs
+    assert ("for", "3") not in ground.pairs  # function words count nothing
+    veto = la.answer_veto(ground)
+    head = ' {"answer": "Cook them for '
+    assert veto(head + "2", " minutes")
+    assert veto(head + "2", " min")
+    assert not veto(head + "3", " minutes")
+    assert veto(head + "2 g", " flour") and not veto(head + "200 g", " flour")
+    assert not veto(head + "2", " eggs")
+    assert not veto(head + "2", " days")  # a word the text does not count: free
+
+
+def test_an_answer_does_not_open_with_a_question_word() -> None:
+    """'Which port is set in config.ini?' was answered 'Which port is set in config:
+    8080': the answer restated the question."""
+    veto = la.answer_veto(la.grounding(_history("Which port is set?", "port = 8080")))
+    head = ' {"answer": "'
+    assert veto(head, "Which")
+    assert veto(head, "What")
+    assert veto(head + "How", " ")
+    assert not veto(head, "The")
+    assert not veto(head, "Whoever")
+    assert not veto(head + "The port, which", " is")

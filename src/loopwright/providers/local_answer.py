@@ -33,7 +33,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from loopwright.core.grounding import MIN_STEM, STOPWORDS, result_labels, unstated_words
+from loopwright.core.grounding import (
+    MIN_STEM,
+    STOPWORDS,
+    result_labels,
+    result_texts,
+    unstated_words,
+)
 from loopwright.core.messages import Message
 from loopwright.core.untrusted import unwrap_untrusted
 
@@ -84,6 +90,7 @@ class Grounding:
     claims: tuple[str, ...] = ()  # unstated words of a yes/no question (see AnswerVeto)
     others: tuple[str, ...] = ()  # words only of rows the question does not name
     known: tuple[str, ...] = ()  # with claims: the words of the question and results
+    pairs: tuple[tuple[str, str], ...] = ()  # (word, number) written "3 minutes" in a text
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -112,6 +119,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     words: list[str] | None = None  # the most recent results' texts
     formulas: list[str] = []
     units: list[tuple[str, str]] = []
+    pairs: list[tuple[str, str]] = []
     every: list[str] = []  # every result's text
     asked = ""
     for message in reversed(messages):
@@ -128,6 +136,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
                 found += numbers_in(content)
                 fields[:0] = _fields(content)
                 units += _units(content)
+                pairs += _text_pairs(content)
                 texts.append(content)
         every += texts
         results[:0] = found
@@ -165,6 +174,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         claims,
         others,
         _unique(w.lower() for t in (asked, *every) for w in _KEY_WORD.findall(t)) if claims else (),
+        _unique(pairs),
     )
 
 
@@ -314,6 +324,24 @@ def _fields(content: str) -> list[tuple[str, str]]:
         return []
     found: list[tuple[str, str]] = []
     _walk(data, found, 0)
+    return found
+
+
+# A number and the one or two words right after it, in a text: "3 minutes per side".
+_NUMBER_WORDS = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)\s+([A-Za-z]+)(?:\s+([A-Za-z]+))?")
+
+
+def _text_pairs(content: str) -> list[tuple[str, str]]:
+    """(word, number) for each number of a result's text values followed by a word
+    (and the word after that: "200 g flour", "3 minutes per"), skipping function
+    words: what a number counts in the text. A file saying "2 eggs ... 3 minutes per
+    side" was answered "2 minutes per side"."""
+    found = []
+    for text in result_texts(content):
+        for match in _NUMBER_WORDS.finditer(text):
+            for word in match.groups()[1:]:
+                if word and len(word) >= MIN_FIELD_WORD and word.lower() not in STOPWORDS:
+                    found.append((word.lower(), match.group(1)))
     return found
 
 
@@ -491,6 +519,9 @@ def runs_past_equation(text: str, piece: str) -> bool:
 
 
 _YES_FIRST = re.compile(r"\W*yes(?![a-z])", re.IGNORECASE)
+_QUESTION_FIRST = re.compile(
+    r"\W*(?:which|what|how|where|when|who|whom|whose|why)(?![a-z])", re.IGNORECASE
+)
 _ANSWER_KEY = '"answer":'
 MAX_FIRST_WORD = 6
 
@@ -514,7 +545,14 @@ class AnswerVeto:
       that field's value (``fields``, as :class:`FieldBinder` reads them): listing
       several fields, the model wrote "30 percent humidity, and 62 pct wind speed"
       for humidity 62 and wind 30. The binder keeps the number after a field's name;
-      this keeps the name after a number."""
+      this keeps the name after a number. A text's words after a number count as its
+      fields too ("3 minutes per side": not "2 minutes");
+    * no question word first ("Which port is set in config: 8080"): the answer
+      states, it does not restate the question;
+    * a yes/no question's claim no result states (``claims``) only denied, and after
+      the denial only words of the question and results (``known``) or
+      :data:`COMMON_WORDS`;
+    * no word of a row the question does not name (``others``), when it names some."""
 
     unstated: tuple[str, ...] = ()
     fields: tuple[tuple[str, str], ...] = ()
@@ -531,6 +569,9 @@ class AnswerVeto:
         written = text[at + len(_ANSWER_KEY) :].lstrip(' "')
         first = self.unstated and len(written) <= MAX_FIRST_WORD
         if first and _YES_FIRST.match((written + piece).lstrip(' "')) is not None:
+            return True
+        opening = len(written) <= MAX_FIRST_WORD
+        if opening and _QUESTION_FIRST.match((written + piece).lstrip(' "')) is not None:
             return True
         grown = written + piece.split('"', 1)[0]
         if (self.claims or self.others) and self._unsupported(grown, len(written)):
@@ -627,7 +668,8 @@ def _canonical(number: str) -> str:
 
 def answer_veto(ground: Grounding) -> AnswerVeto:
     """The veto of an answer turn grounded in ``ground``."""
-    return AnswerVeto(ground.unstated, ground.fields, ground.claims, ground.others, ground.known)
+    fields = ground.fields + ground.pairs
+    return AnswerVeto(ground.unstated, fields, ground.claims, ground.others, ground.known)
 
 
 def _alternatives(values: Sequence[str]) -> str:
