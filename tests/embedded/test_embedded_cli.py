@@ -241,9 +241,10 @@ def test_windy_question_states_the_wind_with_its_unit() -> None:
     _no_fallback(data)
 
 
-def test_yes_to_a_condition_the_result_lacks_shows_the_result_instead() -> None:
+def test_a_condition_the_result_lacks_is_denied_and_the_result_stated() -> None:
     """'Is it raining in Lima?' was answered 'Yes, it is raining ...' while the demo
-    result says sunny: the user must never read that; the result is shown."""
+    result says sunny, then (Yes refused) 'It is not raining in Lima, it is snowing':
+    the model's answer denies the claim and states the result's condition."""
     from loopwright.tools.builtin.weather import get_weather
 
     condition = str(get_weather("Lima")["condition"])
@@ -253,6 +254,21 @@ def test_yes_to_a_condition_the_result_lacks_shows_the_result_instead() -> None:
     answer = data["answer"].lower()
     assert not answer.startswith("yes")
     assert condition in answer
+    assert "snow" not in answer and "rain" not in answer.replace("not raining", "")
+    _no_fallback(data)
+
+
+def test_a_number_from_a_file_keeps_the_word_it_counts(tmp_path) -> None:
+    """A recipe saying "2 eggs ... 3 minutes per side" was answered "2 minutes per
+    side": a number written before one of the file's words is the file's number."""
+    (tmp_path / "bread.txt").write_text("Bread: 3 eggs, 500 g flour. Bake for 40 minutes.")
+    question = "How long does the bread bake? See bread.txt."
+    code, data = run_cli("--tools", "read_file", "--root", str(tmp_path), question)
+    assert code == 0
+    assert calls(data) == [("read_file", {"path": "bread.txt"})]
+    assert re.search(r"\b40 minutes\b", data["answer"])
+    assert not re.search(r"\b(3|500) minutes\b", data["answer"])
+    _no_fallback(data)
 
 
 def test_two_step_answer_states_the_last_result() -> None:

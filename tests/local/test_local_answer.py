@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopwright.core.messages import Message, ToolResultPart
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.providers import local_answer as la
 
 WEATHER = (
@@ -378,3 +378,20 @@ def test_an_answer_does_not_open_with_a_question_word() -> None:
     assert not veto(head, "The")
     assert not veto(head, "Whoever")
     assert not veto(head + "The port, which", " is")
+
+
+def test_no_equals_sign_without_a_formula() -> None:
+    """Read from a file, "Bread: 3 eggs, 500 g flour = 3." equated a count to a weight:
+    "=" is written only when a call or the question holds a formula."""
+    bread = "Bread: 3 eggs, 500 g flour. Bake for 40 minutes."
+    veto = la.answer_veto(la.grounding(_history("How long does the bread bake?", bread)))
+    head = ' {"answer": "Bread: 3 eggs, 500 g flour'
+    assert veto(head, " =") and not veto(head, ",")
+    asked = la.answer_veto(la.grounding(_history("What is (3 + 5) * 8?", "8", "64")))
+    assert not asked(' {"answer": "(3 + 5) * 8', " =")
+    called = [
+        Message.user("Subtract 199 from 1024."),
+        Message("assistant", (ToolCallPart("c0", "calculator", {"expression": "1024 - 199"}),)),
+        Message.tool_results([ToolResultPart("c0", "calculator", "825")]),
+    ]
+    assert not la.answer_veto(la.grounding(called))(' {"answer": "1024 - 199', " =")

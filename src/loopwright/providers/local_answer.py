@@ -91,6 +91,7 @@ class Grounding:
     others: tuple[str, ...] = ()  # words only of rows the question does not name
     known: tuple[str, ...] = ()  # with claims: the words of the question and results
     pairs: tuple[tuple[str, str], ...] = ()  # (word, number) written "3 minutes" in a text
+    equations: bool = True  # whether a call or the question holds a formula
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -175,6 +176,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         others,
         _unique(w.lower() for t in (asked, *every) for w in _KEY_WORD.findall(t)) if claims else (),
         _unique(pairs),
+        bool(formulas) or _FORMULA.search(asked) is not None,
     )
 
 
@@ -552,16 +554,21 @@ class AnswerVeto:
     * a yes/no question's claim no result states (``claims``) only denied, and after
       the denial only words of the question and results (``known``) or
       :data:`COMMON_WORDS`;
-    * no word of a row the question does not name (``others``), when it names some."""
+    * no word of a row the question does not name (``others``), when it names some;
+    * no "=" unless a call or the question holds a formula (``equations``): read
+      from a file, "Bread: 3 eggs, 500 g flour = 3." equated a count to a weight."""
 
     unstated: tuple[str, ...] = ()
     fields: tuple[tuple[str, str], ...] = ()
     claims: tuple[str, ...] = ()
     others: tuple[str, ...] = ()
     known: tuple[str, ...] = ()
+    equations: bool = True
 
     def __call__(self, text: str, piece: str) -> bool:
         if runs_past_equation(text, piece):
+            return True
+        if not self.equations and "=" in piece:
             return True
         at = text.rfind(_ANSWER_KEY)
         if at == -1:
@@ -669,7 +676,9 @@ def _canonical(number: str) -> str:
 def answer_veto(ground: Grounding) -> AnswerVeto:
     """The veto of an answer turn grounded in ``ground``."""
     fields = ground.fields + ground.pairs
-    return AnswerVeto(ground.unstated, fields, ground.claims, ground.others, ground.known)
+    return AnswerVeto(
+        ground.unstated, fields, ground.claims, ground.others, ground.known, ground.equations
+    )
 
 
 def _alternatives(values: Sequence[str]) -> str:
