@@ -175,7 +175,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         claims,
         others,
         _unique(w.lower() for t in (asked, *every) for w in _KEY_WORD.findall(t)) if claims else (),
-        _unique(pairs),
+        tuple(dict.fromkeys(pairs)),
         bool(formulas) or _FORMULA.search(asked) is not None,
     )
 
