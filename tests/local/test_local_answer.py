@@ -395,3 +395,23 @@ def test_no_equals_sign_without_a_formula() -> None:
         Message.tool_results([ToolResultPart("c0", "calculator", "825")]),
     ]
     assert not la.answer_veto(la.grounding(called))(' {"answer": "1024 - 199', " =")
+
+
+def test_an_answer_picking_a_named_row_opens_with_its_name() -> None:
+    """'Which city does Dana live in?' after every customer's row: with other rows'
+    words refused the model wrote 'The city is in the city of Dana in the United
+    States'. Picking one row out of several by a name, the answer opens with it."""
+    ground = la.grounding(_history("Which city does Dana live in?", CUSTOMERS))
+    assert ground.subject == "Dana"
+    veto = la.answer_veto(ground)
+    head = ' {"answer":'
+    assert veto(head, ' "The') and veto(head, ' "Ana')
+    assert not veto(head, ' "Dana') and not veto(head, ' "D') and not veto(head + ' "D', "ana")
+    assert not veto(head + ' "Dana', " lives")
+    # No name, several rows named, or a name at the sentence start: no subject.
+    assert la.grounding(_history("How many customers live in Berlin?", CUSTOMERS)).subject == ""
+    assert la.grounding(_history("Dana lives where?", CUSTOMERS)).subject == ""
+    products = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["chair", 85]]}'
+    lamp = la.grounding(_history("What does the lamp cost?", products))
+    assert lamp.subject == "" and lamp.others == ("chair",)
+    assert la.answer_veto(lamp)(' {"answer": "Two', " chairs")  # a plural too

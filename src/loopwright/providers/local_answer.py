@@ -92,6 +92,7 @@ class Grounding:
     known: tuple[str, ...] = ()  # with claims: the words of the question and results
     pairs: tuple[tuple[str, str], ...] = ()  # (word, number) written "3 minutes" in a text
     equations: bool = True  # whether a call or the question holds a formula
+    subject: str = ""  # the one named row's name, as the question writes it (see AnswerVeto)
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -177,7 +178,21 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         _unique(w.lower() for t in (asked, *every) for w in _KEY_WORD.findall(t)) if claims else (),
         tuple(dict.fromkeys(pairs)),
         bool(formulas) or _FORMULA.search(asked) is not None,
+        _subject(named, asked),
     )
+
+
+# A capitalized word after a sentence's first word: a name ("Which city does Dana ...").
+_NAME = re.compile(r"(?<=[^\s.!?]) +([A-Z][a-z]+)")
+
+
+def _subject(named: list[list[str]], question: str) -> str:
+    """The name (capitalized mid-sentence in ``question``) of the one row the question
+    names, or ""."""
+    if len(named) != 1:
+        return ""
+    names = [m.group(1) for m in _NAME.finditer(question) if m.group(1).lower() in named[0]]
+    return names[0] if len(names) == 1 else ""
 
 
 # A yes/no question: a sentence ending in "?" that opens with an auxiliary verb.
@@ -564,11 +579,14 @@ class AnswerVeto:
     others: tuple[str, ...] = ()
     known: tuple[str, ...] = ()
     equations: bool = True
+    subject: str = ""
 
     def __call__(self, text: str, piece: str) -> bool:
         if runs_past_equation(text, piece):
             return True
         if not self.equations and "=" in piece:
+            return True
+        if self.subject and self._off_subject(text, piece):
             return True
         at = text.rfind(_ANSWER_KEY)
         if at == -1:
@@ -585,6 +603,20 @@ class AnswerVeto:
             return True
         return bool(self.fields) and self._misnamed(grown)
 
+    def _off_subject(self, text: str, piece: str) -> bool:
+        """Whether ``piece`` starts the answer with anything but ``subject``: picking
+        one row out of several by its name, the answer opens with that name ("Dana
+        lives in Oslo"); a small model otherwise opens with the first row ("Ana is in
+        Berlin") or loses the row ("The city is in the city of Dana ...")."""
+        at = text.rfind(_ANSWER_KEY)
+        if at == -1:
+            return False
+        written = text[at + len(_ANSWER_KEY) :].lstrip(' "')
+        if len(written) >= len(self.subject):
+            return False
+        grown = (written + piece).lstrip(' "')
+        return not (self.subject.startswith(grown) or grown.startswith(self.subject))
+
     def _unsupported(self, grown: str, start: int) -> bool:
         """Whether the piece (``grown[start:]``) writes a word of another row
         (``others``) or, not negated, a claim of a yes/no question (``claims``)."""
@@ -594,7 +626,7 @@ class AnswerVeto:
             if match.end() <= start:
                 continue
             word = match.group(0).lower()
-            if word in self.others:
+            if word in self.others or (word.endswith("s") and word[:-1] in self.others):
                 return True
             before = grown[: match.start()]
             claimed = any(_stem(word, c) for c in self.claims)
@@ -677,7 +709,13 @@ def answer_veto(ground: Grounding) -> AnswerVeto:
     """The veto of an answer turn grounded in ``ground``."""
     fields = ground.fields + ground.pairs
     return AnswerVeto(
-        ground.unstated, fields, ground.claims, ground.others, ground.known, ground.equations
+        ground.unstated,
+        fields,
+        ground.claims,
+        ground.others,
+        ground.known,
+        ground.equations,
+        ground.subject,
     )
 
 
