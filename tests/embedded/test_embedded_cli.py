@@ -302,3 +302,17 @@ def test_answer_names_the_row_whose_value_it_states(tmp_path) -> None:
     assert calls(data)[0][0] == "sql_query"
     assert not re.search(r"\b(40|85)\b", data["answer"]) or "could not state" in data["answer"]
     assert re.search(r"\b240\b", data["answer"])
+
+
+def test_answer_picking_a_row_by_name_states_that_row(tmp_path) -> None:
+    """'Which city does Dana live in?' after every customer's row was answered with
+    other rows ('Ana is in Berlin, Bo is in Paris, and Chen is in Oslo', then 'The city
+    is Berlin'): the answer opens with the named row and states its city."""
+    question = "Which city does Dana live in? Use the customers table."
+    code, data = run_cli("--tools", "sql_query,calculator", "--db", _shop(tmp_path), question)
+    assert code == 0
+    assert calls(data)[0][0] == "sql_query"
+    answer = data["answer"]
+    assert answer.startswith("Dana") and "Oslo" in answer
+    assert not re.search(r"Berlin|Paris|Ana\b|Chen", answer)
+    _no_fallback(data)
