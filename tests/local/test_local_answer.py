@@ -415,3 +415,18 @@ def test_an_answer_picking_a_named_row_opens_with_its_name() -> None:
     lamp = la.grounding(_history("What does the lamp cost?", products))
     assert lamp.subject == "" and lamp.others == ("chair",)
     assert la.answer_veto(lamp)(' {"answer": "Two', " chairs")  # a plural too
+
+
+def test_a_question_word_starting_a_key_names_its_field() -> None:
+    """"How humid is it?" names ``humidity_pct`` as "windy" names ``wind_kph``: the
+    answer's first number is that field's (a start of the key of four letters or more;
+    "hot" names none)."""
+    for question, bound in [
+        ("How humid is it in Mumbai?", "35 pct"),
+        ("What is the temp in Mumbai?", "14"),
+        ("How windy is Mumbai?", "29 kph"),
+        ("How hot is Mumbai?", None),
+    ]:
+        guide = la.answer_guide(la.grounding(_history(question, WEATHER)), question)
+        assert guide is not None
+        assert guide(' {"answer": "It is ', "1") == bound, question

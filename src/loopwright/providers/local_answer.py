@@ -440,10 +440,10 @@ class FieldBinder:
         (within ``row`` when the word names several numbers and a row is named); ``""``
         when that word names several; ``None`` when no word names a field."""
         for word in reversed(_WORD.findall(text.lower())):
-            named = {w: v for w, v in self.fields if word.startswith(w)}
-            values = {v for w, v in self.fields if word.startswith(w)}
+            named = {w: v for w, v in self.fields if _names_key(word, w)}
+            values = {v for w, v in self.fields if _names_key(word, w)}
             if len(values) > 1 and row is not None:
-                values = {v for w, v in row.fields if word.startswith(w)} or values
+                values = {v for w, v in row.fields if _names_key(word, w)} or values
             if len(values) == 1:
                 value = values.pop()
                 # With the key's unit: a bare number is read in another one ("22
@@ -498,6 +498,13 @@ class AnswerGuide:
         if self.equals and text.rstrip(" ").endswith("="):
             return self.equals
         return self.binder(text)
+
+
+def _names_key(word: str, key: str) -> bool:
+    """Whether ``word`` names the key word ``key``: it starts with it ("windy" names
+    ``wind``), or is a start of it of at least ``MIN_STEM`` letters ("humid" names
+    ``humidity``)."""
+    return word.startswith(key) or (len(word) >= MIN_STEM and key.startswith(word))
 
 
 def _mentions(words: set[str], name: str) -> bool:
