@@ -418,7 +418,7 @@ def test_an_answer_picking_a_named_row_opens_with_its_name() -> None:
 
 
 def test_a_question_word_starting_a_key_names_its_field() -> None:
-    """"How humid is it?" names ``humidity_pct`` as "windy" names ``wind_kph``: the
+    """ "How humid is it?" names ``humidity_pct`` as "windy" names ``wind_kph``: the
     answer's first number is that field's (a start of the key of four letters or more;
     "hot" names none)."""
     for question, bound in [
