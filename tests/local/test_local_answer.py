@@ -430,3 +430,13 @@ def test_a_question_word_starting_a_key_names_its_field() -> None:
         guide = la.answer_guide(la.grounding(_history(question, WEATHER)), question)
         assert guide is not None
         assert guide(' {"answer": "It is ', "1") == bound, question
+
+
+def test_a_short_name_names_its_row() -> None:
+    """Row names shorter than three letters ("Bo") were never taken as naming a row,
+    so the answer could state any row's city."""
+    ground = la.grounding(_history("Where does Bo live? See the customers table.", CUSTOMERS))
+    assert ground.subject == "Bo" and ground.labels == ("Paris",)
+    assert "berlin" in ground.others and "paris" not in ground.others
+    # Lower-case short words name no row: "it", "is" could be any table's values.
+    assert la.grounding(_history("where does bo live?", CUSTOMERS)).subject == ""

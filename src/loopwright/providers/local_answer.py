@@ -211,9 +211,15 @@ def _yes_no(question: str) -> str:
 
 def _named_rows(rows: list[list[str]], question: str) -> list[list[str]]:
     """The rows (see :func:`_row_values`) the question names by a text value, when it
-    names some but not all of them; else none."""
+    names some but not all of them; else none. A name written capitalized inside a
+    sentence names its row however short ("Which city is Bo from?")."""
     asked = set(_WORD.findall(question.lower()))
-    named = [row for row in rows if any(_mentions(asked, v) for v in row if not _is_number(v))]
+    names = {m.group(1).lower() for m in _NAME.finditer(question)}
+    named = [
+        row
+        for row in rows
+        if any(_mentions(asked, v) or v in names for v in row if not _is_number(v))
+    ]
     return named if len(named) < len(rows) else []
 
 
