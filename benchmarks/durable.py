@@ -1,8 +1,9 @@
 """Durable runs under concurrency: does a slow store hold the runs up?
 
-100 durable runs in one event loop, each 4 model calls of 20 ms (two idempotent lookups,
-one non-idempotent ``notify`` with its intent records, then the answer), checkpointing
-every step. Compared, in the same process:
+100 durable runs in one event loop, each a new session (``Durable.arun(prompt)``: the id
+is made up, and the first model call overlaps the claim of the lock) of 4 model calls of
+20 ms (two idempotent lookups, one non-idempotent ``notify`` with its intent records, then
+the answer), checkpointing every step. Compared, in the same process:
 
 * the same runs without a store (``Agent.arun``): the floor;
 * ``Durable`` over a store whose every write (save, intent, lock, ledger) takes 5 ms
