@@ -18,13 +18,13 @@ import loopwright.durable.runner as runner
 from loopwright.core.errors import UserError
 from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.run import RunState
-from loopwright.durable import Durable
+from loopwright.durable import Durable, DurableConfig
 from loopwright.loop import Agent
 from loopwright.providers.scripted import FunctionModel, Reply
 from loopwright.store import MemoryStore, StoreUnavailable, Write
 from loopwright.store.aio import AsyncStore
 from loopwright.store.state import Claim, ClaimOutcome, WriteOutcome
-from loopwright.tools import tool
+from loopwright.tools import ToolContext, tool
 
 
 class GatedClaims(MemoryStore):
@@ -60,10 +60,10 @@ def _agent(store: MemoryStore, model_calls: list[int], ran: list[str]) -> Agent:
         return Reply("done")
 
     @tool(idempotent=True)
-    def lookup(key: str) -> str:
+    def lookup(key: str, ctx: ToolContext) -> str:
         """Look a key up."""
-        (session,) = store._sessions
-        assert store.lock_owner(session) is not None  # never before the lock is held
+        assert ctx.session_id is not None
+        assert store.lock_owner(ctx.session_id) is not None  # never before the lock is held
         ran.append(key)
         return "found"
 
@@ -148,4 +148,33 @@ async def test_a_run_that_ends_before_its_claim_lands_leaves_no_lock_behind() ->
     aio.close()
     assert result.ok and result.session_id is not None
     assert store.load(result.session_id).messages[-1].text == "at once"
+    assert store.lock_owner(result.session_id) is None
+
+
+def test_the_heartbeat_keeps_a_new_sessions_lock_through_a_long_tool_call() -> None:
+    """The heartbeat of a lock taken while the run already started begins when the
+    claim lands: a tool call longer than three TTLs still finds the lock held."""
+    import time
+
+    store = MemoryStore()
+    seen: list[str | None] = []
+
+    @tool(idempotent=True)
+    def slow(ctx: ToolContext) -> str:
+        """Take longer than the lock TTL."""
+        time.sleep(0.5)
+        assert ctx.session_id is not None
+        seen.append(store.lock_owner(ctx.session_id))
+        return "ok"
+
+    def reply(messages: list[Message], request: object) -> object:
+        if messages[-1].role == "tool":
+            return Reply("done")
+        return Reply([ToolCallPart("c1", "slow", {})])
+
+    config = DurableConfig(lock_ttl=0.15)
+    durable = Durable(Agent(FunctionModel(reply), [slow]), store, config)  # type: ignore[list-item]
+    result = durable.run("go")
+    assert result.ok and result.session_id is not None
+    assert seen and seen[0] is not None  # still held after 3 TTLs without a checkpoint
     assert store.lock_owner(result.session_id) is None
