@@ -440,3 +440,30 @@ def test_a_short_name_names_its_row() -> None:
     assert "berlin" in ground.others and "paris" not in ground.others
     # Lower-case short words name no row: "it", "is" could be any table's values.
     assert la.grounding(_history("where does bo live?", CUSTOMERS)).subject == ""
+
+
+def test_yes_is_free_when_the_yes_no_question_itself_is_stated() -> None:
+    """ "Is the lamp in stock? Use the products table." had "Yes" refused: "use",
+    "products" and "table" are stated by no result, but they are not what a "Yes"
+    claims. Without a yes/no question the whole message counts."""
+    products = '{"columns": ["name", "stock"], "rows": [["lamp", 3], ["chair", 0]]}'
+    ground = la.grounding(_history("Is the lamp in stock? Use the products table.", products))
+    assert ground.unstated == () and ground.claims == ()
+    assert not la.answer_veto(ground)(' {"answer": "', "Yes")
+    told = la.grounding(_history("Tell me if it is raining in Lima.", LIMA))
+    assert "raining" in told.unstated and told.claims == ()
+    assert la.answer_veto(told)(' {"answer": "', "Yes")
+
+
+def test_an_answer_no_does_not_negate_the_claim_after_it() -> None:
+    """'Does Chen live in Paris?' (Chen's row says Berlin) was answered 'No, Chen lives
+    in Paris': the answer's "No," counted as negating "lives". Only a negation of the
+    words after it ("not", "no rain") does."""
+    ground = la.grounding(_history("Does Chen live in Paris? Check the table.", CUSTOMERS))
+    assert ground.claims == ("live",)
+    veto = la.answer_veto(ground)
+    assert veto(' {"answer": "No, Chen', " lives")
+    assert not veto(' {"answer": "No, Chen does not', " live")
+    lima = la.answer_veto(la.grounding(_history("Is it raining in Lima?", LIMA)))
+    assert not lima(' {"answer": "There is no', " rain")
+    assert lima(' {"answer": "No. It is', " raining")

@@ -153,7 +153,12 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     labels = result_labels(words or (), asked)
     rows = [row for t in words or () for row in _row_values(t)]
     named = _named_rows(rows, asked)
-    claims = tuple(unstated_words(_yes_no(asked), every)) if every else ()
+    # What a "Yes" would claim: the words of the yes/no question itself when the
+    # message asks one ("Is the lamp in stock? Use the products table." claims
+    # nothing about "products"), else of the whole message.
+    yes_no = _yes_no(asked)
+    unstated = tuple(unstated_words(yes_no or asked, every)) if every else ()
+    claims = tuple(w for w in unstated if w not in _AUXILIARIES) if yes_no else ()
     others = _other_rows(rows, named, asked)
     if named:
         # The question names some rows ("Which city does Dana live in?"): the first
@@ -172,7 +177,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         _unique(formulas),
         tuple(dict.fromkeys(units)),
         tuple(records or ())[:MAX_RECORDS],
-        tuple(unstated_words(asked, every)) if every else (),
+        unstated,
         claims,
         others,
         _unique(w.lower() for t in (asked, *every) for w in _KEY_WORD.findall(t)) if claims else (),
@@ -195,11 +200,30 @@ def _subject(named: list[list[str]], question: str) -> str:
     return names[0] if len(names) == 1 else ""
 
 
-# A yes/no question: a sentence ending in "?" that opens with an auxiliary verb.
+# A yes/no question: a sentence ending in "?" that opens with an auxiliary verb (which
+# claims nothing itself: "No, Chen does not live there" writes "does").
+_AUXILIARIES = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "am",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "has",
+        "have",
+        "had",
+    ]
+)
 _YES_NO = re.compile(
-    r"(?:^|(?<=[.!?]\s))(?:is|are|was|were|am|do|does|did|can|could|will|would|should"
-    r"|has|have|had)\b[^.!?]*\?",
-    re.IGNORECASE,
+    rf"(?:^|(?<=[.!?]\s))(?:{'|'.join(sorted(_AUXILIARIES))})\b[^.!?]*\?", re.IGNORECASE
 )
 
 
@@ -703,7 +727,9 @@ COMMON_WORDS = (
     | STOPWORDS
 )
 # A negation at most two words before the word being written: "it is not raining".
-_NEGATED = re.compile(r"(?:\bnot|\bno|\bnever|n't)\W+(?:\w+\W+){0,2}$", re.IGNORECASE)
+# An answer's "No," denies the question, not the words after it ("No, Chen lives in
+# Paris" claims he does): "no" followed by punctuation negates nothing.
+_NEGATED = re.compile(r"(?:\bnot|\bno(?!\s*[,.;:!])|\bnever|n't)\W+(?:\w+\W+){0,2}$", re.IGNORECASE)
 
 
 def _stem(word: str, claim: str) -> bool:
