@@ -113,6 +113,9 @@ CTRL_C_PROGRAM = """
 import asyncio, signal, sys
 from loopwright import Agent, Hooks, ScriptedModel, tool, tool_call
 
+# A program started in the background by a shell without job control inherits SIGINT
+# ignored, and then no Ctrl-C reaches it at all; a terminal's program has Python's handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 history = []
 
 @tool
