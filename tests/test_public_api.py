@@ -119,7 +119,8 @@ SIGNATURES: dict[str, str] = {
     ),
     "Agent.arun": (
         "(self, prompt: 'Prompt', *, history: 'Sequence[Message] | None' = None, "
-        "session_id: 'str | None' = None, deps: 'object' = None) -> 'RunResult[OutputT]'"
+        "session_id: 'str | None' = None, deps: 'object' = None) -> "
+        "'Coroutine[object, object, RunResult[OutputT]]'"
     ),
     "Agent.start": (
         "(self, prompt: 'Prompt', *, history: 'Sequence[Message] | None' = None, "
@@ -139,7 +140,7 @@ SIGNATURES: dict[str, str] = {
     "Agent.aresume": (
         "(self, state: 'RunState', decisions: 'Mapping[str, Confirmation] | None' = None, "
         "*, prompt: 'Prompt | None' = None, "
-        "deps: 'object' = None) -> 'RunResult[OutputT]'"
+        "deps: 'object' = None) -> 'Coroutine[object, object, RunResult[OutputT]]'"
     ),
     "Agent.from_config": ("(config: 'AgentConfig') -> 'Self'"),
     "Agent.as_tool": ("(self, name: 'str', description: 'str') -> 'Tool'"),

@@ -86,6 +86,21 @@ async def test_a_run_waiting_for_its_model_holds_two_coroutines_and_no_context_t
     assert CURRENT_RUN.get() is None
 
 
+async def test_awaiting_arun_runs_the_engine_coroutine_itself() -> None:
+    # ``arun`` returns the run's own coroutine: a task awaiting it holds no coroutine of
+    # ``Agent.arun`` on top of the engine's (one object less per waiting run)
+    model = _WaitingModel()
+    agent = Agent(model, [])
+    pending = agent.arun("go")
+    assert type(pending) is CoroutineType and pending.cr_code.co_qualname == "RunEngine.drive"
+    task = asyncio.create_task(pending)
+    await asyncio.wait_for(model.waiting.wait(), 5)
+    assert _loopwright_frames(task) == ["RunEngine.drive", "RunEngine.think"]
+    model.release.set()
+    result = await task
+    assert result.ok and result.answer == "done"
+
+
 async def test_a_finished_streamed_run_is_freed_without_the_cycle_collector() -> None:
     # the event feed and the engine point at each other while the run streams; the feed
     # lets go when the run ends, so the run (and its history) goes with its last reference

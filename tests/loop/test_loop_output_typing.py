@@ -16,6 +16,7 @@ PROGRAM = """
 import loopwright
 from pydantic import BaseModel
 from loopwright import Agent, ScriptedModel
+from loopwright.core.run import RunState
 
 class Section(BaseModel):
     heading: str
@@ -35,6 +36,8 @@ reveal_type(loopwright.run(model, "x", output_type=Section).output)  # R6
 
 async def main() -> None:
     reveal_type(await loopwright.arun(model, "x", output_type=Section))  # R7
+    reveal_type(await Agent(model, output_type=Section).arun("x"))  # R9
+    reveal_type(await Agent(model).aresume(RunState(session_id="s")))  # R10
 
 from loopwright.loop import Agent as LoopAgent
 reveal_type(LoopAgent(model))  # R8
@@ -50,6 +53,8 @@ EXPECTED = {
     "R6": 'Revealed type is "user_program.Section | None"',
     "R7": 'Revealed type is "loopwright.core.run.RunResult[user_program.Section]"',
     "R8": 'Revealed type is "loopwright.loop.agent.Agent[str]"',
+    "R9": 'Revealed type is "loopwright.core.run.RunResult[user_program.Section]"',
+    "R10": 'Revealed type is "loopwright.core.run.RunResult[str]"',
     "E1": 'expression has type "str", variable has type "int"',
     "E2": 'expression has type "Agent[str]", variable has type "Agent[Section]"',
     "E3": 'expression has type "Agent[str]", variable has type "Agent[Section]"',

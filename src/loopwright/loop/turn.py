@@ -15,7 +15,7 @@ going. Two calls repeat each other when they have the same name, equal arguments
 the same result: polling a job whose status goes queued -> running -> done makes
 progress and is not a loop, while the same call getting the same answer again is.
 Arguments are compared by equality (no serialisation, no hashing, so unhashable JSON
-values are fine). The tail holds the call parts and result texts themselves (already in
+values are fine). The tail holds the call parts and result parts themselves (already in
 the history: no new object per call).
 """
 
@@ -233,17 +233,21 @@ class RepetitionDetector:
         self._max_period = max_period if cycles else 1
         size = repeat_limit * self._max_period
         self._tail: deque[ToolCallPart] = deque(maxlen=size)
-        self._results: deque[str | None] = deque(maxlen=size)
+        self._results: deque[ToolResultPart | None] = deque(maxlen=size)
 
     def add(
         self, calls: Sequence[ToolCallPart], results: Sequence[ToolResultPart] | None = None
     ) -> None:
-        """Record ``calls`` in order, with their ``results`` (in call order) when known."""
+        """Record ``calls`` in order, with their ``results`` (in call order) when known.
+        The result parts themselves are kept (their text is compared only when a call
+        repeats an earlier one): no list per step. With the pre-check reading from the
+        right end of the tail, ``add`` + ``check`` of one call per step went from 13.7k
+        to 11.2k instructions (valgrind; ``benchmarks/notes/loop.md``, round 6)."""
         self._tail.extend(calls)
-        if results is None or len(results) != len(calls):
-            self._results.extend([None] * len(calls))
+        if results is not None and len(results) == len(calls):
+            self._results.extend(results)
         else:
-            self._results.extend([r.content for r in results])
+            self._results.extend([None] * len(calls))
 
     def prime(self, messages: list[Message]) -> None:
         """Refill the tail from the end of a history (used when a run resumes)."""
@@ -261,7 +265,7 @@ class RepetitionDetector:
         self._results.clear()
         kept = found[-need:] if need else []
         self._tail.extend(kept)
-        self._results.extend([_content(answers.get(c.id)) for c in kept])
+        self._results.extend([answers.get(c.id) for c in kept])
 
     def check(self) -> str | None:
         tail = self._tail
@@ -271,22 +275,21 @@ class RepetitionDetector:
             return None
         last = tail[-1]
         name, arguments = last.name, last.arguments
-        for period in range(1, self._max_period + 1):
-            span = period * repeat
-            if span > n:
-                break
-            prior = tail[n - 1 - period]  # cheap pre-check: almost always decides
-            if prior.name != name or prior.arguments != arguments:
+        for period in range(1, min(self._max_period, n // repeat) + 1):
+            prior = tail[-1 - period]  # cheap pre-check: almost always decides
+            if prior.arguments != arguments or prior.name != name:
                 continue
-            start = n - span
-            if all(self._same(start + k, start + k + period) for k in range(span - period)):
+            start = n - period * repeat
+            if all(self._same(k, k + period) for k in range(start, n - period)):
                 return self._describe(period, start)
         return None
 
     def _same(self, i: int, j: int) -> bool:
         a, b = self._tail[i], self._tail[j]
         return (
-            a.name == b.name and a.arguments == b.arguments and self._results[i] == self._results[j]
+            a.name == b.name
+            and a.arguments == b.arguments
+            and _content(self._results[i]) == _content(self._results[j])
         )
 
     def _describe(self, period: int, start: int) -> str:
