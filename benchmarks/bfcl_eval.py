@@ -23,7 +23,8 @@ default ``LocalModel()``; the run stops after the first model turn
   model error) or a call whose arguments fail the tool's schema.
 
 BFCL is too large for a shared 2-core machine: each category is a fixed random sample
-(``--n`` per category, ``--seed``), the same on every run.
+(``--n`` per category, ``--seed``), the same on every run; ``--ids`` runs chosen
+questions instead (ids from a ``--dump`` file), to look at misses one by one.
 
 Prints one line per miss, then ONE JSON line.
 """
@@ -221,6 +222,11 @@ def main() -> None:
     parser.add_argument(
         "--dump", type=Path, default=None, help="write one JSON line per question here"
     )
+    parser.add_argument(
+        "--ids",
+        default="",
+        help="comma-separated question ids: run only these (of any sampled category)",
+    )
     args = parser.parse_args()
     dump: list[dict[str, Any]] | None = [] if args.dump else None
     wheel_path = args.wheel or next(Path("/tmp/bfcl").glob("bfcl_eval-*.whl"))
@@ -235,6 +241,11 @@ def main() -> None:
             picked = sorted(
                 random.Random(args.seed).sample(range(len(entries)), min(args.n, len(entries)))
             )
+            if args.ids:
+                wanted = set(args.ids.split(","))
+                picked = [i for i, e in enumerate(entries) if e["id"] in wanted]
+                if not picked:
+                    continue
             print(f"# {category}: {len(picked)} of {len(entries)}")
             out[category] = evaluate(category, [entries[i] for i in picked], answers, checker, dump)
             print(json.dumps({category: out[category]}), flush=True)

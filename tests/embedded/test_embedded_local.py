@@ -325,3 +325,30 @@ def test_a_veto_is_kept_when_the_allowed_tokens_it_accepts_rank_low() -> None:
     text = llm.detokenize(sampler._generated).decode("utf-8", "ignore")
     assert text.strip().isdigit(), text
     assert sampler.full_scans > 0
+
+
+def test_a_stuck_string_is_closed_rather_than_filled_with_a_refused_token() -> None:
+    # When the veto refuses every token the grammar allows, a call's string used to
+    # take the unchecked best token (the model dodged the guard with "EUR\u00a0",
+    # "<i>201</i>"); with ``stuck_closes`` the string ends instead.
+    from llama_cpp import LlamaGrammar
+
+    from loopwright.providers import local_sampler as ls
+
+    model = LocalModel()
+    model.load()
+    llm = model._loaded.llm  # type: ignore[union-attr]
+    prompt = llm.tokenize(b'Q: Name a fruit.\nA: "apple"\nQ: Name a colour.\nA:', add_bos=True)
+    grammar = LlamaGrammar.from_string('root ::= " \\"" [a-z]{0,12} "\\""', verbose=False)
+
+    def veto(text: str, piece: str) -> bool:
+        return text.count('"') == 1  # nothing may be written inside the string
+
+    texts = []
+    for closes in (False, True):
+        sampler = ls.GreedyGrammarSampler(llm, grammar, veto=veto, stuck_closes=closes)
+        for _ in ls.greedy_grammar_stream(llm, sampler, prompt, {"max_tokens": 8}):
+            pass
+        texts.append(llm.detokenize(sampler._generated).decode("utf-8", "ignore"))
+    assert texts[1].strip() == '""', texts
+    assert len(texts[0].strip()) > 2, texts

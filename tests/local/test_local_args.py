@@ -10,11 +10,10 @@ from loopwright.providers import local_prompt as lp
 from loopwright.providers.local_args import (
     argument_guard,
 )
+from loopwright.providers.local_dates import date_format, dates_in
 from loopwright.providers.local_ground import (
     Grounding,
     coded_value,
-    date_format,
-    dates_in,
     gives_required,
     grounded_arguments,
     grounded_optional,

@@ -17,10 +17,9 @@ from loopwright.providers.local_args import (
     joined_parameters,
     span_ends,
 )
+from loopwright.providers.local_dates import date_format, dates_in
 from loopwright.providers.local_ground import (
     Grounding,
-    date_format,
-    dates_in,
     described_examples,
     grounded_arguments,
     grounded_required,
@@ -31,6 +30,7 @@ from loopwright.providers.local_ground import (
     named_values,
     numbers_in,
 )
+from loopwright.providers.local_prompt import render_prefix
 
 
 def _tool(name: str, props: dict, required: list[str]) -> ToolSpec:
@@ -527,3 +527,180 @@ def test_a_named_enum_value_inside_a_required_body_is_required() -> None:
     assert inner["properties"]["jobMode"]["enum"] == ["COOL"]
     assert "powerSave" not in inner["properties"]
     assert "jobMode" in inner["required"]
+
+
+# ------------------------------------------------------------------ copied spans and lists
+
+LISTS = ToolSpec(
+    "find_restaurants",
+    "Locate restaurants.",
+    {
+        "type": "object",
+        "properties": {
+            "location": {"type": "string"},
+            "command": {"type": "string"},
+            "diet": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Dietary requirements, e.g. vegan, gluten-free, milk-free.",
+            },
+            "mode": {"type": "array", "items": {"type": "string", "enum": ["fast", "slow"]}},
+        },
+        "required": ["location"],
+    },
+)
+HEAD_DIET = ' {"tool": "find_restaurants", "arguments": {"location": " Manhattan", "diet": ['
+
+
+def _list_guard(request: str) -> ArgumentGuard:
+    prefix = render_prefix([LISTS], None)  # its worked examples show the signs of formulas
+    return argument_guard(prefix, [Message.user(request)], [LISTS])
+
+
+def test_list_items_of_free_strings_copy_the_request() -> None:
+    guard = _list_guard("Find Thai food in Manhattan with a vegan menu.")
+    assert guard.listed == ("diet",)  # not the enum list
+    assert not guard(HEAD_DIET + '" ', "vegan")
+    # the description's other examples are no item the request asks for
+    assert guard(HEAD_DIET + '" vegan", " ', "gluten")
+    # an earlier item again may not be closed
+    assert guard(HEAD_DIET + '" vegan", " vegan', '"')
+    assert not guard(HEAD_DIET + '" vegan', '"')
+    # an item that holds a list of numbers in one string is not request text
+    assert guard(HEAD_DIET + '" ', "5, 10")
+
+
+def test_a_copied_span_of_words_does_not_go_off_the_request() -> None:
+    guard = _list_guard("check whether the docker is installed using docker --version")
+    head = ' {"tool": "find_restaurants", "arguments": {"location": " x", "command": " '
+    assert guard(head + "docker", "-installed")  # joined by a sign the request lacks
+    assert not guard(head + "docker", " --")  # the request's own text
+    assert guard(head + "docker --", "evaluate")  # a copy of words goes off the request
+    assert not guard(head + "docker --version", '"')  # it may stop
+    # a formula copying numbers is not a copy of words
+    calc = _list_guard("What is (10 + 6) divided by 4?")
+    assert not calc(head + "(10 + 6)", " /")
+
+
+@given(st.text(max_size=40), st.text(max_size=8))
+def test_the_guard_takes_any_partial_output(so_far: str, piece: str) -> None:
+    guard = _list_guard("Find Thai food in Manhattan with a vegan menu, and gluten-free.")
+    assert guard(HEAD_DIET + so_far, piece) in (True, False)
+
+
+def test_a_value_does_not_start_with_one_digit_from_inside_a_request_word() -> None:
+    guard = _list_guard("Get the list of active mandates for the user with ID U123456?")
+    head = ' {"tool": "find_restaurants", "arguments": {"location": " '
+    assert guard(head, "1")  # only inside "U123456"
+    assert not guard(head, "U")
+    assert not _list_guard("Find 10 items")(head, "1")  # "10" starts a word
+
+
+# ------------------------------------------------------------------ shares, stems, scripts
+
+
+def test_a_percentage_is_a_fraction_where_the_description_says_so() -> None:
+    share = {
+        "type": "number",
+        "description": "El porcentaje de enganche. Ejemplo: 0.1 para un enganche del 10%.",
+    }
+    rate = {"type": "number", "description": "The annual interest rate in percent."}
+    request = "un crédito de 1,000,000 de pesos a 12 meses, con un enganche del 20%."
+    assert grounded_required(share, Grounding(request), "enganche") == {
+        "type": "number",
+        "enum": [0.2],
+    }
+    # no such hint: the number as written
+    assert grounded_required(rate, Grounding("a rate of 5%"), "annual_rate")["enum"] == [5]
+    frac = {"type": "number", "description": "The yield, as a decimal."}
+    assert grounded_required(frac, Grounding("a 5% annual yield"), "annual_yield")["enum"] == [0.05]
+
+
+def test_a_parameter_name_in_another_script_is_one_word() -> None:
+    request = "para un vehículo del año 2024, con un enganche del 20%."
+    assert named_number("año_vehiculo", request) == 2024
+
+
+def test_an_optional_flag_is_named_by_another_form_of_its_word() -> None:
+    spec = _tool(
+        "run_linear_regression",
+        {"target": {"type": "string"}, "standardize": {"type": "boolean"}},
+        ["target"],
+    )
+    out = grounded_arguments(spec, Grounding("target 'Price'. Also apply standardization."))
+    assert out["properties"]["standardize"] == {"type": "boolean", "enum": [True]}
+    assert "standardize" in out["required"]
+    # a shared start alone is not the word: "stand" does not name it
+    assert (
+        "standardize"
+        not in grounded_arguments(spec, Grounding("target 'Price', stand by"))["properties"]
+    )
+
+
+def test_quoted_counted_items_make_one_list() -> None:
+    text = "I want to order five 'burgers' and six 'chicken wings' from uber pitada"
+    assert longest_number_list(text) == 2
+
+
+def test_a_string_takes_the_described_example_the_request_names() -> None:
+    date = {"type": "string", "description": "Date of the concert, e.g. this weekend, today."}
+    ground = Grounding("Find me a classical concert this weekend in Los Angeles.")
+    assert grounded_required(date, ground, "date") == {"type": "string", "enum": ["this weekend"]}
+    # a place joined to its region: the named part would cut the value short
+    city = {"type": "string", "description": "The city, e.g. San Francisco, CA."}
+    assert "enum" not in grounded_required(city, Grounding("weather in San Francisco"), "city")
+
+
+def test_a_string_value_is_not_a_name_of_the_schema() -> None:
+    spec = ToolSpec(
+        "retrieve_analysis",
+        "d",
+        {
+            "type": "object",
+            "properties": {
+                "project": {"type": "string"},
+                "start_location": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["project"],
+        },
+    )
+    request = "the weather in fahrenheit for project SUPERFANCY from the start location"
+    guard = argument_guard("", [Message.user(request)], [spec])
+    head = ' {"tool": "retrieve_analysis", "arguments": {"project": " '
+    assert guard(head + "project", '"')  # its own name
+    assert guard(head + "proj", 'ect"')  # closed by the same token
+    assert not guard(head + "project", " SUPER")
+    assert not guard(head + "SUPERFANCY", '"')
+    assert guard(head + "fahrenheit", '"')  # another parameter's value
+    assert guard(head + "retrieve_analysis", '"')  # the tool's name
+    loc = ' {"tool": "retrieve_analysis", "arguments": {"start_location": " '
+    assert guard(loc + "start location", '"')
+
+
+def test_a_string_value_uses_only_signs_some_text_uses() -> None:
+    guard = _list_guard("Find a concert in the upcoming month in Los Angeles.")
+    head = ' {"tool": "find_restaurants", "arguments": {"location": " '
+    assert guard(head, "<i>")
+    assert guard(head + "Los Angeles", "\u00a0")  # a no-break space
+    assert guard(head + "201", "\u2010")  # a Unicode hyphen
+    assert not guard(head + "Los", " Angeles")
+    assert not guard(head + "Los Angeles", '"')
+
+
+def test_a_character_split_over_tokens_must_be_one_the_request_writes() -> None:
+    # the sampler passes the bytes of a split character as surrogate escapes
+    def split(ch: str) -> str:
+        return ch.encode("utf-8")[:1].decode("utf-8", "surrogateescape")
+
+    guard = _list_guard("Ride from 123 Đường Đại học, Berkeley")
+    head = ' {"tool": "find_restaurants", "arguments": {"location": " '
+    assert guard(head + "EUR", split("\u00a0"))  # a no-break space: no text has one
+    assert not guard(head + "123 ", split("Đ"))  # the request's own letter
+
+
+def test_a_sign_does_not_run_on_in_a_string() -> None:
+    guard = _list_guard("What's the price of a Fender Stratocaster -- in rosewood?")
+    head = ' {"tool": "find_restaurants", "arguments": {"location": " '
+    assert guard(head + "--", "-")
+    assert not guard(head + "-", "-")  # the request writes "--"

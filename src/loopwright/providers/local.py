@@ -556,6 +556,7 @@ class LocalModel:
                     max_digit_run=self._config.max_digit_run,
                     no_symbol_runs=answering,
                     veto=self._veto(plan, answering),
+                    stuck_closes=plan.mode == "tools" and plan.plan_grammar is None,
                 )
 
             parts = self._head(plan, answering) if self._config.known_head else ()

@@ -27,6 +27,10 @@ conversation):
   number no text gives;
 * **inventing long numbers**: a run of more than :data:`MAX_FREE_DIGITS` digits must
   be (the start of) a number the request or a tool result contains;
+* **inventing signs**: a string argument uses only the signs (characters other than
+  letters, digits and the plain space) that the prompt, the tools or the request use:
+  the model otherwise dodged a refused move with ``<i>201</i>``, a no-break space or
+  a Unicode hyphen;
 * **inventing words**: each word of a string argument (letters, digits and ``_``; words
   of digits only are left to the number rule, words of capital letters only are
   keywords such as ``WHERE``) must be a word of the prompt (the
@@ -46,7 +50,8 @@ from dataclasses import dataclass
 
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
-from loopwright.providers.local_ground import dates_in, request_context
+from loopwright.providers.local_dates import dates_in
+from loopwright.providers.local_ground import JOINED_EXAMPLE, request_context
 
 MAX_FREE_DIGITS = 3
 MIN_COPY_CHARS = 2
@@ -69,6 +74,9 @@ class ArgumentGuard:
     source: str = ""  # ``context`` as written (capitals tell names and sentences)
     joined: tuple[str, ...] = ()  # parameters whose examples join names with a comma
     shaped: tuple[str, ...] = ()  # parameters the grammar holds to their examples' shape
+    listed: tuple[str, ...] = ()  # parameters that are lists of free strings
+    echoes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # names a value may not be
+    signs: str = ""  # the signs the prompt, the tools and the request use
 
     def __call__(self, text: str, piece: str) -> bool:
         inside, value = _open_string(text)
@@ -82,8 +90,22 @@ class ArgumentGuard:
                 return True
             if head and self._starts_inside_word(longer):
                 return True
+            if self._bad_item(text, so_far, longer, closes='"' in piece):
+                return True
+            if '"' in piece and self._echoes(text, longer):
+                return True
+            if self.signs and any(_sign(ch) and ch not in self.signs for ch in head):
+                return True
+            if _SURROGATE.search(head) and not self._spelled(value + head):
+                return True
+            run = _SIGN_RUN.search(longer)
+            if head and run is not None and run.group(0) not in self.context:
+                return True  # "-----..." until the length bound
             raw = (value.lstrip(" "), grown.lstrip(" "))
             free = _current_key(text) in self.shaped
+            joined = _current_key(text) in self.joined
+            if not free and not joined and self._leaves_span(so_far, longer, head):
+                return True
             if self.words and not free and self._invents_word(*raw, closes='"' in piece):
                 return True
             if '"' in piece and self._cut_word(longer):
@@ -121,11 +143,65 @@ class ArgumentGuard:
             return True
         return closes and not head and not may_end
 
+    def _leaves_span(self, value: str, grown: str, head: str) -> bool:
+        """A value copying several words of the request goes on with text the
+        request does not have there (``docker -evaluate`` of "docker --version",
+        ``show date %date% %date%``), or a copied word is joined to the next by a
+        sign the request does not put there (``docker-installed`` for "the docker is
+        installed", ``Gibson-Les-Paul``). It may stop instead. The request's own
+        compounds ("docker --version", "gluten-free") are copied as written; a
+        formula copying numbers ("(10 + 6) / 4") is not a copy of words."""
+        if not head or grown in self.context or value not in self.context:
+            return False
+        if not re.search(r"[a-z]{2}", value):
+            return False
+        words = " " in value.strip()
+        joins = value[-1:].isalpha() and head[:1] in _JOINERS and f"{value} " in self.context
+        return words or joins
+
+    def _spelled(self, value: str) -> bool:
+        """Whether the bytes of a character being written over several tokens (the
+        sampler passes them as surrogate escapes) are bytes of a character the request
+        writes: "Đường" may be spelled byte by byte, a no-break space no text has
+        may not."""
+        tail = _SURROGATE.search(value[-4:])
+        if tail is None:
+            return True
+        written = tail.group(0).encode("utf-8", "surrogateescape")
+        return written in self.source.encode("utf-8")
+
+    def _echoes(self, text: str, value: str) -> bool:
+        """The value is a name, not a value: its own parameter's name
+        (``"project": "project"``, ``"start_location": "start location"``), its tool's
+        name (``"identifier": "reschedule"``) or a value another parameter of the tool
+        takes (``"location": "fahrenheit"`` beside ``unit``)."""
+        key = _current_key(text)
+        item = value.strip().replace("_", " ")
+        return any(k == key and item in names for k, names in self.echoes)
+
+    def _bad_item(self, text: str, value: str, grown: str, closes: bool) -> bool:
+        """An item of a list of free strings copies the request's text and is not
+        an earlier item again: ``["vegan", "gluten-free", "milk-free", ...]`` for "a
+        vegan menu" (the later items came from the description's examples), a
+        number list written as one string item, ``["getting", "getting"]``."""
+        if not self.listed or _current_key(text) not in self.listed:
+            return False
+        items = _open_array_items(text)
+        if items is None:
+            return False
+        if grown and grown not in self.context:
+            return True
+        if not closes:
+            return False
+        item = value.strip()
+        return not item or item in items
+
     def _starts_inside_word(self, value: str) -> bool:
         """``value`` copies the request but starts inside a word there: every place
         the request has it, a letter or digit comes just before (``"123456"`` of
-        "U123456")."""
-        if len(value) < MIN_COPY_CHARS or not value[0].isalnum():
+        "U123456"; a single digit too: ``"1"`` of it)."""
+        short = len(value) < MIN_COPY_CHARS and not value.isdigit()
+        if short or not value[:1].isalnum():
             return False
         starts = [m.start() for m in re.finditer(re.escape(value), self.context)]
         return bool(starts) and all(i > 0 and self.context[i - 1].isalnum() for i in starts)
@@ -192,8 +268,81 @@ def argument_guard(
     words = known_words(prefix.lower(), described.lower(), context)
     joined = joined_parameters(tools)
     return ArgumentGuard(
-        examples, context, numbers, words, source, joined, shaped_parameters(tools)
+        examples,
+        context,
+        numbers,
+        words,
+        source,
+        joined,
+        shaped_parameters(tools),
+        listed_parameters(tools),
+        echoed_names(tools),
+        "".join(sorted({ch for t in (prefix, described, source) for ch in t if _sign(ch)})),
     )
+
+
+def _sign(ch: str) -> bool:
+    """A character that is neither a letter, a digit, a plain space nor part of one
+    (a surrogate escape: see :meth:`ArgumentGuard._spelled`)."""
+    return ch != " " and not ch.isalnum() and not _SURROGATE.match(ch)
+
+
+# One sign three times in a row ("---", "%%%").
+_SIGN_RUN = re.compile(r"([^\w\s])\1\1")
+# Bytes of a character split over tokens, as ``bytes.decode(errors="surrogateescape")``
+# writes them.
+_SURROGATE = re.compile("[\udc80-\udcff]+")
+
+
+def echoed_names(tools: Sequence[ToolSpec]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """For each top-level string parameter, the names its value may not be (lower
+    case, ``_`` as a space): its own name, its tool's name and the enum values of the
+    tool's other parameters (see :meth:`ArgumentGuard._echoes`)."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for spec in tools:
+        props = spec.parameters.get("properties") or {}
+        values = {
+            str(v).lower().replace("_", " ")
+            for sub in props.values()
+            if isinstance(sub, Mapping) and isinstance(sub.get("enum"), list)
+            for v in sub["enum"]
+        }
+        for key, sub in props.items():
+            if not isinstance(sub, Mapping) or sub.get("type") != "string" or "enum" in sub:
+                continue
+            spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", key)
+            names = {key.lower(), spaced.lower().replace("_", " "), spec.name.lower()}
+            names |= {spec.name.lower().replace("_", " "), *values}
+            found.append((key, tuple(sorted(names))))
+    return tuple(found)
+
+
+def listed_parameters(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
+    """The names of the parameters (at any depth) that are lists of free strings:
+    items with no ``enum``, ``const``, ``examples`` or shape of their own."""
+    found: set[str] = set()
+
+    def visit(props: object) -> None:
+        if not isinstance(props, Mapping):
+            return
+        for key, sub in props.items():
+            if not isinstance(sub, Mapping):
+                continue
+            items = sub.get("items")
+            if (
+                sub.get("type") == "array"
+                and isinstance(items, Mapping)
+                and items.get("type") == "string"
+                and not any(k in items for k in ("enum", "const", "examples", "pattern"))
+            ):
+                found.add(key)
+            visit(sub.get("properties"))
+            if isinstance(items, Mapping):
+                visit(items.get("properties"))
+
+    for spec in tools:
+        visit(spec.parameters.get("properties"))
+    return tuple(sorted(found))
 
 
 def shaped_parameters(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
@@ -278,18 +427,13 @@ def _current_key(text: str) -> str | None:
     return keys[-1] if keys else None
 
 
-# A parameter description showing a place written with its region: "e.g. Seattle, WA",
-# "'City, State'", "in the format of 'City, Country'".
-_JOINED_EXAMPLE = re.compile(r"\b[A-Z][\w.]*(?: [A-Z][\w.]*)*, ?[A-Z][A-Za-z]")
-
-
 def joined_parameters(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
     """The names of the string parameters (top level) whose description writes a name
-    joined to its region with a comma (see ``_JOINED_EXAMPLE``)."""
+    joined to its region with a comma (see ``local_ground.JOINED_EXAMPLE``)."""
     found = []
     for spec in tools:
         for key, sub in (spec.parameters.get("properties") or {}).items():
-            if isinstance(sub, Mapping) and _JOINED_EXAMPLE.search(str(sub.get("description", ""))):
+            if isinstance(sub, Mapping) and JOINED_EXAMPLE.search(str(sub.get("description", ""))):
                 found.append(key)
     return tuple(sorted(set(found)))
 
@@ -329,6 +473,36 @@ def _strings(value: object) -> Iterable[str]:
             yield from _strings(item)
 
 
+_JOINERS = ("-", "_", "/")
+
+
+def _open_array_items(text: str) -> list[str] | None:
+    """When ``text`` (partial JSON) is writing an item of an array, the earlier items
+    of that array that are strings (stripped, lower-cased); ``None`` otherwise."""
+    stack: list[int] = []
+    inside = escaped = False
+    for i, ch in enumerate(text):
+        if escaped:
+            escaped = False
+        elif inside:
+            escaped, inside = ch == "\\", ch != '"'
+        elif ch == '"':
+            inside = True
+        elif ch in "[{":
+            stack.append(i)
+        elif ch in "]}" and stack:
+            stack.pop()
+    if not stack or text[stack[-1]] != "[":
+        return None
+    head = text[stack[-1] :]
+    done = head[: head.rfind('"')].rstrip().rstrip(",") + "]"
+    try:
+        earlier = json.loads(done)
+    except ValueError:
+        return []
+    return [v.strip().lower() for v in earlier if isinstance(v, str)]
+
+
 def _open_string(text: str) -> tuple[bool, str]:
     """Whether ``text`` (partial JSON) ends inside a string, and that string so far."""
     inside, escaped, start = False, False, 0
@@ -347,8 +521,10 @@ __all__ = [
     "ArgumentGuard",
     "MAX_FREE_DIGITS",
     "argument_guard",
+    "echoed_names",
     "joined_parameters",
     "known_words",
+    "listed_parameters",
     "shaped_parameters",
     "span_ends",
 ]

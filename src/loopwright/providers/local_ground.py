@@ -22,6 +22,7 @@ from typing import Any
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.core.untrusted import unwrap_untrusted
+from loopwright.providers.local_dates import date_format, grounded_date
 
 
 def request_context(messages: Sequence[Message]) -> str:
@@ -98,9 +99,46 @@ def numbers_in(text: str) -> tuple[float, ...]:
     return tuple(value for _, _, value in _numbers_at(text))
 
 
+# Letters of any script: "año" of ``año_vehiculo`` is one word, not "a" and "o".
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+_FRACTION_HINT = re.compile(
+    r"\b(?:decimal|fraction)\b|\bbetween 0(?:\.0)? and 1\b|\b0(?:\.0)? to 1(?:\.0)?\b"
+    r"|\b0\.\d+\b[^.%]{0,40}\d%",
+    re.IGNORECASE,
+)
+_PERCENT = re.compile(r"\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)
+
+
+def takes_fraction(schema: Mapping[str, Any]) -> bool:
+    """Whether a numeric parameter's description says it takes a share as a fraction
+    ("as a decimal", "between 0 and 1", "Ejemplo: 0.1 para un enganche del 10%")."""
+    text = str(schema.get("description", ""))
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        text += " " + str(items.get("description", ""))
+    return bool(_FRACTION_HINT.search(text))
+
+
+def percents_in(text: str) -> set[float]:
+    """The numbers ``text`` writes as percentages ("20%", "5 percent")."""
+    return {v for _, end, v in _numbers_at(text) if _PERCENT.match(text, end)}
+
+
+def _shares(schema: Mapping[str, Any], request: str, numbers: Iterable[float]) -> list[float]:
+    """``numbers`` with each one the request writes as a percentage turned into a
+    fraction when the parameter takes fractions (:func:`takes_fraction`): "a down
+    payment of 20%" is ``0.2`` there, not ``20``."""
+    if not takes_fraction(schema):
+        return list(numbers)
+    percents = percents_in(request)
+    return [round(v / 100, 6) if v in percents else v for v in numbers]
+
+
 def _name_words(name: str) -> list[str]:
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower()
-    return [w for w in _WORDS.findall(spaced) if len(w) >= MIN_PREFIX_CHARS]
+    return [w for w in _LETTERS.findall(spaced) if len(w) >= MIN_PREFIX_CHARS]
 
 
 def named_values(values: Sequence[Any], request: str) -> list[Any]:
@@ -143,176 +181,6 @@ def _partly_named(values: Sequence[Any], words: set[str]) -> list[Any]:
     return named
 
 
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
-_MONTH = r"(?P<m>jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-_DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th)?"
-_YEAR = r"(?:,?\s+(?P<y>(?:19|20)\d\d)\b)?"
-_DATES = (
-    re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<n>[01]?\d)-(?P<d>[0-3]?\d)\b"),
-    re.compile(r"\b(?P<y>(?:19|20)\d\d)(?P<n>[01]\d)(?P<d>[0-3]\d)\b"),
-    re.compile(rf"\b{_MONTH}\s*{_DAY}\b{_YEAR}"),
-    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?![a-z]){_YEAR}"),
-)
-_YEAR_ALONE = re.compile(r"\b(?:19|20)\d\d\b")
-# A date format a description names: "in the format of 'YYYY-MM-DD'", "MM/DD/YYYY".
-_DATE_FORMAT = re.compile(
-    r"(?<![A-Za-z])(YYYY|DD|MM)([-/.])(YYYY|DD|MM)\2(YYYY|DD|MM)(?![A-Za-z0-9:]|T\w)",
-    re.IGNORECASE,
-)
-
-
-def dates_in(text: str) -> list[tuple[int, int, int]]:
-    """The calendar dates ``text`` writes, as (year, month, day), in order: ISO
-    ``2023-04-25``, ``April 25th 2023``, ``25 April, 2023``, ``the 4th of march``,
-    ``20230929``. A date without a year takes the year the text names elsewhere (one
-    year only), "from April 3rd to April 5th 2023" gives two dates in 2023; without
-    any year it is left out (the runtime does not guess today's year). When the text
-    says which day today is, the days it names relative to it take that date's place
-    (:func:`relative_dates`)."""
-    found = _written_dates(text)
-    relative = relative_dates(text, found)
-    if relative is not None:
-        return relative
-    return list(dict.fromkeys((y, m, d) for _, y, m, d in found))
-
-
-def _written_dates(text: str) -> list[tuple[int, int, int, int]]:
-    """(start, year, month, day) of each date ``text`` writes, in order."""
-    years = set(_YEAR_ALONE.findall(text))
-    found: list[tuple[int, int, int, int]] = []
-    for pattern in _DATES:
-        for match in pattern.finditer(text.lower()):
-            parts = match.groupdict()
-            month = int(parts["n"]) if parts.get("n") else _month(parts["m"])
-            year = parts.get("y") or (next(iter(years)) if len(years) == 1 else None)
-            day = int(parts["d"])
-            if year is not None and 1 <= month <= 12 and 1 <= day <= 31:
-                found.append((match.start(), int(year), month, day))
-    return sorted(found)
-
-
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-# "today is Monday April 25th 2023", "today's date is 20230929", "current date: ..."
-_TODAY_IS = re.compile(
-    r"\b(?:today\s+is|today's\s+date\s+is|today\s+being|(?:the\s+)?current\s+date\s+is"
-    r"|(?:the\s+)?date\s+today\s+is|current\s+date:?)\s+(?:(?:a\s+)?(?P<weekday>[a-z]+day),?\s+)?",
-)
-_RELATIVE_DAY = re.compile(
-    r"\b(?P<after>(?:the\s+)?day\s+after\s+tomorrow)|\b(?P<tomorrow>tomorrow)"
-    r"|\b(?P<yesterday>yesterday)|\b(?P<today>today)(?!'s|\s+is|\s+being)"
-    r"|\bin\s+(?P<n>\d+|two|three|four|five|six|seven)\s+days?\b"
-    r"|\b(?P<nextweek>next\s+week)\b"
-    r"|\b(?:upcoming|next|this\s+coming|coming|this|on)\s+(?P<weekday>"
-    + "|".join(_WEEKDAYS)
-    + r")\b"
-)
-
-
-def relative_dates(
-    text: str, found: Sequence[tuple[int, int, int, int]] | None = None
-) -> list[tuple[int, int, int]] | None:
-    """The days ``text`` names relative to the date it says today is ("the upcoming
-    Wednesday, today is Monday April 25th 2023" gives 2023-04-27; "tomorrow, today is
-    20230929" gives 2023-09-30), in order; ``None`` when it says no such thing or
-    names no relative day. The model copied today's date instead: it cannot count
-    days, the runtime can."""
-    import datetime as dt
-
-    lowered = text.lower()
-    written = _written_dates(text) if found is None else found
-    anchor = next(
-        (
-            (today.group("weekday"), (y, m, d))
-            for today in _TODAY_IS.finditer(lowered)
-            for start, y, m, d in written
-            if start == today.end()
-        ),
-        None,
-    )
-    if anchor is None:
-        return None
-    try:
-        base = dt.date(*anchor[1])
-    except ValueError:
-        return None
-    # The weekday the text says today is counts, even when the calendar disagrees:
-    # "the upcoming Wednesday, today is Monday" is two days on.
-    weekday = _WEEKDAYS.index(anchor[0]) if anchor[0] in _WEEKDAYS else base.weekday()
-    days: list[tuple[int, int, int]] = []
-    for match in _RELATIVE_DAY.finditer(lowered):
-        groups = match.groupdict()
-        if groups["after"]:
-            shift = 2
-        elif groups["tomorrow"]:
-            shift = 1
-        elif groups["yesterday"]:
-            shift = -1
-        elif groups["today"]:
-            shift = 0
-        elif groups["n"]:
-            shift = int(groups["n"]) if groups["n"].isdigit() else int(_NUMBER_WORDS[groups["n"]])
-        elif groups["nextweek"]:
-            shift = 7
-        else:
-            wanted = _WEEKDAYS.index(groups["weekday"])
-            shift = (wanted - weekday) % 7 or 7
-        day = base + dt.timedelta(days=shift)
-        days.append((day.year, day.month, day.day))
-    return list(dict.fromkeys(days)) or None
-
-
-def _month(prefix: str) -> int:
-    return next(i for i, name in enumerate(_MONTHS, 1) if name.startswith(prefix[:3]))
-
-
-def date_format(schema: Mapping[str, Any]) -> str | None:
-    """The ``strftime`` format of a string parameter that takes a calendar date, from
-    its description ("in the format of 'YYYY-MM-DD'") or from an ISO example
-    ("such as '2023-04-01'"); ``None`` otherwise (a date *and time* format too)."""
-    if schema.get("type") != "string":
-        return None
-    text = str(schema.get("description", ""))
-    match = _DATE_FORMAT.search(text)
-    fields = [match.group(i).upper() for i in (1, 3, 4)] if match is not None else []
-    if match is not None and len(set(fields)) == 3:
-        codes = {"YYYY": "%Y", "MM": "%m", "DD": "%d"}
-        return match.group(2).join(codes[field] for field in fields)
-    if re.search(r"'(?:19|20)\d\d-\d\d-\d\d'", text):
-        return "%Y-%m-%d"
-    return None
-
-
-def _grounded_date(schema: Mapping[str, Any], request: str) -> dict[str, Any] | None:
-    """A date parameter held to the request's dates written in its format (the model
-    cannot be trusted to turn "April 25th 2023" into "2023-04-25"); ``None`` when it
-    takes no date in a known format or the request gives none."""
-    form = date_format(schema)
-    if form is None:
-        return None
-    written = [_strftime(form, d) for d in dates_in(request)]
-    return {"type": "string", "enum": written} if written else None
-
-
-def _strftime(form: str, date: tuple[int, int, int]) -> str:
-    year, month, day = date
-    return (
-        form.replace("%Y", f"{year:04d}").replace("%m", f"{month:02d}").replace("%d", f"{day:02d}")
-    )
-
-
 _CODE = re.compile(
     r"""['"]?(?P<code>\d+)['"]?\s+(?:for|represents|means|is|=|:)\s+['"]?"""
     r"(?P<meaning>[A-Za-z][A-Za-z ]{1,40}?)['\"]?(?=[,.;)]|\s+(?:and|or)\b|$)"
@@ -348,7 +216,9 @@ def coded_value(schema: Mapping[str, Any], request: str) -> list[int]:
 _LIST_GAP = re.compile(r"\s*(?:,|;|and)?\s*$")
 # Between two numbers of one list of counted items: the first item's words, then a
 # separator ("five burgers and six chicken wings", "10个汉堡，50杯可乐").
-_ITEM_GAP = re.compile(r"\s*[^\W\d_][^\W\d]*(?:[ '-][^\W\d]+){0,4}\s*(?:,|;|，|、|\band\b)\s*$")
+_ITEM_GAP = re.compile(
+    r"\s*['\"]?[^\W\d_][^\W\d]*(?:[ '-][^\W\d]+){0,4}['\"]?\s*(?:,|;|，|、|\band\b)\s*$"
+)
 
 
 def _numbers_at(text: str) -> list[tuple[int, int, float]]:
@@ -424,16 +294,18 @@ def grounded_required(
             c for c in coded_value(schema, ground.request) if c in schema["enum"]
         ]
         return {**schema, "enum": named} if named else dict(schema)
-    if (dated := _grounded_date(schema, ground.request)) is not None:
+    if (dated := grounded_date(schema, ground.request)) is not None:
         return dated
     if coded := coded_value(schema, ground.request):
         return {"type": kind, "enum": coded}
     if kind == "boolean" and (flag := named_flag(name, ground.request)) is not None:
         return {"type": "boolean", "enum": [flag]}
+    if (example := named_example(schema, ground.request)) is not None:
+        return example
     if kind in ("number", "integer"):
-        values = _fitting(kind, ground.numbers)
+        values = _fitting(kind, _shares(schema, ground.request, ground.numbers))
         n = named_number(name, ground.request, skip)
-        near = _fitting(kind, [n] if n is not None else [])
+        near = _fitting(kind, _shares(schema, ground.request, [n] if n is not None else []))
         return {"type": kind, "enum": near or values} if values else dict(schema)
     return _grounded_list(schema, ground)
 
@@ -443,7 +315,7 @@ def _grounded_list(schema: Mapping[str, Any], ground: Grounding) -> dict[str, An
     if schema.get("type") != "array" or not isinstance(items, Mapping):
         return dict(schema)
     if items.get("type") in ("number", "integer"):
-        values = _fitting(items["type"], ground.numbers)
+        values = _fitting(items["type"], _shares(schema, ground.request, ground.numbers))
         longest = longest_number_list(ground.request)
         if values and longest:
             return {**schema, "items": {"enum": values}, "maxItems": longest}
@@ -495,7 +367,7 @@ def named_number(name: str, request: str, skip: Iterable[str] = ()) -> float | N
         return None
     numbers = _numbers_at(request)
     best: tuple[int, int, float] | None = None
-    for word in re.finditer(r"[a-z]+", request.lower()):
+    for word in _LETTERS.finditer(request.lower()):
         if len(word.group(0)) < MIN_PREFIX_CHARS or word.group(0)[:5] not in stems:
             continue
         for start, stop, value in numbers:
@@ -541,10 +413,10 @@ def grounded_optional(
     if coded := coded_value(schema, request):
         return {"type": kind, "enum": coded}
     if kind in ("number", "integer"):
-        values = _fitting(kind, numbers_in(request))
+        values = _fitting(kind, _shares(schema, request, numbers_in(request)))
         return {"enum": values} if values else None
     if date_format(schema) is not None:
-        return _grounded_date(schema, request)
+        return grounded_date(schema, request)
     items = schema.get("items")
     if kind == "array" and isinstance(items, Mapping) and isinstance(items.get("enum"), list):
         return (
@@ -553,10 +425,10 @@ def grounded_optional(
             else None
         )
     if _names_an_example(schema, request):
-        return _grounded_list(schema, Grounding(request))
+        return named_example(schema, request) or _grounded_list(schema, Grounding(request))
     own = {w[: MIN_PREFIX_CHARS + 2] for w in tool_words}
     telling = [w for w in _name_words(name) if w[: MIN_PREFIX_CHARS + 2] not in own]
-    mentioned = any(w in words or any(x.startswith(w) for x in words) for w in telling)
+    mentioned = any(any(_same_word(x, w) for x in words) for w in telling)
     if not mentioned:
         return None
     if kind == "boolean":
@@ -564,6 +436,22 @@ def grounded_optional(
         # ("including human impact" gave ``false``; "without details" is false).
         return {"type": "boolean", "enum": [not _negated(telling, request)]}
     return _grounded_list(schema, Grounding(request))
+
+
+MIN_STEM_CHARS = 6
+
+
+def _same_word(written: str, name_word: str) -> bool:
+    """Whether a request word is a parameter name's word: the same, a longer form of
+    it ("units" of ``unit``), or one sharing all but its last two letters
+    ("standardization" of ``standardize``)."""
+    if written.startswith(name_word):
+        return True
+    shared = next(
+        (i for i, (a, b) in enumerate(zip(written, name_word, strict=False)) if a != b),
+        min(len(written), len(name_word)),
+    )
+    return shared >= max(MIN_STEM_CHARS, len(name_word) - 2)
 
 
 _DESCRIBED_EXAMPLE = re.compile(
@@ -587,6 +475,23 @@ def described_examples(schema: Mapping[str, Any]) -> list[str]:
                 if value and value.lower() not in ("etc", "etc."):
                     found.append(value)
     return found
+
+
+# A parameter description showing a place written with its region: "e.g. Seattle, WA",
+# "'City, State'", "in the format of 'City, Country'".
+JOINED_EXAMPLE = re.compile(r"\b[A-Z][\w.]*(?: [A-Z][\w.]*)*, ?[A-Z][A-Za-z]")
+
+
+def named_example(schema: Mapping[str, Any], request: str) -> dict[str, Any] | None:
+    """A string parameter held to the example values its description lists that the
+    request names ("Date of the concert, e.g. this weekend, today, tomorrow" for
+    "a concert this weekend": ``this weekend``; the model wrote
+    ``<i>201</i> <i>0</i> ...``), or ``None``. Not for a description joining a name
+    to its region ("e.g. Seattle, WA"): "Seattle" would cut the value short."""
+    if schema.get("type") != "string" or JOINED_EXAMPLE.search(str(schema.get("description"))):
+        return None
+    named = named_values(described_examples(schema), request)
+    return {"type": "string", "enum": list(dict.fromkeys(named))} if named else None
 
 
 def _names_an_example(schema: Mapping[str, Any], request: str) -> bool:
@@ -705,7 +610,8 @@ def _grounded_object(
                 continue
             near = named_number(key, ground.request, shared) if numeric and named else None
             if near is not None:
-                narrowed = {"enum": _fitting(sub.get("type"), [near]) or narrowed["enum"]}
+                near_share = _shares(sub, ground.request, [near])
+                narrowed = {"enum": _fitting(sub.get("type"), near_share) or narrowed["enum"]}
                 given.append(key)
             elif (
                 (_definite(narrowed) and not numeric)
@@ -721,7 +627,7 @@ def _mentions(name: str, request: str, taken: Iterable[str] = ()) -> bool:
     """Whether the request uses a word of parameter ``name`` that is not one of the
     ``taken`` words (the tool's name, the required parameters' names): "light" of
     ``speed_of_light`` is ``light_travel_time``'s word."""
-    words = set(_WORDS.findall(request.lower()))
+    words = set(_LETTERS.findall(request.lower()))
     return any(w in words for w in _telling_words(name, taken))
 
 
@@ -748,8 +654,6 @@ def _spare_numbers(props: Mapping[str, Any], required: set[str], request: str) -
 __all__ = [
     "Grounding",
     "coded_value",
-    "date_format",
-    "dates_in",
     "described_examples",
     "gives_required",
     "grounded_arguments",
@@ -757,9 +661,12 @@ __all__ = [
     "grounded_required",
     "longest_number_list",
     "longest_word_list",
+    "named_example",
     "named_flag",
     "named_number",
     "named_values",
     "numbers_in",
+    "percents_in",
     "request_context",
+    "takes_fraction",
 ]

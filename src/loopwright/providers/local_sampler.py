@@ -70,7 +70,11 @@ class GreedyGrammarSampler:
     with one sign repeated until the length bound.
 
     ``veto``: called with the text decoded so far and a candidate token's text; ``True``
-    refuses the candidate (see ``local_args.ArgumentGuard``)."""
+    refuses the candidate (see ``local_args.ArgumentGuard``).
+
+    ``stuck_closes``: when the veto refuses every allowed token, end the string being
+    written (the best allowed token starting with ``"``) before falling back to the
+    unchecked best token (see :meth:`_closing`)."""
 
     def __init__(
         self,
@@ -82,6 +86,7 @@ class GreedyGrammarSampler:
         max_digit_run: int = 0,
         no_symbol_runs: bool = False,
         veto: Callable[[str, str], bool] | None = None,
+        stuck_closes: bool = False,
     ) -> None:
         import llama_cpp
         import numpy as np
@@ -97,6 +102,7 @@ class GreedyGrammarSampler:
         self._guide = guide
         self._no_symbol_runs = no_symbol_runs
         self._veto = veto
+        self._stuck_closes = stuck_closes
         self._track_text = guide is not None or no_symbol_runs or veto is not None
         self._chars: dict[str, tuple[int, ...]] = {}
         self._text = b""
@@ -167,12 +173,15 @@ class GreedyGrammarSampler:
         if self._guided_end and self._generated and self._generated[-1] in self._digits:
             # A number the guide wrote just ended: it must not run on into other digits.
             banned = banned | self._digits
+        rules = banned
         if self._no_symbol_runs or self._veto is not None:
             banned = banned | self._refused(ids)
         token = self._first_allowed(ids, logits, banned)
         if token is None:
             self.full_scans += 1
             token = self._scan(logits, banned)
+        if token is None and banned and self._stuck_closes:
+            token = self._closing(logits, rules)
         if token is None and banned:
             token = self._first_allowed(np.arange(self._n_vocab), logits, frozenset())
         if token is None:  # the grammar allows nothing: end the generation
@@ -199,6 +208,19 @@ class GreedyGrammarSampler:
                     return int(token)
         return None
 
+    def _closing(self, logits: Any, banned: frozenset[int]) -> int | None:
+        """When ``veto`` refuses every allowed token (``stuck_closes``): the best
+        allowed token that ends the string being written, if any. Ending a value the
+        rules would not let go on beats the unchecked best token: the model dodged
+        such a dead end with a no-break space (``"EUR\u00a0"``), an invented sign or
+        a made-up suffix. Vetoed tokens are not excluded here (a closing quote the
+        veto refuses is still better than an unchecked character)."""
+        ranked = self._ranked_allowed(self._np.arange(self._n_vocab), logits, banned)
+        for token in ranked[:MAX_CHECKED_IN_SCAN].tolist():
+            if self._llm.detokenize([int(token)]).startswith(b'"'):
+                return int(token)
+        return None
+
     def _ranked_allowed(self, ids: Any, logits: Any, banned: frozenset[int]) -> Any:
         """The tokens of ``ids`` the grammar allows and ``banned`` does not hold, by
         logit, best first."""
@@ -211,9 +233,14 @@ class GreedyGrammarSampler:
         found: set[int] = set()
         if not (self._no_symbol_runs or self._veto is not None):
             return frozenset()
-        text = self._text.decode("utf-8", "ignore")
+        # With ``stuck_closes`` (a call's arguments) a token holding part of a
+        # character reaches the veto as surrogate escapes, not as nothing: dropped, it
+        # passed every rule, and its character (a no-break space, "⅕") came with the
+        # next token.
+        errors = "surrogateescape" if self._stuck_closes else "ignore"
+        text = self._text.decode("utf-8", errors)
         for token in ids.tolist():
-            piece = self._llm.detokenize([int(token)]).decode("utf-8", "ignore")
+            piece = self._llm.detokenize([int(token)]).decode("utf-8", errors)
             if (self._no_symbol_runs and _repeats_symbol(text[-1:] + piece)) or (
                 self._veto is not None and self._veto(text, piece)
             ):
