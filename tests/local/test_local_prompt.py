@@ -373,3 +373,24 @@ def test_a_nested_object_without_declared_properties_takes_keys_of_its_own() -> 
     assert "number" in json.dumps(grades["additionalProperties"])
     # the arguments object itself stays closed
     assert out["additionalProperties"] is False
+
+
+def test_a_stated_format_of_comma_joined_parts_holds_the_value_to_them() -> None:
+    import re
+
+    from loopwright.providers.local_prompt import GrammarBounds, _bounded, parts_pattern
+
+    city = {
+        "type": "string",
+        "description": "The location, in the format of 'City, State (abbr)', such as 'Boston, MA'.",
+    }
+    pattern = parts_pattern(city)
+    assert pattern is not None
+    assert re.match(pattern, " Boston, MA") and not re.match(pattern, " Boston")
+    address = "in the format of 'Street Address, City, State (abbr), Country'."
+    four = parts_pattern({"type": "string", "description": address})
+    assert four is not None and re.match(four, " 2020 Addison Street, Berkeley, CA, USA")
+    assert not re.match(four, " Berkeley, CA")
+    # examples alone ("e.g. Seattle, WA") state no format: the value stays free
+    assert parts_pattern({"type": "string", "description": "The city, e.g. Seattle, WA"}) is None
+    assert _bounded(city, GrammarBounds(), 1) == {"type": "string", "pattern": pattern}

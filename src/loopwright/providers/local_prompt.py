@@ -251,7 +251,7 @@ def _bounded(schema: Mapping[str, Any], bounds: GrammarBounds, depth: int) -> di
         }
     if kind in ("integer", "number", "boolean", "null"):
         return {"type": kind}
-    shape = example_pattern(schema_examples(schema))
+    shape = example_pattern(schema_examples(schema)) or parts_pattern(schema)
     if shape is not None:
         return {"type": "string", "pattern": shape}
     limit = min(int(schema.get("maxLength", bounds.max_string_chars)), bounds.max_string_chars)
@@ -271,6 +271,27 @@ def _free_object(bounds: GrammarBounds) -> dict[str, Any]:
         "type": "object",
         "additionalProperties": {"anyOf": [{"type": "number"}, value, {"type": "boolean"}]},
     }
+
+
+# A format the description states as comma-joined part names: "in the format of
+# 'City, State (abbr)'", "in the format 'Latitude, Longitude'".
+_PARTS_FORMAT = re.compile(
+    r"\bformat(?: of)?:?\s+'(?P<parts>[A-Z][A-Za-z ()]*(?:, ?[A-Z][A-Za-z ()]*)+)'"
+)
+MAX_PART_CHARS = 60
+
+
+def parts_pattern(schema: Mapping[str, Any]) -> str | None:
+    """A pattern holding a string to the number of comma-joined parts its description's
+    stated format has ("in the format of 'City, State (abbr)'": a city, a comma, a
+    region), or ``None``. The model otherwise wrote the request's "Boston" alone, or
+    "34.0522" for 'Latitude, Longitude'."""
+    match = _PARTS_FORMAT.search(str(schema.get("description", "")))
+    if match is None:
+        return None
+    commas = match.group("parts").count(",")
+    part = f'[^,"\\\\]{{1,{MAX_PART_CHARS}}}'
+    return f"^ ?{part}(, ?{part}){{{commas}}}$"
 
 
 _SHAPE_PART = re.compile(r"(?P<word>[A-Za-z_]+)|(?P<digits>[0-9]+)|(?P<sign>[^\sA-Za-z0-9_])")
