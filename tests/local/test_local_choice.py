@@ -91,3 +91,23 @@ def test_call_grammar_strings_hold_no_raw_control_characters() -> None:
     char = next(line for line in fixed.splitlines() if line.startswith("char ::="))
     assert r"\x00-\x1F" in char and r"\x7F" in char
     assert fixed != stock
+
+
+def test_narrow_keeps_only_the_tools_the_words_leave() -> None:
+    """A tool sharing two of the request's words wins over tools sharing none without
+    the model's name score (the fake model is never touched)."""
+    from loopwright.core.tools import ToolSpec
+    from loopwright.providers import local_ground as lgr
+
+    def tool(name: str, description: str) -> ToolSpec:
+        params = {"type": "object", "properties": {"name": {"type": "string"}}}
+        return ToolSpec(name, description, {**params, "required": ["name"]})
+
+    traffic = tool("get_traffic_info", "Retrieve current traffic conditions for a route.")
+    athlete = tool("sports_db.find_athlete", "Find the profile information of an athlete.")
+    ground = lgr.Grounding("Find me the profile of the tennis player Ann Smith")
+    plan = _Plan(
+        [1, 2], {}, 16, 0, ("a", "b"), mode="tools", choices=(traffic, athlete), ground=ground
+    )
+    narrowed = LocalModel()._narrow(object(), plan)
+    assert narrowed.schema["properties"]["tool"] == {"const": "sports_db.find_athlete"}

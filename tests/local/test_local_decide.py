@@ -331,3 +331,17 @@ def test_lower_case_talk_needs_two_words_or_a_name_word(words: list[str]) -> Non
         len(shared) >= ld.MIN_SHARED_WORDS or bool(lp.shared_words(GAP, text, name_only=True))
     )
     assert (ld.first_turn_kind([GAP], text, OVERLAP) == "tools") == expected
+
+
+def test_word_candidates_drop_tools_sharing_under_half_the_best() -> None:
+    hotel = _tool("book_hotel_room", "Book a hotel room in a city.", city="string")
+    flight = _tool("book_flight", "Book a flight between two airports.", origin="string")
+    weather = _tool("get_forecast", "Weather forecast for a city.", city="string")
+    tools = [hotel, flight, weather]
+    # "hotel", "room" for the first; nothing for the others
+    assert ld.word_candidates(tools, "Please find a hotel room for me") == [hotel]
+    # "book", "room" for the first; "book" (half as many) for the second
+    assert ld.word_candidates(tools, "I want to book a room") == [hotel, flight]
+    # one shared word at most: the model's name score chooses among them all
+    assert ld.word_candidates(tools, "Something in Oslo please") == tools
+    assert ld.word_candidates(tools, "A hotel in Oslo") == tools

@@ -475,6 +475,11 @@ class LocalModel:
         if plan.mode == "both" and self._scores(llm):
             plan = self._choose_kind(llm, plan)
         offered = plan.choices
+        if plan.ground is not None and plan.plan_grammar is None and plan.mode == "tools":
+            offered = tuple(ld.word_candidates(offered, plan.ground.request))
+            if len(offered) == 1 < len(plan.choices):
+                schema = lp.output_schema(offered, "tools", self._config.bounds, plan.ground)
+                return replace(plan, schema=schema, mode="tools")
         if (
             plan.plan_grammar is not None
             or plan.mode == "answer"

@@ -121,6 +121,21 @@ def first_turn_kind(tools: Sequence[ToolSpec], request: str, call_overlap: float
     return None if shown and any(given) else "answer"
 
 
+def word_candidates(tools: Sequence[ToolSpec], request: str) -> list[ToolSpec]:
+    """The tools left to choose among by name log-probability: when the tool sharing
+    most of the request's content words shares at least :data:`MIN_SHARED_WORDS`, the
+    tools sharing fewer than half as many are out. The name's log-probability favours
+    short names and ones the model has seen: "Find me the detailed profile of
+    basketball player Lebron James" called ``get_traffic_info`` (no shared word) over
+    ``sports_db.find_athlete`` (two) despite the words' weight in the score. On BFCL's
+    ``multiple`` pool this never drops the expected tool."""
+    counts = [len(lp.shared_words(spec, request)) for spec in tools]
+    best = max(counts, default=0)
+    if best < MIN_SHARED_WORDS:
+        return list(tools)
+    return [spec for spec, n in zip(tools, counts, strict=True) if 2 * n >= best]
+
+
 def fits(spec: ToolSpec, request: str) -> bool:
     """Whether a request that talks about ``spec`` and gives its required values
     (:func:`gives_required`, checked first) is evidence enough for a call. An address
