@@ -704,3 +704,35 @@ def test_a_sign_does_not_run_on_in_a_string() -> None:
     head = ' {"tool": "find_restaurants", "arguments": {"location": " '
     assert guard(head + "--", "-")
     assert not guard(head + "-", "-")  # the request writes "--"
+
+
+def test_a_from_value_is_not_what_the_request_writes_after_to() -> None:
+    spec = _tool(
+        "translate",
+        {
+            "text": {"type": "string"},
+            "source_language": {"type": "string"},
+            "target_language": {"type": "string"},
+        },
+        ["text", "source_language", "target_language"],
+    )
+    guard = argument_guard("", [Message.user("Translate Hello from English to French.")], [spec])
+    source = ' {"tool": "translate", "arguments": {"source_language": " '
+    target = ' {"tool": "translate", "arguments": {"target_language": " '
+    assert guard(source + "fr", "ench")
+    assert not guard(source + "En", "glish")
+    assert guard(target + "en", "glish")
+    assert not guard(target + "Fr", "ench")
+    # a parameter without a direction, and a value both sides write, are left alone
+    both = argument_guard("", [Message.user("from Paris to Paris")], [spec])
+    assert not both(source + "pa", "ris")
+
+
+def test_a_copied_sentence_keeps_its_final_mark_a_name_does_not() -> None:
+    guard = _list_guard(
+        "Translate Hello, how are you? from English to French. Fly to New York City?"
+    )
+    head = ' {"tool": "find_restaurants", "arguments": {"command": " '
+    assert not guard(head + "Hello, how are you", "?")
+    assert guard(head + "New York City", "?")
+    assert guard(head + "Hello, how are you?", " from")  # and ends there

@@ -55,6 +55,7 @@ from loopwright.providers.local_ground import JOINED_EXAMPLE, request_context
 
 MAX_FREE_DIGITS = 3
 MIN_COPY_CHARS = 2
+MIN_SENTENCE_WORDS = 4
 _CALL_LINE = re.compile(r'^Assistant: (\{"tool": .*\})$', re.MULTILINE)
 _DIGITS = re.compile(r"\d+$")
 _NUMBER = re.compile(r"\d+")
@@ -93,6 +94,8 @@ class ArgumentGuard:
             if self._bad_item(text, so_far, longer, closes='"' in piece):
                 return True
             if '"' in piece and self._echoes(text, longer):
+                return True
+            if head and self._crosses(_current_key(text), longer):
                 return True
             if self.signs and any(_sign(ch) and ch not in self.signs for ch in head):
                 return True
@@ -134,13 +137,18 @@ class ArgumentGuard:
         the comma-joined rest of a place ("Paris" of "Paris, France")."""
         if len(value) < MIN_COPY_CHARS or not self.source:
             return False
+        if value[-1] in ".!?" and len(value.split()) >= MIN_SENTENCE_WORDS:
+            return bool(head) and value in self.context  # the sentence has ended
         comma = _current_key(text) in self.joined
         ends = span_ends(self.source, self.context, value, comma=comma)
         if ends is None:
             return False
         must_end, may_end = ends
         if head and must_end:
-            return True
+            # a sentence of several words keeps the mark that ends it ("Hello, how
+            # are you?" to translate); a name does not ("New York City?")
+            mark = head in ".!?" and len(value.split()) >= MIN_SENTENCE_WORDS
+            return not (mark and value + head in self.context)
         return closes and not head and not may_end
 
     def _leaves_span(self, value: str, grown: str, head: str) -> bool:
@@ -158,6 +166,23 @@ class ArgumentGuard:
         words = " " in value.strip()
         joins = value[-1:].isalpha() and head[:1] in _JOINERS and f"{value} " in self.context
         return words or joins
+
+    def _crosses(self, key: str | None, value: str) -> bool:
+        """A value for a "from" parameter (``from_currency``, ``source_language``,
+        ``start_location``) copies what the request writes after "to" and not after
+        "from", or the other way round: "Translate ... from English to French" gave
+        ``"source_language": "French"``, "Convert 200 euros to US dollars" gave
+        ``"from_currency": "US dollars"``."""
+        side = _direction(key) if key else None
+        if side is None or len(value) < MIN_COPY_CHARS:
+            return False
+        own, other = (_FROM, _TO) if side == "from" else (_TO, _FROM)
+        after = re.escape(value)
+        crossed = re.search(rf"\b{other}\s+(?:the\s+)?{after}", self.context)
+        return (
+            crossed is not None
+            and re.search(rf"\b{own}\s+(?:the\s+)?{after}", self.context) is None
+        )
 
     def _spelled(self, value: str) -> bool:
         """Whether the bytes of a character being written over several tokens (the
@@ -279,6 +304,24 @@ def argument_guard(
         echoed_names(tools),
         "".join(sorted({ch for t in (prefix, described, source) for ch in t if _sign(ch)})),
     )
+
+
+_FROM = "(?:from|desde)"
+_TO = "(?:to|into|hacia)"
+_FROM_WORDS = {"from", "source", "origin", "start", "departure", "base", "src", "begin"}
+_TO_WORDS = {"to", "target", "destination", "end", "arrival", "dest", "into"}
+
+
+def _direction(key: str) -> str | None:
+    """``"from"`` or ``"to"`` when a parameter's name says which end of a move it is
+    (``from_currency``, ``target_language``), else ``None``."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", key).lower()
+    words = set(re.findall(r"[a-z]+", spaced))
+    if words & _FROM_WORDS and not words & _TO_WORDS:
+        return "from"
+    if words & _TO_WORDS and not words & _FROM_WORDS:
+        return "to"
+    return None
 
 
 def _sign(ch: str) -> bool:
