@@ -736,3 +736,16 @@ def test_a_copied_sentence_keeps_its_final_mark_a_name_does_not() -> None:
     assert not guard(head + "Hello, how are you", "?")
     assert guard(head + "New York City", "?")
     assert guard(head + "Hello, how are you?", " from")  # and ends there
+
+
+def test_a_described_example_is_read_whole_through_its_periods() -> None:
+    url = {
+        "type": "string",
+        "description": "The URL of the endpoint, such as 'https://api.example.com/v1/data'.",
+    }
+    assert described_examples(url) == ["https://api.example.com/v1/data"]
+    ground = Grounding("retrieve data from 'https://api.example.com/v1/data' with a limit of 50")
+    assert grounded_required(url, ground, "url") == {
+        "type": "string",
+        "enum": ["https://api.example.com/v1/data"],
+    }

@@ -455,7 +455,9 @@ def _same_word(written: str, name_word: str) -> bool:
 
 
 _DESCRIBED_EXAMPLE = re.compile(
-    r"\b(?:e\.g\.|eg\.|for example|for instance|such as)[,:]?\s*(?P<list>[^.)]*)", re.IGNORECASE
+    # a period inside a value ("'https://api.example.com/v1/data'") does not end it
+    r"\b(?:e\.g\.|eg\.|for example|for instance|such as)[,:]?\s*(?P<list>(?:[^.)]|\.(?=\w))*)",
+    re.IGNORECASE,
 )
 
 
