@@ -2,7 +2,8 @@
 
 ``Agent("anthropic:claude-sonnet-4-5", tools=[...])`` resolves the string through
 :func:`loopwright.providers.registry.resolve_model` (vendor SDKs are imported only when the
-adapter is built). Passing a :class:`~loopwright.core.protocols.Model` works as before.
+adapter is built); ``"local:..."`` comes wrapped in the embedded model's strategy
+(:func:`with_strategy`). Passing a :class:`~loopwright.core.protocols.Model` uses it as it is.
 
 The loop may not import providers (the layers in ``pyproject.toml``), so resolving a
 string is the one thing this subclass adds; its signature repeats the loop's keyword for
@@ -12,6 +13,7 @@ step).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import overload
 
@@ -27,8 +29,26 @@ from loopwright.tools.selection import ToolSelection
 
 
 def as_model(model: Model | str) -> Model:
-    """Return ``model`` itself, or the adapter a model string names."""
-    return resolve_model(model) if isinstance(model, str) else model
+    """Return ``model`` itself, or the adapter a model string names. A ``local:`` string
+    gives the embedded model inside its strategy (:func:`with_strategy`), the way
+    ``loopwright run`` runs it; pass a ``LocalModel`` for the bare adapter."""
+    return with_strategy(resolve_model(model)) if isinstance(model, str) else model
+
+
+def with_strategy(model: Model) -> Model:
+    """``model``, or for the embedded model, ``model`` wrapped in
+    :func:`loopwright.strategies.embedded.embedded_strategy`: its plans run step by
+    step and its final answers are checked against the tool results, so an answer
+    that would misstate a result is replaced by a plain statement of what the tools
+    returned (docs/providers.md, "The embedded model")."""
+    # Only a model the registry built can be the embedded one: its module is loaded
+    # then, and importing it for any other model would cost ~0.2 s.
+    local = sys.modules.get("loopwright.providers.local")
+    if local is None or not isinstance(model, local.LocalModel):
+        return model
+    from loopwright.strategies.embedded import embedded_strategy
+
+    return embedded_strategy(model)
 
 
 class Agent(_LoopAgent[OutputT]):

@@ -15,4 +15,8 @@ def test_embedded_section_example_runs() -> None:
     exec(compile(block, str(DOC), "exec"), scope)
     agent = scope["agent"]
     assert type(agent).__name__ == "Agent"
-    assert scope["model"].name == "local:gemma-3-270m"  # type: ignore[attr-defined]
+    same = scope["same"]
+    for built in (agent, same):
+        assert type(built.config.model).__name__ == "GroundedAnswers"  # type: ignore[attr-defined]
+        assert built.config.model.name == "local:gemma-3-270m"  # type: ignore[attr-defined]
+    assert type(scope["bare"].config.model).__name__ == "LocalModel"  # type: ignore[attr-defined]

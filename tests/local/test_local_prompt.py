@@ -394,3 +394,16 @@ def test_a_stated_format_of_comma_joined_parts_holds_the_value_to_them() -> None
     # examples alone ("e.g. Seattle, WA") state no format: the value stays free
     assert parts_pattern({"type": "string", "description": "The city, e.g. Seattle, WA"}) is None
     assert _bounded(city, GrammarBounds(), 1) == {"type": "string", "pattern": pattern}
+
+
+def test_a_local_model_string_comes_with_the_embedded_strategy() -> None:
+    from loopwright import Agent
+    from loopwright.providers.local import LocalModel
+    from loopwright.strategies.embedded import FollowPlan, GroundedAnswers
+
+    wrapped = Agent("local:gemma-3-270m").config.model
+    assert isinstance(wrapped, GroundedAnswers) and isinstance(wrapped.model, FollowPlan)
+    assert isinstance(wrapped.model.model, LocalModel)
+    assert wrapped.name == "local:gemma-3-270m" and wrapped.context_window == 4096
+    bare = LocalModel()
+    assert Agent(bare).config.model is bare  # a Model passed in is used as it is

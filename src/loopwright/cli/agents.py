@@ -132,26 +132,14 @@ def _tools(recipe: AgentRecipe) -> list[object]:
 
 def resolve(spec: str, base_url: str | None, on_payload: PayloadHook | None) -> Model:
     """Build and (for embedded models) load the model; errors are one-line UserErrors."""
+    from loopwright.agent import with_strategy
     from loopwright.providers.registry import resolve_model
 
     model = resolve_model(spec, base_url=base_url, on_payload=on_payload)
     load = getattr(model, "load", None)
     if callable(load):
         load()  # a missing/corrupt GGUF fails here, as a ConfigError, before the run
-    return for_cli(model)
-
-
-def for_cli(model: Model) -> Model:
-    """The embedded model runs inside its strategy: its plans run step by step and its
-    answers are checked against the tool results (:mod:`loopwright.strategies.embedded`,
-    docs/providers.md)."""
-    from loopwright.providers.local import LocalModel
-
-    if isinstance(model, LocalModel):
-        from loopwright.strategies.embedded import embedded_strategy
-
-        return embedded_strategy(model)
-    return model
+    return with_strategy(model)
 
 
 def with_confirm(
