@@ -729,13 +729,19 @@ def test_a_from_value_is_not_what_the_request_writes_after_to() -> None:
 
 
 def test_a_copied_sentence_keeps_its_final_mark_a_name_does_not() -> None:
-    guard = _list_guard(
-        "Translate Hello, how are you? from English to French. Fly to New York City?"
+    spec = _tool("say", {"text": {"type": "string"}, "expression": {"type": "string"}}, ["text"])
+    request = (
+        "Translate Hello, how are you? from English to French. Fly to New York City? "
+        "What is 3 to the power of 5?"
     )
-    head = ' {"tool": "find_restaurants", "arguments": {"command": " '
+    guard = argument_guard(render_prefix([spec], None), [Message.user(request)], [spec])
+    head = ' {"tool": "say", "arguments": {"text": " '
     assert not guard(head + "Hello, how are you", "?")
     assert guard(head + "New York City", "?")
     assert guard(head + "Hello, how are you?", " from")  # and ends there
+    # not a prose parameter: a formula ends without the question's mark
+    formula = ' {"tool": "say", "arguments": {"expression": " '
+    assert guard(formula + "3 to the power of 5", "?")
 
 
 def test_a_described_example_is_read_whole_through_its_periods() -> None:

@@ -137,8 +137,12 @@ class ArgumentGuard:
         the comma-joined rest of a place ("Paris" of "Paris, France")."""
         if len(value) < MIN_COPY_CHARS or not self.source:
             return False
-        if value[-1] in ".!?" and len(value.split()) >= MIN_SENTENCE_WORDS:
-            return bool(head) and value in self.context  # the sentence has ended
+        if (
+            value[-1] in ".!?"
+            and len(value.split()) >= MIN_SENTENCE_WORDS
+            and value in self.context
+        ):
+            return bool(head)  # the sentence has ended
         comma = _current_key(text) in self.joined
         ends = span_ends(self.source, self.context, value, comma=comma)
         if ends is None:
@@ -148,7 +152,8 @@ class ArgumentGuard:
             # a sentence of several words keeps the mark that ends it ("Hello, how
             # are you?" to translate); a name does not ("New York City?")
             mark = head in ".!?" and len(value.split()) >= MIN_SENTENCE_WORDS
-            return not (mark and value + head in self.context)
+            texty = bool(_TEXT_WORDS & set(_name_parts(_current_key(text) or "")))
+            return not (mark and texty and value + head in self.context)
         return closes and not head and not may_end
 
     def _leaves_span(self, value: str, grown: str, head: str) -> bool:
@@ -304,6 +309,15 @@ def argument_guard(
         echoed_names(tools),
         "".join(sorted({ch for t in (prefix, described, source) for ch in t if _sign(ch)})),
     )
+
+
+# Words of a parameter's name that say its value is prose (a sentence keeps its mark);
+# not "query" or "expression": a formula or a search ends without one.
+_TEXT_WORDS = {"text", "message", "statement", "sentence", "content", "question", "prompt"}
+
+
+def _name_parts(key: str) -> list[str]:
+    return re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", key).lower())
 
 
 _FROM = "(?:from|desde)"
