@@ -6,6 +6,7 @@ import pytest
 
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.providers import local_answer as la
+from loopwright.providers import local_veto as lv
 
 WEATHER = (
     '{"city": "Mumbai", "temperature_c": 14, "humidity_pct": 35, "wind_kph": 29,'
@@ -179,7 +180,7 @@ def test_a_formula_the_tool_received_is_quoted_verbatim() -> None:
     ],
 )
 def test_an_equation_ends_its_sentence_at_its_value(text: str, piece: str, refused: bool) -> None:
-    assert la.runs_past_equation(' {"answer": "' + text, piece) is refused
+    assert lv.runs_past_equation(' {"answer": "' + text, piece) is refused
 
 
 def test_the_first_number_takes_the_field_the_question_names_with_its_unit() -> None:
@@ -247,7 +248,7 @@ def test_no_yes_to_a_question_word_no_result_states() -> None:
     raining'. The answer's first word may not be "Yes" while the question has a word
     no result states; elsewhere, and when every word is stated, "Yes" is free."""
     lima = WEATHER.replace("Mumbai", "Lima").replace("demo data", "sunny, demo data")
-    veto = la.answer_veto(la.grounding(_history("Is it raining in Lima?", lima)))
+    veto = lv.answer_veto(la.grounding(_history("Is it raining in Lima?", lima)))
     assert veto.unstated == ("raining",)
     head = ' {"answer": "'
     assert veto(head, "Yes")
@@ -256,7 +257,7 @@ def test_no_yes_to_a_question_word_no_result_states() -> None:
     assert not veto(head, "It")
     assert not veto(head, "Yesterday")
     assert not veto(head + "It is sunny, ", "yes")
-    stated = la.answer_veto(la.grounding(_history("Is it sunny in Lima?", lima)))
+    stated = lv.answer_veto(la.grounding(_history("Is it sunny in Lima?", lima)))
     assert stated.unstated == () and not stated(head, "Yes")
     # The equation stop still applies.
     assert veto(head + "3 + 5 = 8", " 8")
@@ -267,7 +268,7 @@ def test_no_field_named_after_a_number_that_is_not_its_value() -> None:
     humidity, and 62 pct wind speed'. A field's name right after a number (and at most
     one unit word) must be that number's field."""
     beijing = '{"city": "Beijing", "temperature_c": 26, "humidity_pct": 62, "wind_kph": 30}'
-    veto = la.answer_veto(la.grounding(_history("What's the weather in Beijing?", beijing)))
+    veto = lv.answer_veto(la.grounding(_history("What's the weather in Beijing?", beijing)))
     head = ' {"answer": "It is 26 degrees, '
     assert veto(head + "30 percent", " humidity")
     assert veto(head + "30 percent hum", "idity")
@@ -293,7 +294,7 @@ def test_a_yes_no_claim_no_result_states_is_written_only_denied() -> None:
     follows is in the words of the question and the results (or function words)."""
     ground = la.grounding(_history("Is it raining in Lima?", LIMA))
     assert ground.claims == ("raining",)
-    veto = la.answer_veto(ground)
+    veto = lv.answer_veto(ground)
     head = ' {"answer": "It is'
     assert veto(head, " raining")
     assert veto(head, " rainy")
@@ -336,7 +337,7 @@ def test_a_question_naming_a_row_keeps_other_rows_out_of_the_answer() -> None:
     ground = la.grounding(_history("Which city does Dana live in?", CUSTOMERS))
     assert ground.labels == ("Oslo",) and ground.latest == ("4",)
     assert set(ground.others) == {"ana", "berlin", "paris", "chen"}
-    veto = la.answer_veto(ground)
+    veto = lv.answer_veto(ground)
     head = ' {"answer": "The city is'
     assert veto(head, " Berlin")
     assert veto(head + " Ber", "lin")
@@ -357,7 +358,7 @@ def test_a_number_before_a_text_word_is_the_number_the_text_gives_it() -> None:
     ground = la.grounding(_history("How long do pancakes cook?", recipe))
     assert ("minutes", "3") in ground.pairs and ("flour", "200") in ground.pairs
     assert ("for", "3") not in ground.pairs  # function words count nothing
-    veto = la.answer_veto(ground)
+    veto = lv.answer_veto(ground)
     head = ' {"answer": "Cook them for '
     assert veto(head + "2", " minutes")
     assert veto(head + "2", " min")
@@ -370,7 +371,7 @@ def test_a_number_before_a_text_word_is_the_number_the_text_gives_it() -> None:
 def test_an_answer_does_not_open_with_a_question_word() -> None:
     """'Which port is set in config.ini?' was answered 'Which port is set in config:
     8080': the answer restated the question."""
-    veto = la.answer_veto(la.grounding(_history("Which port is set?", "port = 8080")))
+    veto = lv.answer_veto(la.grounding(_history("Which port is set?", "port = 8080")))
     head = ' {"answer": "'
     assert veto(head, "Which")
     assert veto(head, "What")
@@ -384,17 +385,17 @@ def test_no_equals_sign_without_a_formula() -> None:
     """Read from a file, "Bread: 3 eggs, 500 g flour = 3." equated a count to a weight:
     "=" is written only when a call or the question holds a formula."""
     bread = "Bread: 3 eggs, 500 g flour. Bake for 40 minutes."
-    veto = la.answer_veto(la.grounding(_history("How long does the bread bake?", bread)))
+    veto = lv.answer_veto(la.grounding(_history("How long does the bread bake?", bread)))
     head = ' {"answer": "Bread: 3 eggs, 500 g flour'
     assert veto(head, " =") and not veto(head, ",")
-    asked = la.answer_veto(la.grounding(_history("What is (3 + 5) * 8?", "8", "64")))
+    asked = lv.answer_veto(la.grounding(_history("What is (3 + 5) * 8?", "8", "64")))
     assert not asked(' {"answer": "(3 + 5) * 8', " =")
     called = [
         Message.user("Subtract 199 from 1024."),
         Message("assistant", (ToolCallPart("c0", "calculator", {"expression": "1024 - 199"}),)),
         Message.tool_results([ToolResultPart("c0", "calculator", "825")]),
     ]
-    assert not la.answer_veto(la.grounding(called))(' {"answer": "1024 - 199', " =")
+    assert not lv.answer_veto(la.grounding(called))(' {"answer": "1024 - 199', " =")
 
 
 def test_an_answer_picking_a_named_row_opens_with_its_name() -> None:
@@ -403,7 +404,7 @@ def test_an_answer_picking_a_named_row_opens_with_its_name() -> None:
     States'. Picking one row out of several by a name, the answer opens with it."""
     ground = la.grounding(_history("Which city does Dana live in?", CUSTOMERS))
     assert ground.subject == "Dana"
-    veto = la.answer_veto(ground)
+    veto = lv.answer_veto(ground)
     head = ' {"answer":'
     assert veto(head, ' "The') and veto(head, ' "Ana')
     assert not veto(head, ' "Dana') and not veto(head, ' "D') and not veto(head + ' "D', "ana")
@@ -414,7 +415,7 @@ def test_an_answer_picking_a_named_row_opens_with_its_name() -> None:
     products = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["chair", 85]]}'
     lamp = la.grounding(_history("What does the lamp cost?", products))
     assert lamp.subject == "" and lamp.others == ("chair",)
-    assert la.answer_veto(lamp)(' {"answer": "Two', " chairs")  # a plural too
+    assert lv.answer_veto(lamp)(' {"answer": "Two', " chairs")  # a plural too
 
 
 def test_a_question_word_starting_a_key_names_its_field() -> None:
@@ -449,10 +450,10 @@ def test_yes_is_free_when_the_yes_no_question_itself_is_stated() -> None:
     products = '{"columns": ["name", "stock"], "rows": [["lamp", 3], ["chair", 0]]}'
     ground = la.grounding(_history("Is the lamp in stock? Use the products table.", products))
     assert ground.unstated == () and ground.claims == ()
-    assert not la.answer_veto(ground)(' {"answer": "', "Yes")
+    assert not lv.answer_veto(ground)(' {"answer": "', "Yes")
     told = la.grounding(_history("Tell me if it is raining in Lima.", LIMA))
     assert "raining" in told.unstated and told.claims == ()
-    assert la.answer_veto(told)(' {"answer": "', "Yes")
+    assert lv.answer_veto(told)(' {"answer": "', "Yes")
 
 
 def test_an_answer_no_does_not_negate_the_claim_after_it() -> None:
@@ -461,9 +462,9 @@ def test_an_answer_no_does_not_negate_the_claim_after_it() -> None:
     words after it ("not", "no rain") does."""
     ground = la.grounding(_history("Does Chen live in Paris? Check the table.", CUSTOMERS))
     assert ground.claims == ("live",)
-    veto = la.answer_veto(ground)
+    veto = lv.answer_veto(ground)
     assert veto(' {"answer": "No, Chen', " lives")
     assert not veto(' {"answer": "No, Chen does not', " live")
-    lima = la.answer_veto(la.grounding(_history("Is it raining in Lima?", LIMA)))
+    lima = lv.answer_veto(la.grounding(_history("Is it raining in Lima?", LIMA)))
     assert not lima(' {"answer": "There is no', " rain")
     assert lima(' {"answer": "No. It is', " raining")

@@ -69,6 +69,7 @@ from loopwright.providers import local_history as lh
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
+from loopwright.providers import local_veto as lv
 from loopwright.providers.schema import inline_refs
 
 DEFAULT_MODEL = "gemma-3-270m"
@@ -290,7 +291,7 @@ class _Plan:
     choices: tuple[ToolSpec, ...] = ()  # the tools ``schema`` offers
     answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
     answer_guide: la.AnswerGuide | None = None
-    answer_veto: la.AnswerVeto | None = None
+    answer_veto: lv.AnswerVeto | None = None
     ground: lgr.Grounding | None = None  # what the arguments are grounded in
     structured: bool = False  # the answer is JSON under the request's output schema
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
@@ -596,7 +597,7 @@ class LocalModel:
         for a grounded answer, the step's tool for a plan line (see ``local_args``,
         ``local_answer``, ``local_plan.StepToolGuard``)."""
         if answering:
-            return plan.answer_veto or la.runs_past_equation
+            return plan.answer_veto or lv.runs_past_equation
         if plan.plan_grammar is not None:
             request = plan.ground.request if plan.ground is not None else ""
             return lpl.step_tool_guard(plan.choices, request)
@@ -633,7 +634,7 @@ class LocalModel:
             ground = la.grounding(request.messages)
             answer = la.answer_grammar(ground)
             guide = la.answer_guide(ground, lh.last_user_text(request.messages))
-            veto = la.answer_veto(ground)
+            veto = lv.answer_veto(ground)
         plan = _Plan(
             tokens,
             schema,

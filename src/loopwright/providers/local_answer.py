@@ -17,8 +17,9 @@ can narrow what it may write, generically (nothing here knows what a tool does):
 * **a sentence budget**: one or two sentences, each ending in ``.`` or ``!`` and at
   most :data:`MAX_SENTENCE_ITEMS` characters long; the string closes after them.
 
-Repetition inside a sentence is handled by the sampler (``local_sampler`` no-repeat
-n-grams), and whether the result is *stated correctly* is checked after decoding by
+Rules that depend on the words decoded so far are the sampler's veto
+(``local_veto``); repetition inside a sentence is handled by the sampler
+(``local_sampler`` no-repeat n-grams), and whether the result is *stated correctly* is checked after decoding by
 the answer-checking wrapper (``loopwright.strategies.grounded``), which falls back to
 showing the tool result.
 
@@ -165,7 +166,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         # sentence states a value of those, not the first row's ("The city is Berlin").
         cells = {v for row in named for v in row}
         kept = [w for w in labels if w.lower() in cells]
-        numbers = [n for n in latest or [] if _canonical(n) in cells]
+        numbers = [n for n in latest or [] if canonical_number(n) in cells]
         if kept or numbers:
             labels, latest = kept, numbers
     return Grounding(
@@ -180,7 +181,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         unstated,
         claims,
         others,
-        _unique(w.lower() for t in (asked, *every) for w in _KEY_WORD.findall(t)) if claims else (),
+        _unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if claims else (),
         tuple(dict.fromkeys(pairs)),
         bool(formulas) or _FORMULA.search(asked) is not None,
         _subject(named, asked),
@@ -280,7 +281,7 @@ def _cell(value: object) -> str:
     if isinstance(value, bool) or value is None:
         return ""
     if isinstance(value, int | float):
-        return _canonical(json.dumps(value))
+        return canonical_number(json.dumps(value))
     return value.strip().lower() if isinstance(value, str) else ""
 
 
@@ -310,14 +311,14 @@ def _short(numbers: Iterable[str]) -> tuple[str, ...]:
     return _unique(n for n in numbers if len(n) <= MAX_NUMBER_CHARS)[:MAX_NUMBERS]
 
 
-_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 MIN_FIELD_WORD = 3
 
 
 def key_words(key: str) -> list[str]:
     """The words of a JSON key (``humidity_pct`` -> humidity, pct; ``windSpeed`` ->
     wind, speed), lower-cased, of at least :data:`MIN_FIELD_WORD` letters."""
-    return [w.lower() for w in _KEY_WORD.findall(key) if len(w) >= MIN_FIELD_WORD]
+    return [w.lower() for w in KEY_WORD.findall(key) if len(w) >= MIN_FIELD_WORD]
 
 
 MAX_RECORDS = 50
@@ -555,207 +556,9 @@ def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:
     return AnswerGuide(binder, FormulaQuoter(ground.formulas), equals)
 
 
-_EQUATION_END = re.compile(r"=\s*-?\d+(?:\.\d+)?(\.?)$")
-
-
-def runs_past_equation(text: str, piece: str) -> bool:
-    """Whether ``piece`` would go on after an equation's value (``= 64``) with anything
-    but the sentence end or more of that number. A small model that has written
-    "(3 + 5) * 8 = 64" runs on ("64 64", "= 125/8 = 8"); an equation's right side is
-    where its sentence ends. Used as the answer sampler's veto."""
-    end = _EQUATION_END.search(text)
-    if end is None:
-        return False
-    head = piece[:1]
-    if end.group(1):  # "= 64." ends the answer (or goes on as a decimal: "= 10.5")
-        return not (head.isdigit() or head == '"' or piece == "")
-    return not (head.isdigit() or head in (".", "!", '"', "°") or piece == "")
-
-
-_YES_FIRST = re.compile(r"\W*yes(?![a-z])", re.IGNORECASE)
-_QUESTION_FIRST = re.compile(
-    r"\W*(?:which|what|how|where|when|who|whom|whose|why)(?![a-z])", re.IGNORECASE
-)
-_ANSWER_KEY = '"answer":'
-MAX_FIRST_WORD = 6
-
-
-# A number, at most one unit after it, and the word being written: "62 pct wind".
-_NUMBER_THEN_WORD = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:[%°]|[A-Za-z]+)?\s+([A-Za-z]+)$")
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerVeto:
-    """The answer sampler's veto (called with the text decoded so far and a candidate
-    token's text; ``True`` refuses it):
-
-    * :func:`runs_past_equation`;
-    * no "Yes" as the answer's first word while the question has words no result
-      states (``unstated``): a small model answers "Is it raining in Lima?" with "Yes,
-      it is raining" whatever the result says (sunny). The same rule checks a
-      finished answer (``strategies.embedded.grounded``); here it steers the
-      decoding before the model commits;
-    * no field named right after a number (and at most one unit word) that is not
-      that field's value (``fields``, as :class:`FieldBinder` reads them): listing
-      several fields, the model wrote "30 percent humidity, and 62 pct wind speed"
-      for humidity 62 and wind 30. The binder keeps the number after a field's name;
-      this keeps the name after a number. A text's words after a number count as its
-      fields too ("3 minutes per side": not "2 minutes");
-    * no question word first ("Which port is set in config: 8080"): the answer
-      states, it does not restate the question;
-    * a yes/no question's claim no result states (``claims``) only denied, and after
-      the denial only words of the question and results (``known``) or
-      :data:`COMMON_WORDS`;
-    * no word of a row the question does not name (``others``), when it names some;
-    * no "=" unless a call or the question holds a formula (``equations``): read
-      from a file, "Bread: 3 eggs, 500 g flour = 3." equated a count to a weight."""
-
-    unstated: tuple[str, ...] = ()
-    fields: tuple[tuple[str, str], ...] = ()
-    claims: tuple[str, ...] = ()
-    others: tuple[str, ...] = ()
-    known: tuple[str, ...] = ()
-    equations: bool = True
-    subject: str = ""
-
-    def __call__(self, text: str, piece: str) -> bool:
-        if runs_past_equation(text, piece):
-            return True
-        if not self.equations and "=" in piece:
-            return True
-        if self.subject and self._off_subject(text, piece):
-            return True
-        at = text.rfind(_ANSWER_KEY)
-        if at == -1:
-            return False
-        written = text[at + len(_ANSWER_KEY) :].lstrip(' "')
-        first = self.unstated and len(written) <= MAX_FIRST_WORD
-        if first and _YES_FIRST.match((written + piece).lstrip(' "')) is not None:
-            return True
-        opening = len(written) <= MAX_FIRST_WORD
-        if opening and _QUESTION_FIRST.match((written + piece).lstrip(' "')) is not None:
-            return True
-        grown = written + piece.split('"', 1)[0]
-        if (self.claims or self.others) and self._unsupported(grown, len(written)):
-            return True
-        return bool(self.fields) and self._misnamed(grown)
-
-    def _off_subject(self, text: str, piece: str) -> bool:
-        """Whether ``piece`` starts the answer with anything but ``subject``: picking
-        one row out of several by its name, the answer opens with that name ("Dana
-        lives in Oslo"); a small model otherwise opens with the first row ("Ana is in
-        Berlin") or loses the row ("The city is in the city of Dana ...")."""
-        at = text.rfind(_ANSWER_KEY)
-        if at == -1:
-            return False
-        written = text[at + len(_ANSWER_KEY) :].lstrip(' "')
-        if len(written) >= len(self.subject):
-            return False
-        grown = (written + piece).lstrip(' "')
-        return not (self.subject.startswith(grown) or grown.startswith(self.subject))
-
-    def _unsupported(self, grown: str, start: int) -> bool:
-        """Whether the piece (``grown[start:]``) writes a word of another row
-        (``others``) or, not negated, a claim of a yes/no question (``claims``)."""
-        # Words as a key's are split ("inBerlin" is "in", "Berlin"): a small model
-        # glues a word it was kept from onto the previous one.
-        for match in _KEY_WORD.finditer(grown):
-            if match.end() <= start:
-                continue
-            word = match.group(0).lower()
-            if word in self.others or (word.endswith("s") and word[:-1] in self.others):
-                return True
-            before = grown[: match.start()]
-            claimed = any(_stem(word, c) for c in self.claims)
-            if claimed and not _NEGATED.search(before):
-                return True
-            if self.claims and not claimed and self._denied(before) and not self._known(word):
-                return True
-        return False
-
-    def _denied(self, before: str) -> bool:
-        """Whether the sentence being written has denied a claim ("It is not raining
-        in Lima, it is"): what it says next is what the results say, in their words
-        (a small model goes on "it is snowing" for a sunny result)."""
-        sentence = _SENTENCE_SPLIT.split(before)[-1]
-        for match in _KEY_WORD.finditer(sentence):
-            word = match.group(0).lower()
-            if any(_stem(word, c) for c in self.claims) and _NEGATED.search(
-                sentence[: match.start()]
-            ):
-                return True
-        return False
-
-    def _known(self, word: str) -> bool:
-        """Whether ``word`` (maybe cut short) starts a word of the question, the
-        results or :data:`COMMON_WORDS`."""
-        return any(k.startswith(word) for k in (*self.known, *COMMON_WORDS))
-
-    def _misnamed(self, grown: str) -> bool:
-        match = _NUMBER_THEN_WORD.search(grown[-MAX_NAMED_TAIL:])
-        if match is None or len(match.group(2)) < MIN_FIELD_WORD:
-            return False
-        word = match.group(2).lower()
-        values = {v for w, v in self.fields if w.startswith(word) or word.startswith(w)}
-        return bool(values) and _canonical(match.group(1)) not in {_canonical(v) for v in values}
-
-
-MAX_NAMED_TAIL = 40
-_SENTENCE_SPLIT = re.compile(r"[.!?;]\s")
-# Function words a sentence needs whatever it states (with ``STOPWORDS``).
-COMMON_WORDS = (
-    frozenset(
-        [
-            "a",
-            "an",
-            "as",
-            "at",
-            "be",
-            "by",
-            "in",
-            "is",
-            "it",
-            "of",
-            "on",
-            "or",
-            "so",
-            "to",
-            "s",
-            "t",
-        ]
-    )
-    | STOPWORDS
-)
-# A negation at most two words before the word being written: "it is not raining".
-# An answer's "No," denies the question, not the words after it ("No, Chen lives in
-# Paris" claims he does): "no" followed by punctuation negates nothing.
-_NEGATED = re.compile(r"(?:\bnot|\bno(?!\s*[,.;:!])|\bnever|n't)\W+(?:\w+\W+){0,2}$", re.IGNORECASE)
-
-
-def _stem(word: str, claim: str) -> bool:
-    """Whether ``word`` (being written, so maybe cut short) is ``claim`` or shares its
-    stem (``MIN_STEM`` letters: "rain", "rainy" for "raining")."""
-    need = min(len(claim), MIN_STEM)
-    return len(word) >= need and word[:need] == claim[:need]
-
-
-def _canonical(number: str) -> str:
+def canonical_number(number: str) -> str:
     """``12.0`` and ``12`` are the same number."""
     return number.rstrip("0").rstrip(".") if "." in number else number
-
-
-def answer_veto(ground: Grounding) -> AnswerVeto:
-    """The veto of an answer turn grounded in ``ground``."""
-    fields = ground.fields + ground.pairs
-    return AnswerVeto(
-        ground.unstated,
-        fields,
-        ground.claims,
-        ground.others,
-        ground.known,
-        ground.equations,
-        ground.subject,
-    )
 
 
 def _alternatives(values: Sequence[str]) -> str:
@@ -828,14 +631,14 @@ def _first_sentence(ground: Grounding) -> list[str]:
 
 
 __all__ = [
+    "KEY_WORD",
+    "MIN_FIELD_WORD",
+    "canonical_number",
     "AnswerGuide",
-    "AnswerVeto",
-    "answer_veto",
     "Record",
     "FieldBinder",
     "FormulaQuoter",
     "answer_guide",
-    "runs_past_equation",
     "Grounding",
     "answer_grammar",
     "grounding",
