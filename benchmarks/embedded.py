@@ -15,6 +15,7 @@ import time
 from loopwright.core.events import ResponseDone
 from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.protocols import ModelRequest
+from loopwright.providers import local_output as lo
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
 from loopwright.providers.local import LocalModel, _grammar
@@ -87,7 +88,7 @@ def main() -> None:
         s = time.perf_counter()
         text = lp.render_prefix(SPECS, None) + lp.render_message(Message.user(QUESTION)) + lp.cue()
         lp.output_schema(SPECS, "both", lp.GrammarBounds())
-        lp.parse_output(
+        lo.parse_output(
             '{"tool": "get_weather", "arguments": {"city": " Beijing"}}', ["get_weather"]
         )
         py.append(time.perf_counter() - s)

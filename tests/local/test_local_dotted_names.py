@@ -7,6 +7,7 @@ import pytest
 
 from loopwright.core.messages import Message
 from loopwright.core.protocols import ModelRequest
+from loopwright.providers import local_output as lo
 from loopwright.providers import local_prompt as lp
 from loopwright.providers._common import VALID_NAME
 from loopwright.providers.openai_chat import OpenAIChatModel
@@ -47,5 +48,5 @@ def test_embedded_prompt_and_output_keep_the_dotted_name() -> None:
     assert "\nmath.factorial: Factorial of a number." in lp.render_prefix([spec], None)
     schema = lp.output_schema([spec], "tools", lp.GrammarBounds())
     assert schema["properties"]["tool"] == {"const": "math.factorial"}
-    parsed = lp.parse_output('{"tool": "math.factorial", "arguments": {"number": 5}}', [spec.name])
-    assert parsed == lp.ParsedCall("math.factorial", {"number": 5})
+    parsed = lo.parse_output('{"tool": "math.factorial", "arguments": {"number": 5}}', [spec.name])
+    assert parsed == lo.ParsedCall("math.factorial", {"number": 5})

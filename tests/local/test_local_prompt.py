@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_ground as lgr
+from loopwright.providers import local_output as lo
 from loopwright.providers import local_prompt as lp
 from loopwright.providers.local_history import (
     _blocks,
@@ -79,27 +80,27 @@ def test_bounded_schema_handles_type_lists_and_nesting() -> None:
 
 
 def test_parse_output_strips_the_prompt_space_and_rejects_unknown_tools() -> None:
-    got = lp.parse_output(
+    got = lo.parse_output(
         '{"tool": "get_weather", "arguments": {"city": " Oslo"}}', ["get_weather"]
     )
-    assert got == lp.ParsedCall("get_weather", {"city": "Oslo"})
-    assert lp.parse_output('{"tool": "rm", "arguments": {}}', ["get_weather"]) is None
-    assert lp.parse_output('{"answer": "hi"}', []) == lp.ParsedAnswer("hi")
-    assert lp.parse_output('{"answer": "cut', []) is None
+    assert got == lo.ParsedCall("get_weather", {"city": "Oslo"})
+    assert lo.parse_output('{"tool": "rm", "arguments": {}}', ["get_weather"]) is None
+    assert lo.parse_output('{"answer": "hi"}', []) == lo.ParsedAnswer("hi")
+    assert lo.parse_output('{"answer": "cut', []) is None
 
 
 def test_partial_answer_decodes_progressively() -> None:
     full = json.dumps({"answer": 'He said "hi"\n\u00e9'})
-    seen = [lp.partial_answer(full[:i]) for i in range(len(full) + 1)]
+    seen = [lo.partial_answer(full[:i]) for i in range(len(full) + 1)]
     assert seen[-1] == 'He said "hi"\n\u00e9'
-    assert lp.partial_answer('{"tool": "x"') is None
+    assert lo.partial_answer('{"tool": "x"') is None
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=60))
 def test_parsers_never_raise_on_model_output(text: str) -> None:
-    lp.parse_output(text, ["calculator"])
-    prefix = lp.partial_answer('{"answer": "' + text)
+    lo.parse_output(text, ["calculator"])
+    prefix = lo.partial_answer('{"answer": "' + text)
     assert prefix is None or isinstance(prefix, str)
 
 
@@ -109,7 +110,7 @@ def test_partial_answer_is_a_prefix_of_the_final_answer(answer: str) -> None:
     full = json.dumps({"answer": answer})
     prev = ""
     for i in range(len(full) + 1):
-        now = lp.partial_answer(full[:i]) or ""
+        now = lo.partial_answer(full[:i]) or ""
         assert now.startswith(prev) or not prev
         prev = now
     assert prev == answer

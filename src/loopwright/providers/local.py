@@ -66,6 +66,7 @@ from loopwright.providers import local_args as lar
 from loopwright.providers import local_decide as ld
 from loopwright.providers import local_ground as lgr
 from loopwright.providers import local_history as lh
+from loopwright.providers import local_output as lo
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
@@ -446,7 +447,7 @@ class LocalModel:
                 elif kind == "text":
                     text += str(value)
                     count += 1
-                    answer = lp.partial_answer(text)
+                    answer = lo.partial_answer(text)
                     if answer and len(answer) > len(shown):
                         yield TextDelta(answer[len(shown) :])
                         shown = answer
@@ -779,19 +780,19 @@ def _finish(text: str, plan: _Plan, usage: Usage, model: str) -> list[ModelEvent
         planned = _finish_plan(text, plan, usage, model)
         if planned is not None:
             return planned
-    parsed = lp.parse_output(text, plan.tool_names)
+    parsed = lo.parse_output(text, plan.tool_names)
     meta = {"local": {"trimmed_blocks": plan.trimmed}} if plan.trimmed else {}
-    if isinstance(parsed, lp.ParsedAnswer):
+    if isinstance(parsed, lo.ParsedAnswer):
         message = Message("assistant", (TextPart(parsed.text),), meta)
         return [ResponseDone(message, StopReason.FINAL_ANSWER, usage, model)]
-    if isinstance(parsed, lp.ParsedCall):
+    if isinstance(parsed, lo.ParsedCall):
         raw = json.dumps(parsed.arguments, ensure_ascii=False)
         call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", parsed.name, parsed.arguments, raw)
         delta = ToolCallDelta(0, call.id, call.name, raw, dict(parsed.arguments))
         message = Message("assistant", (call,), meta)
         return [delta, ResponseDone(message, StopReason.TOOL_USE, usage, model)]
     # The token cap ended the object early: keep what decoded as a truncated answer.
-    partial = lp.partial_answer(text) or text
+    partial = lo.partial_answer(text) or text
     message = Message("assistant", (TextPart(partial),))
     return [ResponseDone(message, StopReason.MAX_TOKENS, usage, model)]
 
