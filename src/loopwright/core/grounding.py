@@ -129,12 +129,19 @@ def unstated_words(question: str, contents: Iterable[str]) -> list[str]:
     return [w for w in asked if not any(_same_stem(w, k) for k in known)]
 
 
+def canonical_number(number: str) -> str:
+    """A number as written, with the zeros of a decimal tail dropped: ``12.0`` and
+    ``12`` are the same number, and so are ``2.50`` and ``2.5``."""
+    return number.rstrip("0").rstrip(".") if "." in number else number
+
+
 def _same_stem(a: str, b: str) -> bool:
     need = min(len(a), len(b), MIN_STEM)
     return a[:need] == b[:need]
 
 
 __all__ = [
+    "canonical_number",
     "MIN_STEM",
     "STOPWORDS",
     "label_words",

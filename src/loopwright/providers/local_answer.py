@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from loopwright.core.grounding import (
     MIN_STEM,
     STOPWORDS,
+    canonical_number,
     result_labels,
     result_texts,
     unstated_words,
@@ -556,11 +557,6 @@ def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:
     return AnswerGuide(binder, FormulaQuoter(ground.formulas), equals)
 
 
-def canonical_number(number: str) -> str:
-    """``12.0`` and ``12`` are the same number."""
-    return number.rstrip("0").rstrip(".") if "." in number else number
-
-
 def _alternatives(values: Sequence[str]) -> str:
     # Longest first: the grammar is a set, but a readable rule helps debugging.
     return " | ".join(json.dumps(v) for v in sorted(values, key=len, reverse=True))
@@ -633,7 +629,6 @@ def _first_sentence(ground: Grounding) -> list[str]:
 __all__ = [
     "KEY_WORD",
     "MIN_FIELD_WORD",
-    "canonical_number",
     "AnswerGuide",
     "Record",
     "FieldBinder",

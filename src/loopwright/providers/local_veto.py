@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from loopwright.core.grounding import MIN_STEM, STOPWORDS
+from loopwright.core.grounding import MIN_STEM, STOPWORDS, canonical_number
 from loopwright.providers.local_answer import (
     KEY_WORD,
     MIN_FIELD_WORD,
     Grounding,
-    canonical_number,
 )
 
 _EQUATION_END = re.compile(r"=\s*-?\d+(?:\.\d+)?(\.?)$")

@@ -38,7 +38,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
-from loopwright.core.grounding import label_words, result_labels, unstated_words
+from loopwright.core.grounding import (
+    canonical_number,
+    label_words,
+    result_labels,
+    unstated_words,
+)
 from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
@@ -83,14 +88,7 @@ def current_turn(messages: Sequence[Message]) -> Turn:
 
 
 def _numbers(text: str) -> set[str]:
-    return {_canonical(m.group(0)) for m in _NUMBER.finditer(text)}
-
-
-def _canonical(number: str) -> str:
-    """``12.0`` and ``12`` are the same number."""
-    if "." in number:
-        number = number.rstrip("0").rstrip(".")
-    return number
+    return {canonical_number(m.group(0)) for m in _NUMBER.finditer(text)}
 
 
 def _words(text: str) -> list[str]:
@@ -214,7 +212,7 @@ def _cell_text(value: object) -> str:
     if isinstance(value, bool) or value is None:
         return ""
     if isinstance(value, int | float):
-        return _canonical(json.dumps(value))
+        return canonical_number(json.dumps(value))
     return value.strip().lower() if isinstance(value, str) else ""
 
 
