@@ -75,12 +75,6 @@ _NOT_A_NAME = re.compile(rf"(?:{_CALENDAR_NAME})\.?", re.IGNORECASE)
 _TIME = re.compile(r"\d|\b(?:noon|midnight|morning|afternoon|evening|night|now)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"[^\W\d_][\w'.-]*")
 _SELF = frozenset({"I", "I'm", "I'd", "I'll", "I've"})
-# number words past the ones ``local_ground.numbers_in`` reads ("two" to "twelve")
-_NUMBER_WORD = re.compile(
-    r"\b(?:zero|one|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven"
-    r"|eigh|nine)ty|hundred|thousand|million|billion|half|dozen)s?\b",
-    re.IGNORECASE,
-)
 # a short run of capitalized words: an example that is a proper name
 _NAME_EXAMPLE = re.compile(r"[A-Z][\w'.-]*(?:[ ,]+[A-Z][\w'.-]*){0,3}")
 _CASELESS = 0x24F  # past Latin Extended-B: scripts without capitals (CJK, Thai, ...)
@@ -291,7 +285,7 @@ def shows_kind(kind: str, request: str) -> bool:
     if kind == "time":
         return bool(_TIME.search(request))
     if kind == "number":
-        return bool(lgr.numbers_in(request) or _NUMBER_WORD.search(request))
+        return lgr.says_a_number(request)
     return names_something(request) or bool(_CODE.search(request))
 
 

@@ -93,6 +93,20 @@ _NUMBER_WORDS.update({"dozen": 12.0, "decade": 10.0, "fortnight": 14.0})
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
+# Number words ``numbers_in`` does not read as values, which still say a number is there.
+_OTHER_NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven"
+    r"|eigh|nine)ty|hundred|thousand|million|billion|half)s?\b",
+    re.IGNORECASE,
+)
+
+
+def says_a_number(text: str) -> bool:
+    """Whether ``text`` writes any number: one :func:`numbers_in` reads, or a number
+    word it leaves out ("one", "twenty", "a hundred")."""
+    return bool(numbers_in(text) or _OTHER_NUMBER_WORD.search(text))
+
+
 def numbers_in(text: str) -> tuple[float, ...]:
     """The numbers ``text`` writes, as floats, in order: digits, the words "two" to
     "twelve" ("for two nights") and words for a count ("a decade", "a dozen")."""
@@ -668,6 +682,7 @@ __all__ = [
     "named_number",
     "named_values",
     "numbers_in",
+    "says_a_number",
     "percents_in",
     "request_context",
     "takes_fraction",
