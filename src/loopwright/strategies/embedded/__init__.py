@@ -8,13 +8,21 @@ the tool results (:class:`GroundedAnswers`).
 from __future__ import annotations
 
 from loopwright.core.protocols import Model
+from loopwright.strategies.embedded.formula import HoldToFormula
 from loopwright.strategies.embedded.grounded import GroundedAnswers, ungrounded
 from loopwright.strategies.embedded.plan_steps import FollowPlan, progress
 
 
 def embedded_strategy(model: Model) -> GroundedAnswers:
-    """``model`` with plan following and grounded-answer checking."""
-    return GroundedAnswers(FollowPlan(model))
+    """``model`` with formula checking, plan following and grounded-answer checking."""
+    return GroundedAnswers(FollowPlan(HoldToFormula(model)))
 
 
-__all__ = ["FollowPlan", "GroundedAnswers", "embedded_strategy", "progress", "ungrounded"]
+__all__ = [
+    "FollowPlan",
+    "GroundedAnswers",
+    "HoldToFormula",
+    "embedded_strategy",
+    "progress",
+    "ungrounded",
+]

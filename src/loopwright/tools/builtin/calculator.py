@@ -12,7 +12,8 @@ Every failure is a :class:`CalculatorError` (a ``ToolError`` of kind
 ``invalid_arguments``) with a message that says what to change.
 
 Common written operators are accepted too (:func:`from_words`): "12 squared", "3 to the
-power of 5", "15% of 80", "subtract 199 from 1024", "7 times 8". People type them, and a
+power of 5", "15% of 80", "subtract 199 from 1024", "7 times 8", "13 x 7", "half of 50",
+"the cube root of 27". People type them, and a
 small model asked such a question copies its words into the expression far more
 reliably than it translates them: "subtract 199 from 1024" came out as ``199 - 1024``.
 """
@@ -77,10 +78,7 @@ def evaluate(expression: str) -> Fraction:
     """Evaluate exactly. Raises :class:`CalculatorError` only."""
     if not isinstance(expression, str):
         raise CalculatorError("expression must be a string such as '(2 + 3) * 4'")
-    text = expression.strip()
-    for alias, op in _ALIASES.items():
-        text = text.replace(alias, op)
-    text = from_words(text)
+    text = symbols(expression)
     if not text:
         raise CalculatorError("expression is empty; pass an arithmetic expression like '2 + 2'")
     if len(text) > MAX_EXPRESSION_CHARS:
@@ -113,6 +111,9 @@ _PHRASES = [
     (rf"(?:the )?difference (?:between|of) {_N} and {_N}", r"(\1) - (\2)"),
     (rf"(?:the )?quotient of {_N} (?:and|by) {_N}", r"(\1) / (\2)"),
     (rf"(?:the )?square root of {_N}", r"(\1) ** (1 / 2)"),
+    (rf"(?:the )?cube root of {_N}", r"(\1) ** (1 / 3)"),
+    (rf"(?:one )?half of {_N}", r"(\1) / 2"),
+    (rf"(?:double|twice) {_N}", r"2 * (\1)"),
     (rf"(?:the )?square of {_N}", r"(\1) ** 2"),
     (rf"(?:the )?cube of {_N}", r"(\1) ** 3"),
     (rf"{_N} ?(?:%|percent|per cent) of", r"\1 / 100 *"),
@@ -122,7 +123,7 @@ _WORDS = [
     (r"(?:raised )?to the power of|raised to", "**"),
     (r"squared", "** 2"),
     (r"cubed", "** 3"),
-    (r"multiplied by|times", "*"),
+    (r"multiplied by|times|(?<=\d)\s?x(?=\s?\d)", "*"),
     (r"divided by|over", "/"),
     (r"plus", "+"),
     (r"minus", "-"),
@@ -134,6 +135,15 @@ _LEAD = re.compile(
     r"work out|find|tell me|please|the (?:result|value|answer) of)\b ?"
 )
 _TAIL = re.compile(r"(?: for me| please)?[?.!]*$")
+
+
+def symbols(text: str) -> str:
+    """``text`` with the symbols people type for operators (``×``, ``÷``, ``^``) and
+    the written operators (:func:`from_words`) in Python's spelling."""
+    text = text.strip()
+    for alias, op in _ALIASES.items():
+        text = text.replace(alias, op)
+    return from_words(text)
 
 
 def from_words(text: str) -> str:

@@ -1,0 +1,184 @@
+"""Calls held to the formula the request states (no model): ``strategies.embedded.formula``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from loopwright.core.events import ModelEvent, ResponseDone, ToolCallDelta
+from loopwright.core.messages import Message, StopReason, ToolCallPart, ToolResultPart, Usage
+from loopwright.core.protocols import ModelRequest
+from loopwright.providers import local_plan as pl
+from loopwright.strategies.embedded import embedded_strategy
+from loopwright.strategies.embedded.formula import (
+    HoldToFormula,
+    formula_plan,
+    notations,
+    plan_value,
+    repaired_arguments,
+    request_formula,
+)
+from loopwright.tools.builtin import make_tools
+from loopwright.tools.builtin.calculator import calculator
+
+ARITH = [t.spec for t in make_tools(["add", "multiply", "divide"])]
+CALC = [t.spec for t in make_tools(["calculator", "get_weather"])]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "value"),
+    [
+        ("Subtract 199 from 1024.", 825),
+        ("Take 45 away from 200.", 155),
+        ("What is 17% of 250?", 42.5),
+        ("What is the square root of 81?", 9),
+        ("What is (9 * 3) + 6?", 33),
+        ("What's 125 plus 378?", 503),
+        ("Divide 144 by 12.", 12),
+        ("How much is half of 50?", 25),
+        ("What is 6 × 7?", 42),
+        ("What's 13 x 7?", 91),
+    ],
+)
+def test_the_request_states_a_formula(request_text: str, value: float) -> None:
+    formula = request_formula(request_text)
+    assert formula is not None
+    assert calculator(formula.text) == value
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "What is the temperature in Paris?",
+        "How many tests failed according to status.txt?",
+        "Book a table for 4 at 7:30 pm",
+        "What is 2 + 2 in room 4?",  # a number outside the span: ambiguous
+        "Add 3 and 4, and 5 + 6.",  # two formulas
+    ],
+)
+def test_no_formula_when_the_request_does_not_state_exactly_one(request_text: str) -> None:
+    assert request_formula(request_text) is None
+
+
+@pytest.mark.parametrize(
+    ("request_text", "wrote", "fixed"),
+    [
+        ("Subtract 199 from 1024.", "199 - 1024", "1024 - 199"),
+        ("Take 45 away from 200.", "45 / 200", "200 - 45"),
+        ("What is 17% of 250?", "17 / 250", "17 / 100 * 250"),
+        ("What is the square root of 81?", "81 / 81", "81 ** (1 / 2)"),
+        ("What is (7 - 2) * 9?", "7 - 2 * 9", "(7 - 2) * 9"),
+    ],
+)
+def test_a_formula_argument_of_another_value_is_replaced(
+    request_text: str, wrote: str, fixed: str
+) -> None:
+    formula = request_formula(request_text)
+    assert formula is not None
+    assert repaired_arguments({"expression": wrote}, formula) == ({"expression": fixed}, wrote)
+
+
+def test_an_argument_of_the_same_value_or_not_arithmetic_is_kept() -> None:
+    formula = request_formula("Take 45 away from 200.")
+    assert formula is not None
+    assert repaired_arguments({"expression": "200 - 45"}, formula) is None
+    assert repaired_arguments({"expression": "take 45 away from 200"}, formula) is None
+    assert repaired_arguments({"query": "SELECT 45 FROM t"}, formula) is None
+    assert repaired_arguments({"city": "Paris"}, formula) is None
+
+
+def test_a_plan_is_run_on_paper_with_the_tools_notation() -> None:
+    known = notations(ARITH)
+    assert {n.sign for n in known.values()} == {"+", "*", "/"}
+    ref = {"$ref": "previous_result"}
+    wrong = [
+        {"tool": "multiply", "arguments": {"a": 9, "b": 6}},
+        {"tool": "add", "arguments": {"a": ref, "b": 6}},
+    ]
+    assert plan_value(wrong, known) == 60
+    formula = request_formula("What is 15 + (9 / 3)?")
+    assert formula is not None
+    rebuilt = formula_plan(formula, known)
+    assert rebuilt is not None
+    steps, text = rebuilt
+    assert steps == [
+        {"tool": "divide", "arguments": {"a": 9, "b": 3}},
+        {"tool": "add", "arguments": {"a": 15, "b": ref}},
+    ]
+    assert text == "Plan: 9 / 3 = divide(9, 3), then 15 + result = add(15, result)"
+    # two partial results, or a sign no tool writes: no plan
+    for request_text in ("What is (3 + 5) * (2 + 1)?", "What is 8 - 2?"):
+        formula = request_formula(request_text)
+        assert formula is not None and formula_plan(formula, known) is None
+
+
+class _Replies:
+    """A stand-in model that replies with the given assistant message."""
+
+    name = "stub"
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        for i, call in enumerate(self.message.tool_calls):
+            yield ToolCallDelta(i, call.id, call.name, call.raw_arguments, dict(call.arguments))
+        yield ResponseDone(self.message, StopReason.TOOL_USE, Usage(), "stub")
+
+
+def _call(name: str, args: dict[str, object], cid: str = "c1") -> ToolCallPart:
+    return ToolCallPart(cid, name, args, json.dumps(args))
+
+
+async def _events(model: HoldToFormula, request: ModelRequest) -> list[ModelEvent]:
+    return [e async for e in model.stream(request)]
+
+
+async def test_the_wrapper_replaces_the_call_and_its_streamed_delta() -> None:
+    reply = Message("assistant", (_call("calculator", {"expression": "199 - 1024"}),))
+    model = HoldToFormula(_Replies(reply))
+    request = ModelRequest([Message.user("Subtract 199 from 1024.")], tools=CALC)
+    delta, done = await _events(model, request)
+    assert isinstance(delta, ToolCallDelta) and isinstance(done, ResponseDone)
+    assert delta.partial_arguments == {"expression": "1024 - 199"}
+    (call,) = done.message.tool_calls
+    assert dict(call.arguments) == {"expression": "1024 - 199"}
+    assert done.message.provider_meta["formula"] == [
+        {"wrote": "199 - 1024", "formula": "1024 - 199"}
+    ]
+    # once a result came back, later calls are the model's own
+    answered = [
+        Message.user("Subtract 199 from 1024."),
+        Message("assistant", (_call("calculator", {"expression": "1024 - 199"}),)),
+        Message.tool_results([ToolResultPart("c1", "calculator", "825")]),
+    ]
+    events = await _events(model, ModelRequest(answered, tools=CALC))
+    assert events[-1].message is reply  # type: ignore[union-attr]
+
+
+async def test_a_plan_of_another_value_is_rebuilt_from_the_request() -> None:
+    line = "Plan: 9 * 3 = multiply(9, 6), then result + 6 = add(result, 6)"
+    steps = pl.parse_plan(line, ARITH)
+    assert steps is not None
+    reply = Message("assistant", (pl.plan_part(line, steps), _call("multiply", {"a": 9, "b": 6})))
+    model = embedded_strategy(_Replies(reply))
+    request = ModelRequest([Message.user("What is (9 * 3) + 6?")], tools=ARITH)
+    done = [e async for e in model.stream(request)][-1]
+    assert isinstance(done, ResponseDone)
+    (call,) = done.message.tool_calls
+    assert (call.name, dict(call.arguments)) == ("multiply", {"a": 9, "b": 3})
+    assert pl.plan_text(done.message) == (
+        "Plan: 9 * 3 = multiply(9, 3), then result + 6 = add(result, 6)"
+    )
+    # the plan runner reads the rebuilt steps
+    history = [
+        *request.messages,
+        done.message,
+        Message.tool_results([ToolResultPart(call.id, "multiply", "27")]),
+    ]
+    step = [e async for e in model.stream(ModelRequest(history, tools=ARITH))][-1]
+    assert isinstance(step, ResponseDone)
+    (second,) = step.message.tool_calls
+    assert (second.name, dict(second.arguments)) == ("add", {"a": 27, "b": 6})
