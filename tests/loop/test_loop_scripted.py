@@ -43,6 +43,50 @@ async def test_tool_calls_get_ids_and_deltas() -> None:
     assert calls[1].arguments == {"y": 2} and calls[1].raw_arguments == '{"y": 2}'
 
 
+@pytest.mark.parametrize("make", [ScriptedModel, FunctionModel])
+async def test_every_reply_form_streams_the_same_events(make: object) -> None:
+    """Tool calls with ids (a reply function's usual answer), a tuple, mixed ids, an
+    empty list, and a ``Reply`` carrying usage and a stop reason over a list."""
+    with_ids = [tool_call("a", {"x": 1}, id="k1"), tool_call("b", {"y": 2}, id="k2")]
+    replies: list[object] = [
+        with_ids,
+        tuple(with_ids),
+        [tool_call("a", {"x": 1}, id="k1"), tool_call("b")],
+        [],
+        Reply(with_ids, usage=Usage(5, 1), stop_reason=StopReason.MAX_TOKENS),
+    ]
+    if make is ScriptedModel:
+        models = [ScriptedModel([r]) for r in replies]  # type: ignore[list-item]
+    else:
+        models = [FunctionModel(lambda m, q, r=r: r) for r in replies]  # type: ignore[misc]
+    seen = []
+    for model in models:
+        events = [e async for e in model.stream(_req())]
+        done = events[-1]
+        assert isinstance(done, ResponseDone)
+        deltas = [(d.index, d.id, d.name) for d in events if isinstance(d, ToolCallDelta)]
+        assert deltas == [(i, c.id, c.name) for i, c in enumerate(done.message.tool_calls)]
+        seen.append((deltas, done.stop_reason, done.usage, done.message.role))
+    both = [(0, "k1", "a"), (1, "k2", "b")]
+    assert seen == [
+        (both, StopReason.TOOL_USE, Usage(), "assistant"),
+        (both, StopReason.TOOL_USE, Usage(), "assistant"),
+        ([(0, "k1", "a"), (1, "call_1", "b")], StopReason.TOOL_USE, Usage(), "assistant"),
+        ([], StopReason.FINAL_ANSWER, Usage(), "assistant"),
+        (both, StopReason.MAX_TOKENS, Usage(5, 1), "assistant"),
+    ]
+
+
+async def test_a_stream_ends_for_anext_with_a_default() -> None:
+    model = FunctionModel(lambda m, r: "hi")
+    stream = model.stream(_req())
+    assert isinstance(await anext(stream), TextDelta)
+    assert isinstance(await anext(stream), ResponseDone)
+    assert await anext(stream, None) is None
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+
+
 def test_tool_call_keeps_unparseable_raw_arguments() -> None:
     call = tool_call("a", "{not json")
     assert call.arguments == {} and call.raw_arguments == "{not json"
