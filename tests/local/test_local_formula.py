@@ -1,4 +1,5 @@
-"""Calls held to the formula the request states (no model): ``strategies.embedded.formula``."""
+"""Calls held to what the request states (no model): ``strategies.embedded.formula``
+and ``strategies.embedded.requested``."""
 
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ from loopwright.core.events import ModelEvent, ResponseDone, ToolCallDelta
 from loopwright.core.messages import Message, StopReason, ToolCallPart, ToolResultPart, Usage
 from loopwright.core.protocols import ModelRequest
 from loopwright.providers import local_plan as pl
-from loopwright.strategies.embedded import embedded_strategy
+from loopwright.strategies.embedded import HoldToRequest, embedded_strategy
 from loopwright.strategies.embedded.formula import (
-    HoldToFormula,
     formula_plan,
     notations,
     plan_value,
     repaired_arguments,
     request_formula,
 )
+from loopwright.strategies.embedded.requested import file_names, held_to_file_name
 from loopwright.tools.builtin import make_tools
 from loopwright.tools.builtin.calculator import calculator
 
@@ -132,13 +133,13 @@ def _call(name: str, args: dict[str, object], cid: str = "c1") -> ToolCallPart:
     return ToolCallPart(cid, name, args, json.dumps(args))
 
 
-async def _events(model: HoldToFormula, request: ModelRequest) -> list[ModelEvent]:
+async def _events(model: HoldToRequest, request: ModelRequest) -> list[ModelEvent]:
     return [e async for e in model.stream(request)]
 
 
 async def test_the_wrapper_replaces_the_call_and_its_streamed_delta() -> None:
     reply = Message("assistant", (_call("calculator", {"expression": "199 - 1024"}),))
-    model = HoldToFormula(_Replies(reply))
+    model = HoldToRequest(_Replies(reply))
     request = ModelRequest([Message.user("Subtract 199 from 1024.")], tools=CALC)
     delta, done = await _events(model, request)
     assert isinstance(delta, ToolCallDelta) and isinstance(done, ResponseDone)
@@ -182,3 +183,42 @@ async def test_a_plan_of_another_value_is_rebuilt_from_the_request() -> None:
     assert isinstance(step, ResponseDone)
     (second,) = step.message.tool_calls
     assert (second.name, dict(second.arguments)) == ("add", {"a": 27, "b": 6})
+
+
+@pytest.mark.parametrize(
+    ("request_text", "names"),
+    [
+        ("What does status.txt say about the build?", ["status.txt"]),
+        ("Open notes/todo.txt and config.ini, please.", ["notes/todo.txt", "config.ini"]),
+        ("What is 2.5 * 4? See example.internal", ["example.internal"]),
+        ("What is 2.5 * 4?", []),
+    ],
+)
+def test_file_names_of_a_request(request_text: str, names: list[str]) -> None:
+    assert file_names(request_text) == names
+
+
+def test_a_file_name_the_request_does_not_give_is_replaced_by_the_one_it_gives() -> None:
+    reply = Message("assistant", (_call("read_file", {"path": "tests.txt"}),))
+    fixed = held_to_file_name(reply, "How many tests failed according to status.txt?")
+    (call,) = fixed.tool_calls
+    assert dict(call.arguments) == {"path": "status.txt"}
+    assert fixed.provider_meta["file_name"] == [{"wrote": "tests.txt", "file_name": "status.txt"}]
+    # a name the request contains, another extension, or two candidates: kept
+    for path, request_text in [
+        ("status.txt", "What does status.txt say?"),
+        ("build.log", "What does status.txt say about the build?"),
+        ("build.txt", "Compare status.txt and notes.txt."),
+        ("build.txt", "What does the build file say?"),
+    ]:
+        kept = Message("assistant", (_call("read_file", {"path": path}),))
+        assert held_to_file_name(kept, request_text) is kept
+
+
+async def test_the_strategy_holds_a_call_to_the_request_file_name() -> None:
+    reply = Message("assistant", (_call("read_file", {"path": "build.txt"}),))
+    model = embedded_strategy(_Replies(reply))
+    request = ModelRequest([Message.user("What does status.txt say about the build?")])
+    done = [e async for e in model.stream(request)][-1]
+    assert isinstance(done, ResponseDone)
+    assert dict(done.message.tool_calls[0].arguments) == {"path": "status.txt"}

@@ -400,11 +400,11 @@ def test_a_stated_format_of_comma_joined_parts_holds_the_value_to_them() -> None
 def test_a_local_model_string_comes_with_the_embedded_strategy() -> None:
     from loopwright import Agent
     from loopwright.providers.local import LocalModel
-    from loopwright.strategies.embedded import FollowPlan, GroundedAnswers, HoldToFormula
+    from loopwright.strategies.embedded import FollowPlan, GroundedAnswers, HoldToRequest
 
     wrapped = Agent("local:gemma-3-270m").config.model
     assert isinstance(wrapped, GroundedAnswers) and isinstance(wrapped.model, FollowPlan)
-    assert isinstance(wrapped.model.model, HoldToFormula)
+    assert isinstance(wrapped.model.model, HoldToRequest)
     assert isinstance(wrapped.model.model.model, LocalModel)
     assert wrapped.name == "local:gemma-3-270m" and wrapped.context_window == 4096
     bare = LocalModel()

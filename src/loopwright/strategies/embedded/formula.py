@@ -11,8 +11,9 @@ the operator.
 
 :func:`request_formula` reads that formula from the request: one arithmetic span
 holding every number the request gives (otherwise ``None``: the request is not a
-formula, or it is ambiguous). :class:`HoldToFormula` wraps a model and checks its calls
-against it, by value:
+formula, or it is ambiguous). :func:`held_to_formula` checks the model's calls against
+it, by value (:class:`loopwright.strategies.embedded.HoldToRequest` applies it to the
+model's first calls after a request):
 
 * a string argument that is itself arithmetic (a formula parameter of any tool) and
   shares a number with the formula, but evaluates to something else or not at all, is
@@ -35,14 +36,12 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from loopwright.core.events import ModelEvent, ResponseDone
 from loopwright.core.messages import Message, ReasoningPart, ToolCallPart
-from loopwright.core.protocols import Model, ModelRequest, ToolCallDelta
 from loopwright.core.tools import ToolSpec
 from loopwright.strategies.embedded.plan_steps import PLAN_META_KEY, RESULT_JSON
 from loopwright.tools.builtin.calculator import CalculatorError, binop, evaluate, symbols
@@ -253,70 +252,32 @@ def formula_plan(
     return steps, PLAN_PREFIX + ", then ".join(texts)
 
 
-# ------------------------------------------------------------------ the wrapper
+# ------------------------------------------------------------------ a message
 
 
-class HoldToFormula:
-    """A :class:`~loopwright.core.protocols.Model` whose calls are held to the
-    request's formula (see the module docstring). Other attributes are the wrapped
-    model's."""
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-        self.repaired = 0
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.model, attr)
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        formula = _question_formula(request.messages)
-        if formula is None:
-            async for event in self.model.stream(request):
-                yield event
-            return
-        held: list[ModelEvent] = []
-        async for event in self.model.stream(request):
-            if isinstance(event, ToolCallDelta):
-                held.append(event)
-                continue
-            if isinstance(event, ResponseDone) and event.message.tool_calls:
-                message = self._held(event.message, formula, request.tools)
-                if message is not event.message:
-                    self.repaired += 1
-                    held = [_delta(i, c) for i, c in enumerate(message.tool_calls)]
-                    event = ResponseDone(message, event.stop_reason, event.usage, event.model)
-            for pending in held:
-                yield pending
-            held = []
-            yield event
-
-    def _held(self, message: Message, formula: Formula, tools: Sequence[ToolSpec]) -> Message:
-        plan = _plan_part(message)
-        if plan is not None:
-            return _held_plan(message, plan, formula, notations(tools))
-        parts: list[Any] = []
-        changed: list[dict[str, str]] = []
-        for part in message.parts:
-            if isinstance(part, ToolCallPart):
-                fixed = repaired_arguments(part.arguments, formula)
-                if fixed is not None:
-                    args, wrote = fixed
-                    changed.append({"wrote": wrote, "formula": formula.text})
-                    part = ToolCallPart(
-                        part.id, part.name, args, json.dumps(args), part.provider_meta
-                    )
-            parts.append(part)
-        if not changed:
-            return message
-        meta = {**message.provider_meta, META_KEY: changed}
-        return Message(message.role, tuple(parts), meta)
+def held_to_formula(message: Message, formula: Formula, tools: Sequence[ToolSpec]) -> Message:
+    """``message`` (the model's calls) held to ``formula`` (see the module docstring):
+    the same object when nothing changes."""
+    plan = _plan_part(message)
+    if plan is not None:
+        return _held_plan(message, plan, formula, notations(tools))
+    parts: list[Any] = []
+    changed: list[dict[str, str]] = []
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            fixed = repaired_arguments(part.arguments, formula)
+            if fixed is not None:
+                args, wrote = fixed
+                changed.append({"wrote": wrote, "formula": formula.text})
+                part = ToolCallPart(part.id, part.name, args, json.dumps(args), part.provider_meta)
+        parts.append(part)
+    if not changed:
+        return message
+    meta = {**message.provider_meta, META_KEY: changed}
+    return Message(message.role, tuple(parts), meta)
 
 
-def _question_formula(messages: Sequence[Message]) -> Formula | None:
+def question_formula(messages: Sequence[Message]) -> Formula | None:
     """The formula of the last user message, while no tool has answered it yet."""
     for message in reversed(messages):
         if message.role == "user":
@@ -356,18 +317,15 @@ def _held_plan(
     return Message(message.role, parts, {**message.provider_meta, META_KEY: [record]})
 
 
-def _delta(index: int, call: ToolCallPart) -> ToolCallDelta:
-    return ToolCallDelta(index, call.id, call.name, call.raw_arguments, dict(call.arguments))
-
-
 __all__ = [
     "Formula",
-    "HoldToFormula",
     "Notation",
     "arithmetic",
     "formula_plan",
+    "held_to_formula",
     "notations",
     "plan_value",
+    "question_formula",
     "repaired_arguments",
     "request_formula",
 ]

@@ -17,7 +17,13 @@ MAX_CITY_CHARS = 100
 
 SPEC = ToolSpec(
     name="get_weather",
-    description="Get the current weather for a city (demo data, not a real forecast).",
+    # Only the first sentence is shown to the embedded model; the second gives the
+    # words a request for one field uses ("Give me the wind speed for Dublin" shares
+    # no word with the first and went to the calculator).
+    description=(
+        "Get the current weather for a city (demo data, not a real forecast). "
+        "Reports the temperature, condition, humidity and wind speed."
+    ),
     parameters={
         "type": "object",
         "properties": {
