@@ -145,3 +145,26 @@ async def test_a_run_waiting_on_a_function_model_holds_no_generator_nor_events()
     assert not [o for o in built if o.message.text == "waited-for answer"]
     result = await run.result()
     assert result.ok and result.answer == "waited-for answer"
+
+
+async def test_a_run_waiting_out_a_reply_delay_holds_no_coroutine_of_the_double() -> None:
+    # the delay is a future resolved by a timer: no coroutine of the double's and no
+    # ``asyncio.sleep`` coroutine on the waiting run's await chain (benchmarks/loop.py,
+    # "tracked objects")
+    started = asyncio.Event()
+
+    def reply(messages: object, request: object) -> Reply:
+        started.set()
+        return Reply("late", delay=0.05)
+
+    run = Agent(FunctionModel(reply)).start("go", events=False)
+    await asyncio.wait_for(started.wait(), 5)
+    chain: list[object] = []
+    awaitable: object = run._task.get_coro()
+    while awaitable is not None:
+        chain.append(awaitable)
+        awaitable = getattr(awaitable, "cr_await", None)
+    assert [type(a) is CoroutineType for a in chain] == [True, True, False]
+    assert _loopwright_frames(run._task) == ["RunEngine.drive", "RunEngine.think"]
+    result = await run.result()
+    assert result.ok and result.answer == "late"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from loopwright import FunctionModel, ScriptedModel, tool_call
@@ -85,6 +87,28 @@ async def test_a_stream_ends_for_anext_with_a_default() -> None:
     assert await anext(stream, None) is None
     with pytest.raises(StopAsyncIteration):
         await anext(stream)
+
+
+async def test_a_reply_delay_can_be_cancelled_or_timed_out() -> None:
+    model = FunctionModel(lambda m, r: Reply("slow", delay=5))
+
+    async def consume() -> list[object]:
+        return [e async for e in model.stream(_req())]
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.02):
+            await consume()
+
+    async def later(messages: object, request: object) -> Reply:
+        return Reply("late", delay=0.01)
+
+    events = [e async for e in FunctionModel(later).stream(_req())]  # type: ignore[arg-type]
+    assert [type(e) for e in events] == [TextDelta, ResponseDone]
 
 
 def test_tool_call_keeps_unparseable_raw_arguments() -> None:
