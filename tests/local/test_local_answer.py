@@ -335,7 +335,8 @@ def test_a_question_naming_a_row_keeps_other_rows_out_of_the_answer() -> None:
     states a value of the named row, and no other row's words are written (a glued
     "inBerlin" included)."""
     ground = la.grounding(_history("Which city does Dana live in?", CUSTOMERS))
-    assert ground.labels == ("Oslo",) and ground.latest == ("4",)
+    # the row's id (4) is not a value to state: "Bo ... is in 2nd place" passed for Bo's
+    assert ground.labels == ("Oslo",) and ground.latest == () and ground.by_label
     assert set(ground.others) == {"ana", "berlin", "paris", "chen"}
     veto = lv.answer_veto(ground)
     head = ' {"answer": "The city is'
@@ -468,3 +469,44 @@ def test_an_answer_no_does_not_negate_the_claim_after_it() -> None:
     lima = lv.answer_veto(la.grounding(_history("Is it raining in Lima?", LIMA)))
     assert not lima(' {"answer": "There is no', " rain")
     assert lima(' {"answer": "No. It is', " raining")
+
+
+def test_how_many_rows_a_question_names_is_the_value_to_state() -> None:
+    """'How many customers live in Berlin?' after every customer's row was answered
+    'There are 4 customers in Berlin' (the row count). Two rows name Berlin: 2 is the
+    number to state, and may be written though no result writes it."""
+    ground = la.grounding(_history("How many customers live in Berlin?", CUSTOMERS))
+    assert ground.latest == ("2",) and ground.labels == ()
+    assert ground.allowed == ("2",)
+    # held to it, the model wrote it again and again ("There are 2,2,2 customers")
+    veto = lv.answer_veto(ground)
+    assert veto(' {"answer": "There are 2,', "2") and veto(' {"answer": "There are 2, ', "2")
+    assert not veto(' {"answer": "There are 2', " customers")
+    assert not lv.repeats_number("It is 12, ", "13") and lv.repeats_number("12,", "1")
+    # one named row: its cells are the values ("How many chairs are in stock?")
+    one = la.grounding(_history("How many customers live in Oslo?", CUSTOMERS))
+    assert one.latest != ("1",)
+
+
+def test_a_number_a_text_pairs_with_a_question_word_is_the_value_to_state() -> None:
+    """'How many tests failed according to status.txt?' was answered 'Build 512
+    passed.': the number the text writes before "tests failed" is the one to state."""
+    text = "Build 512 passed. 0 tests failed."
+    ground = la.grounding(_history("How many tests failed according to status.txt?", text))
+    assert ground.latest == ("0",) and ground.labels == ()
+    both = la.grounding(_history("How many tests passed or failed?", text))
+    assert set(both.latest) == {"512", "0"}  # two candidates: the model chooses
+
+
+def test_the_list_item_a_question_names_by_position_is_the_one_to_state() -> None:
+    """'What is the second item in todo.txt?' was answered 'buy milk' (the first)."""
+    todo = "1. Buy milk\n2. Call the plumber\n3. Renew the passport\n"
+    ground = la.grounding(_history("What is the second item in todo.txt?", todo))
+    assert ground.labels == ("Call", "plumber") and ground.latest == ()
+    # the first sentence states a word of the item, not a number (its position)
+    assert ground.by_label and "rnum" not in la.answer_grammar(ground)
+    assert ground.allowed == ()
+    last = la.grounding(_history("What is the last item in todo.txt?", todo))
+    assert last.labels == ("Renew", "passport")
+    plain = la.grounding(_history("What does todo.txt say?", todo))
+    assert not plain.by_label and "Buy" in plain.labels

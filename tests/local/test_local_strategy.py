@@ -292,3 +292,16 @@ async def test_an_answer_may_repeat_what_the_tool_description_names() -> None:
     events = await _events(model, ModelRequest(history, tools=[spec]))
     done = events[-1]
     assert isinstance(done, ResponseDone) and done.message.text == said
+
+
+def test_an_answer_naming_another_list_item_first_is_not_grounded() -> None:
+    """'What is the second item in todo.txt?' answered 'The second item in todo-txt is
+    buy milk' (the first item)."""
+    todo = "1. Buy milk\n2. Call the plumber\n3. Renew the passport\n"
+    turn = _turn("What is the second item in todo.txt?", todo)
+    why = ungrounded("The second item in todo-txt is buy milk.", turn)
+    assert why is not None and "'buy'" in why
+    assert ungrounded("The second item is: call the plumber.", turn) is None
+    assert ungrounded("Call the plumber, then renew the passport.", turn) is None
+    first = _turn("Read todo.txt and tell me the first item.", todo)
+    assert ungrounded("I bought milk, I called the plumber.", first) is None

@@ -135,13 +135,66 @@ def canonical_number(number: str) -> str:
     return number.rstrip("0").rstrip(".") if "." in number else number
 
 
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+_ITEM = re.compile(r"^[ \t]*(?:\d{1,2}[.)]|[-*\u2022])[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
+_ITEM_WORD = re.compile(r"[a-z]+")
+MIN_ITEMS = 2
+MIN_ITEM_WORD = 3
+
+
+def asked_item(question: str, contents: Iterable[str]) -> tuple[list[str], int] | None:
+    """The items of the first result that is a list ("1. Buy milk" lines, "- ..."),
+    lower-cased, and the index of the one ``question`` names by its position ("What is
+    the second item?": 1; "the last": the last); ``None`` when the question names no
+    position (or several) or no result is such a list long enough."""
+    asked = set(_ITEM_WORD.findall(question.lower()))
+    places = [i for i, w in enumerate(_ORDINALS) if w in asked]
+    if "last" in asked:
+        places.append(-1)
+    if len(places) != 1:
+        return None
+    for content in contents:
+        items = [m.group(1).lower() for t in result_texts(content) for m in _ITEM.finditer(t)]
+        if len(items) >= MIN_ITEMS and places[0] < len(items):
+            return items, places[0] % len(items)
+    return None
+
+
+def other_item_first(answer: str, question: str, contents: Iterable[str]) -> str | None:
+    """The first word of ``answer`` that only another list item uses, when the
+    question names an item by position (:func:`asked_item`) and the answer writes such
+    a word before any word of the named item ("The second item is buy milk" for the
+    list "1. Buy milk, 2. Call the plumber"); else ``None``."""
+    found = asked_item(question, contents)
+    if found is None:
+        return None
+    items, index = found
+    own = set(_ITEM_WORD.findall(items[index]))
+    asked = set(_ITEM_WORD.findall(question.lower()))
+    others = {
+        w
+        for i, item in enumerate(items)
+        if i != index
+        for w in _ITEM_WORD.findall(item)
+        if len(w) >= MIN_ITEM_WORD and w not in own | asked | STOPWORDS
+    }
+    for word in _ITEM_WORD.findall(answer.lower()):
+        if word in own and len(word) >= MIN_ITEM_WORD and word not in STOPWORDS | asked:
+            return None
+        if word in others:
+            return word
+    return None
+
+
 def _same_stem(a: str, b: str) -> bool:
     need = min(len(a), len(b), MIN_STEM)
     return a[:need] == b[:need]
 
 
 __all__ = [
+    "asked_item",
     "canonical_number",
+    "other_item_first",
     "MIN_STEM",
     "STOPWORDS",
     "label_words",

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from loopwright.core.grounding import (
     MIN_STEM,
     STOPWORDS,
+    asked_item,
     canonical_number,
     result_labels,
     result_texts,
@@ -95,6 +96,7 @@ class Grounding:
     pairs: tuple[tuple[str, str], ...] = ()  # (word, number) written "3 minutes" in a text
     equations: bool = True  # whether a call or the question holds a formula
     subject: str = ""  # the one named row's name, as the question writes it (see AnswerVeto)
+    by_label: bool = False  # the first sentence states a label, not a number (a named row's)
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -161,32 +163,78 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     yes_no = _yes_no(asked)
     unstated = tuple(unstated_words(yes_no or asked, every)) if every else ()
     claims = tuple(w for w in unstated if w not in _AUXILIARIES) if yes_no else ()
-    others = _other_rows(rows, named, asked)
-    if named:
-        # The question names some rows ("Which city does Dana live in?"): the first
-        # sentence states a value of those, not the first row's ("The city is Berlin").
-        cells = {v for row in named for v in row}
-        kept = [w for w in labels if w.lower() in cells]
-        numbers = [n for n in latest or [] if canonical_number(n) in cells]
-        if kept or numbers:
-            labels, latest = kept, numbers
+    base = _Focus(keep, tuple(labels), tuple(latest or ()))
+    focus = _focus(base, rows, words or (), pairs, asked)
     return Grounding(
-        keep,
+        focus.keep,
         _short(question),
         bound,
-        _short(latest or []),
-        tuple(labels[:MAX_LABELS]),
+        _short(focus.latest),
+        focus.labels[:MAX_LABELS],
         _unique(formulas),
         tuple(dict.fromkeys(units)),
         tuple(records or ())[:MAX_RECORDS],
         unstated,
         claims,
-        others,
+        _other_rows(rows, named, asked),
         _unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if claims else (),
         tuple(dict.fromkeys(pairs)),
         bool(formulas) or _FORMULA.search(asked) is not None,
         _subject(named, asked),
+        focus.by_label,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Focus:
+    """What an answer's first sentence may state: the allowed numbers (``keep``), the
+    labels and numbers it must state one of, whether a label (not a number) is due."""
+
+    keep: tuple[str, ...]
+    labels: tuple[str, ...]
+    latest: tuple[str, ...]
+    by_label: bool = False
+
+
+def _focus(
+    base: _Focus,
+    rows: list[list[str]],
+    texts: Sequence[str],
+    pairs: list[tuple[str, str]],
+    asked: str,
+) -> _Focus:
+    """``base`` narrowed to what the question points at: the rows it names, the number
+    of those rows, the count a text gives, the list item it names by position."""
+    keep, labels, latest, by_label = base.keep, list(base.labels), list(base.latest), False
+    named = _named_rows(rows, asked)
+    if named:
+        # The question names some rows ("Which city does Dana live in?"): the first
+        # sentence states a value of those, not the first row's ("The city is Berlin").
+        # An identifier column's number is not such a value ("Bo ... in 2nd place").
+        cells = {v for row in named for v in row}
+        kept = [w for w in labels if w.lower() in cells]
+        ids = _identifiers(texts) if kept else set()
+        numbers = [n for n in latest if canonical_number(n) in cells and n not in ids]
+        if kept or numbers:
+            labels, latest = kept, numbers
+        by_label = bool(labels and not latest)
+    counted = _counted(rows, named, asked)
+    if counted:
+        # "How many customers live in Berlin?" over the rows: the number of rows the
+        # question names is what the result says (it listed them), not a cell.
+        return _Focus((counted,), (), (counted,))
+    paired = _paired(pairs, asked, latest) if _HOW_MANY.search(asked) else ""
+    if paired:
+        return _Focus(keep, (), (paired,))
+    item = _list_item(texts, asked)
+    if item is not None:
+        # A word of the item, and only the item's own numbers: the others' positions
+        # are not its value ("the purchase of 1. I bought 1."). Other items' words
+        # are not kept out (the model then invented: "I called the doctor"); an
+        # answer naming another item first is caught by the answer check.
+        labels = [w for w in labels if w.lower() in item[0]] or labels
+        return _Focus(_short(n for n in keep if n in item[1]), tuple(labels), (), True)
+    return _Focus(keep, tuple(labels), tuple(latest), by_label)
 
 
 # A capitalized word after a sentence's first word: a name ("Which city does Dana ...").
@@ -259,6 +307,58 @@ def _other_rows(rows: list[list[str]], named: list[list[str]], question: str) ->
     kept = asked | {w for row in named for v in row for w in _WORD.findall(v)}
     words = (w for row in rows if row not in named for v in row for w in _WORD.findall(v))
     return _unique(w for w in words if len(w) >= MIN_FIELD_WORD and w not in kept)
+
+
+_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
+
+
+def _counted(rows: list[list[str]], named: list[list[str]], question: str) -> str:
+    """The number of rows a "how many" question names by a text value, when it names
+    two or more (one named row's count is ambiguous with its cells: "How many chairs
+    are in stock?" asks the chair row's stock); else ""."""
+    if len(named) < MIN_ROWS or not _HOW_MANY.search(question):
+        return ""
+    return str(len(named))
+
+
+def _paired(pairs: list[tuple[str, str]], question: str, latest: list[str]) -> str:
+    """The one number of the latest result that a text pairs with a word of a "how
+    many" question ("How many tests failed?" and "0 tests failed"), else "". The
+    answer otherwise quoted the first sentence: "Build 512 passed." (Only a count:
+    "What is the host?" is not "8080\nhost = ...".)"""
+    asked = set(_WORD.findall(question.lower()))
+    numbers = {n for w, n in pairs if w in asked and n in latest}
+    return numbers.pop() if len(numbers) == 1 else ""
+
+
+def _list_item(texts: Sequence[str], question: str) -> tuple[set[str], list[str]] | None:
+    """The words and numbers of the list item the question names by its position
+    (``core.grounding.asked_item``: "What is the second item in todo.txt?"), or
+    ``None``."""
+    found = asked_item(question, texts)
+    if found is None:
+        return None
+    items, index = found
+    return set(_WORD.findall(items[index])), numbers_in(items[index])
+
+
+def _identifiers(texts: Sequence[str]) -> set[str]:
+    """The numbers of a table's identifier columns (``id``, ``customer_id``)."""
+    found: set[str] = set()
+    for content in texts:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            continue
+        rows = _table_rows(data).get("rows") if isinstance(data, dict) else data
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict):
+                found |= {
+                    _cell(v)
+                    for k, v in row.items()
+                    if str(k).lower() == "id" or str(k).lower().endswith("_id")
+                }
+    return found
 
 
 def _row_values(content: str) -> list[list[str]]:
@@ -602,7 +702,11 @@ def _first_sentence(ground: Grounding) -> list[str]:
     squared.") or, after a chain, states the first step's result instead of the last."""
     numbers = list(ground.latest or ground.results)
     budget = MAX_SENTENCE_ITEMS
-    if ground.claims and ground.labels:
+    if ground.by_label and ground.labels:
+        # The question names a row or a list item: a word of it, not a number of the
+        # result (another row's id, another item's position).
+        numbers = []
+    elif ground.claims and ground.labels:
         # A yes/no question whose claim no result states ("Is it raining?", sunny):
         # the first clause says what the result states instead, a word of it. Left
         # the whole sentence, the model goes on to invent one ("it is not raining,

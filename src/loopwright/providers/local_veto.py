@@ -37,6 +37,19 @@ def runs_past_equation(text: str, piece: str) -> bool:
     return not (head.isdigit() or head in (".", "!", '"', "°") or piece == "")
 
 
+_NUMBER_COMMA_END = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*,\s*$")
+_DIGITS_START = re.compile(r"\s*(\d+)")
+
+
+def repeats_number(text: str, piece: str) -> bool:
+    """Whether ``piece`` writes again the number just written before a comma: held to
+    one allowed number ("How many customers live in Berlin?": 2), a small model that
+    wanted another wrote "There are 2,2,2 customers"."""
+    end = _NUMBER_COMMA_END.search(text)
+    digits = _DIGITS_START.match(piece)
+    return bool(end and digits and end.group(1).startswith(digits.group(1)))
+
+
 _YES_FIRST = re.compile(r"\W*yes(?![a-z])", re.IGNORECASE)
 _QUESTION_FIRST = re.compile(
     r"\W*(?:which|what|how|where|when|who|whom|whose|why)(?![a-z])", re.IGNORECASE
@@ -54,7 +67,7 @@ class AnswerVeto:
     """The answer sampler's veto (called with the text decoded so far and a candidate
     token's text; ``True`` refuses it):
 
-    * :func:`runs_past_equation`;
+    * :func:`runs_past_equation` and :func:`repeats_number`;
     * no "Yes" as the answer's first word while the question has words no result
       states (``unstated``): a small model answers "Is it raining in Lima?" with "Yes,
       it is raining" whatever the result says (sunny). The same rule checks a
@@ -84,7 +97,7 @@ class AnswerVeto:
     subject: str = ""
 
     def __call__(self, text: str, piece: str) -> bool:
-        if runs_past_equation(text, piece):
+        if runs_past_equation(text, piece) or repeats_number(text, piece):
             return True
         if not self.equations and "=" in piece:
             return True
@@ -220,4 +233,4 @@ def answer_veto(ground: Grounding) -> AnswerVeto:
     )
 
 
-__all__ = ["AnswerVeto", "answer_veto", "runs_past_equation"]
+__all__ = ["AnswerVeto", "answer_veto", "repeats_number", "runs_past_equation"]

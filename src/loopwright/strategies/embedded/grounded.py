@@ -20,7 +20,10 @@ the last user message), the answer is held back until it is complete and checked
   no names), "The price of the desk is 40" picked one row's price for a desk the
   result never names; and when the question names a row by one of its text values,
   the answer names that row, not only others ("Ana is in Berlin" for "Which city
-  does Dana live in?").
+  does Dana live in?");
+* when the question names an item of a listed result by its position ("the second
+  item"), the answer does not name another item first ("The second item is buy
+  milk").
 
 A failing answer whose leading sentences pass on their own is cut to them (a small model
 often states the result in its first sentence and then goes wrong: "The price of the
@@ -41,6 +44,7 @@ from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
 from loopwright.core.grounding import (
     canonical_number,
     label_words,
+    other_item_first,
     result_labels,
     unstated_words,
 )
@@ -126,6 +130,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     other = _other_row(answer, turn.question, rows)
     if other:
         return f"names the row of {other!r}, not the one the question names"
+    item = other_item_first(answer, turn.question, (r.content for r in ok))
+    if item:
+        return f"names another list item ({item!r}) before the one the question names"
     words = _words(answer)
     grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
     if len(grams) != len(set(grams)):
