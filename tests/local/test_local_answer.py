@@ -277,7 +277,8 @@ def test_no_field_named_after_a_number_that_is_not_its_value() -> None:
     assert veto(head + "62 pct", " wind")
     assert not veto(head + "30 kph", " wind")
     assert not veto(head + "62% humidity and 30", " kph")
-    assert not veto(head + "30", " degrees")  # not a field's name
+    assert not veto(head + "30", " and")  # not a field's name
+    assert veto(head + "30", " degrees")  # but read in kph: see the unit rule
     assert not veto(head + "62% humidity, ", "wind")  # no number right before
 
 
@@ -510,3 +511,20 @@ def test_the_list_item_a_question_names_by_position_is_the_one_to_state() -> Non
     assert last.labels == ("Renew", "passport")
     plain = la.grounding(_history("What does todo.txt say?", todo))
     assert not plain.by_label and "Buy" in plain.labels
+
+
+def test_a_number_read_in_a_unit_is_followed_by_that_unit() -> None:
+    """'The weather in Lisbon today is 25 degrees Celsius, 72 degrees Fahrenheit' for
+    ``humidity_pct: 72``: after a number whose field gives a unit, the next word is
+    that unit or a word of the field's key."""
+    report = (
+        '{"city": "Lisbon", "temperature_c": 25, "condition": "sunny", "humidity_pct": 72,'
+        ' "wind_kph": 10, "source": "demo data, not a real forecast"}'
+    )
+    veto = lv.answer_veto(la.grounding(_history("What's the weather in Lisbon today?", report)))
+    head = ' {"answer": "It is 25 degrees Celsius, 72'
+    assert veto(head, " degrees") and veto(head, " Fahrenheit")
+    assert not veto(head, " pct") and not veto(head, "%") and not veto(head, " humidity")
+    assert not veto(' {"answer": "It is 25', " degrees")  # temperature_c: no unit word
+    assert veto(' {"answer": "The wind is 10', " knots")
+    assert not veto(' {"answer": "The wind is 10', " kph")

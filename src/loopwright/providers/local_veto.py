@@ -58,6 +58,8 @@ _ANSWER_KEY = '"answer":'
 MAX_FIRST_WORD = 6
 
 
+# A number and the word being written right after it: "72 deg".
+_NUMBER_WORD_END = re.compile(r"(?<![\d.])(-?\d+(?:\.\d+)?) +([A-Za-z]+)$")
 # A number, at most one unit after it, and the word being written: "62 pct wind".
 _NUMBER_THEN_WORD = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:[%°]|[A-Za-z]+)?\s+([A-Za-z]+)$")
 
@@ -73,6 +75,8 @@ class AnswerVeto:
       it is raining" whatever the result says (sunny). The same rule checks a
       finished answer (``strategies.embedded.grounded``); here it steers the
       decoding before the model commits;
+    * no word right after a number read in a unit but that unit or its field's
+      words ("72 degrees Fahrenheit" for ``humidity_pct: 72``);
     * no field named right after a number (and at most one unit word) that is not
       that field's value (``fields``, as :class:`FieldBinder` reads them): listing
       several fields, the model wrote "30 percent humidity, and 62 pct wind speed"
@@ -95,6 +99,7 @@ class AnswerVeto:
     known: tuple[str, ...] = ()
     equations: bool = True
     subject: str = ""
+    units: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, text: str, piece: str) -> bool:
         if runs_past_equation(text, piece) or repeats_number(text, piece):
@@ -116,7 +121,29 @@ class AnswerVeto:
         grown = written + piece.split('"', 1)[0]
         if (self.claims or self.others) and self._unsupported(grown, len(written)):
             return True
+        if self.units and self._wrong_unit(grown):
+            return True
         return bool(self.fields) and self._misnamed(grown)
+
+    def _wrong_unit(self, grown: str) -> bool:
+        """Whether the word being written right after a number is not the unit that
+        number is read in (``units``: ``"humidity_pct": 72`` is read in pct), when
+        every field holding that number has a unit: "72 degrees Fahrenheit" for a
+        humidity of 72. Its unit, a word of its field's key or a function word ("72
+        and 10 kph") may follow."""
+        match = _NUMBER_WORD_END.search(grown[-MAX_NAMED_TAIL:])
+        if match is None:
+            return False
+        number, word = canonical_number(match.group(1)), match.group(2).lower()
+        keys = {w for w, v in self.fields if canonical_number(v) == number}
+        by_unit = dict(self.units)
+        read_in = {by_unit.get(k) for k in keys if k not in by_unit.values()}
+        if not read_in or None in read_in:
+            return False  # no field, or one without a unit, holds the number
+        fitting = {u for u in read_in if u} | keys
+        if any(f.startswith(word) or word.startswith(f) for f in fitting):
+            return False
+        return not any(c.startswith(word) for c in COMMON_WORDS)
 
     def _off_subject(self, text: str, piece: str) -> bool:
         """Whether ``piece`` starts the answer with anything but ``subject``: picking
@@ -230,6 +257,7 @@ def answer_veto(ground: Grounding) -> AnswerVeto:
         ground.known,
         ground.equations,
         ground.subject,
+        ground.units,
     )
 
 
