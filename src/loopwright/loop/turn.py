@@ -9,9 +9,9 @@ itself goes into the request (never a copy): when no context policy,
 turn of the run, so building a request costs the same at step 1,000 as at step 1.
 
 **Repetition and cycle detection** over a bounded tail of tool calls and their results.
-The detector keeps the last ``repeat_limit * max_cycle_period`` calls in a ``deque`` and
-compares only those, so its cost per step does not depend on how long the run has been
-going. Two calls repeat each other when they have the same name, equal arguments *and*
+The detector keeps the last ``repeat_limit * max_cycle_period`` calls (each followed by
+its result) in a ``deque`` and compares only those, so its cost per step does not
+depend on how long the run has been going. Two calls repeat each other when they have the same name, equal arguments *and*
 the same result: polling a job whose status goes queued -> running -> done makes
 progress and is not a loop, while the same call getting the same answer again is.
 Arguments are compared by equality (no serialisation, no hashing, so unhashable JSON
@@ -223,7 +223,7 @@ class RepetitionDetector:
     description of the repetition found, or ``None``.
     """
 
-    __slots__ = ("_cycles", "_max_period", "_repeat", "_results", "_tail")
+    __slots__ = ("_cycles", "_max_period", "_repeat", "_tail")
 
     def __init__(self, repeat_limit: int, *, cycles: bool = True, max_period: int = 4) -> None:
         if repeat_limit < 2:
@@ -231,9 +231,13 @@ class RepetitionDetector:
         self._repeat = repeat_limit
         self._cycles = cycles
         self._max_period = max_period if cycles else 1
-        size = repeat_limit * self._max_period
-        self._tail: deque[ToolCallPart] = deque(maxlen=size)
-        self._results: deque[ToolResultPart | None] = deque(maxlen=size)
+        # each call followed by its result (``None`` when unknown): one deque, not one
+        # for calls and one for results (a thousand waiting runs, a thousand objects less
+        # for the collector to walk: 32.4 -> 31.2 per waiting run, the burst of 1,000
+        # runs 1,267 M -> 1,263 M instructions; ``benchmarks/notes/loop.md``, round 7)
+        self._tail: deque[ToolCallPart | ToolResultPart | None] = deque(
+            maxlen=2 * repeat_limit * self._max_period
+        )
 
     def add(
         self, calls: Sequence[ToolCallPart], results: Sequence[ToolResultPart] | None = None
@@ -243,15 +247,19 @@ class RepetitionDetector:
         repeats an earlier one): no list per step. With the pre-check reading from the
         right end of the tail, ``add`` + ``check`` of one call per step went from 13.7k
         to 11.2k instructions (valgrind; ``benchmarks/notes/loop.md``, round 6)."""
-        self._tail.extend(calls)
-        if results is not None and len(results) == len(calls):
-            self._results.extend(results)
-        else:
-            self._results.extend([None] * len(calls))
+        tail = self._tail
+        known = results is not None and len(results) == len(calls)
+        if len(calls) == 1:  # most turns: no loop
+            tail.append(calls[0])
+            tail.append(results[0] if known else None)  # type: ignore[index]
+            return
+        for index, call in enumerate(calls):
+            tail.append(call)
+            tail.append(results[index] if known else None)  # type: ignore[index]
 
     def prime(self, messages: list[Message]) -> None:
         """Refill the tail from the end of a history (used when a run resumes)."""
-        need = self._tail.maxlen or 0
+        need = (self._tail.maxlen or 0) // 2
         found: list[ToolCallPart] = []
         answers: dict[str, ToolResultPart] = {}
         i = len(messages) - 1
@@ -262,22 +270,25 @@ class RepetitionDetector:
             found[:0] = message.tool_calls
             i -= 1
         self._tail.clear()
-        self._results.clear()
-        kept = found[-need:] if need else []
-        self._tail.extend(kept)
-        self._results.extend([answers.get(c.id) for c in kept])
+        for call in found[-need:] if need else []:
+            self._tail.append(call)
+            self._tail.append(answers.get(call.id))
+
+    def _call(self, k: int) -> ToolCallPart:
+        """The ``k``-th call of the tail (0 = the oldest kept)."""
+        return self._tail[2 * k]  # type: ignore[return-value]
 
     def check(self) -> str | None:
         tail = self._tail
-        n = len(tail)
+        n = len(tail) // 2
         repeat = self._repeat
         if n < repeat:
             return None
-        last = tail[-1]
+        last: ToolCallPart = tail[-2]  # type: ignore[assignment]
         name, arguments = last.name, last.arguments
         for period in range(1, min(self._max_period, n // repeat) + 1):
-            prior = tail[-1 - period]  # cheap pre-check: almost always decides
-            if prior.arguments != arguments or prior.name != name:
+            prior: ToolCallPart = tail[-2 - 2 * period]  # type: ignore[assignment]
+            if prior.arguments != arguments or prior.name != name:  # cheap pre-check
                 continue
             start = n - period * repeat
             if all(self._same(k, k + period) for k in range(start, n - period)):
@@ -285,22 +296,23 @@ class RepetitionDetector:
         return None
 
     def _same(self, i: int, j: int) -> bool:
-        a, b = self._tail[i], self._tail[j]
+        tail = self._tail
+        a, b = self._call(i), self._call(j)
         return (
             a.name == b.name
             and a.arguments == b.arguments
-            and _content(self._results[i]) == _content(self._results[j])
+            and _content(tail[2 * i + 1]) == _content(tail[2 * j + 1])  # type: ignore[arg-type]
         )
 
     def _describe(self, period: int, start: int) -> str:
-        tail = self._tail
         if period == 1:
-            name, args = tail[-1].name, tail[-1].arguments
+            last = self._call(len(self._tail) // 2 - 1)
+            name, args = last.name, last.arguments
             return (
                 f"tool {name!r} was called with the same arguments {self._repeat} times "
                 f"in a row and got the same result each time ({_short(args)})"
             )
-        names = " -> ".join(tail[start + k].name for k in range(period))
+        names = " -> ".join(self._call(start + k).name for k in range(period))
         return f"the cycle {names} repeated {self._repeat} times in a row"
 
 
