@@ -222,3 +222,47 @@ async def test_the_strategy_holds_a_call_to_the_request_file_name() -> None:
     done = [e async for e in model.stream(request)][-1]
     assert isinstance(done, ResponseDone)
     assert dict(done.message.tool_calls[0].arguments) == {"path": "status.txt"}
+
+
+def test_reading_a_megabyte_request_stays_linear() -> None:
+    """A one-megabyte prompt (``tests/embedded``: "What is 2 + 2? xxx...") timed the
+    CLI out: the first file-name pattern backtracked over the run of letters."""
+    import time
+
+    request = "What is 2 + 2? " + "x" * 1_000_000 + " a.txt"
+    start = time.process_time()
+    assert file_names(request) == ["a.txt"] and request_formula(request) is None
+    reply = Message("assistant", (_call("read_file", {"path": "b.txt"}),))
+    assert dict(held_to_file_name(reply, request).tool_calls[0].arguments) == {"path": "a.txt"}
+    assert time.process_time() - start < 2.0
+
+
+async def test_a_worded_chain_is_planned_and_its_formula_quoted_by_the_answer() -> None:
+    """'Add 12 and 8, then divide by 4.' planned ``multiply(result, 4)`` for the second
+    step, and the answer (no formula argument to quote) was '(250 + 375) / 2 ...'."""
+    from loopwright.providers import local_answer as la
+
+    formula = request_formula("Add 12 and 8, then divide by 4.")
+    assert formula is not None and formula.worded and formula.text == "(12 + 8) / 4"
+    symbolic = request_formula("What is (12 + 8) / 4?")
+    assert symbolic is not None and not symbolic.worded
+    line = "Plan: 12 + 8 = add(12, 8), then result / 4 = multiply(result, 4)"
+    steps = pl.parse_plan(line, ARITH)
+    assert steps is not None
+    reply = Message("assistant", (pl.plan_part(line, steps), _call("add", {"a": 12, "b": 8})))
+    model = embedded_strategy(_Replies(reply))
+    question = Message.user("Add 12 and 8, then divide by 4.")
+    done = [e async for e in model.stream(ModelRequest([question], tools=ARITH))][-1]
+    assert isinstance(done, ResponseDone)
+    assert done.message.provider_meta["request_formula"] == "(12 + 8) / 4"
+    assert pl.plan_text(done.message) == (
+        "Plan: 12 + 8 = add(12, 8), then result / 4 = divide(result, 4)"
+    )
+    history = [
+        question,
+        done.message,
+        Message.tool_results([ToolResultPart("c1", "add", "20")]),
+        Message("assistant", (_call("divide", {"a": 20, "b": 4}, "c2"),)),
+        Message.tool_results([ToolResultPart("c2", "divide", "5")]),
+    ]
+    assert la.grounding(history).formulas == ("(12 + 8) / 4",)

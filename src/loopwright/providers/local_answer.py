@@ -134,6 +134,9 @@ def grounding(messages: Sequence[Message]) -> Grounding:
             asked = message.text
             break
         formulas[:0] = [f for c in message.tool_calls for f in _formulas(c.arguments)]
+        quoted = message.provider_meta.get(REQUEST_FORMULA_KEY)
+        if isinstance(quoted, str) and len(quoted) <= MAX_FORMULA_CHARS:
+            formulas[:0] = [quoted]
         found: list[str] = []
         texts: list[str] = []
         for part in message.tool_results_parts:
@@ -394,6 +397,10 @@ MIN_ROWS = 2
 
 
 _FORMULA = re.compile(r"\d\s*[-+*/^%]\s*[\d(]|\d\s*\*\*")
+# A formula a strategy found the calls compute, on the calls' message (the embedded
+# strategy's ``strategies.embedded.formula.REQUEST_FORMULA_KEY``): the plan's steps carry
+# no formula argument to quote when the request wrote it in words.
+REQUEST_FORMULA_KEY = "request_formula"
 MAX_FORMULA_CHARS = 60
 
 

@@ -37,7 +37,7 @@ import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -47,6 +47,10 @@ from loopwright.strategies.embedded.plan_steps import PLAN_META_KEY, RESULT_JSON
 from loopwright.tools.builtin.calculator import CalculatorError, binop, evaluate, symbols
 
 META_KEY = "formula"
+# The formula a plan computes, for the answer to quote (read by the embedded model's
+# answer grounding, ``providers.local_answer``): set when the request writes it in
+# words, so the answer has the symbols to state ("(12 + 8) / 4 = 5.").
+REQUEST_FORMULA_KEY = "request_formula"
 PLAN_PREFIX = "Plan: "
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]\d)")
 # A run of arithmetic: numbers, operators, parentheses and spaces.
@@ -71,6 +75,7 @@ class Formula:
     text: str
     value: Fraction
     numbers: frozenset[str]
+    worded: bool = False  # the request writes it in words only ("add 12 and 8, then ...")
 
 
 def _numbers(text: str) -> set[str]:
@@ -119,7 +124,10 @@ def request_formula(request: str) -> Formula | None:
     spans = [s for s in spans if s and _OPERATOR.search(s)]
     if len(spans) != 1 or not given <= _numbers(spans[0]):
         return None
-    return arithmetic(spans[0])
+    found = arithmetic(spans[0])
+    if found is None or _OPERATOR.search(request):
+        return found
+    return replace(found, worded=True)
 
 
 def repaired_arguments(
@@ -301,10 +309,29 @@ def _held_plan(
 ) -> Message:
     meta = plan.provider_meta[PLAN_META_KEY]
     steps = meta.get("steps") if isinstance(meta, Mapping) else None
-    if not isinstance(steps, list) or plan_value(steps, known) == formula.value:
+    if not isinstance(steps, list):
         return message
+    if plan_value(steps, known) != formula.value:
+        message = _rebuilt_plan(message, plan, formula, known)
+    if formula.worded and plan_value(_steps(message), known) == formula.value:
+        quoted = {**message.provider_meta, REQUEST_FORMULA_KEY: formula.text}
+        return Message(message.role, message.parts, quoted)
+    return message
+
+
+def _steps(message: Message) -> list[Any]:
+    plan = _plan_part(message)
+    meta = plan.provider_meta.get(PLAN_META_KEY) if plan is not None else None
+    steps = meta.get("steps") if isinstance(meta, Mapping) else None
+    return steps if isinstance(steps, list) else []
+
+
+def _rebuilt_plan(
+    message: Message, plan: ReasoningPart, formula: Formula, known: Mapping[str, Notation]
+) -> Message:
+    meta = plan.provider_meta[PLAN_META_KEY]
     rebuilt = formula_plan(formula, known)
-    if rebuilt is None:
+    if rebuilt is None or not isinstance(meta, Mapping):
         return message
     new_steps, text = rebuilt
     first = next(p for p in message.parts if isinstance(p, ToolCallPart))

@@ -35,14 +35,16 @@ from loopwright.strategies.embedded.formula import held_to_formula, question_for
 FILE_META_KEY = "file_name"
 # A file name: a name, a dot and an extension starting with a letter, optionally under
 # directories ("notes/todo.txt"); not a number ("2.5") nor the middle of a longer word.
-_FILE = re.compile(
-    r"(?<![\w/.\-])((?:[\w\-]+/)*[\w\-]*[A-Za-z_][\w\-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/\-]|\.\w)"
-)
+_FILE = re.compile(r"(?<![\w/.\-])([\w\-/]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/\-]|\.\w)")
+_LETTER = re.compile(r"[A-Za-z_]")
 
 
 def file_names(text: str) -> list[str]:
-    """The file names ``text`` writes, in order, each once."""
-    return list(dict.fromkeys(_FILE.findall(text)))
+    """The file names ``text`` writes, in order, each once (a name holds a letter:
+    "2.5" is a number). Linear in ``text``: one match attempt per run of name
+    characters (a request may be a megabyte long)."""
+    names = (n for n in _FILE.findall(text) if _LETTER.search(n.rsplit(".", 1)[0]))
+    return list(dict.fromkeys(names))
 
 
 def _extension(name: str) -> str:
@@ -62,7 +64,7 @@ def held_to_file_name(message: Message, request: str) -> Message:
         if isinstance(part, ToolCallPart):
             args = dict(part.arguments)
             for key, value in part.arguments.items():
-                if not isinstance(value, str) or not _FILE.fullmatch(value.strip()):
+                if not isinstance(value, str) or file_names(value.strip()) != [value.strip()]:
                     continue
                 if value.strip().lower() in lowered:
                     continue

@@ -13,7 +13,7 @@ Every failure is a :class:`CalculatorError` (a ``ToolError`` of kind
 
 Common written operators are accepted too (:func:`from_words`): "12 squared", "3 to the
 power of 5", "15% of 80", "subtract 199 from 1024", "7 times 8", "13 x 7", "half of 50",
-"the cube root of 27". People type them, and a
+"the cube root of 27", "add 12 and 8, then divide by 4". People type them, and a
 small model asked such a question copies its words into the expression far more
 reliably than it translates them: "subtract 199 from 1024" came out as ``199 - 1024``.
 """
@@ -129,6 +129,17 @@ _WORDS = [
     (r"minus", "-"),
     (r"modulo|mod", "%"),
 ]
+# A step after "then" that works on what came before: "..., then divide by 4".
+_PREVIOUS = r"(?: (?:it|that|this|the result|the sum|the product|the answer))?"
+_THEN = re.compile(r",? (?:and )?then ")
+_NEXT_STEPS = [
+    (rf"(?:divide{_PREVIOUS}|divided) by {_N}", r"/ (\1)"),
+    (rf"(?:multiply{_PREVIOUS}|multiplied) by {_N}", r"* (\1)"),
+    (rf"(?:times|multiply{_PREVIOUS} with) {_N}", r"* (\1)"),
+    (rf"(?:add|plus) {_N}(?: to{_PREVIOUS})?", r"+ (\1)"),
+    (rf"(?:subtract|minus|take away) {_N}(?: from{_PREVIOUS})?", r"- (\1)"),
+    (rf"square{_PREVIOUS}", r"** 2"),
+]
 # What a copied question may wrap around the expression.
 _LEAD = re.compile(
     r"^(?:(?:what|how much) (?:is|are|does|do)(?: it make)?|calculate|compute|evaluate|"
@@ -153,6 +164,9 @@ def from_words(text: str) -> str:
     operator is returned as it is; whatever is left unknown the parser reports."""
     if not re.search(r"[A-Za-z%]", text):
         return text
+    steps = _THEN.split(" ".join(text.lower().split()))
+    if len(steps) > 1:
+        return _chained(steps) or text
     out = " ".join(text.lower().replace(",", " ").split())
     found = 0
     for pattern, symbol in _PHRASES:
@@ -165,6 +179,25 @@ def from_words(text: str) -> str:
         return text
     for _ in range(3):
         out = _TAIL.sub("", _LEAD.sub("", out)).strip()
+    return out
+
+
+def _chained(steps: list[str]) -> str:
+    """``"add 12 and 8"``, ``"divide by 4"`` -> ``"((12) + (8)) / (4)"``: each step after
+    the first works on the value so far; "" when a step is not one of
+    ``_NEXT_STEPS``."""
+    # The first step's leading words are the question's ("what do you get if you add
+    # 4 and 9"), not arithmetic.
+    out = re.sub(r"^[a-z' ]+(?=[\d(-])", "", from_words(steps[0])).strip()
+    for step in steps[1:]:
+        step = _TAIL.sub("", step).strip()
+        for pattern, symbol in _NEXT_STEPS:
+            match = re.fullmatch(pattern, step)
+            if match:
+                out = f"({out}) {match.expand(symbol)}"
+                break
+        else:
+            return ""
     return out
 
 
