@@ -345,7 +345,8 @@ def test_a_question_naming_a_row_keeps_other_rows_out_of_the_answer() -> None:
     assert veto(head + " Ber", "lin")
     assert veto(head + " in", "Berlin")
     assert not veto(head, " Oslo")
-    assert not veto(head, " Bern")  # only whole words of other rows
+    assert not veto(head, " bern")  # only whole words of other rows
+    assert veto(head, " Bern")  # (a name no result gives: see the next test)
     # Every row named, or none: nothing is kept out.
     berlin = la.grounding(_history("How many customers live in Berlin?", CUSTOMERS))
     assert set(berlin.others) == {"paris", "dana", "oslo"}
@@ -528,3 +529,20 @@ def test_a_number_read_in_a_unit_is_followed_by_that_unit() -> None:
     assert not veto(' {"answer": "It is 25', " degrees")  # temperature_c: no unit word
     assert veto(' {"answer": "The wind is 10', " knots")
     assert not veto(' {"answer": "The wind is 10', " kph")
+
+
+def test_naming_one_row_the_answer_names_nothing_the_context_does_not() -> None:
+    """'Which city is Bo from?' was answered 'Bo from the city of Copenhagen' (Paris in
+    the result): with one row named, a capitalized word inside a sentence starts a
+    word of the question or the results."""
+    ground = la.grounding(_history("Which city is Bo from? Use the customers table.", CUSTOMERS))
+    assert ground.subject == "Bo" and "paris" in ground.names
+    veto = lv.answer_veto(ground)
+    head = ' {"answer": "Bo is from the city of'
+    assert veto(head, " Copenhagen") and veto(head, " Cop")
+    assert not veto(head, " Paris") and not veto(head, " Par") and not veto(head, " the")
+    assert not veto(head + " Paris.", " Copenhagen")  # a sentence's first word
+    # no row named: names are not checked (the weather's "degrees Celsius")
+    assert (
+        la.grounding(_history("What is the weather in Oslo?", '{"temperature_c": 5}')).names == ()
+    )

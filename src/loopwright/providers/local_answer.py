@@ -97,6 +97,7 @@ class Grounding:
     equations: bool = True  # whether a call or the question holds a formula
     subject: str = ""  # the one named row's name, as the question writes it (see AnswerVeto)
     by_label: bool = False  # the first sentence states a label, not a number (a named row's)
+    names: tuple[str, ...] = ()  # with subject: the question's and results' words
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -166,6 +167,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     yes_no = _yes_no(asked)
     unstated = tuple(unstated_words(yes_no or asked, every)) if every else ()
     claims = tuple(w for w in unstated if w not in _AUXILIARIES) if yes_no else ()
+    subject = _subject(named, asked)
     base = _Focus(keep, tuple(labels), tuple(latest or ()))
     focus = _focus(base, rows, words or (), pairs, asked)
     return Grounding(
@@ -183,8 +185,9 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         _unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if claims else (),
         tuple(dict.fromkeys(pairs)),
         bool(formulas) or _FORMULA.search(asked) is not None,
-        _subject(named, asked),
+        subject,
         focus.by_label,
+        _unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if subject else (),
     )
 
 

@@ -75,6 +75,9 @@ class AnswerVeto:
       it is raining" whatever the result says (sunny). The same rule checks a
       finished answer (``strategies.embedded.grounded``); here it steers the
       decoding before the model commits;
+    * with one row named (``subject``), no capitalized word inside a sentence that
+      starts no word of the question or the results (``names``): "Bo from the city
+      of Copenhagen" (Paris in the result);
     * no word right after a number read in a unit but that unit or its field's
       words ("72 degrees Fahrenheit" for ``humidity_pct: 72``);
     * no field named right after a number (and at most one unit word) that is not
@@ -100,6 +103,7 @@ class AnswerVeto:
     equations: bool = True
     subject: str = ""
     units: tuple[tuple[str, str], ...] = ()
+    names: tuple[str, ...] = ()
 
     def __call__(self, text: str, piece: str) -> bool:
         if runs_past_equation(text, piece) or repeats_number(text, piece):
@@ -123,7 +127,25 @@ class AnswerVeto:
             return True
         if self.units and self._wrong_unit(grown):
             return True
+        if self.names and self._invented_name(grown, len(written)):
+            return True
         return bool(self.fields) and self._misnamed(grown)
+
+    def _invented_name(self, grown: str, start: int) -> bool:
+        """Whether the piece (``grown[start:]``) writes a capitalized word inside a
+        sentence that starts no word of ``names`` (the question's and the results'):
+        naming one row, a small model names a city no row holds ("Bo from the city of
+        Copenhagen"; the result says Paris)."""
+        for match in _CAPITAL_WORD.finditer(grown):
+            if match.end() <= start:
+                continue
+            before = grown[: match.start()].rstrip(" \"'(")
+            if not before or before[-1] in ".!?:":
+                continue  # a sentence's first word
+            word = match.group(0).lower()
+            if not any(k.startswith(word) for k in self.names):
+                return True
+        return False
 
     def _wrong_unit(self, grown: str) -> bool:
         """Whether the word being written right after a number is not the unit that
@@ -208,6 +230,7 @@ class AnswerVeto:
 
 
 MAX_NAMED_TAIL = 40
+_CAPITAL_WORD = re.compile(r"(?<=[\s(\"'])[A-Z][A-Za-z]+")
 _SENTENCE_SPLIT = re.compile(r"[.!?;]\s")
 # Function words a sentence needs whatever it states (with ``STOPWORDS``).
 COMMON_WORDS = (
@@ -258,6 +281,7 @@ def answer_veto(ground: Grounding) -> AnswerVeto:
         ground.equations,
         ground.subject,
         ground.units,
+        ground.names,
     )
 
 
