@@ -546,3 +546,15 @@ def test_naming_one_row_the_answer_names_nothing_the_context_does_not() -> None:
     assert (
         la.grounding(_history("What is the weather in Oslo?", '{"temperature_c": 5}')).names == ()
     )
+
+
+def test_a_quoted_formula_is_not_extended() -> None:
+    """'((250 + 375) * 2) / 2 = 1250.': after the formula the calls computed (and the
+    parentheses closing it), no operator or number follows."""
+    assert lv.runs_past_formula(' {"answer": "((250 + 375) * 2)', " /", ("(250 + 375) * 2",))
+    assert lv.runs_past_formula(' {"answer": "45 * 12', " 2", ("45 * 12",))
+    assert not lv.runs_past_formula(' {"answer": "((250 + 375) * 2)', " =", ("(250 + 375) * 2",))
+    assert not lv.runs_past_formula(' {"answer": "45 * 1', "2", ("45 * 12",))
+    assert not lv.runs_past_formula(
+        ' {"answer": "3 to the power of 5', " is", ("3 to the power of 5",)
+    )

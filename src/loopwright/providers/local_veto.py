@@ -41,6 +41,18 @@ _NUMBER_COMMA_END = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*,\s*$")
 _DIGITS_START = re.compile(r"\s*(\d+)")
 
 
+def runs_past_formula(text: str, piece: str, formulas: tuple[str, ...]) -> bool:
+    """Whether ``piece`` goes on with an operator or a number right after a formula
+    the calls computed (``formulas``, quoted by the answer guide) and the parentheses
+    closing it: the formula is what was computed ("((250 + 375) * 2) / 2 = 1250."
+    added an operation no call made)."""
+    head = piece.lstrip(" ")[:1]
+    if not head or head not in "+-*/^%0123456789":
+        return False
+    tail = text.rstrip(" )")
+    return any(tail.endswith(f.rstrip(" )")) for f in formulas)
+
+
 def repeats_number(text: str, piece: str) -> bool:
     """Whether ``piece`` writes again the number just written before a comma: held to
     one allowed number ("How many customers live in Berlin?": 2), a small model that
@@ -69,7 +81,7 @@ class AnswerVeto:
     """The answer sampler's veto (called with the text decoded so far and a candidate
     token's text; ``True`` refuses it):
 
-    * :func:`runs_past_equation` and :func:`repeats_number`;
+    * :func:`runs_past_equation`, :func:`runs_past_formula` and :func:`repeats_number`;
     * no "Yes" as the answer's first word while the question has words no result
       states (``unstated``): a small model answers "Is it raining in Lima?" with "Yes,
       it is raining" whatever the result says (sunny). The same rule checks a
@@ -104,9 +116,12 @@ class AnswerVeto:
     subject: str = ""
     units: tuple[tuple[str, str], ...] = ()
     names: tuple[str, ...] = ()
+    formulas: tuple[str, ...] = ()
 
     def __call__(self, text: str, piece: str) -> bool:
         if runs_past_equation(text, piece) or repeats_number(text, piece):
+            return True
+        if self.formulas and runs_past_formula(text, piece, self.formulas):
             return True
         if not self.equations and "=" in piece:
             return True
@@ -282,7 +297,14 @@ def answer_veto(ground: Grounding) -> AnswerVeto:
         ground.subject,
         ground.units,
         ground.names,
+        ground.formulas,
     )
 
 
-__all__ = ["AnswerVeto", "answer_veto", "repeats_number", "runs_past_equation"]
+__all__ = [
+    "AnswerVeto",
+    "answer_veto",
+    "repeats_number",
+    "runs_past_equation",
+    "runs_past_formula",
+]
