@@ -57,6 +57,8 @@ def test_the_request_states_a_formula(request_text: str, value: float) -> None:
         "Book a table for 4 at 7:30 pm",
         "What is 2 + 2 in room 4?",  # a number outside the span: ambiguous
         "Add 3 and 4, and 5 + 6.",  # two formulas
+        "What's the weather in Paris on 2024-11-24?",  # a date
+        "Call 555-1234 about order 11/24.",
     ],
 )
 def test_no_formula_when_the_request_does_not_state_exactly_one(request_text: str) -> None:

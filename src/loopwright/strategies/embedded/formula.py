@@ -56,6 +56,9 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]\d)")
 # A run of arithmetic: numbers, operators, parentheses and spaces.
 _SPAN = re.compile(r"[\d.()+\-*/%\s]+")
 _OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|//|[-+*/%])\s*[(\d-]")
+# An operator written as one (spaced, or a sign dates and codes do not use): "2024-11-24",
+# "11/24" and "555-1234" are not formulas.
+_SPACED = re.compile(r"\s(?:\*\*|//|[-+*/%])|(?:\*\*|//|[-+*/%])\s|[+*%]")
 _NOTATION = re.compile(r"\bReturns (\w+) (\*\*|//|[-+*/%]) (\w+)\.")
 _SIGNS: dict[type[ast.operator], str] = {
     ast.Add: "+",
@@ -121,7 +124,7 @@ def request_formula(request: str) -> Formula | None:
         for m in _SPAN.finditer(written)
         if _OPERATOR.search(m.group(0))
     ]
-    spans = [s for s in spans if s and _OPERATOR.search(s)]
+    spans = [s for s in spans if s and _OPERATOR.search(s) and _SPACED.search(s)]
     if len(spans) != 1 or not given <= _numbers(spans[0]):
         return None
     found = arithmetic(spans[0])
