@@ -89,12 +89,14 @@ class ArgumentGuard:
                 return True
             if self._span_refuses(text, so_far, head, closes='"' in piece):
                 return True
-            if head and self._starts_inside_word(longer):
+            if head and (self._starts_inside_word(longer) or self._starts_inside_quote(longer)):
                 return True
             if self._bad_item(text, so_far, longer, closes='"' in piece):
                 return True
             if '"' in piece and self._echoes(text, longer):
                 return True
+            if head and _sign(head[0]) and self._echoes(text, so_far):
+                return True  # "fahrenheit, ..." for a place, beside a unit's enum
             if head and self._crosses(_current_key(text), longer):
                 return True
             if self.signs and any(_sign(ch) and ch not in self.signs for ch in head):
@@ -104,6 +106,8 @@ class ArgumentGuard:
             run = _SIGN_RUN.search(longer)
             if head and run is not None and run.group(0) not in self.context:
                 return True  # "-----..." until the length bound
+            if head and self._repeats(so_far, longer):
+                return True
             raw = (value.lstrip(" "), grown.lstrip(" "))
             free = _current_key(text) in self.shaped
             joined = _current_key(text) in self.joined
@@ -189,6 +193,13 @@ class ArgumentGuard:
             and re.search(rf"\b{own}\s+(?:the\s+)?{after}", self.context) is None
         )
 
+    def _repeats(self, value: str, grown: str) -> bool:
+        """The candidate completes a third copy in a row of a piece of text the request
+        does not repeat so: ``"K-100-100-100-..."`` and ``"%date% %date% %date%"``
+        ran on to the length bound."""
+        run = _REPEAT.search(grown)
+        return run is not None and run.group(0) not in self.context and not _REPEAT.search(value)
+
     def _spelled(self, value: str) -> bool:
         """Whether the bytes of a character being written over several tokens (the
         sampler passes them as surrogate escapes) are bytes of a character the request
@@ -206,7 +217,7 @@ class ArgumentGuard:
         name (``"identifier": "reschedule"``) or a value another parameter of the tool
         takes (``"location": "fahrenheit"`` beside ``unit``)."""
         key = _current_key(text)
-        item = value.strip().replace("_", " ")
+        item = value.strip(" ,.;:").replace("_", " ")
         return any(k == key and item in names for k, names in self.echoes)
 
     def _bad_item(self, text: str, value: str, grown: str, closes: bool) -> bool:
@@ -236,6 +247,18 @@ class ArgumentGuard:
         starts = [m.start() for m in re.finditer(re.escape(value), self.context)]
         return bool(starts) and all(i > 0 and self.context[i - 1].isalnum() for i in starts)
 
+    def _starts_inside_quote(self, value: str) -> bool:
+        """``value`` copies the request from inside a quoted span there, not from the
+        quote's start: the span is the value as the user wrote it (``"random"`` of
+        "Remove the 'todo random' item")."""
+        if len(value) < MIN_COPY_CHARS:
+            return False
+        spans = [(m.start(1), m.end(1)) for m in _QUOTED_SPAN.finditer(self.context)]
+        starts = [m.start() for m in re.finditer(re.escape(value), self.context)]
+        return bool(starts) and all(
+            any(a < i < b for a, b in spans) and self.context[i - 1] == " " for i in starts
+        )
+
     def _invents_word(self, value: str, grown: str, closes: bool) -> bool:
         """A word the candidate touches (the one it goes on with and those it adds) is
         not a known word, or, while still being written, not the start of one. A word
@@ -261,12 +284,15 @@ class ArgumentGuard:
         request has it from the start of a word, a letter or digit follows ("f" of
         "fahrenheit", "net" of "netsh"). Such a value may neither end nor go on with
         anything but the rest of that text (the model wrote ``"location": "f"`` and ``"netwlan"``)."""
-        if not value or not value[-1].isalnum():
+        if not value or value[-1].isspace():
             return False
         start = r"(?<![a-z0-9])" if value[0].isalnum() else ""
         ends = [m.end() for m in re.finditer(start + re.escape(value), self.context)]
+        # after a sign, any text but a space goes on with the same token ("docker -" of
+        # "docker --version", "microsoft.windows." of "microsoft.windows.camera:")
+        goes_on = str.isalnum if value[-1].isalnum() else _joins_token
         return bool(ends) and all(
-            end < len(self.context) and self.context[end].isalnum() for end in ends
+            end < len(self.context) and goes_on(self.context[end]) for end in ends
         )
 
     def _leaves_for_example(self, value: str, grown: str) -> bool:
@@ -346,6 +372,17 @@ def _sign(ch: str) -> bool:
 
 # One sign three times in a row ("---", "%%%").
 _SIGN_RUN = re.compile(r"([^\w\s])\1\1")
+# A span the request quotes (its text in group 1).
+_QUOTED_SPAN = re.compile(r"(?<![\w])['\"‘“]([^'\"‘’“”\n]{2,80})['\"’”](?![\w])")
+# A piece of two characters or more three times in a row ("-100-100-100").
+_REPEAT = re.compile(r"(.{2,16}?)\1\1", re.DOTALL)
+
+
+def _joins_token(ch: str) -> bool:
+    """Whether ``ch``, right after a sign, goes on with the same token."""
+    return not ch.isspace() and ch not in "\"'"
+
+
 # Bytes of a character split over tokens, as ``bytes.decode(errors="surrogateescape")``
 # writes them.
 _SURROGATE = re.compile("[\udc80-\udcff]+")

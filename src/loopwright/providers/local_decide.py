@@ -279,7 +279,9 @@ def shows_kind(kind: str, request: str) -> bool:
     if kind == "id":
         return bool(_CODE.search(request) or _QUOTED.search(request))
     if kind == "place":
-        return names_something(request)
+        # a quoted phrase is text, not a place ("Translate 'thank you'"); a quoted
+        # place name is still a capitalized word
+        return names_something(request, quoted=False)
     if kind == "date":
         return bool(_DATE.search(request))
     if kind == "time":
@@ -289,12 +291,12 @@ def shows_kind(kind: str, request: str) -> bool:
     return names_something(request) or bool(_CODE.search(request))
 
 
-def names_something(text: str) -> bool:
+def names_something(text: str, *, quoted: bool = True) -> bool:
     """Whether ``text`` holds a proper name or a quoted value: a capitalized word that
     does not start a sentence (not "I", not a month or weekday), an all-capitals word
-    ("NYC"), a quoted span, or a word in a script without capitals (where case says
-    nothing)."""
-    if _QUOTED.search(text):
+    ("NYC"), a quoted span (unless not ``quoted``), or a word in a script without
+    capitals (where case says nothing)."""
+    if quoted and _QUOTED.search(text):
         return True
     for match in _TOKEN.finditer(text):
         word = match.group(0)

@@ -175,7 +175,49 @@ def named_values(values: Sequence[Any], request: str) -> list[Any]:
         )
         if whole or prefix:
             named.append(value)
-    return named or _partly_named(values, words)
+    return (
+        named
+        or _partly_named(values, words)
+        or _named_by_action(values, words)
+        or _abbreviated(values, request)
+    )
+
+
+_CAPITALIZED = re.compile(r"(?<=[^\s.!?]) +([A-Z][a-z]{3,})")
+
+
+def _abbreviated(values: Sequence[Any], request: str) -> list[Any]:
+    """The two-letter values (codes: ``en``, ``fr``, ``CA``) that a name the request
+    writes mid-sentence starts with ("from English to French" names ``en`` and
+    ``fr``; "Could" at a sentence's start names no ``co``)."""
+    names = {m.group(1).lower() for m in _CAPITALIZED.finditer(request)}
+    return [
+        v
+        for v in values
+        if isinstance(v, str)
+        and len(v) == 2
+        and v.isalpha()
+        and any(n.startswith(v.lower()) for n in names)
+    ]
+
+
+# Words a request uses for the common actions an enum of operations lists: "create a
+# todo" asks for ``add``, "remove the item" for ``delete``.
+_ACTIONS: Mapping[str, frozenset[str]] = {
+    "add": frozenset({"create", "new", "insert", "append", "remember"}),
+    "create": frozenset({"add", "new", "make"}),
+    "delete": frozenset({"remove", "erase", "drop", "cancel"}),
+    "remove": frozenset({"delete", "erase", "drop"}),
+    "update": frozenset({"change", "modify", "edit", "rename"}),
+    "complete": frozenset({"finish", "finished", "done", "completed"}),
+}
+
+
+def _named_by_action(values: Sequence[Any], words: set[str]) -> list[Any]:
+    """The action values (:data:`_ACTIONS`) the request asks for by another word for
+    the same action, when exactly one value is asked for that way."""
+    named = [v for v in values if _ACTIONS.get(str(v).lower(), frozenset()) & words]
+    return named if len(named) == 1 else []
 
 
 MIN_TELLING_CHARS = 6
@@ -547,7 +589,9 @@ def gives_required(spec: ToolSpec, request: str) -> bool:
         if not isinstance(schema, Mapping):
             continue
         if isinstance(schema.get("enum"), list):
-            if not named_values(schema["enum"], request):
+            # codes listed as an enum are named by meaning, as grounded_required reads them
+            coded = [c for c in coded_value(schema, request) if c in schema["enum"]]
+            if not named_values(schema["enum"], request) and not coded:
                 return False
         elif (
             schema.get("type") in ("number", "integer")

@@ -1,0 +1,142 @@
+"""Values a request gives by meaning rather than by the schema's own spelling (codes,
+other words for an action, abbreviations), and copies that must not stop inside a
+token or repeat themselves (no model)."""
+
+from __future__ import annotations
+
+from loopwright.core.messages import Message
+from loopwright.core.tools import ToolSpec
+from loopwright.providers import local_decide as ld
+from loopwright.providers.local_args import argument_guard
+from loopwright.providers.local_ground import gives_required, named_values
+
+
+def _tool(name: str, props: dict, required: list[str], description: str = "d") -> ToolSpec:
+    return ToolSpec(
+        name, description, {"type": "object", "properties": props, "required": required}
+    )
+
+
+SERVICE = _tool(
+    "get_service_id",
+    {
+        "service_id": {
+            "type": "integer",
+            "description": "The unique identifier of the service. For example, '1' "
+            "represents cleaning service, and '2' represents ironing service.",
+            "enum": [1, 2],
+        }
+    },
+    ["service_id"],
+    "Retrieve the unique identifier for a type of service.",
+)
+
+
+def test_a_code_of_an_enum_named_by_its_meaning_is_given() -> None:
+    # the grammar already narrowed such a code to the one asked for; the call-or-answer
+    # rule took the request for one that gives no value and answered instead
+    request = "Help find a housekeeper who provides ironing services."
+    assert gives_required(SERVICE, request)
+    assert ld.first_turn_kind([SERVICE], request, 0.1) == "tools"
+    assert not gives_required(SERVICE, "Help find a housekeeper.")
+
+
+TODO = _tool(
+    "todo",
+    {
+        "type": {"type": "string", "enum": ["add", "delete", "update"]},
+        "content": {"type": "string", "description": "The todo item."},
+    },
+    ["type", "content"],
+    "Manages a todo list.",
+)
+
+
+def test_an_action_is_named_by_another_word_for_it() -> None:
+    assert named_values(["add", "delete", "update"], "can you create todo for 'shopping'") == [
+        "add"
+    ]
+    assert named_values(["add", "delete", "update"], "Remove the 'todo random' item") == ["delete"]
+    # a word for two of the actions names neither
+    assert named_values(["add", "create"], "make a new list") == []
+    assert ld.first_turn_kind([TODO], "can you create todo for 'go shopping at 9 pm'", 0.1) == (
+        "tools"
+    )
+
+
+def test_a_two_letter_code_is_named_by_a_name_it_abbreviates() -> None:
+    codes = ["en", "hi", "es", "fr", "de"]
+    assert named_values(codes, "convert this sentence from English to French") == ["en", "fr"]
+    # a capitalized word that starts a sentence is no name
+    assert named_values(["co", "ny"], "Could you help? Could it be") == []
+    assert named_values(codes, "translate it to german") == []
+
+
+def _guard(request: str, spec: ToolSpec, key: str) -> tuple[object, str]:
+    head = f' {{"tool": "{spec.name}", "arguments": {{"{key}": " '
+    return argument_guard("", [Message.user(request)], [spec]), head
+
+
+CMD = _tool("execute", {"command": {"type": "string"}}, ["command"], "Run a system command.")
+
+
+def test_a_copy_does_not_stop_after_a_sign_inside_a_token() -> None:
+    guard, head = _guard("check whether docker is installed using docker --version", CMD, "command")
+    assert guard(head + "docker -", '"')  # "--version" goes on
+    assert guard(head + "docker --", '"')
+    assert not guard(head + "docker --version", '"')
+    guard, head = _guard(
+        "open camera, using the start microsoft.windows.camera: command", CMD, "command"
+    )
+    assert guard(head + "start microsoft.windows.", '"')
+    assert not guard(head + "start microsoft.windows.", "camera")
+    # after a sign followed by a space the value may end ("Paris," is not the case)
+    guard, head = _guard("add 2 + 3", CMD, "command")
+    assert not guard(head + "2 +", " 3")
+
+
+def test_a_piece_of_text_is_not_repeated_a_third_time() -> None:
+    guard, head = _guard("show me today's date using the echo %date% command", CMD, "command")
+    assert guard(head + "echo %date% %date%", " %date%")
+    assert not guard(head + "echo %date%", '"')
+    spec = _tool("find", {"district": {"type": "string"}}, ["district"])
+    guard, head = _guard("in Sankampang District", spec, "district")
+    assert guard(head + "K-100-100", "-100")
+    # the request's own repetition may be copied
+    guard, head = _guard("the code is ab-ab-ab", spec, "district")
+    assert not guard(head + "ab-ab", "-ab")
+
+
+WEATHER = _tool(
+    "get_current_weather",
+    {
+        "location": {"type": "string"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    },
+    ["location"],
+)
+
+
+def test_another_parameters_value_with_a_sign_after_it_is_no_value() -> None:
+    request = "Can you tell me the weather in fahrenheit today? San Francisco"
+    guard, head = _guard(request, WEATHER, "location")
+    assert guard(head + "fahrenheit, ", '"')
+    assert guard(head + "fahrenheit,", '"')
+    assert not guard(head + "San Francisco", '"')
+
+
+def test_a_copy_of_a_quoted_span_starts_at_the_quote() -> None:
+    guard, head = _guard("Hi, my name is Charlie. Remove the 'todo random' item", TODO, "content")
+    assert guard(head, "random")
+    assert not guard(head, "todo")
+    assert not guard(head + "todo", " random")
+    # a word the request also writes outside the quote is free
+    guard, head = _guard("Add 'buy milk' and some milk for the cat", TODO, "content")
+    assert not guard(head, "milk")
+
+
+def test_another_parameters_value_may_not_start_a_value() -> None:
+    request = "Can you tell me the weather in fahrenheit today? San Francisco"
+    guard, head = _guard(request, WEATHER, "location")
+    assert guard(head + "fahrenheit", ",")
+    assert not guard(head + "San", " Francisco")
