@@ -352,3 +352,20 @@ def test_a_stuck_string_is_closed_rather_than_filled_with_a_refused_token() -> N
         texts.append(llm.detokenize(sampler._generated).decode("utf-8", "ignore"))
     assert texts[1].strip() == '""', texts
     assert len(texts[0].strip()) > 2, texts
+
+
+@pytest.mark.parametrize(
+    ("question", "tool"),
+    [
+        ("What is the capital of Italy?", None),
+        ("Translate 'thank you' into French.", None),
+        ("Is it sunny in Sydney?", "get_weather"),
+        ("What is 45 * 12?", "calculator"),
+    ],
+)
+async def test_a_question_no_offered_tool_fits_is_answered(question: str, tool: str | None) -> None:
+    # "capital of Italy" starts a call far likelier than an answer, but to a tool the
+    # model imagines: its likeliest offered name makes the call less likely than an answer
+    specs = [t.spec for t in make_tools(["calculator", "get_weather"])]
+    done, _ = await final(LocalModel(), ModelRequest([Message.user(question)], tools=specs))
+    assert [c.name for c in done.message.tool_calls] == ([tool] if tool else [])

@@ -111,3 +111,27 @@ def test_narrow_keeps_only_the_tools_the_words_leave() -> None:
     )
     narrowed = LocalModel()._narrow(object(), plan)
     assert narrowed.schema["properties"]["tool"] == {"const": "sports_db.find_athlete"}
+
+
+def test_a_call_is_scored_with_its_likeliest_offered_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Call vs answer: the call's log-probability counts the likeliest offered tool's
+    name. A request no offered tool fits ("What is the capital of Italy?") starts a
+    call far likelier than an answer (-0.2 vs -2.9), to a tool the model imagines;
+    with the best offered name (-3.4) the answer wins."""
+    from loopwright.providers import local as local_module
+
+    names = {"kind": (-0.2, -2.9), "name": (-3.4, -5.4)}
+
+    def scores(llm: object, tokens: list[int], options: list[list[int]]) -> list[float]:
+        return list(names["name" if tokens[-1] == 99 else "kind"])
+
+    def tokenize(llm: object, text: str, *, bos: bool) -> list[int]:
+        return [99] if text == lp.CALL_HEAD else [len(text)]
+
+    monkeypatch.setattr(local_module.ls, "continuation_logprobs", scores)
+    monkeypatch.setattr(local_module.lh, "tokenize", tokenize)
+    plan = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
+    model = LocalModel()
+    assert model._choose_kind(object(), plan).mode == "answer"
+    names["name"] = (-5.5, -1.9)  # "Is it sunny in Sydney?": get_weather is likely
+    assert model._choose_kind(object(), plan).mode == "tools"

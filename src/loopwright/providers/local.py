@@ -468,12 +468,11 @@ class LocalModel:
         """Decide the turn's kind and tool by sequence log-probability, then constrain
         decoding to that choice (see :class:`LocalConfig` ``score_tools``).
 
-        Tool call (or plan line) vs answer: the likelier of the two continuations of
-        the cue, compared the way the worked examples write them. Which tool: the
-        highest total log-probability of the whole name (``sql_query",`` is three
-        tokens), not of its first token: greedy decoding commits to a first token such
-        as ``get`` because it also starts names the model imagines (``get_customers``),
-        then must finish it as ``get_weather``. The caller holds the model's lock."""
+        Call (or plan line) vs answer: the likelier continuation of the cue, a call
+        counted with its likeliest offered name ("capital of Italy?" starts a call, to
+        no offered tool). Which tool: the highest log-probability of the whole name,
+        not of its first token (``get`` also starts names the model imagines,
+        ``get_customers``, then must end as ``get_weather``). Holds the model's lock."""
         if plan.mode == "both" and self._scores(llm):
             plan = self._choose_kind(llm, plan)
         offered = plan.choices
@@ -489,17 +488,19 @@ class LocalModel:
             or not self._scores(llm)
         ):
             return plan
-        head = plan.tokens + lh.tokenize(llm, lp.CALL_HEAD, bos=False)
-        names = [lh.tokenize(llm, lp.name_option(spec.name), bos=False) for spec in offered]
-        scores = ls.continuation_logprobs(llm, head, names)
-        if self._config.overlap_weight and plan.ground is not None:
+        scores = self._name_scores(llm, plan.tokens, offered)
+        weight = self._config.overlap_weight
+        if weight and plan.ground is not None:
             shares = lp.tool_overlaps(offered, plan.ground.request)
-            scores = [
-                s + self._config.overlap_weight * o for s, o in zip(scores, shares, strict=True)
-            ]
+            scores = [s + weight * o for s, o in zip(scores, shares, strict=True)]
         best = offered[max(range(len(offered)), key=scores.__getitem__)]
         schema = lp.output_schema([best], "tools", self._config.bounds, plan.ground)
         return replace(plan, schema=schema, mode="tools")
+
+    def _name_scores(self, llm: Any, tokens: list[int], tools: Sequence[ToolSpec]) -> list[float]:
+        names = [lh.tokenize(llm, lp.name_option(spec.name), bos=False) for spec in tools]
+        head = tokens + lh.tokenize(llm, lp.CALL_HEAD, bos=False)
+        return ls.continuation_logprobs(llm, head, names)
 
     def _scores(self, llm: Any) -> bool:
         return self._config.score_tools and self._config.temperature == 0.0 and ls.supported(llm)
@@ -517,11 +518,10 @@ class LocalModel:
         options = lp.kind_options(call_head)
         kinds = [lh.tokenize(llm, text, bos=False) for text in options]
         call, answer = ls.continuation_logprobs(llm, plan.tokens, kinds)
-        margin = (
-            self._config.plan_answer_margin
-            if plan.plan_grammar is not None
-            else self._config.answer_margin
-        )
+        margin = self._config.plan_answer_margin
+        if plan.plan_grammar is None:  # a call to an offered tool, not to one imagined
+            margin = self._config.answer_margin
+            call += max(self._name_scores(llm, plan.tokens, plan.choices), default=0.0)
         if answer > call + margin:
             return self._answer_plan(plan)
         schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.ground)
