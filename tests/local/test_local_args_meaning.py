@@ -4,11 +4,19 @@ token or repeat themselves (no model)."""
 
 from __future__ import annotations
 
+import pytest
+
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_decide as ld
 from loopwright.providers.local_args import argument_guard
-from loopwright.providers.local_ground import gives_required, named_values
+from loopwright.providers.local_dates import grounded_date
+from loopwright.providers.local_ground import (
+    Grounding,
+    gives_required,
+    grounded_arguments,
+    named_values,
+)
 
 
 def _tool(name: str, props: dict, required: list[str], description: str = "d") -> ToolSpec:
@@ -125,18 +133,67 @@ def test_another_parameters_value_with_a_sign_after_it_is_no_value() -> None:
     assert not guard(head + "San Francisco", '"')
 
 
-def test_a_copy_of_a_quoted_span_starts_at_the_quote() -> None:
-    guard, head = _guard("Hi, my name is Charlie. Remove the 'todo random' item", TODO, "content")
-    assert guard(head, "random")
-    assert not guard(head, "todo")
-    assert not guard(head + "todo", " random")
-    # a word the request also writes outside the quote is free
-    guard, head = _guard("Add 'buy milk' and some milk for the cat", TODO, "content")
-    assert not guard(head, "milk")
+def test_a_quoted_phrase_is_no_place() -> None:
+    assert not ld.shows_kind("place", "Translate 'thank you'")
+    assert ld.shows_kind("place", "What's the weather in 'Paris'?")
+    assert ld.shows_kind("id", "Remove 'todo random'")  # other kinds still take quotes
 
 
-def test_another_parameters_value_may_not_start_a_value() -> None:
-    request = "Can you tell me the weather in fahrenheit today? San Francisco"
-    guard, head = _guard(request, WEATHER, "location")
-    assert guard(head + "fahrenheit", ",")
-    assert not guard(head + "San", " Francisco")
+@pytest.mark.parametrize(
+    ("description", "text", "written"),
+    [
+        (
+            "The new date and time, in ISO-8601 format (e.g., 'YYYY-MM-DDTHH:MM:SS').",
+            "Reschedule event 'Alice' to November 1, 2023 at 10pm CEST",
+            ["2023-11-01T22:00:00"],
+        ),
+        (
+            "The new date and time in ISO-8601 format, such as '2023-04-15T13:45:00Z'.",
+            "move it to the 15th of April 2021 at 1:45 pm, UTC?",
+            ["2021-04-15T13:45:00Z"],
+        ),
+        (
+            "The departure time in the format of 'dd/mm/yyyy HH:MM'.",
+            "departing on the 12th of March 2023 at 3 in the afternoon?",
+            ["12/03/2023 15:00"],
+        ),
+        (
+            "The start of the period in the format of 'YYYY-MM-DD HH:mm:ss'.",
+            "available on March 12th 2024 from 16:00",
+            ["2024-03-12 16:00:00"],
+        ),
+        ("The departure time in 24-hour format, such as '18:45'.", "leaves around 2 pm", ["14:00"]),
+        # a date format alone is unchanged; no time given: nothing to hold a date-time to
+        (
+            "The date in the format of 'dd/mm/yyyy'.",
+            "on the 16th of March 2024 at 14:00",
+            ["16/03/2024"],
+        ),
+        ("The date and time in the format of 'YYYY-MM-DD HH:mm:ss'.", "on March 12th 2024", None),
+    ],
+)
+def test_a_date_and_time_is_written_in_the_parameters_format(
+    description: str, text: str, written: list[str] | None
+) -> None:
+    held = grounded_date({"type": "string", "description": description}, text)
+    assert (held["enum"] if held is not None else None) == written
+
+
+def test_an_optional_date_is_left_out_when_the_request_does_not_say_which_it_is() -> None:
+    form = "in the format of 'dd/mm/yyyy HH:MM'"
+    spec = _tool(
+        "book_flight",
+        {
+            "departure_location": {"type": "string"},
+            "departure_time": {"type": "string", "description": f"The departure time {form}."},
+            "return_time": {"type": "string", "description": f"The return time {form}."},
+        },
+        ["departure_location", "departure_time"],
+    )
+    request = "A flight from New York, NY with a departure on the 20th of June 2022 at 5 pm?"
+    props = grounded_arguments(spec, Grounding(request))["properties"]
+    assert props["departure_time"]["enum"] == ["20/06/2022 17:00"]
+    assert "return_time" not in props
+    # a time the request writes is a number a value may begin with ("22" of "10pm")
+    guard, head = _guard("to November 1, 2023 at 10pm", spec, "departure_time")
+    assert not guard(head, "22")

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
-from loopwright.providers.local_dates import dates_in
+from loopwright.providers.local_dates import dates_in, times_in
 from loopwright.providers.local_ground import JOINED_EXAMPLE, request_context
 
 MAX_FREE_DIGITS = 3
@@ -89,14 +89,12 @@ class ArgumentGuard:
                 return True
             if self._span_refuses(text, so_far, head, closes='"' in piece):
                 return True
-            if head and (self._starts_inside_word(longer) or self._starts_inside_quote(longer)):
+            if head and self._starts_inside_word(longer):
                 return True
             if self._bad_item(text, so_far, longer, closes='"' in piece):
                 return True
             if '"' in piece and self._echoes(text, longer):
                 return True
-            if head and _sign(head[0]) and self._echoes(text, so_far):
-                return True  # "fahrenheit, ..." for a place, beside a unit's enum
             if head and self._crosses(_current_key(text), longer):
                 return True
             if self.signs and any(_sign(ch) and ch not in self.signs for ch in head):
@@ -247,18 +245,6 @@ class ArgumentGuard:
         starts = [m.start() for m in re.finditer(re.escape(value), self.context)]
         return bool(starts) and all(i > 0 and self.context[i - 1].isalnum() for i in starts)
 
-    def _starts_inside_quote(self, value: str) -> bool:
-        """``value`` copies the request from inside a quoted span there, not from the
-        quote's start: the span is the value as the user wrote it (``"random"`` of
-        "Remove the 'todo random' item")."""
-        if len(value) < MIN_COPY_CHARS:
-            return False
-        spans = [(m.start(1), m.end(1)) for m in _QUOTED_SPAN.finditer(self.context)]
-        starts = [m.start() for m in re.finditer(re.escape(value), self.context)]
-        return bool(starts) and all(
-            any(a < i < b for a, b in spans) and self.context[i - 1] == " " for i in starts
-        )
-
     def _invents_word(self, value: str, grown: str, closes: bool) -> bool:
         """A word the candidate touches (the one it goes on with and those it adds) is
         not a known word, or, while still being written, not the start of one. A word
@@ -319,6 +305,7 @@ def argument_guard(
     # A date the request writes may be written in a parameter's format ("06-01-2023"
     # for "June01 2023"): its zero-padded parts count as the request's numbers.
     padded = [f"{p:02d}" for date in dates_in(source) for p in date]
+    padded += [f"{p:02d}" for time in times_in(source) for p in time]  # "10pm" is "22:00"
     numbers = tuple(dict.fromkeys(_NUMBER.findall(context) + padded))
     described = " ".join(f"{t.description} {json.dumps(t.parameters)}" for t in tools)
     words = known_words(prefix.lower(), described.lower(), context)
@@ -372,8 +359,6 @@ def _sign(ch: str) -> bool:
 
 # One sign three times in a row ("---", "%%%").
 _SIGN_RUN = re.compile(r"([^\w\s])\1\1")
-# A span the request quotes (its text in group 1).
-_QUOTED_SPAN = re.compile(r"(?<![\w])['\"‘“]([^'\"‘’“”\n]{2,80})['\"’”](?![\w])")
 # A piece of two characters or more three times in a row ("-100-100-100").
 _REPEAT = re.compile(r"(.{2,16}?)\1\1", re.DOTALL)
 

@@ -40,7 +40,7 @@ _DATES = (
 _YEAR_ALONE = re.compile(r"\b(?:19|20)\d\d\b")
 # A date format a description names: "in the format of 'YYYY-MM-DD'", "MM/DD/YYYY".
 _DATE_FORMAT = re.compile(
-    r"(?<![A-Za-z])(YYYY|DD|MM)([-/.])(YYYY|DD|MM)\2(YYYY|DD|MM)(?![A-Za-z0-9:]|T\w)",
+    r"(?<![A-Za-z])(YYYY|DD|MM)([-/.])(YYYY|DD|MM)\2(YYYY|DD|MM)(?![A-Za-z0-9:]|T\w|\s+HH)",
     re.IGNORECASE,
 )
 
@@ -164,22 +164,108 @@ def date_format(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
+# A date and time format a description names: 'YYYY-MM-DDTHH:MM:SS', 'YYYY-MM-DD
+# HH:mm:ss', 'dd/mm/yyyy HH:MM'; or an ISO example: '2023-04-15T13:45:00Z'.
+_DATETIME_FORMAT = re.compile(
+    r"(?<![A-Za-z])(YYYY|DD|MM)([-/.])(YYYY|DD|MM)\2(YYYY|DD|MM)([T ])HH:MM(:SS)?(Z?)",
+    re.IGNORECASE,
+)
+_DATETIME_EXAMPLE = re.compile(r"'(?:19|20)\d\d-\d\d-\d\d([T ])\d\d:\d\d(:\d\d)?(Z?)'")
+# A time of day alone: "in 24-hour format, such as '18:45'", "in the format 'HH:MM'".
+_TIME_FORMAT = re.compile(r"'(?:[01]\d|2[0-3]):[0-5]\d'|\bHH:MM\b")
+# A time the request writes: "10pm", "4:30 PM", "16:00", "3 in the afternoon", "noon".
+_CLOCK = re.compile(
+    r"\b(?P<h>[01]?\d|2[0-3])(?::(?P<m>[0-5]\d))?\s*(?P<ap>[ap])\.?m\b\.?"
+    r"|\b(?P<h24>[01]?\d|2[0-3]):(?P<m24>[0-5]\d)\b"
+    r"|\b(?P<hd>1[0-2]|0?[1-9])(?::(?P<md>[0-5]\d))?\s+in\s+the\s+(?P<part>morning|afternoon|evening)"
+    r"|\b(?P<noon>noon|midnight)\b",
+    re.IGNORECASE,
+)
+
+
+def times_in(text: str) -> list[tuple[int, int]]:
+    """The times of day ``text`` writes, as (hour, minute) on a 24-hour clock, in
+    order: "10pm" (22, 0), "4:30 PM" (16, 30), "16:00", "3 in the afternoon" (15, 0),
+    "noon"."""
+    found: list[tuple[int, int]] = []
+    for match in _CLOCK.finditer(text):
+        g = match.groupdict()
+        if g["noon"]:
+            found.append((12, 0) if g["noon"].lower() == "noon" else (0, 0))
+        elif g["h24"]:
+            found.append((int(g["h24"]), int(g["m24"])))
+        else:
+            hour, minute = (g["h"], g["m"]) if g["h"] else (g["hd"], g["md"])
+            later = (g["ap"] or "").lower() == "p" or (g["part"] or "").lower() in (
+                "afternoon",
+                "evening",
+            )
+            if int(hour) <= 12:
+                found.append((int(hour) % 12 + (12 if later else 0), int(minute or 0)))
+    return list(dict.fromkeys(found))
+
+
+def datetime_format(schema: Mapping[str, Any]) -> str | None:
+    """The ``strftime`` format of a string parameter that takes a date and a time (see
+    :data:`_DATETIME_FORMAT`), or a time alone (``"%H:%M"``); ``None`` otherwise."""
+    if schema.get("type") != "string" or date_format(schema) is not None:
+        return None
+    text = str(schema.get("description", ""))
+    codes = {"YYYY": "%Y", "MM": "%m", "DD": "%d"}
+    if (match := _DATETIME_FORMAT.search(text)) is not None:
+        fields = [match.group(i).upper() for i in (1, 3, 4)]
+        if len(set(fields)) == 3:
+            day = match.group(2).join(codes[field] for field in fields)
+            return f"{day}{match.group(5)}%H:%M{':%S' if match.group(6) else ''}{match.group(7)}"
+    if (example := _DATETIME_EXAMPLE.search(text)) is not None:
+        seconds = ":%S" if example.group(2) else ""
+        return f"%Y-%m-%d{example.group(1)}%H:%M{seconds}{example.group(3)}"
+    if _TIME_FORMAT.search(text) and not re.search(r"\bdate\b", text, re.IGNORECASE):
+        return "%H:%M"
+    return None
+
+
+def takes_date(schema: Mapping[str, Any]) -> bool:
+    """Whether a parameter takes a date, a date and time or a time in a known format."""
+    return date_format(schema) is not None or datetime_format(schema) is not None
+
+
 def grounded_date(schema: Mapping[str, Any], request: str) -> dict[str, Any] | None:
     """A date parameter held to the request's dates written in its format (the model
-    cannot be trusted to turn "April 25th 2023" into "2023-04-25"); ``None`` when it
-    takes no date in a known format or the request gives none."""
-    form = date_format(schema)
+    cannot be trusted to turn "April 25th 2023" into "2023-04-25"), a date and time
+    parameter to each of the request's dates at each of its times ("November 1, 2023
+    at 10pm" is ``2023-11-01T22:00:00``), a time parameter to its times; ``None`` when
+    it takes none of these in a known format or the request gives none."""
+    form = date_format(schema) or datetime_format(schema)
     if form is None:
         return None
-    written = [_strftime(form, d) for d in dates_in(request)]
+    days: list[tuple[int, int, int] | None] = list(dates_in(request))
+    if "%d" not in form:
+        days = [None]
+    times: list[tuple[int, int] | None] = list(times_in(request)) if "%H" in form else [None]
+    written = [_strftime(form, d, t) for d in days for t in times]
     return {"type": "string", "enum": written} if written else None
 
 
-def _strftime(form: str, date: tuple[int, int, int]) -> str:
-    year, month, day = date
-    return (
-        form.replace("%Y", f"{year:04d}").replace("%m", f"{month:02d}").replace("%d", f"{day:02d}")
-    )
+def _strftime(
+    form: str, date: tuple[int, int, int] | None, time: tuple[int, int] | None = None
+) -> str:
+    if date is not None:
+        year, month, day = date
+        form = form.replace("%Y", f"{year:04d}").replace("%m", f"{month:02d}")
+        form = form.replace("%d", f"{day:02d}")
+    if time is not None:
+        form = form.replace("%H", f"{time[0]:02d}").replace("%M", f"{time[1]:02d}")
+        form = form.replace("%S", "00")
+    return form
 
 
-__all__ = ["date_format", "dates_in", "grounded_date", "relative_dates"]
+__all__ = [
+    "date_format",
+    "dates_in",
+    "datetime_format",
+    "grounded_date",
+    "relative_dates",
+    "takes_date",
+    "times_in",
+]

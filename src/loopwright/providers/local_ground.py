@@ -22,7 +22,7 @@ from typing import Any
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.core.untrusted import unwrap_untrusted
-from loopwright.providers.local_dates import date_format, grounded_date
+from loopwright.providers.local_dates import grounded_date, takes_date
 
 
 def request_context(messages: Sequence[Message]) -> str:
@@ -341,7 +341,7 @@ def grounded_required(
     longer than the request's longest list (:func:`longest_number_list`); a list of
     strings no longer than the request's longest list in words
     (:func:`longest_word_list`); a date in a format the description names to the
-    request's dates in that format (:func:`date_format`)."""
+    request's dates in that format (``local_dates.grounded_date``)."""
     kind = schema.get("type")
     if isinstance(schema.get("enum"), list):
         # codes listed as an enum ([1, 2]) are named by what the description says
@@ -454,7 +454,8 @@ def grounded_optional(
     ("abv_min": 10.0, "device_id": "100000000000"). So an optional parameter is offered
     only when the request gives it: an enum (or a list of enum items) keeps the values
     the request names; a number takes one of the request's numbers; a date in a known
-    format one of the request's dates (:func:`date_format`); a string whose
+    format one of the request's dates, when the name's other words (``return`` of
+    ``return_time``) are the request's too; a string whose
     description gives examples, when the request names one ("Type of the lawsuit,
     e.g., 'IPR', 'Patent'" for "patent lawsuits"); anything else is offered when the
     request uses a word of the parameter's name ("aligned", "unit") that the tool's
@@ -471,8 +472,15 @@ def grounded_optional(
     if kind in ("number", "integer"):
         values = _fitting(kind, _shares(schema, request, numbers_in(request)))
         return {"enum": values} if values else None
-    if date_format(schema) is not None:
-        return grounded_date(schema, request)
+    own = {w[: MIN_PREFIX_CHARS + 2] for w in tool_words}
+    telling = [w for w in _name_words(name) if w[: MIN_PREFIX_CHARS + 2] not in own]
+    mentioned = any(any(_same_word(x, w) for x in words) for w in telling)
+    if takes_date(schema):
+        # a date the request gives is this parameter's unless the name says which
+        # date it is and the request does not use that word ("return_time")
+        which = [w for w in telling if w not in _DATE_WORDS]
+        asked = not which or any(_same_word(x, w) for x in words for w in which)
+        return grounded_date(schema, request) if asked else None
     items = schema.get("items")
     if kind == "array" and isinstance(items, Mapping) and isinstance(items.get("enum"), list):
         return (
@@ -482,9 +490,6 @@ def grounded_optional(
         )
     if _names_an_example(schema, request):
         return named_example(schema, request) or _grounded_list(schema, Grounding(request))
-    own = {w[: MIN_PREFIX_CHARS + 2] for w in tool_words}
-    telling = [w for w in _name_words(name) if w[: MIN_PREFIX_CHARS + 2] not in own]
-    mentioned = any(any(_same_word(x, w) for x in words) for w in telling)
     if not mentioned:
         return None
     if kind == "boolean":
@@ -495,6 +500,8 @@ def grounded_optional(
 
 
 MIN_STEM_CHARS = 6
+# Words of a date parameter's name that say only that it is a date.
+_DATE_WORDS = frozenset({"date", "time", "datetime", "day", "when", "new"})
 
 
 def _same_word(written: str, name_word: str) -> bool:
