@@ -197,3 +197,13 @@ def test_an_optional_date_is_left_out_when_the_request_does_not_say_which_it_is(
     # a time the request writes is a number a value may begin with ("22" of "10pm")
     guard, head = _guard("to November 1, 2023 at 10pm", spec, "departure_time")
     assert not guard(head, "22")
+
+
+def test_a_string_holds_few_numbers_no_text_gives() -> None:
+    spec = _tool("find", {"district": {"type": "string"}}, ["district"])
+    guard, head = _guard("in Ton Pao Subdistrict, with a review of 4.5 stars", spec, "district")
+    assert guard(head + "K-100-101-102-", "103")
+    assert not guard(head + "K-100-101-", "102")
+    assert not guard(head + "K-100-101-102-", "4")  # the request's own number
+    guard, head = _guard("What is 20% of 150?", CMD, "command")
+    assert not guard(head + "20 / 100 * ", "150")

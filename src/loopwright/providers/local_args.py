@@ -26,7 +26,8 @@ conversation):
   start inside a request word (``123456`` of "U123456"); a value may not begin with a
   number no text gives;
 * **inventing long numbers**: a run of more than :data:`MAX_FREE_DIGITS` digits must
-  be (the start of) a number the request or a tool result contains;
+  be (the start of) a number the request or a tool result contains, and a string holds
+  at most :data:`MAX_FREE_NUMBERS` numbers that none does;
 * **inventing signs**: a string argument uses only the signs (characters other than
   letters, digits and the plain space) that the prompt, the tools or the request use:
   the model otherwise dodged a refused move with ``<i>201</i>``, a no-break space or
@@ -54,6 +55,9 @@ from loopwright.providers.local_dates import dates_in, times_in
 from loopwright.providers.local_ground import JOINED_EXAMPLE, request_context
 
 MAX_FREE_DIGITS = 3
+# Numbers no text gives that one string value may hold: a formula's constant or two
+# ("20 / 100 * 150"), not a made-up code that counts on ("100-101-102-...").
+MAX_FREE_NUMBERS = 3
 MIN_COPY_CHARS = 2
 MIN_SENTENCE_WORDS = 4
 _CALL_LINE = re.compile(r'^Assistant: (\{"tool": .*\})$', re.MULTILINE)
@@ -126,6 +130,11 @@ class ArgumentGuard:
         # up (``"date": "202"`` for "this weekend"); later numbers in a formula or a
         # query are the notation's own, free up to a few digits.
         leading = inside and not grown[: run.start()].strip()
+        known = any(n.startswith(run.group(0)) for n in self.numbers)
+        if inside and not known:
+            made_up = [n for n in _NUMBER.findall(grown[: run.start()]) if n not in self.numbers]
+            if len(made_up) >= MAX_FREE_NUMBERS:
+                return True  # "K-100-100-101-102-..." until the length bound
         if len(run.group(0)) <= MAX_FREE_DIGITS and not leading:
             return False
         return not any(n.startswith(run.group(0)) for n in self.numbers)
