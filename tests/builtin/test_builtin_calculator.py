@@ -134,6 +134,7 @@ def test_arithmetic_tools_are_exact_and_guarded() -> None:
         ("half of 50", 25),
         ("double 21", 42),
         ("13 x 7", 91),
+        ("Deduct 30 from 95.", 65),
         ("Add 12 and 8, then divide by 4.", 5),
         ("multiply 6 by 7 and then add 10", 52),
         ("What do you get if you add 4 and 9 and then multiply the result by 2?", 26),

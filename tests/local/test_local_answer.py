@@ -558,3 +558,28 @@ def test_a_quoted_formula_is_not_extended() -> None:
     assert not lv.runs_past_formula(
         ' {"answer": "3 to the power of 5', " is", ("3 to the power of 5",)
     )
+
+
+def test_the_numbers_of_a_formula_the_calls_sent_may_be_quoted() -> None:
+    """'What is the square root of 144?' called ``144 ** (1 / 2)``: the answer could
+    not write 1 and 2 (in no result, not in the question), and ran to the token cap."""
+    history = [
+        Message.user("What is the square root of 144?"),
+        Message(
+            "assistant",
+            (ToolCallPart("c0", "calculator", {"expression": "144 ** (1 / 2)"}),),
+        ),
+        Message.tool_results([ToolResultPart("c0", "calculator", "12")]),
+    ]
+    ground = la.grounding(history)
+    assert {"1", "2", "144", "12"} <= set(ground.allowed)
+
+
+def test_a_formula_is_quoted_when_the_answer_starts_any_of_its_numbers() -> None:
+    """'Deduct 30 from 95.' called ``95 - 30`` and was answered '30 - 95 - 30 = 65': the
+    model started with the request's first number, which the formula holds later."""
+    quoter = la.FormulaQuoter(("95 - 30",))
+    assert quoter(' {"answer": "', "3") == "95 - 30"
+    assert quoter(' {"answer": "', "9") == "95 - 30"
+    assert quoter(' {"answer": "', "6") is None  # the result: not the formula's
+    assert quoter(' {"answer": "95 - 30 = ', "6") is None  # already written

@@ -305,3 +305,14 @@ def test_an_answer_naming_another_list_item_first_is_not_grounded() -> None:
     assert ungrounded("Call the plumber, then renew the passport.", turn) is None
     first = _turn("Read todo.txt and tell me the first item.", todo)
     assert ungrounded("I bought milk, I called the plumber.", first) is None
+
+
+def test_numbers_of_a_formula_the_calls_sent_are_grounded() -> None:
+    history = [
+        Message.user("What is the square root of 144?"),
+        Message("assistant", (_call("calculator", {"expression": "144 ** (1 / 2)"}, "c1"),)),
+        Message.tool_results([ToolResultPart("c1", "calculator", "12")]),
+    ]
+    turn = current_turn(history)
+    assert ungrounded("144 ** (1 / 2) = 12.", turn) is None
+    assert ungrounded("144 ** (1 / 3) = 12.", turn) is not None

@@ -172,7 +172,9 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     focus = _focus(base, rows, words or (), pairs, asked)
     return Grounding(
         focus.keep,
-        _short(question),
+        # The formulas the calls computed are the runtime's own: their numbers may be
+        # quoted ("144 ** (1 / 2) = 12" for "the square root of 144").
+        _short([*question, *(n for f in formulas for n in numbers_in(f))]),
         bound,
         _short(focus.latest),
         focus.labels[:MAX_LABELS],
@@ -605,8 +607,8 @@ class FormulaQuoter:
     and the model answered "3 + 5 * 8 = 64.": the right number after a wrong
     expression. Called with the text decoded so far when the model starts a number:
     if no formula was written yet and a formula argument of the calls begins with that
-    number (after its opening parentheses), the whole formula is returned and the
-    sampler writes it verbatim. Nothing here evaluates or knows arithmetic."""
+    number (after its opening parentheses), or else holds a number starting with it,
+    the whole formula is returned and the sampler writes it verbatim. Nothing here evaluates or knows arithmetic."""
 
     formulas: tuple[str, ...]
 
@@ -617,6 +619,11 @@ class FormulaQuoter:
             return None
         for formula in self.formulas:
             if formula.lstrip("( ").startswith(first):
+                return formula
+        # A number of the formula started elsewhere: the model restating the request's
+        # order ("Deduct 30 from 95." -> "30 - 95 - 30 = 65" after ``95 - 30``).
+        for formula in self.formulas:
+            if first.strip() and any(n.startswith(first.strip()) for n in numbers_in(formula)):
                 return formula
         return None
 

@@ -7,7 +7,8 @@ the last user message), the answer is held back until it is complete and checked
 
 * it is finished (not cut by the token cap) and not empty, and some tool call since
   the question succeeded (when every one failed, the failures are what to show);
-* every number in it appears in a tool result or in the question;
+* every number in it appears in a tool result, in the question or in a string
+  argument of the calls made (a formula: "144 ** (1 / 2)");
 * it states a value of the results: one of their numbers, or one of their words the
   question does not use (a label such as "cloudy", a name such as "Oslo");
 * it does not assert what a result denies (the result says "not a real forecast", the
@@ -95,6 +96,22 @@ def _numbers(text: str) -> set[str]:
     return {canonical_number(m.group(0)) for m in _NUMBER.finditer(text)}
 
 
+def _call_numbers(turn: Turn) -> set[str]:
+    """Numbers of the string arguments of the calls made (a formula the runtime sent:
+    "144 ** (1 / 2)"); not of the tools' descriptions ``turn.calls`` may also hold."""
+    found: set[str] = set()
+    for text in turn.calls:
+        try:
+            arguments = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(arguments, dict):
+            for value in arguments.values():
+                if isinstance(value, str):
+                    found |= _numbers(value)
+    return found
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
@@ -110,7 +127,7 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
         return "every tool call failed"
     said = _numbers(answer)
     known = set().union(*(_numbers(r.content) for r in ok)) if ok else set()
-    stray = said - known - _numbers(turn.question)
+    stray = said - known - _numbers(turn.question) - _call_numbers(turn)
     if stray:
         return f"numbers not in any result or the question: {sorted(stray)}"
     labels = {w.lower() for w in result_labels((r.content for r in ok), turn.question)}

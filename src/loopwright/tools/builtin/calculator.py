@@ -101,7 +101,7 @@ def evaluate(expression: str) -> Fraction:
 _N = r"(-?\d+(?:\.\d+)?|\([^()]*\))"  # a number or a parenthesized group
 # Whole-phrase forms, operator first: "subtract 199 from 1024" is 1024 - 199.
 _PHRASES = [
-    (rf"subtract {_N} from {_N}", r"(\2) - (\1)"),
+    (rf"(?:subtract|deduct) {_N} from {_N}", r"(\2) - (\1)"),
     (rf"take {_N} (?:away )?from {_N}", r"(\2) - (\1)"),
     (rf"add {_N} (?:and|to) {_N}", r"(\1) + (\2)"),
     (rf"multiply {_N} (?:by|and|with) {_N}", r"(\1) * (\2)"),
