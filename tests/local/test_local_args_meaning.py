@@ -207,3 +207,22 @@ def test_a_string_holds_few_numbers_no_text_gives() -> None:
     assert not guard(head + "K-100-101-102-", "4")  # the request's own number
     guard, head = _guard("What is 20% of 150?", CMD, "command")
     assert not guard(head + "20 / 100 * ", "150")
+
+
+def test_a_south_or_west_coordinate_of_a_pair_is_negative() -> None:
+    from loopwright.providers.local_ground import numbers_in
+
+    assert numbers_in("at the coordinates 37.8651 N, 119.5383 W, please") == (37.8651, -119.5383)
+    assert numbers_in("33.9° S, 18.4° E") == (-33.9, 18.4)
+    # letters after numbers that are no coordinate pair
+    assert numbers_in("size 5 S shirts, 3 W") == (5.0, 3.0)
+    spec = _tool(
+        "fetch_weather_data",
+        {"latitude": {"type": "number"}, "longitude": {"type": "number"}},
+        ["latitude", "longitude"],
+    )
+    # each parameter takes its own coordinate, not the other or another number
+    request = "10-day forecast at the coordinates 37.8651 N, 119.5383 W"
+    held = grounded_arguments(spec, Grounding(request))
+    assert held["properties"]["longitude"]["enum"] == [-119.5383]
+    assert held["properties"]["latitude"]["enum"] == [37.8651]

@@ -277,12 +277,47 @@ _ITEM_GAP = re.compile(
 )
 
 
+# A coordinate written with its hemisphere: "37.8651 N", "119.5383° W".
+_HEMISPHERE = re.compile(r"\s*°?\s*([NSEW])\b")
+
+
+def coordinate(name: str, text: str) -> float | None:
+    """The latitude (for a parameter named ``latitude``/``lat``) or longitude
+    (``longitude``/``lon``/``lng``) of the one coordinate pair ``text`` writes with
+    hemispheres ("37.8651 N, 119.5383 W"), signed; ``None`` otherwise."""
+    words = set(_name_words(name)) | set(re.findall(r"[a-z]+", name.lower()))
+    axis = "NS" if words & {"latitude", "lat"} else "EW" if words & _LONGITUDE else None
+    if axis is None:
+        return None
+    values = [
+        v
+        for _, end, v in _numbers_at(text)
+        if (m := _HEMISPHERE.match(text, end)) is not None and m.group(1) in axis
+    ]
+    return values[0] if len(values) == 1 else None
+
+
+_LONGITUDE = frozenset({"longitude", "lon", "lng", "long"})
+
+
 def _numbers_at(text: str) -> list[tuple[int, int, float]]:
-    """(start, end, value) of each number ``text`` writes (see :func:`numbers_in`)."""
+    """(start, end, value) of each number ``text`` writes (see :func:`numbers_in`). In a
+    coordinate pair written with hemispheres ("37.8651 N, 119.5383 W") a south or west
+    coordinate is negative, as signed latitude and longitude parameters take it."""
     found = [
         (m.start(), m.end(), float(m.group(0).replace(",", "")))
         for m in _GROUND_NUMBER.finditer(text)
     ]
+    sides = [_HEMISPHERE.match(text, end) for _, end, _ in found]
+    for i in range(len(found) - 1):
+        lat, lon = sides[i], sides[i + 1]
+        if lat is None or lon is None or lat.group(1) not in "NS" or lon.group(1) not in "EW":
+            continue
+        if text[lat.end() : found[i + 1][0]].strip(" ,;/"):
+            continue  # not written as one pair
+        for j, side in ((i, lat), (i + 1, lon)):
+            start, end, value = found[j]
+            found[j] = (start, end, -abs(value) if side.group(1) in "SW" else value)
     found += [
         (m.start(), m.end(), _NUMBER_WORDS[m.group(0).lower()]) for m in _NUMBER_WORD.finditer(text)
     ]
@@ -360,7 +395,8 @@ def grounded_required(
         return example
     if kind in ("number", "integer"):
         values = _fitting(kind, _shares(schema, ground.request, ground.numbers))
-        n = named_number(name, ground.request, skip)
+        n = coordinate(name, ground.request)
+        n = named_number(name, ground.request, skip) if n is None else n
         near = _fitting(kind, _shares(schema, ground.request, [n] if n is not None else []))
         return {"type": kind, "enum": near or values} if values else dict(schema)
     return _grounded_list(schema, ground)
