@@ -292,6 +292,24 @@ def test_written_operators_reach_the_calculator_and_the_answer(question: str, va
     _no_fallback(data)
 
 
+@pytest.mark.parametrize(
+    ("question", "value"),
+    [("Subtract 199 from 1024.", "825"), ("What is the square root of 144?", "12")],
+)
+def test_a_call_is_held_to_the_formula_the_request_states(question: str, value: str) -> None:
+    """'Subtract 199 from 1024.' was computed as ``199 - 1024`` and answered '199 - 1024
+    = -825.'; the square root of 81 as ``81 / 81``. The strategy holds the call to the
+    request's formula, and the answer states its value."""
+    from loopwright.tools.builtin.calculator import calculator
+
+    code, data = run_cli("--tools", "calculator,get_weather", question)
+    assert code == 0
+    ((name, args),) = calls(data)
+    assert name == "calculator" and str(calculator(str(args["expression"]))) == value
+    assert re.search(rf"(?<![\d.]){value}(?![\d])", data["answer"])
+    _no_fallback(data)
+
+
 def test_answer_names_the_row_whose_value_it_states(tmp_path) -> None:
     """'What is the price of the desk?' read only the price column and answered with
     the lamp's price ('The price of the desk is 40.'): whole rows are read and the
