@@ -65,7 +65,7 @@ def test_cycle_detection_off_still_sees_repeats() -> None:
 def test_tail_is_bounded() -> None:
     d = RepetitionDetector(3, max_period=4)
     d.add([_c("a", i=i) for i in range(10_000)])
-    assert len(d._tail) == 2 * 12  # each kept call and its result
+    assert len(d) == 2 * 12  # each kept call and its result
 
 
 def test_prime_from_history() -> None:

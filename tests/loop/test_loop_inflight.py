@@ -13,7 +13,7 @@ from types import CoroutineType, MethodType
 
 from loopwright import Agent, FunctionModel, Reply, tool
 from loopwright.core.events import ModelEvent, ResponseDone
-from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart
+from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart, ToolResultPart
 from loopwright.core.protocols import ModelRequest
 from loopwright.loop.steps import CURRENT_RUN
 
@@ -168,3 +168,36 @@ async def test_a_run_waiting_out_a_reply_delay_holds_no_coroutine_of_the_double(
     assert _loopwright_frames(run._task) == ["RunEngine.drive", "RunEngine.think"]
     result = await run.result()
     assert result.ok and result.answer == "late"
+
+
+async def test_a_waiting_runs_repetition_detection_is_one_object() -> None:
+    # the detector is its own bounded tail, not an object holding a deque: one object
+    # less per waiting run for the collector to walk (benchmarks/notes/loop.md, round 8)
+    started = asyncio.Event()
+    calls = 0
+
+    @tool
+    async def probe() -> str:
+        return "ok"
+
+    def reply(messages: object, request: object) -> Reply:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return Reply([ToolCallPart("c1", "probe", {})])
+        started.set()
+        return Reply("done", delay=0.05)
+
+    run = Agent(FunctionModel(reply), [probe]).start("go", events=False)
+    await asyncio.wait_for(started.wait(), 5)
+    engine = run._task.get_coro().cr_frame.f_locals["self"]  # the waiting RunEngine.drive
+    detector = engine.detector
+    own = [
+        r
+        for r in gc.get_referents(detector)
+        if gc.is_tracked(r) and not isinstance(r, (type, ToolCallPart, ToolResultPart))
+    ]
+    assert own == []
+    assert len(detector) == 2  # the probe call and its result
+    result = await run.result()
+    assert result.ok and result.answer == "done"
