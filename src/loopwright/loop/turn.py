@@ -9,8 +9,8 @@ itself goes into the request (never a copy): when no context policy,
 turn of the run, so building a request costs the same at step 1,000 as at step 1.
 
 **Repetition and cycle detection** over a bounded tail of tool calls and their results.
-The detector keeps the last ``repeat_limit * max_cycle_period`` calls (each followed by
-its result) in a ``deque`` and compares only those, so its cost per step does not
+The detector is a ``deque`` of the last ``repeat_limit * max_cycle_period`` calls (each
+followed by its result) and compares only those, so its cost per step does not
 depend on how long the run has been going. Two calls repeat each other when they have the same name, equal arguments *and*
 the same result: polling a job whose status goes queued -> running -> done makes
 progress and is not a loop, while the same call getting the same answer again is.
