@@ -485,9 +485,12 @@ def test_how_many_rows_a_question_names_is_the_value_to_state() -> None:
     assert veto(' {"answer": "There are 2,', "2") and veto(' {"answer": "There are 2, ', "2")
     assert not veto(' {"answer": "There are 2', " customers")
     assert not lv.repeats_number("It is 12, ", "13") and lv.repeats_number("12,", "1")
-    # one named row: its cells are the values ("How many chairs are in stock?")
     one = la.grounding(_history("How many customers live in Oslo?", CUSTOMERS))
-    assert one.latest != ("1",)
+    assert one.latest == ("1",) and one.allowed == ("1",)
+    # the counted word names the row: its number is asked, not a count
+    products = '{"columns": ["name", "stock"], "rows": [["chair", 12], ["desk", 5]]}'
+    chairs = la.grounding(_history("How many chairs are in stock?", products))
+    assert chairs.latest == ("12",)
 
 
 def test_a_number_a_text_pairs_with_a_question_word_is_the_value_to_state() -> None:
@@ -529,6 +532,10 @@ def test_a_number_read_in_a_unit_is_followed_by_that_unit() -> None:
     assert not veto(' {"answer": "It is 25', " degrees")  # temperature_c: no unit word
     assert veto(' {"answer": "The wind is 10', " knots")
     assert not veto(' {"answer": "The wind is 10', " kph")
+    # "row_count": 4 counts rows of anything: not a unit ("There are 4 customers")
+    table = '{"columns": ["id"], "rows": [[1], [2], [3], [4]], "row_count": 4}'
+    rows = lv.answer_veto(la.grounding(_history("How many customers are there?", table)))
+    assert not rows(' {"answer": "There are 4', " customers")
 
 
 def test_naming_one_row_the_answer_names_nothing_the_context_does_not() -> None:
@@ -583,3 +590,15 @@ def test_a_formula_is_quoted_when_the_answer_starts_any_of_its_numbers() -> None
     assert quoter(' {"answer": "', "9") == "95 - 30"
     assert quoter(' {"answer": "', "6") is None  # the result: not the formula's
     assert quoter(' {"answer": "95 - 30 = ', "6") is None  # already written
+
+
+def test_a_question_naming_one_field_keeps_the_other_fields_out() -> None:
+    """'How humid is it in Bangkok?' was answered 'The temperature in Bangkok is 11
+    degrees Celsius.': the other numeric fields' names are not written."""
+    report = '{"city": "Bangkok", "temperature_c": 11, "humidity_pct": 51, "wind_kph": 10}'
+    ground = la.grounding(_history("How humid is it in Bangkok?", report))
+    assert set(ground.others) == {"temperature", "wind", "kph"}
+    veto = lv.answer_veto(ground)
+    assert veto(' {"answer": "The', " temperature")
+    assert not veto(' {"answer": "The', " humidity")
+    assert la.grounding(_history("What's the weather in Bangkok?", report)).others == ()

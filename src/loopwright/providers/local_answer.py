@@ -183,7 +183,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         tuple(records or ())[:MAX_RECORDS],
         unstated,
         claims,
-        _other_rows(rows, named, asked),
+        _other_rows(rows, named, asked) + _other_fields(bound, asked),
         _unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if claims else (),
         tuple(dict.fromkeys(pairs)),
         bool(formulas) or _FORMULA.search(asked) is not None,
@@ -318,13 +318,31 @@ def _other_rows(rows: list[list[str]], named: list[list[str]], question: str) ->
 
 
 _HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
+_COUNTED = re.compile(r"\bhow many (\w+)", re.IGNORECASE)
+
+
+def _other_fields(fields: Sequence[tuple[str, str]], question: str) -> tuple[str, ...]:
+    """The key words of the other numeric fields, when the question names exactly one
+    field's value ("How humid is it in Bangkok?": ``temperature``, ``wind``, ``kph``):
+    the answer named the temperature and stated it ("The temperature in Bangkok is 11
+    degrees")."""
+    asked = _WORD.findall(question.lower())
+    named = {v for w, v in fields if any(_names_key(a, w) for a in asked if len(a) >= MIN_STEM)}
+    if len(named) != 1:
+        return ()
+    return _unique(w for w, v in fields if v not in named and len(w) >= MIN_FIELD_WORD)
 
 
 def _counted(rows: list[list[str]], named: list[list[str]], question: str) -> str:
-    """The number of rows a "how many" question names by a text value, when it names
-    two or more (one named row's count is ambiguous with its cells: "How many chairs
-    are in stock?" asks the chair row's stock); else ""."""
-    if len(named) < MIN_ROWS or not _HOW_MANY.search(question):
+    """The number of rows a "how many" question names by a text value ("How many
+    customers live in Berlin?": 2), else "". When the counted word is itself a named
+    row's value, the question asks that row's number, not a count ("How many chairs
+    are in stock?": the chair row's stock)."""
+    counted = _COUNTED.search(question)
+    if not named or counted is None:
+        return ""
+    noun = {counted.group(1).lower()}
+    if any(_mentions(noun, v) for row in named for v in row if not _is_number(v)):
         return ""
     return str(len(named))
 

@@ -175,6 +175,8 @@ class AnswerVeto:
         keys = {w for w, v in self.fields if canonical_number(v) == number}
         by_unit = dict(self.units)
         read_in = {by_unit.get(k) for k in keys if k not in by_unit.values()}
+        if any(u is not None and len(u) > MAX_UNIT_CHARS for u in read_in):
+            return False  # a noun, not a unit: "row_count": 4 is "4 customers"
         if not read_in or None in read_in:
             return False  # no field, or one without a unit, holds the number
         fitting = {u for u in read_in if u} | keys
@@ -245,6 +247,8 @@ class AnswerVeto:
 
 
 MAX_NAMED_TAIL = 40
+# A unit is an abbreviation (pct, kph, eur, mph, kg); a longer last key word is a noun.
+MAX_UNIT_CHARS = 4
 _CAPITAL_WORD = re.compile(r"(?<=[\s(\"'])[A-Z][A-Za-z]+")
 _SENTENCE_SPLIT = re.compile(r"[.!?;]\s")
 # Function words a sentence needs whatever it states (with ``STOPWORDS``).
