@@ -128,6 +128,8 @@ def _turn(question: str, *results: str) -> Turn:
 
 WEATHER = '{"city": "Cairo", "temperature_c": 19, "humidity_pct": 35, "source": "demo data, not a real forecast"}'
 
+SNOW = '{"city": "Tokyo", "condition": "snow", "source": "demo data, not a real forecast"}'
+RAIN = '{"city": "Lima", "condition": "rain", "source": "demo data, not a real forecast"}'
 TABLE = '{"columns": ["city"], "rows": [["Oslo"]], "row_count": 1, "truncated": false}'
 PRICES = '{"columns": ["price"], "rows": [[40], [85], [240]]}'
 NAMED = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["desk", 240]]}'
@@ -153,6 +155,10 @@ PEOPLE = '{"columns": ["name", "city"], "rows": [["Ana", "Berlin"], ["Dana", "Os
         ("Dana lives in Oslo.", "Which city does Dana live in?", [TABLE], None),
         ("Dana lives in a city.", "Which city does Dana live in?", [TABLE], "states no value"),
         ("It is cloudy in Lima.", "Is it raining in Lima?", [WEATHER], "states no value"),
+        # A condition stated inflected is stated ("snow" -> "snowing").
+        ("The weather in Tokyo is snowing.", "What's the weather in Tokyo?", [SNOW], None),
+        ("It is rainy in Lima.", "What's the weather in Lima?", [RAIN], None),
+        ("The weather in Tokyo is nice.", "What's the weather in Tokyo?", [SNOW], "no value"),
         ("The host is example.internal.", "What is the host?", ["host = example.internal"], None),
         # Several rows and no name: which row is the desk's the result does not say.
         ("The price of the desk is 40.", "What is the price of the desk?", [PRICES], "desk"),

@@ -43,6 +43,7 @@ from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
 from loopwright.core.grounding import (
+    MIN_STEM,
     canonical_number,
     label_words,
     other_item_first,
@@ -116,6 +117,15 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def _states_a_label(labels: set[str], stated: set[str]) -> bool:
+    """Whether the answer's words state a result's label as written or inflected
+    ("snow" stated as "snowing", "rain" as "rainy"): a word starting with a label of at
+    least :data:`MIN_STEM` letters."""
+    return bool(labels & stated) or any(
+        len(label) >= MIN_STEM and word.startswith(label) for label in labels for word in stated
+    )
+
+
 def ungrounded(answer: str, turn: Turn) -> str | None:
     """Why ``answer`` is not grounded in ``turn`` (see the module docstring), or
     ``None`` when it passes."""
@@ -132,7 +142,7 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
         return f"numbers not in any result or the question: {sorted(stray)}"
     labels = {w.lower() for w in result_labels((r.content for r in ok), turn.question)}
     stated = {w.lower() for w in label_words(answer)}
-    if (known or labels) and not said & known and not labels & stated:
+    if (known or labels) and not said & known and not _states_a_label(labels, stated):
         return "states no value of the results"
     denied = _contradiction(answer, ok)
     if denied:
