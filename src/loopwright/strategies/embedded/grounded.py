@@ -39,7 +39,6 @@ import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
 from loopwright.core.grounding import (
@@ -53,6 +52,7 @@ from loopwright.core.grounding import (
 from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
+from loopwright.strategies.embedded.wrapper import ModelWrapper
 
 _NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\d)")
 _WORD = re.compile(r"[a-z0-9']+")
@@ -304,24 +304,17 @@ def fallback_text(turn: Turn) -> str:
     return FALLBACK.format(shown="; ".join(shown) or "No tool returned anything.")
 
 
-class GroundedAnswers:
+class GroundedAnswers(ModelWrapper):
     """A :class:`~loopwright.core.protocols.Model` whose answers after tool results are
     checked (see the module docstring). ``checked`` and ``replaced`` count the answers
     seen and replaced, ``trimmed`` those cut to their grounded leading sentences. Other
     attributes are the wrapped model's."""
 
     def __init__(self, model: Model) -> None:
-        self.model = model
+        super().__init__(model)
         self.checked = 0
         self.replaced = 0
         self.trimmed = 0
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.model, attr)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         turn = current_turn(request.messages)

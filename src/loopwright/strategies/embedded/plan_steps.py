@@ -25,7 +25,8 @@ from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone, ToolCallDelta
 from loopwright.core.messages import Message, ReasoningPart, StopReason, ToolCallPart, Usage
-from loopwright.core.protocols import Model, ModelRequest, NamedTool
+from loopwright.core.protocols import ModelRequest, NamedTool
+from loopwright.strategies.embedded.wrapper import ModelWrapper
 
 PLAN_META_KEY = "local_plan"
 RESULT_JSON: Mapping[str, str] = {"$ref": "previous_result"}
@@ -101,20 +102,10 @@ def progress(messages: Sequence[Message]) -> Progress | None:
     return Progress(len(steps), done, Step(step.tool, args))
 
 
-class FollowPlan:
+class FollowPlan(ModelWrapper):
     """A :class:`~loopwright.core.protocols.Model` running ``model``'s plans (see the
     module docstring). Other attributes (``context_window``, ``count_tokens``,
     ``load``) are the wrapped model's."""
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.model, attr)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         state = progress(request.messages)

@@ -31,6 +31,7 @@ from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.protocols import Model, ModelRequest, ToolCallDelta
 from loopwright.core.tools import ToolSpec
 from loopwright.strategies.embedded.formula import held_to_formula, question_formula
+from loopwright.strategies.embedded.wrapper import ModelWrapper
 
 FILE_META_KEY = "file_name"
 # A file name: a name, a dot and an extension starting with a letter, optionally under
@@ -104,21 +105,14 @@ def held_to_request(
     return held_to_file_name(message, request)
 
 
-class HoldToRequest:
+class HoldToRequest(ModelWrapper):
     """A :class:`~loopwright.core.protocols.Model` whose calls are held to the
     request (see the module docstring); ``repaired`` counts the replies changed. Other
     attributes are the wrapped model's."""
 
     def __init__(self, model: Model) -> None:
-        self.model = model
+        super().__init__(model)
         self.repaired = 0
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.model, attr)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         held: list[ModelEvent] = []
