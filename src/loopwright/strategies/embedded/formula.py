@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from loopwright.core.grounding import canonical_number
 from loopwright.core.messages import Message, ReasoningPart, ToolCallPart
 from loopwright.core.tools import ToolSpec
 from loopwright.strategies.embedded.plan_steps import PLAN_META_KEY, RESULT_JSON
@@ -82,11 +83,7 @@ class Formula:
 
 
 def _numbers(text: str) -> set[str]:
-    return {_canon(n) for n in _NUMBER.findall(text)}
-
-
-def _canon(number: str) -> str:
-    return number.rstrip("0").rstrip(".") if "." in number else number
+    return {canonical_number(n) for n in _NUMBER.findall(text)}
 
 
 def _balanced(span: str) -> str:
