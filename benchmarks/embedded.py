@@ -18,7 +18,8 @@ from loopwright.core.protocols import ModelRequest
 from loopwright.providers import local_output as lo
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
-from loopwright.providers.local import LocalModel, _grammar
+from loopwright.providers.local import LocalModel
+from loopwright.providers.local_grammar import json_grammar
 from loopwright.providers.scripted import tool_call
 from loopwright.tools.builtin import make_tools
 
@@ -74,7 +75,7 @@ def main() -> None:
     # Same prompt for both: the question, answer-only (free text vs {"answer": ...}).
     prompt = lp.render_prefix(SPECS, None) + lp.render_message(Message.user(QUESTION)) + lp.cue()
     tokens = llm.tokenize(prompt.encode(), add_bos=True)
-    grammar = _grammar(LlamaGrammar, lp.output_schema(SPECS, "both", lp.GrammarBounds()))
+    grammar = json_grammar(LlamaGrammar, lp.output_schema(SPECS, "both", lp.GrammarBounds()))
     # Interleaved so that load changes on a shared machine hit all three alike.
     free, stock, constrained = [], [], []
     for _ in range(runs):

