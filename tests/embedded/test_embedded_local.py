@@ -361,6 +361,10 @@ def test_a_stuck_string_is_closed_rather_than_filled_with_a_refused_token() -> N
         ("Translate 'thank you' into French.", None),
         ("Is it sunny in Sydney?", "get_weather"),
         ("What is 45 * 12?", "calculator"),
+        # no word shared with the calculator's description: its name's gain over a
+        # content-free request is what says the question is about it
+        ("What do you get when you multiply 13 by 7?", "calculator"),
+        ("Who wrote War and Peace?", None),
     ],
 )
 async def test_a_question_no_offered_tool_fits_is_answered(question: str, tool: str | None) -> None:

@@ -162,6 +162,51 @@ def test_names_are_scored_once_per_turn(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(local_module.lh, "tokenize", tokenize)
     monkeypatch.setattr(local_module.ls, "supported", lambda llm: True)
     plan = TurnPlan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
-    narrowed = LocalModel()._narrow(object(), plan)
+    model = LocalModel()
+    narrowed = model._narrow(object(), plan)
     assert narrowed.schema["properties"]["tool"] == {"const": SPECS[1].name}
-    assert calls == [2]
+    assert calls == [2, 2]  # the names after a content-free request, then after this one
+    model._narrow(object(), plan)
+    assert calls == [2, 2, 2]  # the content-free scores are kept for the same prompt
+
+
+def _kind_scores(
+    monkeypatch: pytest.MonkeyPatch, kind: tuple[float, float], names: tuple[float, float]
+) -> None:
+    """Mocked scores: call vs answer ``kind``; the names after the request ``names``;
+    after the content-free request (its tokens hold 7) the calculator -3.7, the weather
+    tool -2.5 (what the model gives them after "N/A")."""
+    from loopwright.providers import local as local_module
+
+    def scores(llm: object, tokens: list[int], options: list[list[int]]) -> list[float]:
+        if tokens[-1] == 99:  # the names, after the call head
+            return [-3.7, -2.5] if 7 in tokens else list(names)
+        return list(kind)
+
+    def tokenize(llm: object, text: str, *, bos: bool) -> list[int]:
+        if text == lp.CALL_HEAD:
+            return [99]
+        return [7] if local_module.NEUTRAL_REQUEST in text else [len(text)]
+
+    monkeypatch.setattr(local_module.ls, "continuation_logprobs", scores)
+    monkeypatch.setattr(local_module.lh, "tokenize", tokenize)
+
+
+def test_a_name_counts_by_its_gain_over_a_content_free_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The request "What do you get when you multiply 13 by 7?" with calculator and
+    get_weather:
+    call -0.28, answer -2.05, calculator's name -1.97. The name alone put the call
+    (-2.25) below the answer and no tool was called; the request raises the name by
+    1.7 over "N/A" (-3.7), evidence the request is about that tool. "What is the capital
+    of Italy?" raises it by 0.4 only, and is still answered."""
+    _kind_scores(monkeypatch, (-0.28, -2.05), (-1.97, -10.29))
+    plan = TurnPlan([1, 2], {}, 16, 0, ("a", "b"), mode="both", choices=tuple(SPECS[:2]))
+    assert SPECS[0].name == "calculator" and SPECS[1].name == "get_weather"
+    assert LocalModel()._choose_kind(object(), plan, {}).mode == "tools"
+    _kind_scores(monkeypatch, (-0.19, -3.07), (-3.26, -5.41))
+    assert LocalModel()._choose_kind(object(), plan, {}).mode == "answer"
+    without = LocalModel(config=LocalConfig(name_gain=False, answer_margin=0.0))
+    _kind_scores(monkeypatch, (-0.28, -2.05), (-1.97, -10.29))
+    assert without._choose_kind(object(), plan, {}).mode == "answer"

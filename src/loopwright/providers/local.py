@@ -70,6 +70,9 @@ from loopwright.providers.local_turn import TurnPlan, finish
 from loopwright.providers.schema import inline_refs
 
 DEFAULT_MODEL = "gemma-3-270m"
+# The content-free request offered names are calibrated against (see
+# ``LocalModel._neutral_names``; "N/A" is the usual one for contextual calibration).
+NEUTRAL_REQUEST = "N/A"
 
 
 class LocalModel:
@@ -87,6 +90,7 @@ class LocalModel:
         self._config = config or LocalConfig()
         self._path: Path | None = None if self._spec == DEFAULT_MODEL else Path(self._spec)
         self._loaded: Loaded | None = None
+        self._neutral: dict[tuple[int, ...], list[float]] = {}  # see _neutral_names
 
     @property
     def name(self) -> str:
@@ -290,17 +294,38 @@ class LocalModel:
             schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.ground)
             return replace(plan, schema=schema, mode="tools")
         call_head = lpl.PLAN_PREFIX if plan.plan_grammar is not None else None
+        calibrate = call_head is None and self._config.name_gain
+        neutral = self._neutral_names(llm, plan) if calibrate else None
         options = lp.kind_options(call_head)
         kinds = [lh.tokenize(llm, text, bos=False) for text in options]
         call, answer = ls.continuation_logprobs(llm, plan.tokens, kinds)
         margin = self._config.plan_answer_margin
         if plan.plan_grammar is None:  # a call to an offered tool, not to one imagined
             margin = self._config.answer_margin
-            call += max(self._name_scores(llm, plan, plan.choices, known), default=0.0)
+            names = self._name_scores(llm, plan, plan.choices, known)
+            if neutral is not None:  # each name counted with its gain over no request
+                names = [2 * n - b for n, b in zip(names, neutral, strict=True)]
+            call += max(names, default=0.0)
         if answer > call + margin:
             return self._answer_plan(plan)
         schema = lp.output_schema(plan.choices, "tools", self._config.bounds, plan.ground)
         return replace(plan, schema=schema, mode="tools")
+
+    def _neutral_names(self, llm: Any, plan: TurnPlan) -> list[float]:
+        """Each offered name's log-probability after a content-free request
+        (:data:`NEUTRAL_REQUEST`) under the same prompt prefix, cached per prefix: what
+        the name scores on its own, before any request points to it. Scored before the
+        request's own tokens, so the KV cache ends holding the request."""
+        key = tuple(plan.tokens[: plan.prefix_len])
+        cached = self._neutral.get(key)
+        if cached is None:
+            body = lp.render_message(Message.user(NEUTRAL_REQUEST)) + lp.cue()
+            neutral = replace(plan, tokens=[*key, *lh.tokenize(llm, body, bos=False)])
+            cached = self._name_scores(llm, neutral, plan.choices, {})
+            if len(self._neutral) > 16:
+                self._neutral.clear()
+            self._neutral[key] = cached
+        return cached
 
     def _answer_plan(self, plan: TurnPlan) -> TurnPlan:
         schema = lp.output_schema(plan.choices, "answer", self._config.bounds)
@@ -423,6 +448,7 @@ class LocalModel:
             answer_guide=guide,
             answer_veto=veto,
             ground=given,
+            prefix_len=len(prefix_tokens),
             guard=lar.argument_guard(prefix, request.messages, tools) if mode != "answer" else None,
             decided=(
                 ld.first_turn_kind(tools, given.request, self._config.call_overlap)

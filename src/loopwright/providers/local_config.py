@@ -31,6 +31,15 @@ class LocalConfig:
     ``tool_choice="auto"``. Plan prompts show only "What is ..." requests, and other
     wordings of a chainable request ("Compute (6 + 7) * 3") scored up to +2.5 for an
     answer; 2.5 keeps them planned (benchmarks/README.md, "Embedded model").
+    With ``name_gain``, each offered name's log-probability counts twice less its
+    log-probability after a content-free request (``local.NEUTRAL_REQUEST``): the name
+    scores on its own vary by several units ("calculator" -3.7, "sql_query" -4.3
+    after "N/A"), and what says a request is about a tool is how much it raises that
+    name ("What do you get when you multiply 13 by 7?": calculator +2.3 over "N/A",
+    "What is the capital of Italy?" +1.0, "Who wrote War and Peace?" -0.9). With the
+    gain, a call needs a 0.5 edge over an answer (``answer_margin`` -0.5), chosen on
+    the built-in tools' questions of ``benchmarks/tool_choice_eval.py`` and 24 more,
+    half of which no offered tool fits (benchmarks/notes/embedded.md, "BFCL round 8").
     ``call_overlap``: on a first turn, the share of the request's content words one
     tool must use (``local_prompt.tool_overlaps``) to count as talked about; a call
     also needs the request to give what the tool's required parameters need (see
@@ -58,7 +67,8 @@ class LocalConfig:
     seed: int = 0
     grounded_answers: bool = True
     answer_max_tokens: int = 80
-    answer_margin: float = 0.0
+    answer_margin: float = -0.5
+    name_gain: bool = True
     call_overlap: float = 0.1
     overlap_weight: float = 12.0
     plan_answer_margin: float = 2.5

@@ -47,6 +47,7 @@ class TurnPlan:
     structured: bool = False  # the answer is JSON under the request's output schema
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
     decided: lp.Mode | None = None  # a first turn's kind, decided from the request's words
+    prefix_len: int = 0  # tokens of the prompt before the conversation (tools, examples)
 
 
 def is_json(text: str) -> bool:
