@@ -286,9 +286,17 @@ class Dispatcher:
         taint: Sequence[TaintSource],
     ) -> Awaitable[DispatchOutcome]:
         """The awaitable outcome of one call of a batch (a plain function returning
-        ``run_one``'s coroutine: one coroutine frame less per call on the hot path)."""
-        if interrupted is not None and _quiet(interrupted, False, "interrupted()"):
-            return _ready(DispatchOutcome(call, skipped_result(call), 0, 0.0))
+        ``run_one``'s coroutine: one coroutine frame less per call on the hot path).
+        ``interrupted()`` is asked right here, not through a helper: one Python-level
+        call per tool call less (``benchmarks/notes/loop.md``, round 9)."""
+        if interrupted is not None:
+            try:
+                skip = interrupted()
+            except Exception:
+                log.exception("interrupted() raised; continuing")
+                skip = False
+            if skip:
+                return _ready(DispatchOutcome(call, skipped_result(call), 0, 0.0))
         if on_start is not None:
             try:
                 on_start(call)
@@ -756,11 +764,3 @@ async def _maybe_await(value: _T | Awaitable[_T]) -> _T:
     if inspect.isawaitable(value):
         return await value
     return value
-
-
-def _quiet(fn: Callable[[], _T], default: _T, what: str) -> _T:
-    try:
-        return fn()
-    except Exception:
-        log.exception("%s raised; continuing", what)
-        return default

@@ -1,0 +1,59 @@
+"""The Python-level calls one step of a run makes (benchmarks/loop.py, per step and
+concurrency): a call costs ~600-1,000 instructions on CPython 3.11, so a helper called
+once per step is ~0.3-0.5 % of a step; removing one must not be undone by accident
+(benchmarks/notes/loop.md, round 9)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from loopwright import Agent, FunctionModel, Limits, tool
+from loopwright.core.messages import Message, ToolCallPart
+from loopwright.core.protocols import ModelRequest
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def _calls_per_step(first: int, last: int, steps: int) -> float:
+    """Python-level calls (function calls and coroutine resumptions, asyncio's own left
+    out) made between the model calls of steps ``first`` and ``last``."""
+    counting = False
+    calls = 0
+
+    def reply(messages: Sequence[Message], request: ModelRequest) -> object:
+        nonlocal counting
+        turn = len(messages) // 2  # user, then (assistant, tool) per step
+        counting = first <= turn < last
+        return [ToolCallPart(f"c{turn}", "add", {"a": turn, "b": 2})] if turn < steps else "done"
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal calls
+        if counting and event == "call" and "asyncio" not in frame.f_code.co_filename:
+            calls += 1
+
+    agent = Agent(FunctionModel(reply), [add], limits=Limits(max_turns=None, repeat_limit=None))
+    sys.setprofile(profile)
+    try:
+        result = asyncio.run(agent.arun("go"))
+    finally:
+        sys.setprofile(None)
+    assert result.ok and result.turns == steps + 1
+    return calls / (last - first)
+
+
+def test_a_step_makes_at_most_48_python_level_calls() -> None:
+    # one step = one FunctionModel call and one async def tool call through the
+    # dispatcher, nobody listening. 51 before round 9: the double called typing.cast on
+    # every reply, the loop built a step's results in a list comprehension (a function
+    # call in 3.11) before accounting them in a loop of its own, and the dispatcher asked
+    # ``interrupted()`` through a helper (burst of 1,000 runs x 6 calls: 1,266 M ->
+    # 1,253 M instructions).
+    per_step = _calls_per_step(10, 30, 40)
+    assert per_step <= 48, per_step
