@@ -23,6 +23,7 @@ from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.core.untrusted import unwrap_untrusted
 from loopwright.providers.local_dates import grounded_date, takes_date
+from loopwright.providers.local_units import unit_numbers
 
 
 def request_context(messages: Sequence[Message]) -> str:
@@ -364,14 +365,19 @@ def _fitting(kind: object, numbers: Iterable[float]) -> list[Any]:
 
 
 def grounded_required(
-    schema: Mapping[str, Any], ground: Grounding, name: str = "", skip: Sequence[str] = ()
+    schema: Mapping[str, Any],
+    ground: Grounding,
+    name: str = "",
+    skip: Sequence[str] = (),
+    unit: float | None = None,
 ) -> dict[str, Any]:
     """A required parameter's schema held to what the request gives, else unchanged:
     an enum to the values the request names (:func:`named_values`); a code to the
     one the request asks for by meaning (:func:`coded_value`); a number to the
     numbers of the request and the results (the model otherwise writes a look-alike:
     ``"time": 190`` for "I can wait up to 600 seconds"), or to the one number written
-    next to the parameter's ``name`` (:func:`named_number`); a flag the request names
+    next to the parameter's ``name`` (:func:`named_number`), else to ``unit``, the number
+    written with a unit only this parameter names (``local_units``); a flag the request names
     to on unless negated (:func:`named_flag`); a list of numbers to those numbers, no
     longer than the request's longest list (:func:`longest_number_list`); a list of
     strings no longer than the request's longest list in words
@@ -397,6 +403,7 @@ def grounded_required(
         values = _fitting(kind, _shares(schema, ground.request, ground.numbers))
         n = coordinate(name, ground.request)
         n = named_number(name, ground.request, skip) if n is None else n
+        n = unit if n is None else n
         near = _fitting(kind, _shares(schema, ground.request, [n] if n is not None else []))
         return {"type": kind, "enum": near or values} if values else dict(schema)
     return _grounded_list(schema, ground)
@@ -692,6 +699,7 @@ def _grounded_object(
     counts = Counter(w for k in props for w in set(_name_words(k)))
     shared = own + [w for w, c in counts.items() if c > 1]
     spare = _spare_numbers(props, set(required), ground.request)
+    units = unit_numbers(props, ground.request, _numbers_at(ground.request))
     kept: dict[str, Any] = {}
     given: list[str] = []
     for key, sub in props.items():
@@ -705,13 +713,14 @@ def _grounded_object(
             elif grounded_optional(sub, key, ground.request, taken) is not None:
                 kept[key] = inner  # named ("with these params"), nothing definite in it
         elif key in required:
-            kept[key] = grounded_required(sub, ground, key, shared)
+            kept[key] = grounded_required(sub, ground, key, shared, units.get(key))
         elif (narrowed := grounded_optional(sub, key, ground.request, taken)) is not None:
             numeric = sub.get("type") in ("number", "integer")
-            named = _mentions(key, ground.request, taken)
+            named = _mentions(key, ground.request, taken) or key in units
             if numeric and "enum" in narrowed and not spare and not named:
                 continue
             near = named_number(key, ground.request, shared) if numeric and named else None
+            near = units.get(key) if near is None and numeric else near
             if near is not None:
                 near_share = _shares(sub, ground.request, [near])
                 narrowed = {"enum": _fitting(sub.get("type"), near_share) or narrowed["enum"]}
