@@ -27,10 +27,11 @@ model-written.
 questions were written at the same time and only run for the report; ``HELD_OUT_2`` was
 written later, before a further tuning round, and is run once at its end. ``HELD_OUT_3``
 was written before the next round and kept out of the repository until that round's code
-was final; it was then committed unchanged and run once.
+was final; it was then committed unchanged and run once. ``DEV_2`` is a second tuning set,
+written (and its baseline recorded) before the round that tuned on it.
 
 Prints one line per question, then ONE JSON line.
-Run: python benchmarks/answers_eval.py [--set dev|held_out|held_out_2|held_out_3|all] [--match REGEX]
+Run: python benchmarks/answers_eval.py [--set dev|held_out|held_out_2|held_out_3|dev_2|all] [--match REGEX]
 """
 
 from __future__ import annotations
@@ -271,6 +272,57 @@ HELD_OUT_3: list[Case] = [
     chain("What is (27 + 13) / 5?", "8"),
 ]
 
+# A tuning set written before the round that tunes on it, over the same tools and
+# fixtures, with phrasings, values, cities, files, rows and question shapes that appear
+# in none of the sets above (subtraction as "take away", cubes, "how cold", "who lives
+# in", cheapest, ordinals, yes/no about a file, rows by id, counts with a condition).
+DEV_2: list[Case] = [
+    calc("Take 37 away from 500.", "463"),
+    calc("What is 6 cubed?", "216"),
+    calc("What is the sum of 48 and 77?", "125"),
+    calc("What is 99 times 11?", "1089"),
+    calc("Please work out 630 / 7.", "90"),
+    calc("How much is half of 312?", "156"),
+    calc("What is 20% of 150?", "30"),
+    calc("Subtract 45 from 91.", "46"),
+    calc("What is 8 to the power of 3?", "512"),
+    calc("What is 1234 + 4321?", "5555"),
+    weather("How cold is it in Stockholm?", "Stockholm", "temperature"),
+    weather("What's the humidity like in Hanoi?", "Hanoi", "humidity"),
+    weather("How strong is the wind in Boston?", "Boston", "wind"),
+    weather("Is it foggy in London?", "London", "condition"),
+    weather("Tell me the weather in Tokyo.", "Tokyo", "any"),
+    weather("What temperature is it in Zurich today?", "Zurich", "temperature"),
+    weather("Is it sunny in Cape Town right now?", "Cape Town", "condition"),
+    weather("What's the wind speed in Montreal?", "Montreal", "wind"),
+    read("Which task comes second in todo.txt?", "todo.txt", "plumber"),
+    read("What is the last item on todo.txt?", "todo.txt", "passport"),
+    read("Did the build pass according to status.txt?", "status.txt", "passed"),
+    read("What time does the meeting start? See notes.txt.", "notes.txt", "10 am"),
+    read("What does recipe.txt make?", "recipe.txt", "Pancakes"),
+    read("What section is defined in config.ini?", "config.ini", "server"),
+    read("What color are roses in poem.txt?", "poem.txt", "red"),
+    read("Summarize status.txt.", "status.txt", "512"),
+    read("What is the meeting room number in notes.txt?", "notes.txt", "4"),
+    read("How many eggs go into the pancakes in recipe.txt?", "recipe.txt", "2"),
+    sql("Who lives in Oslo? Use the customers table.", "Dana"),
+    sql("What is the cheapest product in the products table?", "lamp"),
+    sql("What is the total of order 3 in the orders table?", "30"),
+    sql("How many orders have a total below 30? Use the orders table.", "2"),
+    sql("Which customer has id 2 in the customers table?", "Bo"),
+    sql("How many products cost more than 50? Check the products table.", "2"),
+    sql("What is the highest order total in the orders table?", "70"),
+    sql("What is the sum of all order totals in the orders table?", "280"),
+    sql("Which product has 12 in stock? Use the products table.", "chair"),
+    sql("Which city is Ana in? Check the customers table.", "Berlin", "Ana"),
+    sql("How many customers live in Oslo? Use the customers table.", "1"),
+    chain("What is (10 + 2) * 4?", "48"),
+    chain("What is (50 / 5) + 3?", "13"),
+    chain("What is (8 * 7) / 4?", "14"),
+    chain("What is (33 + 17) / 10?", "5"),
+    chain("What is (9 + 9) * 9?", "162"),
+]
+
 _NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\d)")
 _CONDITIONS = ("sunny", "cloudy", "rain", "windy", "foggy", "snow")
 _NEG = re.compile(r"\b(?:not|no|isn't|n't)\b\W+(?:\w+\W+){0,2}$")
@@ -459,7 +511,9 @@ def _mean(values: list[float]) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--set", choices=["dev", "held_out", "held_out_2", "held_out_3", "all"], default="all"
+        "--set",
+        choices=["dev", "held_out", "held_out_2", "held_out_3", "dev_2", "all"],
+        default="all",
     )
     parser.add_argument("--match", default="", help="only questions matching this regex")
     args = parser.parse_args()
@@ -473,6 +527,7 @@ def main() -> None:
             ("held_out", HELD_OUT),
             ("held_out_2", HELD_OUT_2),
             ("held_out_3", HELD_OUT_3),
+            ("dev_2", DEV_2),
         ):
             chosen = [c for c in cases if re.search(args.match, c.question)]
             if args.set in (name, "all") and chosen:
