@@ -52,6 +52,7 @@ from loopwright.agent import Agent
 from loopwright.core.events import ModelEvent, ResponseDone
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.run import RunResult
+from loopwright.core.untrusted import unwrap_untrusted
 from loopwright.loop.limits import Limits
 from loopwright.providers.local import LocalModel
 from loopwright.strategies.embedded import embedded_strategy
@@ -376,6 +377,45 @@ def _contradictions(answer: str, case: Case, result: RunResult) -> list[str]:
     return found
 
 
+_ALPHA = re.compile(r"[A-Za-z]+")
+_NUMBER_RUN = re.compile(r"-?\d+(?:\.\d+)?[a-z%°]*(?:\s*,\s*-?\d+(?:\.\d+)?[a-z%°]*){2,}", re.I)
+_QUANTITY = re.compile(r"(-?\d+(?:\.\d+)?)\s*(%|°|[a-z]+)", re.I)
+# Questions that ask for what a file or result says as a whole, not for one value in it.
+_WHOLE = re.compile(r"^\s*(?:what does \S+ (?:say|contain)\b|summari[sz]e|read|show)", re.I)
+MIN_DUMP_WORDS = 6
+
+
+def _fluency(answer: str, question: str, results: list[str]) -> list[str]:
+    """Defects of form a reader sees at once, whatever the facts: a word cut from the
+    front of one the question or results use ("ondon" for "London"), a bare run of
+    three or more numbers ("9, 72, 10, 72c"), one quantity stated twice ("22 kph and
+    22kph"), and a tool result repeated whole when the question asks for one value
+    in it ("The team meeting is on Tuesday at 10 am in room 4." for "What time is the
+    meeting?")."""
+    found: list[str] = []
+    source = question + " " + " ".join(results)
+    known = {w.lower() for w in _ALPHA.findall(source)}
+    for word in _ALPHA.findall(answer):
+        low = word.lower()
+        if len(low) < 3 or low in known:
+            continue
+        if any(len(k) - 2 <= len(low) < len(k) and k.endswith(low) for k in known):
+            found.append(f"fragment {word}")
+    if _NUMBER_RUN.search(answer):
+        found.append("number run")
+    quantities = [(n, u.lower()) for n, u in _QUANTITY.findall(answer)]
+    if len(quantities) != len(set(quantities)):
+        found.append("quantity repeated")
+    if not _WHOLE.search(question):
+        said = " ".join(_ALPHA.findall(answer.lower()))
+        for content in results:
+            whole = " ".join(_ALPHA.findall(content.lower()))
+            if len(whole.split()) >= MIN_DUMP_WORDS and whole in said:
+                found.append("result dump")
+                break
+    return found
+
+
 def _states(answer: str, fact: str) -> bool:
     """``fact`` appears in ``answer``; a number must stand alone ("7", not "1,7")."""
     if _NUMBER.fullmatch(fact):
@@ -398,6 +438,10 @@ def check(case: Case, result: RunResult) -> dict[str, object]:
         results = " ".join(p.content for m in result.messages for p in m.tool_results_parts)
         right_call = right_call and any(f in results for f in case.facts)
     bad = [] if fallback else _contradictions(answer, case, result)
+    if not fallback:
+        parts = [p.content for m in result.messages for p in m.tool_results_parts]
+        contents = [unwrap_untrusted(c) or c for c in parts]
+        bad += _fluency(answer, case.question, contents)
     ok = right_call and states and not bad and not fallback
     return {
         "pass": ok,

@@ -1,0 +1,119 @@
+"""The answer check of benchmarks/answers_eval.py: what it passes and what it fails."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart, Usage
+from loopwright.core.run import RunResult, RunStop
+from loopwright.core.untrusted import wrap_tool_result
+
+PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "answers_eval.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("answers_eval_bench", PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(question: str, tool: str, args: dict[str, object], content: str, answer: str) -> RunResult:
+    messages = (
+        Message.user(question),
+        Message("assistant", (ToolCallPart("c1", tool, args, "{}"),)),
+        Message.tool_results((ToolResultPart("c1", tool, content),)),
+        Message.assistant(answer),
+    )
+    return RunResult(answer, RunStop.FINAL_ANSWER, 2, Usage(), messages)
+
+
+def _weather(bench: ModuleType, question: str, city: str, asked: str, answer: str) -> dict:
+    from loopwright.tools.builtin.weather import get_weather
+
+    case = bench.weather(question, city, asked)
+    content = json.dumps(get_weather(city))
+    return bench.check(case, _run(question, "get_weather", {"city": city}, content, answer))
+
+
+def _sql(bench: ModuleType, question: str, value: str, rows: str, answer: str) -> dict:
+    case = bench.sql(question, value)
+    return bench.check(case, _run(question, "sql_query", {"query": "SELECT"}, rows, answer))
+
+
+def _read(bench: ModuleType, question: str, name: str, fact: str, answer: str) -> dict:
+    case = bench.read(question, name, fact)
+    content = wrap_tool_result(bench.FILES[name], "read_file")
+    return bench.check(case, _run(question, "read_file", {"path": name}, content, answer))
+
+
+def test_a_plain_answer_passes(bench: ModuleType) -> None:
+    verdict = _weather(
+        bench,
+        "How cold is it in Stockholm?",
+        "Stockholm",
+        "temperature",
+        "It is 14 degrees Celsius in Stockholm.",
+    )
+    assert verdict["pass"], verdict
+
+
+def test_a_word_cut_at_its_front_fails(bench: ModuleType) -> None:
+    rows = '{"columns": ["city", "n"], "rows": [["Paris", 1], ["London", 1]]}'
+    verdict = _sql(
+        bench, "How many customers live in Paris?", "1", rows, "Paris has 1, ondon has 1."
+    )
+    assert not verdict["pass"] and "fragment ondon" in verdict["bad"], verdict
+    whole = _sql(bench, "How many customers live in Paris?", "1", rows, "Paris has 1 customer.")
+    assert whole["pass"], whole
+
+
+def test_a_bare_run_of_numbers_fails(bench: ModuleType) -> None:
+    verdict = _weather(
+        bench,
+        "What's the weather forecast for Prague?",
+        "Prague",
+        "any",
+        "The weather forecast for Prague is: 9, 72, 10, 72c, sunny.",
+    )
+    assert "number run" in verdict["bad"] and not verdict["pass"], verdict
+
+
+def test_one_quantity_stated_twice_fails(bench: ModuleType) -> None:
+    from loopwright.tools.builtin.weather import get_weather
+
+    wind = get_weather("Oslo")["wind_kph"]
+    verdict = _weather(
+        bench, "How windy is it in Oslo?", "Oslo", "wind", f"It is {wind} kph and {wind}kph."
+    )
+    assert "quantity repeated" in verdict["bad"] and not verdict["pass"], verdict
+    once = _weather(bench, "How windy is it in Oslo?", "Oslo", "wind", f"The wind is {wind} kph.")
+    assert once["pass"], once
+
+
+def test_the_whole_file_for_one_value_fails(bench: ModuleType) -> None:
+    dump = bench.FILES["notes.txt"]
+    verdict = _read(
+        bench, "What time does the meeting start? See notes.txt.", "notes.txt", "10 am", dump
+    )
+    assert "result dump" in verdict["bad"] and not verdict["pass"], verdict
+    short = _read(
+        bench,
+        "What time does the meeting start? See notes.txt.",
+        "notes.txt",
+        "10 am",
+        "The meeting starts at 10 am.",
+    )
+    assert short["pass"], short
+    # Asked what the file says, the whole of it is the answer.
+    whole = _read(bench, "What does notes.txt say?", "notes.txt", "Tuesday", dump)
+    assert whole["pass"], whole
