@@ -17,6 +17,9 @@ can narrow what it may write, generically (nothing here knows what a tool does):
 * **a sentence budget**: one or two sentences, each ending in ``.`` or ``!`` and at
   most :data:`MAX_SENTENCE_ITEMS` characters long; the string closes after them.
 
+What the first sentence must state is narrowed to what the question points at (the
+rows it names, a count, a list item) by ``local_rows``.
+
 Rules that depend on the words decoded so far are the sampler's veto
 (``local_veto``); repetition inside a sentence is handled by the sampler
 (``local_sampler`` no-repeat n-grams), and whether the result is *stated correctly* is checked after decoding by
@@ -31,26 +34,38 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loopwright.core.grounding import (
-    MIN_STEM,
     STOPWORDS,
-    asked_item,
-    canonical_number,
     result_labels,
     result_texts,
     unstated_words,
 )
 from loopwright.core.messages import Message
 from loopwright.core.untrusted import unwrap_untrusted
+from loopwright.providers.local_rows import (
+    KEY_WORD,
+    MIN_FIELD_WORD,
+    WORD,
+    Focus,
+    focus,
+    mentions,
+    named_rows,
+    names_key,
+    numbers_in,
+    other_fields,
+    other_rows,
+    row_values,
+    short,
+    subject_name,
+    table_rows,
+    unique,
+)
 
-NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d])")
-MAX_NUMBERS = 64
 MAX_SENTENCE_ITEMS = 80
 MAX_CLAIM_ITEMS = 40
-MAX_NUMBER_CHARS = 24
 MAX_TAIL_ITEMS = 48
 MAX_LABELS = 48
 
@@ -101,19 +116,7 @@ class Grounding:
 
     @property
     def allowed(self) -> tuple[str, ...]:
-        return _unique([*self.results, *self.question])
-
-
-def _unique(values: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(values))
-
-
-def numbers_in(text: str) -> list[str]:
-    """Numbers written in ``text`` (``12``, ``-3``, ``0.25``; thousands separators are
-    not joined: ``1,000`` is ``1`` and ``000``; a number right after a letter counts:
-    the hour of ``2026-11-24T10:33`` is ``10``, else an answer could not write it and
-    wrote another of the result's numbers in its place)."""
-    return [m.group(0) for m in NUMBER.finditer(text)]
+        return unique([*self.results, *self.question])
 
 
 def grounding(messages: Sequence[Message]) -> Grounding:
@@ -155,107 +158,42 @@ def grounding(messages: Sequence[Message]) -> Grounding:
             records = [r for t in texts for r in _records(t)]
         if words is None and texts:
             words = texts
-    keep = _short(results)
+    keep = short(results)
     allowed = set(keep)
     bound = tuple(dict.fromkeys((w, v) for w, v in fields if v in allowed))
     labels = result_labels(words or (), asked)
-    rows = [row for t in words or () for row in _row_values(t)]
-    named = _named_rows(rows, asked)
+    rows = [row for t in words or () for row in row_values(t)]
+    named = named_rows(rows, asked)
     # What a "Yes" would claim: the words of the yes/no question itself when the
     # message asks one ("Is the lamp in stock? Use the products table." claims
     # nothing about "products"), else of the whole message.
     yes_no = _yes_no(asked)
     unstated = tuple(unstated_words(yes_no or asked, every)) if every else ()
     claims = tuple(w for w in unstated if w not in _AUXILIARIES) if yes_no else ()
-    subject = _subject(named, asked)
-    base = _Focus(keep, tuple(labels), tuple(latest or ()))
-    focus = _focus(base, rows, words or (), pairs, asked)
+    subject = subject_name(named, asked)
+    base = Focus(keep, tuple(labels), tuple(latest or ()))
+    focused = focus(base, rows, words or (), pairs, asked)
     return Grounding(
-        focus.keep,
+        focused.keep,
         # The formulas the calls computed are the runtime's own: their numbers may be
         # quoted ("144 ** (1 / 2) = 12" for "the square root of 144").
-        _short([*question, *(n for f in formulas for n in numbers_in(f))]),
+        short([*question, *(n for f in formulas for n in numbers_in(f))]),
         bound,
-        _short(focus.latest),
-        focus.labels[:MAX_LABELS],
-        _unique(formulas),
+        short(focused.latest),
+        focused.labels[:MAX_LABELS],
+        unique(formulas),
         tuple(dict.fromkeys(units)),
         tuple(records or ())[:MAX_RECORDS],
         unstated,
         claims,
-        _other_rows(rows, named, asked) + _other_fields(bound, asked),
-        _unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if claims else (),
+        other_rows(rows, named, asked) + other_fields(bound, asked),
+        unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if claims else (),
         tuple(dict.fromkeys(pairs)),
         bool(formulas) or _FORMULA.search(asked) is not None,
         subject,
-        focus.by_label,
-        _unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if subject else (),
+        focused.by_label,
+        unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if subject else (),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Focus:
-    """What an answer's first sentence may state: the allowed numbers (``keep``), the
-    labels and numbers it must state one of, whether a label (not a number) is due."""
-
-    keep: tuple[str, ...]
-    labels: tuple[str, ...]
-    latest: tuple[str, ...]
-    by_label: bool = False
-
-
-def _focus(
-    base: _Focus,
-    rows: list[list[str]],
-    texts: Sequence[str],
-    pairs: list[tuple[str, str]],
-    asked: str,
-) -> _Focus:
-    """``base`` narrowed to what the question points at: the rows it names, the number
-    of those rows, the count a text gives, the list item it names by position."""
-    keep, labels, latest, by_label = base.keep, list(base.labels), list(base.latest), False
-    named = _named_rows(rows, asked)
-    if named:
-        # The question names some rows ("Which city does Dana live in?"): the first
-        # sentence states a value of those, not the first row's ("The city is Berlin").
-        # An identifier column's number is not such a value ("Bo ... in 2nd place").
-        cells = {v for row in named for v in row}
-        kept = [w for w in labels if w.lower() in cells]
-        ids = _identifiers(texts) if kept else set()
-        numbers = [n for n in latest if canonical_number(n) in cells and n not in ids]
-        if kept or numbers:
-            labels, latest = kept, numbers
-        by_label = bool(labels and not latest)
-    counted = _counted(rows, named, asked)
-    if counted:
-        # "How many customers live in Berlin?" over the rows: the number of rows the
-        # question names is what the result says (it listed them), not a cell.
-        return _Focus((counted,), (), (counted,))
-    paired = _paired(pairs, asked, latest) if _HOW_MANY.search(asked) else ""
-    if paired:
-        return _Focus(keep, (), (paired,))
-    item = _list_item(texts, asked)
-    if item is not None:
-        # A word of the item, and only the item's own numbers: the others' positions
-        # are not its value ("the purchase of 1. I bought 1."). Other items' words
-        # are not kept out (the model then invented: "I called the doctor"); an
-        # answer naming another item first is caught by the answer check.
-        labels = [w for w in labels if w.lower() in item[0]] or labels
-        return _Focus(_short(n for n in keep if n in item[1]), tuple(labels), (), True)
-    return _Focus(keep, tuple(labels), tuple(latest), by_label)
-
-
-# A capitalized word after a sentence's first word: a name ("Which city does Dana ...").
-_NAME = re.compile(r"(?<=[^\s.!?]) +([A-Z][a-z]+)")
-
-
-def _subject(named: list[list[str]], question: str) -> str:
-    """The name (capitalized mid-sentence in ``question``) of the one row the question
-    names, or ""."""
-    if len(named) != 1:
-        return ""
-    names = [m.group(1) for m in _NAME.finditer(question) if m.group(1).lower() in named[0]]
-    return names[0] if len(names) == 1 else ""
 
 
 # A yes/no question: a sentence ending in "?" that opens with an auxiliary verb (which
@@ -291,134 +229,6 @@ def _yes_no(question: str) -> str:
     return " ".join(m.group(0) for m in _YES_NO.finditer(question.strip()))
 
 
-def _named_rows(rows: list[list[str]], question: str) -> list[list[str]]:
-    """The rows (see :func:`_row_values`) the question names by a text value, when it
-    names some but not all of them; else none. A name written capitalized inside a
-    sentence names its row however short ("Which city is Bo from?")."""
-    asked = set(_WORD.findall(question.lower()))
-    names = {m.group(1).lower() for m in _NAME.finditer(question)}
-    named = [
-        row
-        for row in rows
-        if any(_mentions(asked, v) or v in names for v in row if not _is_number(v))
-    ]
-    return named if len(named) < len(rows) else []
-
-
-def _other_rows(rows: list[list[str]], named: list[list[str]], question: str) -> tuple[str, ...]:
-    """Words of the text values of the rows the question does not name (``named``, see
-    :func:`_named_rows`) that no named row, nor the question, uses: these belong to
-    other rows only ("Which city does Dana live in?": ``Ana``, ``Berlin``)."""
-    if not named:
-        return ()
-    asked = set(_WORD.findall(question.lower()))
-    kept = asked | {w for row in named for v in row for w in _WORD.findall(v)}
-    words = (w for row in rows if row not in named for v in row for w in _WORD.findall(v))
-    return _unique(w for w in words if len(w) >= MIN_FIELD_WORD and w not in kept)
-
-
-_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
-_COUNTED = re.compile(r"\bhow many (\w+)", re.IGNORECASE)
-
-
-def _other_fields(fields: Sequence[tuple[str, str]], question: str) -> tuple[str, ...]:
-    """The key words of the other numeric fields, when the question names exactly one
-    field's value ("How humid is it in Bangkok?": ``temperature``, ``wind``, ``kph``):
-    the answer named the temperature and stated it ("The temperature in Bangkok is 11
-    degrees")."""
-    asked = _WORD.findall(question.lower())
-    named = {v for w, v in fields if any(_names_key(a, w) for a in asked if len(a) >= MIN_STEM)}
-    if len(named) != 1:
-        return ()
-    return _unique(w for w, v in fields if v not in named and len(w) >= MIN_FIELD_WORD)
-
-
-def _counted(rows: list[list[str]], named: list[list[str]], question: str) -> str:
-    """The number of rows a "how many" question names by a text value ("How many
-    customers live in Berlin?": 2), else "". When the counted word is itself a named
-    row's value, the question asks that row's number, not a count ("How many chairs
-    are in stock?": the chair row's stock)."""
-    counted = _COUNTED.search(question)
-    if not named or counted is None:
-        return ""
-    noun = {counted.group(1).lower()}
-    if any(_mentions(noun, v) for row in named for v in row if not _is_number(v)):
-        return ""
-    return str(len(named))
-
-
-def _paired(pairs: list[tuple[str, str]], question: str, latest: list[str]) -> str:
-    """The one number of the latest result that a text pairs with a word of a "how
-    many" question ("How many tests failed?" and "0 tests failed"), else "". The
-    answer otherwise quoted the first sentence: "Build 512 passed." (Only a count:
-    "What is the host?" is not "8080\nhost = ...".)"""
-    asked = set(_WORD.findall(question.lower()))
-    numbers = {n for w, n in pairs if w in asked and n in latest}
-    return numbers.pop() if len(numbers) == 1 else ""
-
-
-def _list_item(texts: Sequence[str], question: str) -> tuple[set[str], list[str]] | None:
-    """The words and numbers of the list item the question names by its position
-    (``core.grounding.asked_item``: "What is the second item in todo.txt?"), or
-    ``None``."""
-    found = asked_item(question, texts)
-    if found is None:
-        return None
-    items, index = found
-    return set(_WORD.findall(items[index])), numbers_in(items[index])
-
-
-def _identifiers(texts: Sequence[str]) -> set[str]:
-    """The numbers of a table's identifier columns (``id``, ``customer_id``)."""
-    found: set[str] = set()
-    for content in texts:
-        try:
-            data = json.loads(content)
-        except ValueError:
-            continue
-        rows = _table_rows(data).get("rows") if isinstance(data, dict) else data
-        for row in rows if isinstance(rows, list) else []:
-            if isinstance(row, dict):
-                found |= {
-                    _cell(v)
-                    for k, v in row.items()
-                    if str(k).lower() == "id" or str(k).lower().endswith("_id")
-                }
-    return found
-
-
-def _row_values(content: str) -> list[list[str]]:
-    """The values of each row of a result (a table's rows, a list's objects) as text:
-    strings lower-cased, numbers as :func:`numbers_in` reads them; empty when it holds
-    fewer than two rows."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        return []
-    if isinstance(data, dict):
-        data = _table_rows(data).get("rows")
-    if not isinstance(data, list):
-        return []
-    rows = [r.values() if isinstance(r, dict) else r for r in data if isinstance(r, list | dict)]
-    found = [[t for t in map(_cell, row) if t] for row in rows]
-    return found if len(found) >= MIN_ROWS else []
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, bool) or value is None:
-        return ""
-    if isinstance(value, int | float):
-        return canonical_number(json.dumps(value))
-    return value.strip().lower() if isinstance(value, str) else ""
-
-
-def _is_number(value: str) -> bool:
-    return NUMBER.fullmatch(value) is not None
-
-
-MIN_ROWS = 2
-
-
 _FORMULA = re.compile(r"\d\s*[-+*/^%]\s*[\d(]|\d\s*\*\*")
 # A formula a strategy found the calls compute, on the calls' message (the embedded
 # strategy's ``strategies.embedded.formula.REQUEST_FORMULA_KEY``): the plan's steps carry
@@ -436,14 +246,6 @@ def _formulas(arguments: object) -> list[str]:
         for v in arguments.values()
         if isinstance(v, str) and len(v.strip()) <= MAX_FORMULA_CHARS and _FORMULA.search(v)
     ]
-
-
-def _short(numbers: Iterable[str]) -> tuple[str, ...]:
-    return _unique(n for n in numbers if len(n) <= MAX_NUMBER_CHARS)[:MAX_NUMBERS]
-
-
-KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-MIN_FIELD_WORD = 3
 
 
 def key_words(key: str) -> list[str]:
@@ -470,7 +272,7 @@ def _walk_records(data: object, found: list[Record], depth: int) -> None:
     if depth > 4 or len(found) >= MAX_RECORDS:
         return
     if isinstance(data, dict):
-        data = _table_rows(data)
+        data = table_rows(data)
         names = tuple(v.lower() for v in data.values() if isinstance(v, str) and v.strip())
         numbers: list[tuple[str, str]] = []
         _walk({k: v for k, v in data.items() if not isinstance(v, dict | list)}, numbers, 0)
@@ -482,16 +284,6 @@ def _walk_records(data: object, found: list[Record], depth: int) -> None:
     elif isinstance(data, list):
         for item in data[:MAX_RECORDS]:
             _walk_records(item, found, depth + 1)
-
-
-def _table_rows(data: dict[str, object]) -> dict[str, object]:
-    """``data`` with a table given as ``{"columns": [...], "rows": [[...], ...]}`` turned
-    into one object per row."""
-    columns, rows = data.get("columns"), data.get("rows")
-    if isinstance(columns, list) and isinstance(rows, list):
-        table = [r for r in rows if isinstance(r, list)]
-        return {**data, "rows": [dict(zip(map(str, columns), r, strict=False)) for r in table]}
-    return data
 
 
 def _fields(content: str) -> list[tuple[str, str]]:
@@ -542,7 +334,7 @@ def _walk(data: object, found: list[tuple[str, str]], depth: int) -> None:
     if depth > 4:
         return
     if isinstance(data, dict):
-        data = _table_rows(data)
+        data = table_rows(data)
         for key, value in data.items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 words = key_words(str(key))
@@ -554,7 +346,6 @@ def _walk(data: object, found: list[tuple[str, str]], depth: int) -> None:
             _walk(item, found, depth + 1)
 
 
-_WORD = re.compile(r"[A-Za-z]+")
 _ANSWER_HEAD = re.compile(r'\{\s*"answer"\s*:\s*"')
 
 
@@ -593,19 +384,19 @@ class FieldBinder:
     def _row(self, text: str) -> Record | None:
         """The one record (table row) whose text value ``text`` names ("chairs" names
         the row ``chair``), if exactly one is named."""
-        words = set(_WORD.findall(text.lower()))
-        named = [r for r in self.records if any(_mentions(words, n) for n in r.names)]
+        words = set(WORD.findall(text.lower()))
+        named = [r for r in self.records if any(mentions(words, n) for n in r.names)]
         return named[0] if len(named) == 1 else None
 
     def _named(self, text: str, row: Record | None = None) -> str | None:
         """The value of the one field the last field-naming word of ``text`` names
         (within ``row`` when the word names several numbers and a row is named); ``""``
         when that word names several; ``None`` when no word names a field."""
-        for word in reversed(_WORD.findall(text.lower())):
-            named = {w: v for w, v in self.fields if _names_key(word, w)}
-            values = {v for w, v in self.fields if _names_key(word, w)}
+        for word in reversed(WORD.findall(text.lower())):
+            named = {w: v for w, v in self.fields if names_key(word, w)}
+            values = {v for w, v in self.fields if names_key(word, w)}
             if len(values) > 1 and row is not None:
-                values = {v for w, v in row.fields if _names_key(word, w)} or values
+                values = {v for w, v in row.fields if names_key(word, w)} or values
             if len(values) == 1:
                 value = values.pop()
                 # With the key's unit: a bare number is read in another one ("22
@@ -665,22 +456,6 @@ class AnswerGuide:
         if self.equals and text.rstrip(" ").endswith("="):
             return self.equals
         return self.binder(text)
-
-
-def _names_key(word: str, key: str) -> bool:
-    """Whether ``word`` names the key word ``key``: it starts with it ("windy" names
-    ``wind``), or is a start of it of at least ``MIN_STEM`` letters ("humid" names
-    ``humidity``)."""
-    return word.startswith(key) or (len(word) >= MIN_STEM and key.startswith(word))
-
-
-def _mentions(words: set[str], name: str) -> bool:
-    """Whether ``words`` name the text value ``name``: each of its words, as written or
-    with a plural ending ("chairs" for "chair")."""
-    parts = _WORD.findall(name)
-    if not parts or len(name) < MIN_FIELD_WORD or len(parts) > 3:
-        return False
-    return all(p in words or f"{p}s" in words or f"{p}es" in words for p in parts)
 
 
 def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:

@@ -1,0 +1,273 @@
+"""What a question points at in a tool result: the rows it names, the count it asks
+for, the list item it names by position (the embedded model's answer focus).
+
+:func:`focus` narrows what the first sentence of a grounded answer
+(``local_answer.answer_grammar``) must state to the values the question asks about:
+the rows it names by a text value ("Which city does Dana live in?"), the number of
+those rows ("How many customers live in Berlin?"), the number a text pairs with the
+question's words ("How many tests failed?"), the list item it names by position.
+Generic: nothing here knows a tool, only results shaped as tables, lists and texts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from loopwright.core.grounding import MIN_STEM, asked_item, canonical_number
+
+NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d])")
+
+
+MAX_NUMBERS = 64
+
+
+MAX_NUMBER_CHARS = 24
+
+
+def unique(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+def numbers_in(text: str) -> list[str]:
+    """Numbers written in ``text`` (``12``, ``-3``, ``0.25``; thousands separators are
+    not joined: ``1,000`` is ``1`` and ``000``; a number right after a letter counts:
+    the hour of ``2026-11-24T10:33`` is ``10``, else an answer could not write it and
+    wrote another of the result's numbers in its place)."""
+    return [m.group(0) for m in NUMBER.finditer(text)]
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    """What an answer's first sentence may state: the allowed numbers (``keep``), the
+    labels and numbers it must state one of, whether a label (not a number) is due."""
+
+    keep: tuple[str, ...]
+    labels: tuple[str, ...]
+    latest: tuple[str, ...]
+    by_label: bool = False
+
+
+def focus(
+    base: Focus,
+    rows: list[list[str]],
+    texts: Sequence[str],
+    pairs: list[tuple[str, str]],
+    asked: str,
+) -> Focus:
+    """``base`` narrowed to what the question points at: the rows it names, the number
+    of those rows, the count a text gives, the list item it names by position."""
+    keep, labels, latest, by_label = base.keep, list(base.labels), list(base.latest), False
+    named = named_rows(rows, asked)
+    if named:
+        # The question names some rows ("Which city does Dana live in?"): the first
+        # sentence states a value of those, not the first row's ("The city is Berlin").
+        # An identifier column's number is not such a value ("Bo ... in 2nd place").
+        cells = {v for row in named for v in row}
+        kept = [w for w in labels if w.lower() in cells]
+        ids = _identifiers(texts) if kept else set()
+        numbers = [n for n in latest if canonical_number(n) in cells and n not in ids]
+        if kept or numbers:
+            labels, latest = kept, numbers
+        by_label = bool(labels and not latest)
+    counted = _counted(rows, named, asked)
+    if counted:
+        # "How many customers live in Berlin?" over the rows: the number of rows the
+        # question names is what the result says (it listed them), not a cell.
+        return Focus((counted,), (), (counted,))
+    paired = _paired(pairs, asked, latest) if _HOW_MANY.search(asked) else ""
+    if paired:
+        return Focus(keep, (), (paired,))
+    item = _list_item(texts, asked)
+    if item is not None:
+        # A word of the item, and only the item's own numbers: the others' positions
+        # are not its value ("the purchase of 1. I bought 1."). Other items' words
+        # are not kept out (the model then invented: "I called the doctor"); an
+        # answer naming another item first is caught by the answer check.
+        labels = [w for w in labels if w.lower() in item[0]] or labels
+        return Focus(short(n for n in keep if n in item[1]), tuple(labels), (), True)
+    return Focus(keep, tuple(labels), tuple(latest), by_label)
+
+
+# A capitalized word after a sentence's first word: a name ("Which city does Dana ...").
+_NAME = re.compile(r"(?<=[^\s.!?]) +([A-Z][a-z]+)")
+
+
+def subject_name(named: list[list[str]], question: str) -> str:
+    """The name (capitalized mid-sentence in ``question``) of the one row the question
+    names, or ""."""
+    if len(named) != 1:
+        return ""
+    names = [m.group(1) for m in _NAME.finditer(question) if m.group(1).lower() in named[0]]
+    return names[0] if len(names) == 1 else ""
+
+
+def named_rows(rows: list[list[str]], question: str) -> list[list[str]]:
+    """The rows (see :func:`row_values`) the question names by a text value, when it
+    names some but not all of them; else none. A name written capitalized inside a
+    sentence names its row however short ("Which city is Bo from?")."""
+    asked = set(WORD.findall(question.lower()))
+    names = {m.group(1).lower() for m in _NAME.finditer(question)}
+    named = [
+        row
+        for row in rows
+        if any(mentions(asked, v) or v in names for v in row if not _is_number(v))
+    ]
+    return named if len(named) < len(rows) else []
+
+
+def other_rows(rows: list[list[str]], named: list[list[str]], question: str) -> tuple[str, ...]:
+    """Words of the text values of the rows the question does not name (``named``, see
+    :func:`named_rows`) that no named row, nor the question, uses: these belong to
+    other rows only ("Which city does Dana live in?": ``Ana``, ``Berlin``)."""
+    if not named:
+        return ()
+    asked = set(WORD.findall(question.lower()))
+    kept = asked | {w for row in named for v in row for w in WORD.findall(v)}
+    words = (w for row in rows if row not in named for v in row for w in WORD.findall(v))
+    return unique(w for w in words if len(w) >= MIN_FIELD_WORD and w not in kept)
+
+
+_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
+
+
+_COUNTED = re.compile(r"\bhow many (\w+)", re.IGNORECASE)
+
+
+def other_fields(fields: Sequence[tuple[str, str]], question: str) -> tuple[str, ...]:
+    """The key words of the other numeric fields, when the question names exactly one
+    field's value ("How humid is it in Bangkok?": ``temperature``, ``wind``, ``kph``):
+    the answer named the temperature and stated it ("The temperature in Bangkok is 11
+    degrees")."""
+    asked = WORD.findall(question.lower())
+    named = {v for w, v in fields if any(names_key(a, w) for a in asked if len(a) >= MIN_STEM)}
+    if len(named) != 1:
+        return ()
+    return unique(w for w, v in fields if v not in named and len(w) >= MIN_FIELD_WORD)
+
+
+def _counted(rows: list[list[str]], named: list[list[str]], question: str) -> str:
+    """The number of rows a "how many" question names by a text value ("How many
+    customers live in Berlin?": 2), else "". When the counted word is itself a named
+    row's value, the question asks that row's number, not a count ("How many chairs
+    are in stock?": the chair row's stock)."""
+    counted = _COUNTED.search(question)
+    if not named or counted is None:
+        return ""
+    noun = {counted.group(1).lower()}
+    if any(mentions(noun, v) for row in named for v in row if not _is_number(v)):
+        return ""
+    return str(len(named))
+
+
+def _paired(pairs: list[tuple[str, str]], question: str, latest: list[str]) -> str:
+    """The one number of the latest result that a text pairs with a word of a "how
+    many" question ("How many tests failed?" and "0 tests failed"), else "". The
+    answer otherwise quoted the first sentence: "Build 512 passed." (Only a count:
+    "What is the host?" is not "8080\nhost = ...".)"""
+    asked = set(WORD.findall(question.lower()))
+    numbers = {n for w, n in pairs if w in asked and n in latest}
+    return numbers.pop() if len(numbers) == 1 else ""
+
+
+def _list_item(texts: Sequence[str], question: str) -> tuple[set[str], list[str]] | None:
+    """The words and numbers of the list item the question names by its position
+    (``core.grounding.asked_item``: "What is the second item in todo.txt?"), or
+    ``None``."""
+    found = asked_item(question, texts)
+    if found is None:
+        return None
+    items, index = found
+    return set(WORD.findall(items[index])), numbers_in(items[index])
+
+
+def _identifiers(texts: Sequence[str]) -> set[str]:
+    """The numbers of a table's identifier columns (``id``, ``customer_id``)."""
+    found: set[str] = set()
+    for content in texts:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            continue
+        rows = table_rows(data).get("rows") if isinstance(data, dict) else data
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict):
+                found |= {
+                    _cell(v)
+                    for k, v in row.items()
+                    if str(k).lower() == "id" or str(k).lower().endswith("_id")
+                }
+    return found
+
+
+def row_values(content: str) -> list[list[str]]:
+    """The values of each row of a result (a table's rows, a list's objects) as text:
+    strings lower-cased, numbers as :func:`numbers_in` reads them; empty when it holds
+    fewer than two rows."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return []
+    if isinstance(data, dict):
+        data = table_rows(data).get("rows")
+    if not isinstance(data, list):
+        return []
+    rows = [r.values() if isinstance(r, dict) else r for r in data if isinstance(r, list | dict)]
+    found = [[t for t in map(_cell, row) if t] for row in rows]
+    return found if len(found) >= MIN_ROWS else []
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, int | float):
+        return canonical_number(json.dumps(value))
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def _is_number(value: str) -> bool:
+    return NUMBER.fullmatch(value) is not None
+
+
+MIN_ROWS = 2
+
+
+def short(numbers: Iterable[str]) -> tuple[str, ...]:
+    return unique(n for n in numbers if len(n) <= MAX_NUMBER_CHARS)[:MAX_NUMBERS]
+
+
+KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+MIN_FIELD_WORD = 3
+
+
+def table_rows(data: dict[str, object]) -> dict[str, object]:
+    """``data`` with a table given as ``{"columns": [...], "rows": [[...], ...]}`` turned
+    into one object per row."""
+    columns, rows = data.get("columns"), data.get("rows")
+    if isinstance(columns, list) and isinstance(rows, list):
+        table = [r for r in rows if isinstance(r, list)]
+        return {**data, "rows": [dict(zip(map(str, columns), r, strict=False)) for r in table]}
+    return data
+
+
+WORD = re.compile(r"[A-Za-z]+")
+
+
+def names_key(word: str, key: str) -> bool:
+    """Whether ``word`` names the key word ``key``: it starts with it ("windy" names
+    ``wind``), or is a start of it of at least ``MIN_STEM`` letters ("humid" names
+    ``humidity``)."""
+    return word.startswith(key) or (len(word) >= MIN_STEM and key.startswith(word))
+
+
+def mentions(words: set[str], name: str) -> bool:
+    """Whether ``words`` name the text value ``name``: each of its words, as written or
+    with a plural ending ("chairs" for "chair")."""
+    parts = WORD.findall(name)
+    if not parts or len(name) < MIN_FIELD_WORD or len(parts) > 3:
+        return False
+    return all(p in words or f"{p}s" in words or f"{p}es" in words for p in parts)
