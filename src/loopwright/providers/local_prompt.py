@@ -251,7 +251,8 @@ def _bounded(schema: Mapping[str, Any], bounds: GrammarBounds, depth: int) -> di
         }
     if kind in ("integer", "number", "boolean", "null"):
         return {"type": kind}
-    shape = example_pattern(schema_examples(schema)) or parts_pattern(schema)
+    shape = declared_pattern(schema) or example_pattern(schema_examples(schema))
+    shape = shape or parts_pattern(schema)
     if shape is not None:
         return {"type": "string", "pattern": shape}
     limit = min(int(schema.get("maxLength", bounds.max_string_chars)), bounds.max_string_chars)
@@ -260,6 +261,17 @@ def _bounded(schema: Mapping[str, Any], bounds: GrammarBounds, depth: int) -> di
         "minLength": min(int(schema.get("minLength", 0)), limit),
         "maxLength": limit,
     }
+
+
+def declared_pattern(schema: Mapping[str, Any]) -> str | None:
+    """The string's own ``pattern``, when it is anchored and free of the syntax
+    llama.cpp's converter refuses (``(?``: groups with flags, lookarounds); a tool or
+    a strategy that knows the values' language states it (the SQL a database's tables
+    allow: ``tools.builtin.sql.select_pattern``)."""
+    pattern = schema.get("pattern")
+    if not isinstance(pattern, str) or "(?" in pattern:
+        return None
+    return pattern if pattern.startswith("^") and pattern.endswith("$") else None
 
 
 def _free_object(bounds: GrammarBounds) -> dict[str, Any]:

@@ -11,26 +11,46 @@ message against the request:
   the first result: later calls work on results);
 * **the request's file name**: a string argument that is a file name (``name.ext``,
   optionally under directories) the request does not contain is replaced by the file
-  name the request gives, when it gives exactly one with the same extension.
+  name the request gives, when it gives exactly one with the same extension, or
+  exactly one at all and the argument is the parameter's example copied.
 
 Each change is recorded in the message's ``provider_meta`` (``"formula"``,
 ``"file_name"``: what the model wrote and what replaced it), and the call's streamed
-delta is re-emitted to match. Nothing here knows a tool: a formula is recognised by
-the calculator's vocabulary, a file name by its shape.
+delta is re-emitted to match.
+
+Before the first call, a request that states such a value is also held to the one
+offered tool that takes it (:func:`stated_tool`): when exactly one tool has a required
+string parameter whose examples are all formulas, or all file names, and the request
+states a value of that kind, the turn's ``tool_choice`` names that tool. Left to choose,
+the model answered "What do you get when you multiply 13 by 7?" with "13 * 7" and
+"Which build number is mentioned in status.txt?" from nothing, without a call.
+
+The SQL a tool's query parameter takes is held to the tables its description lists
+(:mod:`.tables`).
+
+Nothing here knows a tool: a formula is recognised by the calculator's vocabulary, a
+file name by its shape, and a parameter by its examples.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from loopwright.core.events import ModelEvent, ResponseDone
 from loopwright.core.messages import Message, ToolCallPart
-from loopwright.core.protocols import Model, ModelRequest, ToolCallDelta
+from loopwright.core.protocols import Model, ModelRequest, NamedTool, ToolCallDelta
 from loopwright.core.tools import ToolSpec
-from loopwright.strategies.embedded.formula import held_to_formula, question_formula
+from loopwright.strategies.embedded.formula import (
+    arithmetic,
+    held_to_formula,
+    question_formula,
+    request_formula,
+)
+from loopwright.strategies.embedded.tables import request_held_to_tables
 from loopwright.strategies.embedded.wrapper import ModelWrapper
 
 FILE_META_KEY = "file_name"
@@ -52,9 +72,22 @@ def _extension(name: str) -> str:
     return name.rsplit(".", 1)[-1].lower()
 
 
-def held_to_file_name(message: Message, request: str) -> Message:
+def _examples(tools: Sequence[ToolSpec], name: str, key: str) -> list[object]:
+    """The examples ``tools``' schema for tool ``name`` shows for parameter ``key``."""
+    for spec in tools:
+        props = spec.parameters.get("properties")
+        if spec.name == name and isinstance(props, Mapping):
+            schema = props.get(key)
+            examples = schema.get("examples") if isinstance(schema, Mapping) else None
+            return list(examples) if isinstance(examples, list) else []
+    return []
+
+
+def held_to_file_name(message: Message, request: str, tools: Sequence[ToolSpec] = ()) -> Message:
     """``message`` with each file-name argument the request does not contain replaced
-    by the request's one file name of that extension (see the module docstring)."""
+    by the request's one file name of that extension, or by its one file name when the
+    argument is the parameter's own example, copied from the prompt ("Which build
+    number is mentioned in status.txt?" -> ``read_file("README.md")``)."""
     given = file_names(request)
     if not given:
         return message
@@ -70,6 +103,8 @@ def held_to_file_name(message: Message, request: str) -> Message:
                 if value.strip().lower() in lowered:
                     continue
                 same = [g for g in given if _extension(g) == _extension(value.strip())]
+                if not same and len(given) == 1 and value in _examples(tools, part.name, key):
+                    same = given
                 if len(same) == 1:
                     args[key] = same[0]
                     changed.append({"wrote": value, "file_name": same[0]})
@@ -102,7 +137,69 @@ def held_to_request(
         formula = question_formula(messages)
         if formula is not None:
             message = held_to_formula(message, formula, tools)
-    return held_to_file_name(message, request)
+    return held_to_file_name(message, request, tools)
+
+
+def _is_file_name(text: str) -> bool:
+    return file_names(text) == [text]
+
+
+def _is_formula(text: str) -> bool:
+    return arithmetic(text) is not None
+
+
+# A kind of value: whether an example is one, and whether a request states one.
+_KINDS: tuple[tuple[Callable[[str], bool], Callable[[str], bool]], ...] = (
+    (_is_formula, lambda request: request_formula(request) is not None),
+    (_is_file_name, lambda request: bool(file_names(request))),
+)
+MIN_EXAMPLES = 2
+
+
+def _takes(spec: ToolSpec, is_kind: Callable[[str], bool]) -> bool:
+    """Whether a required string parameter of ``spec`` shows only values of a kind: at
+    least :data:`MIN_EXAMPLES` examples, every one of it."""
+    props = spec.parameters.get("properties")
+    if not isinstance(props, Mapping):
+        return False
+    for name in spec.parameters.get("required") or ():
+        schema = props.get(name)
+        if not isinstance(schema, Mapping) or schema.get("type") != "string":
+            continue
+        examples = schema.get("examples")
+        if (
+            isinstance(examples, list)
+            and len(examples) >= MIN_EXAMPLES
+            and all(isinstance(e, str) and is_kind(e) for e in examples)
+        ):
+            return True
+    return False
+
+
+def stated_tool(request: str, tools: Sequence[ToolSpec]) -> str | None:
+    """The one tool of ``tools`` that takes a kind of value ``request`` states (module
+    docstring), or ``None`` when none does or several do."""
+    chosen: set[str] = set()
+    for is_kind, states in _KINDS:
+        takers = [t.name for t in tools if _takes(t, is_kind)]
+        if takers and states(request):
+            chosen.update(takers)
+    return chosen.pop() if len(chosen) == 1 else None
+
+
+def held_to_stated_tool(request: ModelRequest) -> ModelRequest:
+    """``request`` with its ``tool_choice`` naming :func:`stated_tool`, when the choice
+    is left to the model and no tool has returned since the last user message."""
+    if request.settings.tool_choice != "auto" or len(request.tools) < 1:
+        return request
+    text, answered = _request(request.messages)
+    if not text or answered:
+        return request
+    name = stated_tool(text, request.tools)
+    if name is None:
+        return request
+    settings = replace(request.settings, tool_choice=NamedTool(name))
+    return replace(request, settings=settings)
 
 
 class HoldToRequest(ModelWrapper):
@@ -116,7 +213,8 @@ class HoldToRequest(ModelWrapper):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         held: list[ModelEvent] = []
-        async for event in self.model.stream(request):
+        narrowed = request_held_to_tables(held_to_stated_tool(request))
+        async for event in self.model.stream(narrowed):
             if isinstance(event, ToolCallDelta):
                 held.append(event)
                 continue
@@ -136,4 +234,11 @@ def _delta(index: int, call: ToolCallPart) -> ToolCallDelta:
     return ToolCallDelta(index, call.id, call.name, call.raw_arguments, dict(call.arguments))
 
 
-__all__ = ["HoldToRequest", "file_names", "held_to_file_name", "held_to_request"]
+__all__ = [
+    "HoldToRequest",
+    "file_names",
+    "held_to_file_name",
+    "held_to_request",
+    "held_to_stated_tool",
+    "stated_tool",
+]

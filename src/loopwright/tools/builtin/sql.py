@@ -210,6 +210,53 @@ def description(tables: str) -> str:
     return f"Query the database tables {tables} with one read-only SQL SELECT and return the rows."
 
 
+_DESCRIBED = re.compile(r"\b([A-Za-z_]\w{0,63})\(((?:[A-Za-z_]\w{0,63}(?:, )?)+)\)")
+
+
+def described_tables(text: str) -> dict[str, list[str]]:
+    """The tables and columns a description written by :func:`description` lists
+    (``customers(id, name, city)``), by table name; empty when it lists none."""
+    if "database tables " not in text:
+        return {}
+    listed = text.split("database tables ", 1)[1]
+    return {m.group(1): m.group(2).split(", ") for m in _DESCRIBED.finditer(listed)}
+
+
+_AGGREGATES = "(COUNT|SUM|MAX|MIN|AVG)"
+_COMPARISONS = "(=|<|>|<=|>=|!=)"
+# A literal in a WHERE clause: a number or a short quoted text without quotes or
+# backslashes (a JSON string holds the query; no escapes to get wrong). The decimal
+# point is a class, not an escape: llama.cpp's grammar parser refuses "\." in the
+# literal the converter makes of it.
+_LITERAL = "(-?[0-9]{1,12}([.][0-9]{1,6})?|'[^'\"\\\\]{1,40}')"
+MAX_SELECTED_COLUMNS = 4
+MAX_CONDITIONS = 2
+
+
+def select_pattern(tables: dict[str, list[str]]) -> str:
+    """A regular expression (the subset llama.cpp turns into a grammar: see
+    ``docs/providers.md``) of the plain one-table SELECTs on ``tables``: columns, ``*``
+    or an aggregate of a column; a WHERE of up to :data:`MAX_CONDITIONS` comparisons of
+    a column with a literal joined by AND; ORDER BY a column or aggregate, ASC or DESC;
+    LIMIT. A small model held to it writes a query that names real columns of the one
+    table it reads, not "FROM products, orders, ..., stock as stock" or
+    "WHERE total ABOVE 40". Optional leading space: prompts show string values after
+    one. Empty without tables."""
+    options = []
+    for table, columns in tables.items():
+        col = "(" + "|".join(re.escape(c) for c in columns) + ")"
+        agg = f"{_AGGREGATES}\\(({col}|\\*)\\)"
+        item = f"({agg}|{col})"
+        picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
+        condition = f"{col} {_COMPARISONS} {_LITERAL}"
+        where = f"( WHERE {condition}( AND {condition}){{0,{MAX_CONDITIONS - 1}}})?"
+        order = f"( ORDER BY {item}( ASC| DESC)?)?( LIMIT [0-9]{{1,4}})?"
+        options.append(f"SELECT {picked} FROM {re.escape(table)}{where}{order}")
+    if not options:
+        return ""
+    return "^ ?(" + "|".join(f"({o})" for o in options) + ")$"
+
+
 def _explain(exc: sqlite3.DatabaseError, text: str = "") -> str:
     message = str(exc)
     if "not authorized" in message or "readonly" in message:

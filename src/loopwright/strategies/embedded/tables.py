@@ -1,0 +1,75 @@
+"""Hold a small model's SQL to the tables a tool describes.
+
+A tool whose description lists its database's tables and columns (``customers(id,
+name, city), orders(...)``, as ``tools.builtin.sql.description`` writes them) and whose
+query parameter shows SELECT statements as examples gets, in the request the model
+sees, a ``pattern`` on that parameter: the plain one-table SELECTs those tables allow
+(:func:`loopwright.tools.builtin.sql.select_pattern`). A provider that decodes under a
+grammar (the embedded model) then cannot write a FROM list that runs on ("FROM
+products, orders, customers, products, stock as stock, ...") or a comparison SQL does
+not have ("WHERE total ABOVE 40"). The tool's registered schema is unchanged: the
+dispatcher still accepts any read-only SELECT, from any model.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from loopwright.core.protocols import ModelRequest
+from loopwright.core.tools import ToolSpec
+from loopwright.tools.builtin.sql import described_tables, select_pattern
+
+MIN_EXAMPLES = 1
+
+
+def _is_select(text: object) -> bool:
+    if not isinstance(text, str):
+        return False
+    statement = text.strip()
+    return statement.upper().startswith("SELECT ") and sqlite3.complete_statement(statement + ";")
+
+
+def _select_parameter(spec: ToolSpec) -> str | None:
+    """The required string parameter of ``spec`` whose examples are all SELECTs."""
+    props = spec.parameters.get("properties")
+    if not isinstance(props, Mapping):
+        return None
+    for name in spec.parameters.get("required") or ():
+        schema = props.get(name)
+        if not isinstance(schema, Mapping) or schema.get("type") != "string":
+            continue
+        examples = schema.get("examples")
+        if (
+            isinstance(examples, list)
+            and len(examples) >= MIN_EXAMPLES
+            and all(_is_select(e) for e in examples)
+            and "pattern" not in schema
+        ):
+            return str(name)
+    return None
+
+
+def held_to_tables(spec: ToolSpec) -> ToolSpec:
+    """``spec`` with its query parameter held to its tables (module docstring), or
+    ``spec`` itself when it describes no tables or shows no SELECT examples."""
+    name = _select_parameter(spec)
+    tables = described_tables(spec.description) if name is not None else {}
+    if name is None or not tables:
+        return spec
+    props: dict[str, Any] = dict(spec.parameters["properties"])
+    props[name] = {**props[name], "pattern": select_pattern(tables)}
+    return replace(spec, parameters={**spec.parameters, "properties": props})
+
+
+def request_held_to_tables(request: ModelRequest) -> ModelRequest:
+    """``request`` with each of its tools held to its tables (see :func:`held_to_tables`)."""
+    tools: Sequence[ToolSpec] = [held_to_tables(t) for t in request.tools]
+    if all(a is b for a, b in zip(tools, request.tools, strict=True)):
+        return request
+    return replace(request, tools=tuple(tools))
+
+
+__all__ = ["held_to_tables", "request_held_to_tables"]

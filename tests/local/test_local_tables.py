@@ -1,0 +1,82 @@
+"""SQL held to the tables a tool describes (``strategies.embedded.tables``,
+``tools.builtin.sql.select_pattern``) and the grammar honouring it (``local_prompt``)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from loopwright.core.messages import Message
+from loopwright.core.protocols import ModelRequest
+from loopwright.providers import local_prompt as lp
+from loopwright.strategies.embedded.tables import held_to_tables, request_held_to_tables
+from loopwright.tools.builtin import BuiltinConfig, make_tools
+from loopwright.tools.builtin.sql import described_tables, select_pattern
+
+
+@pytest.fixture()
+def spec(tmp_path: Path):  # type: ignore[no-untyped-def]
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER, customer_id INTEGER, total REAL)")
+        conn.execute("CREATE TABLE products (name TEXT, price INTEGER, stock INTEGER)")
+    (tool,) = make_tools(["sql_query"], BuiltinConfig(root=tmp_path, database=db))
+    return tool.spec
+
+
+def test_the_described_tables_are_read_back(spec) -> None:  # type: ignore[no-untyped-def]
+    assert described_tables(spec.description) == {
+        "orders": ["id", "customer_id", "total"],
+        "products": ["name", "price", "stock"],
+    }
+    assert described_tables("Query the database with one read-only SQL SELECT.") == {}
+
+
+@pytest.mark.parametrize(
+    ("query", "fits"),
+    [
+        ("SELECT * FROM orders", True),
+        (" SELECT COUNT(*) FROM orders WHERE total > 40", True),
+        ("SELECT total FROM orders WHERE id = 5", True),
+        ("SELECT name FROM products ORDER BY price DESC LIMIT 1", True),
+        ("SELECT name FROM products WHERE price >= 50 AND stock < 10", True),
+        ("SELECT name FROM products WHERE name = 'desk'", True),
+        ("SELECT SUM(total) FROM orders", True),
+        # what the model wrote before: a FROM list that runs on, a comparison SQL
+        # lacks, a column of another table
+        ("SELECT * FROM products, orders, customers, stock as stock", False),
+        ("SELECT COUNT(*) FROM orders WHERE total ABOVE 40", False),
+        ("SELECT price FROM orders", False),
+    ],
+)
+def test_the_pattern_takes_plain_selects_on_the_tables(spec, query: str, fits: bool) -> None:  # type: ignore[no-untyped-def]
+    pattern = select_pattern(described_tables(spec.description))
+    assert (re.fullmatch(pattern, query) is not None) is fits
+
+
+def test_the_model_sees_the_pattern_the_tool_keeps_its_schema(spec) -> None:  # type: ignore[no-untyped-def]
+    held = held_to_tables(spec)
+    assert "pattern" in held.parameters["properties"]["query"]
+    assert "pattern" not in spec.parameters["properties"]["query"]
+    request = ModelRequest([Message.user("How many orders?")], tools=[spec])
+    assert request_held_to_tables(request).tools[0] == held
+    # the provider's grammar schema holds the string to it
+    bounded = lp._bounded(held.parameters, lp.GrammarBounds(), 0)
+    assert (
+        bounded["properties"]["query"]["pattern"]
+        == held.parameters["properties"]["query"]["pattern"]
+    )
+
+
+def test_tools_without_described_tables_are_unchanged() -> None:
+    (calc,) = make_tools(["calculator"])
+    assert held_to_tables(calc.spec) is calc.spec
+
+
+def test_a_declared_pattern_is_honoured_only_when_llama_cpp_can_convert_it() -> None:
+    assert lp.declared_pattern({"type": "string", "pattern": "^[a-z]+$"}) == "^[a-z]+$"
+    assert lp.declared_pattern({"type": "string", "pattern": "[a-z]+"}) is None
+    assert lp.declared_pattern({"type": "string", "pattern": "^(?i)[a-z]+$"}) is None
