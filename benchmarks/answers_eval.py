@@ -383,6 +383,8 @@ _QUANTITY = re.compile(r"(-?\d+(?:\.\d+)?)\s*(%|°|[a-z]+)", re.I)
 # Questions that ask for what a file or result says as a whole, not for one value in it.
 _WHOLE = re.compile(r"^\s*(?:what does \S+ (?:say|contain)\b|summari[sz]e|read|show)", re.I)
 MIN_DUMP_WORDS = 6
+# Shorter cut words are often words of their own ("day" of "today", "here" of "where").
+MIN_FRAGMENT = 5
 
 
 def _fluency(answer: str, question: str, results: list[str]) -> list[str]:
@@ -399,7 +401,9 @@ def _fluency(answer: str, question: str, results: list[str]) -> list[str]:
         low = word.lower()
         if len(low) < 3 or low in known:
             continue
-        if any(len(k) - 2 <= len(low) < len(k) and k.endswith(low) for k in known):
+        if len(low) >= MIN_FRAGMENT and any(
+            len(k) - 2 <= len(low) < len(k) and k.endswith(low) for k in known
+        ):
             found.append(f"fragment {word}")
     if _NUMBER_RUN.search(answer):
         found.append("number run")
@@ -419,7 +423,9 @@ def _fluency(answer: str, question: str, results: list[str]) -> list[str]:
 def _states(answer: str, fact: str) -> bool:
     """``fact`` appears in ``answer``; a number must stand alone ("7", not "1,7")."""
     if _NUMBER.fullmatch(fact):
-        return re.search(rf"(?<![\d.,]){re.escape(fact)}(?![\d]|[.,]\d)", answer) is not None
+        # "280.0" states 280 (a REAL column's value as the result writes it)
+        written = re.finditer(r"(?<![\d.,])\d+(?:\.\d+)?(?![\d]|[.,]\d)", answer)
+        return any(_canon(m.group(0)) == _canon(fact) for m in written)
     return fact.lower() in answer.lower()
 
 

@@ -117,3 +117,16 @@ def test_the_whole_file_for_one_value_fails(bench: ModuleType) -> None:
     # Asked what the file says, the whole of it is the answer.
     whole = _read(bench, "What does notes.txt say?", "notes.txt", "Tuesday", dump)
     assert whole["pass"], whole
+
+
+def test_a_short_word_inside_another_is_not_a_fragment(bench: ModuleType) -> None:
+    assert bench._fluency("It is humid today, all day.", "How humid is it today?", []) == []
+
+
+def test_a_number_written_with_a_decimal_zero_states_it(bench: ModuleType) -> None:
+    rows = '{"columns": ["SUM(total)"], "rows": [[280.0]]}'
+    question = "What is the sum of all order totals in the orders table?"
+    verdict = _sql(bench, question, "280", rows, "The sum of all order totals is 280.0.")
+    assert verdict["pass"], verdict
+    wrong = _sql(bench, question, "280", rows, "The sum of all order totals is 2800.")
+    assert not wrong["states"], wrong
