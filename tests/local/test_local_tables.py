@@ -12,7 +12,11 @@ import pytest
 from loopwright.core.messages import Message
 from loopwright.core.protocols import ModelRequest
 from loopwright.providers import local_prompt as lp
-from loopwright.strategies.embedded.tables import held_to_tables, request_held_to_tables
+from loopwright.strategies.embedded.tables import (
+    held_to_tables,
+    request_held_to_tables,
+    request_literals,
+)
 from loopwright.tools.builtin import BuiltinConfig, make_tools
 from loopwright.tools.builtin.sql import described_tables, select_pattern
 
@@ -62,7 +66,7 @@ def test_the_model_sees_the_pattern_the_tool_keeps_its_schema(spec) -> None:  # 
     assert "pattern" in held.parameters["properties"]["query"]
     assert "pattern" not in spec.parameters["properties"]["query"]
     request = ModelRequest([Message.user("How many orders?")], tools=[spec])
-    assert request_held_to_tables(request).tools[0] == held
+    assert request_held_to_tables(request).tools[0] == held_to_tables(spec, "How many orders?")
     # the provider's grammar schema holds the string to it
     bounded = lp._bounded(held.parameters, lp.GrammarBounds(), 0)
     assert (
@@ -80,3 +84,17 @@ def test_a_declared_pattern_is_honoured_only_when_llama_cpp_can_convert_it() -> 
     assert lp.declared_pattern({"type": "string", "pattern": "^[a-z]+$"}) == "^[a-z]+$"
     assert lp.declared_pattern({"type": "string", "pattern": "[a-z]+"}) is None
     assert lp.declared_pattern({"type": "string", "pattern": "^(?i)[a-z]+$"}) is None
+
+
+def test_comparisons_take_only_the_values_the_request_states(spec) -> None:  # type: ignore[no-untyped-def]
+    asked = "What is the price of the desk in the products table?"
+    held = held_to_tables(spec, asked)
+    pattern = held.parameters["properties"]["query"]["pattern"]
+    assert re.fullmatch(pattern, "SELECT price FROM products WHERE name = 'desk'")
+    # the value the model made up before
+    assert not re.fullmatch(pattern, "SELECT * FROM products WHERE price = 100.000")
+    numbered = held_to_tables(spec, "What is the total of order 5?")
+    pattern = numbered.parameters["properties"]["query"]["pattern"]
+    assert re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 5")
+    assert not re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 50")
+    assert request_literals("Who lives in Oslo? 2.5") == ["2.5", "Who", "lives", "in", "Oslo"]

@@ -80,6 +80,10 @@ def focus(
     paired = _paired(pairs, asked, latest) if _HOW_MANY.search(asked) else ""
     if paired:
         return Focus(keep, (), (paired,))
+    if not named:
+        row = _row_by_number(rows, texts, asked)
+        if row is not None:
+            return _row_focus(keep, labels, latest, row, texts, asked)
     item = _list_item(texts, asked)
     if item is not None:
         # A word of the item, and only the item's own numbers: the others' positions
@@ -88,7 +92,89 @@ def focus(
         # answer naming another item first is caught by the answer check.
         labels = [w for w in labels if w.lower() in item[0]] or labels
         return Focus(short(n for n in keep if n in item[1]), tuple(labels), (), True)
+    asked_numbers = {canonical_number(n) for n in numbers_in(asked)}
+    if latest and labels and all(canonical_number(n) in asked_numbers for n in latest):
+        # Every number of the result is one the question wrote ("Which customer has id
+        # 2?" -> [2, "Bo", "Paris"]): restating it says nothing ("The customer has 2").
+        return Focus(keep, tuple(labels), (), True)
     return Focus(keep, tuple(labels), tuple(latest), by_label)
+
+
+# A word that makes the number after it a bound, not a value a row holds ("a total
+# above 40", "more than 50", "at least 3").
+_BOUND = re.compile(
+    r"\b(?:above|below|over|under|than|least|most|exceeding|between|and)\s+(-?\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+
+
+def _row_by_number(rows: list[list[str]], texts: Sequence[str], asked: str) -> list[str] | None:
+    """The one row a question names by a number it writes ("Which product costs 85?",
+    "the total of order 5"): the only row holding that number, or the only row whose
+    ``id`` is that number; ``None`` for a count ("how many"), a bound ("above 40") or
+    a number that picks no single row."""
+    if not rows or _HOW_MANY.search(asked):
+        return None
+    bounds = {canonical_number(m.group(1)) for m in _BOUND.finditer(asked)}
+    picked: list[list[str]] = []
+    for number in dict.fromkeys(canonical_number(n) for n in numbers_in(asked)):
+        if number in bounds:
+            continue
+        holding = [row for row in rows if number in row]
+        if len(holding) != 1:
+            holding = [rows[i] for i in _rows_with_id(texts, number) if i < len(rows)]
+        if len(holding) == 1 and holding[0] not in picked:
+            picked.append(holding[0])
+    return picked[0] if len(picked) == 1 else None
+
+
+def _rows_with_id(texts: Sequence[str], number: str) -> list[int]:
+    """The indexes of the table rows whose ``id`` column holds ``number``."""
+    for content in texts:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            continue
+        listed = table_rows(data).get("rows") if isinstance(data, dict) else data
+        if isinstance(listed, list):
+            dicts = [r for r in listed if isinstance(r, dict | list)]
+            return [
+                i
+                for i, r in enumerate(dicts)
+                if isinstance(r, dict)
+                and any(str(k).lower() == "id" and _cell(v) == number for k, v in r.items())
+            ]
+    return []
+
+
+def _row_focus(
+    keep: tuple[str, ...],
+    labels: list[str],
+    latest: list[str],
+    row: list[str],
+    texts: Sequence[str],
+    asked: str,
+) -> Focus:
+    """The focus on a row the question names by a number: the row's name when it has
+    one the question does not use ("chair" for "Which product costs 85?"), else its
+    other numbers, neither the question's nor identifiers ("50" for "the total of
+    order 5", not the customer id 2)."""
+    # Only the row's own numbers and the question's: another row's number stated
+    # first ("The total of order 5 is 10.0") would pass as a number of the result.
+    asked_numbers = {canonical_number(n) for n in numbers_in(asked)}
+    keep = tuple(n for n in keep if canonical_number(n) in {*row, *asked_numbers}) or keep
+    own = [w for w in labels if w.lower() in row]
+    if own:
+        return Focus(keep, tuple(own), (), True)
+    ids = _identifiers(texts)
+    numbers = [
+        n
+        for n in latest
+        if canonical_number(n) in row
+        and canonical_number(n) not in asked_numbers
+        and canonical_number(n) not in ids
+    ]
+    return Focus(keep, (), tuple(numbers or latest), False)
 
 
 # A capitalized word after a sentence's first word: a name ("Which city does Dana ...").

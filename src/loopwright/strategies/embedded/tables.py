@@ -7,12 +7,14 @@ sees, a ``pattern`` on that parameter: the plain one-table SELECTs those tables 
 (:func:`loopwright.tools.builtin.sql.select_pattern`). A provider that decodes under a
 grammar (the embedded model) then cannot write a FROM list that runs on ("FROM
 products, orders, customers, products, stock as stock, ...") or a comparison SQL does
-not have ("WHERE total ABOVE 40"). The tool's registered schema is unchanged: the
+not have ("WHERE total ABOVE 40"), nor compare with a value the request does not
+state ("WHERE price = 100.000" for "the price of the desk"). The tool's registered schema is unchanged: the
 dispatcher still accepts any read-only SELECT, from any model.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -52,21 +54,38 @@ def _select_parameter(spec: ToolSpec) -> str | None:
     return None
 
 
-def held_to_tables(spec: ToolSpec) -> ToolSpec:
-    """``spec`` with its query parameter held to its tables (module docstring), or
-    ``spec`` itself when it describes no tables or shows no SELECT examples."""
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]\d)")
+_WORD = re.compile(r"[^\W\d_][\w'-]*")
+MIN_LITERAL_CHARS = 2
+MAX_LITERALS = 40
+
+
+def request_literals(request: str) -> list[str]:
+    """The values a request states that a query may compare with: its numbers and its
+    words (``Oslo``, ``desk``), as written, each once."""
+    found = [*_NUMBER.findall(request), *_WORD.findall(request)]
+    kept = (v for v in found if len(v) >= MIN_LITERAL_CHARS or v.isdigit())
+    return list(dict.fromkeys(kept))[:MAX_LITERALS]
+
+
+def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
+    """``spec`` with its query parameter held to its tables (module docstring), its
+    comparisons to the values ``request`` states when given; ``spec`` itself when it
+    describes no tables or shows no SELECT examples."""
     name = _select_parameter(spec)
     tables = described_tables(spec.description) if name is not None else {}
     if name is None or not tables:
         return spec
+    literals = request_literals(request) if request is not None else None
     props: dict[str, Any] = dict(spec.parameters["properties"])
-    props[name] = {**props[name], "pattern": select_pattern(tables)}
+    props[name] = {**props[name], "pattern": select_pattern(tables, literals)}
     return replace(spec, parameters={**spec.parameters, "properties": props})
 
 
 def request_held_to_tables(request: ModelRequest) -> ModelRequest:
     """``request`` with each of its tools held to its tables (see :func:`held_to_tables`)."""
-    tools: Sequence[ToolSpec] = [held_to_tables(t) for t in request.tools]
+    asked = next((m.text for m in reversed(request.messages) if m.role == "user"), None)
+    tools: Sequence[ToolSpec] = [held_to_tables(t, asked) for t in request.tools]
     if all(a is b for a, b in zip(tools, request.tools, strict=True)):
         return request
     return replace(request, tools=tuple(tools))

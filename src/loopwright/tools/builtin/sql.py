@@ -30,6 +30,7 @@ import re
 import sqlite3
 import time
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,7 +234,7 @@ MAX_SELECTED_COLUMNS = 4
 MAX_CONDITIONS = 2
 
 
-def select_pattern(tables: dict[str, list[str]]) -> str:
+def select_pattern(tables: dict[str, list[str]], literals: Sequence[str] | None = None) -> str:
     """A regular expression (the subset llama.cpp turns into a grammar: see
     ``docs/providers.md``) of the plain one-table SELECTs on ``tables``: columns, ``*``
     or an aggregate of a column; a WHERE of up to :data:`MAX_CONDITIONS` comparisons of
@@ -241,20 +242,38 @@ def select_pattern(tables: dict[str, list[str]]) -> str:
     LIMIT. A small model held to it writes a query that names real columns of the one
     table it reads, not "FROM products, orders, ..., stock as stock" or
     "WHERE total ABOVE 40". Optional leading space: prompts show string values after
-    one. Empty without tables."""
+    one. Empty without tables.
+
+    ``literals``, when given, are the only values a comparison may take (numbers as
+    written, text quoted): the ones the request states. Free to write any literal, the
+    model compared with one it made up ("WHERE price = 100.000" for "the price of the
+    desk"); with none, no WHERE clause."""
+    literal = _LITERAL
+    if literals is not None:
+        literal = "(" + "|".join(_literal(v) for v in literals) + ")" if literals else ""
     options = []
     for table, columns in tables.items():
         col = "(" + "|".join(re.escape(c) for c in columns) + ")"
         agg = f"{_AGGREGATES}\\(({col}|\\*)\\)"
         item = f"({agg}|{col})"
         picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
-        condition = f"{col} {_COMPARISONS} {_LITERAL}"
+        condition = f"{col} {_COMPARISONS} {literal}"
         where = f"( WHERE {condition}( AND {condition}){{0,{MAX_CONDITIONS - 1}}})?"
+        where = where if literal else ""
         order = f"( ORDER BY {item}( ASC| DESC)?)?( LIMIT [0-9]{{1,4}})?"
         options.append(f"SELECT {picked} FROM {re.escape(table)}{where}{order}")
     if not options:
         return ""
     return "^ ?(" + "|".join(f"({o})" for o in options) + ")$"
+
+
+def _literal(value: str) -> str:
+    """``value`` as a regular expression of an SQL literal: a number as is, text quoted
+    (without quotes or backslashes of its own: :data:`_LITERAL`)."""
+    text = re.sub(r"['\"\\]", "", value)
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", text):
+        return text.replace(".", "[.]")
+    return "'" + "".join(f"[{c}]" if not c.isalnum() else c for c in text) + "'"
 
 
 def _explain(exc: sqlite3.DatabaseError, text: str = "") -> str:

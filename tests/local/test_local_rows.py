@@ -1,0 +1,71 @@
+"""The answer focus on a row a question names by a number (``local_rows``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
+from loopwright.providers import local_answer as la
+
+PRODUCTS = json.dumps(
+    {
+        "columns": ["name", "price", "stock"],
+        "rows": [["lamp", 40, 3], ["chair", 85, 12], ["desk", 240, 5]],
+        "row_count": 3,
+    }
+)
+ORDERS = json.dumps(
+    {
+        "columns": ["id", "customer_id", "total"],
+        "rows": [[i, 1 + i % 4, 10.0 * i] for i in range(1, 8)],
+        "row_count": 7,
+    }
+)
+
+
+def _ground(question: str, content: str) -> la.Grounding:
+    return la.grounding(
+        [
+            Message.user(question),
+            Message("assistant", (ToolCallPart("c1", "sql_query", {"query": "q"}, "{}"),)),
+            Message.tool_results([ToolResultPart("c1", "sql_query", content)]),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Which product costs 85? Use the products table.", "Which product has 12 in stock?"],
+)
+def test_a_row_named_by_a_value_is_answered_by_its_name(question: str) -> None:
+    ground = _ground(question, PRODUCTS)
+    assert ground.labels == ("chair",) and ground.by_label and ground.latest == ()
+    # only the row's own numbers may be written: not another row's price
+    assert "40" not in ground.allowed and "240" not in ground.allowed
+
+
+@pytest.mark.parametrize(("order", "total"), [("5", "50.0"), ("3", "30.0")])
+def test_a_row_named_by_its_id_is_answered_by_its_value(order: str, total: str) -> None:
+    ground = _ground(f"What is the total of order {order} in the orders table?", ORDERS)
+    # not the id, not the customer id, not another row's total
+    assert ground.latest == (total,)
+    assert "10.0" not in ground.allowed
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many orders have a total below 30? Use the orders table.",
+        "Which orders have a total above 40?",
+    ],
+)
+def test_a_count_or_a_bound_names_no_row(question: str) -> None:
+    assert "10.0" in _ground(question, ORDERS).allowed
+
+
+def test_a_result_of_only_the_question_numbers_is_answered_by_a_label() -> None:
+    row = json.dumps({"columns": ["id", "name", "city"], "rows": [[2, "Bob", "Paris"]]})
+    ground = _ground("Which customer has id 2 in the customers table?", row)
+    assert ground.by_label and ground.latest == () and "Paris" in ground.labels
