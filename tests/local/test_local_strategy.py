@@ -322,3 +322,28 @@ def test_numbers_of_a_formula_the_calls_sent_are_grounded() -> None:
     turn = current_turn(history)
     assert ungrounded("144 ** (1 / 2) = 12.", turn) is None
     assert ungrounded("144 ** (1 / 3) = 12.", turn) is not None
+
+
+@pytest.mark.parametrize(
+    ("question", "clause"),
+    [
+        ("What color are roses in poem.txt?", "Roses are red."),
+        ("What color are violets according to poem.txt?", "Violets are blue."),
+        ("What does poem.txt say?", None),  # the whole is asked for
+    ],
+)
+async def test_a_whole_text_result_written_out_is_cut_to_the_asked_clause(
+    question: str, clause: str | None
+) -> None:
+    poem = "Roses are red, violets are blue."
+    history = [
+        Message.user(question),
+        Message("assistant", (_call("read_file", {"path": "poem.txt"}, "c1"),)),
+        Message.tool_results([ToolResultPart("c1", "read_file", poem)]),
+    ]
+    model = GroundedAnswers(FunctionModel(_Recorder(poem)))
+    done = (await _events(model, ModelRequest(history)))[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.message.text == (clause or poem)
+    if clause is not None:
+        assert done.message.provider_meta["grounding_trimmed"]["answer"] == poem

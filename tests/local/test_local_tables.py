@@ -97,4 +97,9 @@ def test_comparisons_take_only_the_values_the_request_states(spec) -> None:  # t
     pattern = numbered.parameters["properties"]["query"]["pattern"]
     assert re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 5")
     assert not re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 50")
-    assert request_literals("Who lives in Oslo? 2.5") == ["2.5", "Who", "lives", "in", "Oslo"]
+    assert request_literals("Who lives in Oslo? 2.5") == ["2.5", "lives", "in", "Oslo"]
+    # the tables' and columns' own names are not values ("WHERE price > 'price'")
+    assert not re.fullmatch(
+        held.parameters["properties"]["query"]["pattern"],
+        "SELECT * FROM products WHERE price > 'price'",
+    )

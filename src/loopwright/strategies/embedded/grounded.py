@@ -26,7 +26,9 @@ the last user message), the answer is held back until it is complete and checked
   item"), the answer does not name another item first ("The second item is buy
   milk").
 
-A failing answer whose leading sentences pass on their own is cut to them (a small model
+An answer that writes out a whole text result when the question asks about one of its
+clauses is cut to that clause (:func:`asked_clause`). A failing answer whose leading
+sentences pass on their own is cut to them (a small model
 often states the result in its first sentence and then goes wrong: "The price of the
 desk is 240. The price of the table is 240."); otherwise it is replaced by a plain
 statement that no reliable answer came out, followed by what the tools returned, so the
@@ -43,6 +45,7 @@ from dataclasses import dataclass, replace
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
 from loopwright.core.grounding import (
     MIN_STEM,
+    STOPWORDS,
     canonical_number,
     label_words,
     other_item_first,
@@ -304,6 +307,30 @@ def fallback_text(turn: Turn) -> str:
     return FALLBACK.format(shown="; ".join(shown) or "No tool returned anything.")
 
 
+_CLAUSE = re.compile(r"[^,;:.!?\n]+")
+MIN_ECHO_WORDS = 6
+
+
+def asked_clause(answer: str, turn: Turn) -> str | None:
+    """The one clause of a text result the question asks about, when ``answer`` is that
+    whole result written out ("Roses are red, violets are blue." for "What color are
+    roses in poem.txt?": "Roses are red."): the only clause sharing a content word with
+    the question. ``None`` when the answer is not a result repeated whole (of at least
+    :data:`MIN_ECHO_WORDS` words), or when no clause or several share one (the question
+    asks for the whole: "What does poem.txt say?")."""
+    said = _words(answer)
+    for result in turn.results:
+        if result.is_error or _words(result.content) != said or len(said) < MIN_ECHO_WORDS:
+            continue
+        asked = {w for w in _words(turn.question) if w not in STOPWORDS}
+        clauses = [c.strip() for c in _CLAUSE.findall(result.content) if c.strip()]
+        named = [c for c in clauses if asked & set(_words(c))]
+        if len(clauses) >= 2 and len(named) == 1 and len(_words(named[0])) >= 2:
+            clause = named[0]
+            return clause[0].upper() + clause[1:] + "."
+    return None
+
+
 class GroundedAnswers(ModelWrapper):
     """A :class:`~loopwright.core.protocols.Model` whose answers after tool results are
     checked (see the module docstring). ``checked`` and ``replaced`` count the answers
@@ -350,8 +377,12 @@ class GroundedAnswers(ModelWrapper):
             else ungrounded(answer, turn)
         )
         if reason is None:
-            return done
-        head = grounded_head(answer, turn)
+            clause = asked_clause(answer, turn)
+            if clause is None:
+                return done
+            reason, head = "repeats the whole result", clause
+        else:
+            head = grounded_head(answer, turn)
         if head is not None:
             self.trimmed += 1
             meta = {
@@ -374,6 +405,7 @@ __all__ = [
     "Turn",
     "current_turn",
     "fallback_text",
+    "asked_clause",
     "grounded_head",
     "ungrounded",
 ]

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from loopwright.core.grounding import STOPWORDS
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.tools import ToolSpec
 from loopwright.tools.builtin.sql import described_tables, select_pattern
@@ -60,11 +61,13 @@ MIN_LITERAL_CHARS = 2
 MAX_LITERALS = 40
 
 
-def request_literals(request: str) -> list[str]:
+def request_literals(request: str, names: Iterable[str] = ()) -> list[str]:
     """The values a request states that a query may compare with: its numbers and its
-    words (``Oslo``, ``desk``), as written, each once."""
-    found = [*_NUMBER.findall(request), *_WORD.findall(request)]
-    kept = (v for v in found if len(v) >= MIN_LITERAL_CHARS or v.isdigit())
+    words (``Oslo``, ``desk``), as written, each once; not a function word, nor one of
+    ``names`` (the tables' and columns': "WHERE price > 'price'")."""
+    taken = {n.lower() for n in names} | STOPWORDS
+    words = [w for w in _WORD.findall(request) if w.lower() not in taken]
+    kept = [*_NUMBER.findall(request), *(w for w in words if len(w) >= MIN_LITERAL_CHARS)]
     return list(dict.fromkeys(kept))[:MAX_LITERALS]
 
 
@@ -76,7 +79,8 @@ def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
     tables = described_tables(spec.description) if name is not None else {}
     if name is None or not tables:
         return spec
-    literals = request_literals(request) if request is not None else None
+    names = [*tables, *(c for columns in tables.values() for c in columns)]
+    literals = request_literals(request, names) if request is not None else None
     props: dict[str, Any] = dict(spec.parameters["properties"])
     props[name] = {**props[name], "pattern": select_pattern(tables, literals)}
     return replace(spec, parameters={**spec.parameters, "properties": props})
