@@ -334,3 +334,35 @@ def test_answer_picking_a_row_by_name_states_that_row(tmp_path) -> None:
     assert answer.startswith("Dana") and "Oslo" in answer
     assert not re.search(r"Berlin|Paris|Ana\b|Chen", answer)
     _no_fallback(data)
+
+
+def test_a_count_with_a_condition_is_written_as_valid_sql(tmp_path) -> None:
+    """'total ABOVE 40' (not SQL) failed; held to the tables' SELECTs the query is
+    valid and the answer states its count (orders 5, 6, 7)."""
+    question = "How many orders in the orders table have a total above 40?"
+    code, data = run_cli("--tools", "sql_query,calculator", "--db", _shop(tmp_path), question)
+    assert code == 0
+    results = [p for m in data["messages"] for p in m["parts"] if p["kind"] == "tool_result"]
+    assert results and not results[0].get("is_error"), results
+    assert re.search(r"\b3\b", data["answer"])
+    _no_fallback(data)
+
+
+def test_a_question_naming_a_file_reads_it() -> None:
+    """'Which build number is mentioned in status.txt?' was answered from nothing,
+    without a call: a request naming a file is held to the one tool taking file names."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "status.txt").write_text("Build 512 passed. 0 tests failed.")
+        code, data = run_cli(
+            "--tools",
+            "read_file,calculator",
+            "--root",
+            tmp,
+            "Which build number is mentioned in status.txt?",
+        )
+    assert code == 0
+    assert calls(data) == [("read_file", {"path": "status.txt"})]
+    assert "512" in data["answer"]

@@ -347,3 +347,43 @@ async def test_a_whole_text_result_written_out_is_cut_to_the_asked_clause(
     assert done.message.text == (clause or poem)
     if clause is not None:
         assert done.message.provider_meta["grounding_trimmed"]["answer"] == poem
+
+
+@pytest.mark.parametrize(
+    ("question", "said", "kept"),
+    [
+        (
+            "What is the second item in todo.txt?",
+            "I bought milk, I called the plumber, and I renewed the passport.",
+            "I called the plumber.",
+        ),
+        (
+            "What is the last item on todo.txt?",
+            "I bought milk, I called the plumber, and I renewed the passport.",
+            "I renewed the passport.",
+        ),
+        # a clause mixing two items: nothing to cut to, the fallback shows the list
+        (
+            "What is the third item in todo.txt?",
+            "I bought milk, call the plumber, and the plumber replaced the passport.",
+            None,
+        ),
+    ],
+)
+async def test_an_answer_going_through_the_list_is_cut_to_the_asked_item(
+    question: str, said: str, kept: str | None
+) -> None:
+    todo = "1. Buy milk\n2. Call the plumber\n3. Renew the passport\n"
+    history = [
+        Message.user(question),
+        Message("assistant", (_call("read_file", {"path": "todo.txt"}, "c1"),)),
+        Message.tool_results([ToolResultPart("c1", "read_file", todo)]),
+    ]
+    model = GroundedAnswers(FunctionModel(_Recorder(said)))
+    done = (await _events(model, ModelRequest(history)))[-1]
+    assert isinstance(done, ResponseDone)
+    if kept is None:
+        assert "grounding" in done.message.provider_meta
+    else:
+        assert done.message.text == kept
+        assert done.message.provider_meta["grounding_trimmed"]["answer"] == said

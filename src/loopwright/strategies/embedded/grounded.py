@@ -27,7 +27,9 @@ the last user message), the answer is held back until it is complete and checked
   milk").
 
 An answer that writes out a whole text result when the question asks about one of its
-clauses is cut to that clause (:func:`asked_clause`). A failing answer whose leading
+clauses is cut to that clause (:func:`asked_clause`); one that goes through a list's
+items when the question names one by position is cut to that item's clause
+(:func:`item_clause`). A failing answer whose leading
 sentences pass on their own is cut to them (a small model
 often states the result in its first sentence and then goes wrong: "The price of the
 desk is 240. The price of the table is 240."); otherwise it is replaced by a plain
@@ -46,6 +48,7 @@ from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
 from loopwright.core.grounding import (
     MIN_STEM,
     STOPWORDS,
+    asked_item,
     canonical_number,
     label_words,
     other_item_first,
@@ -331,6 +334,39 @@ def asked_clause(answer: str, turn: Turn) -> str | None:
     return None
 
 
+_CLAUSE_OPENING = re.compile(r"^(?:and|or|then|but)\s+", re.IGNORECASE)
+
+
+def item_clause(answer: str, turn: Turn) -> str | None:
+    """The one clause of ``answer`` that names the list item the question names by its
+    position, when the answer goes through several items ("I bought milk, I called
+    the plumber, and I renewed the passport." for "What is the second item?": "I
+    called the plumber."): the only clause holding a word of that item and none only
+    other items use. ``None`` when the question names no item, the answer is one
+    clause, or no single clause is such."""
+    found = asked_item(turn.question, (r.content for r in turn.results if not r.is_error))
+    if found is None:
+        return None
+    items, index = found
+    asked = set(_words(turn.question)) | STOPWORDS
+    own = {w for w in _words(items[index]) if len(w) >= MIN_STEM - 1 and w not in asked}
+    others = {
+        w
+        for i, item in enumerate(items)
+        if i != index
+        for w in _words(item)
+        if len(w) >= MIN_STEM - 1 and w not in asked | own
+    }
+    clauses = [_CLAUSE_OPENING.sub("", c.strip()) for c in _CLAUSE.findall(answer)]
+    clauses = [c for c in clauses if c]
+    if len(clauses) < 2:
+        return None
+    named = [c for c in clauses if own & set(_words(c)) and not others & set(_words(c))]
+    if len(named) != 1 or len(_words(named[0])) < 2:
+        return None
+    return named[0][0].upper() + named[0][1:] + "."
+
+
 class GroundedAnswers(ModelWrapper):
     """A :class:`~loopwright.core.protocols.Model` whose answers after tool results are
     checked (see the module docstring). ``checked`` and ``replaced`` count the answers
@@ -376,11 +412,14 @@ class GroundedAnswers(ModelWrapper):
             if done.stop_reason is StopReason.MAX_TOKENS
             else ungrounded(answer, turn)
         )
-        if reason is None:
-            clause = asked_clause(answer, turn)
-            if clause is None:
-                return done
+        item = item_clause(answer, turn)
+        clause = asked_clause(answer, turn) if reason is None else None
+        if item is not None and item != answer and ungrounded(item, turn) is None:
+            reason, head = reason or "goes through other list items", item
+        elif clause is not None and ungrounded(clause, turn) is None:
             reason, head = "repeats the whole result", clause
+        elif reason is None:
+            return done
         else:
             head = grounded_head(answer, turn)
         if head is not None:
@@ -406,6 +445,7 @@ __all__ = [
     "current_turn",
     "fallback_text",
     "asked_clause",
+    "item_clause",
     "grounded_head",
     "ungrounded",
 ]
