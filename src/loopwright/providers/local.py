@@ -420,7 +420,10 @@ class LocalModel:
         max_tokens = max(16, min(want, self._config.max_tokens))
         budget = self._config.n_ctx - max_tokens - 8
         planning = self._plans(tools)
-        prefix = lp.render_prefix(tools, request.system, plan=planning)
+        # A named tool_choice shows every tool (the grammar holds the call): the prefix
+        # stays cached across the run's turns (the tool's own cost the answer 0.8 s).
+        shown = request.tools if isinstance(request.settings.tool_choice, NamedTool) else tools
+        prefix = lp.render_prefix(shown, request.system, plan=planning)
         prefix_tokens = lh.tokenize(llm, prefix, bos=True)
         if len(prefix_tokens) > budget:
             raise ContextOverflow(
