@@ -110,11 +110,11 @@ class _Tokenizer:
 def test_a_named_tool_keeps_the_prompt_prefix_of_the_turns_around_it() -> None:
     """The answer turn after a call shows every tool; a first turn showing only the
     named one missed llama.cpp's prompt cache (0.8 s more per answer)."""
-    from loopwright.providers import local
+    from loopwright.providers import local, local_load
 
     fake = _Tokenizer()
     model = local.LocalModel("/nonexistent/model.gguf")
-    model._loaded = local._Loaded(fake)
+    model._loaded = local_load.Loaded(fake)
     question = [Message.user("What do you get when you multiply 13 by 7?")]
     named = ModelSettings(tool_choice=NamedTool("calculator"))
     plan = model._plan(ModelRequest(question, tools=TOOLS, settings=named))

@@ -414,6 +414,7 @@ class GroundedAnswers(ModelWrapper):
         )
         item = item_clause(answer, turn)
         clause = asked_clause(answer, turn) if reason is None else None
+        head: str | None
         if item is not None and item != answer and ungrounded(item, turn) is None:
             reason, head = reason or "goes through other list items", item
         elif clause is not None and ungrounded(clause, turn) is None:
