@@ -266,11 +266,16 @@ class RunEngine:
                     try:
                         # enter the step's state, run its phase, take the next step
                         step = self.begin(input_message)
+                        state = self.state
                         while type(step) is not Stop:
                             if type(step) is Reflect:  # closes the turn, in its state
                                 step = self.reflect(step.failed)  # type: ignore[union-attr]
                                 continue
-                            self.enter(_STATE_OF[type(step)])
+                            # entered here, not in a method: two calls less per step
+                            # (benchmarks/notes/loop.md, round 9)
+                            previous, state.status = state.status, _STATE_OF[type(step)]
+                            if self.emit is not None and previous is not state.status:
+                                self.emit(StateChanged(previous, state.status, state.turn))
                             if type(step) is Think:
                                 step = await self.think()
                             elif type(step) is Act:
@@ -307,13 +312,6 @@ class RunEngine:
         if self.closer is not None:
             self.closer(None)
         return result
-
-    def enter(self, status: LoopState) -> None:
-        state = self.state
-        previous = state.status
-        state.status = status
-        if self.emit is not None and previous is not status:
-            self.emit(StateChanged(previous, status, state.turn))
 
     def begin(self, input_message: Message | None) -> Step:
         state = self.state
