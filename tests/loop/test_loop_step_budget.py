@@ -6,6 +6,7 @@ once per step is ~0.3-0.5 % of a step; removing one must not be undone by accide
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from collections.abc import Sequence
 from types import FrameType
@@ -39,6 +40,7 @@ def _calls_per_step(first: int, last: int, steps: int) -> float:
             calls += 1
 
     agent = Agent(FunctionModel(reply), [add], limits=Limits(max_turns=None, repeat_limit=None))
+    gc.collect()  # no finalizer of an earlier test's garbage runs inside the window
     sys.setprofile(profile)
     try:
         result = asyncio.run(agent.arun("go"))
@@ -56,5 +58,7 @@ def test_a_step_makes_at_most_45_python_level_calls() -> None:
     # ``interrupted()`` through a helper, ``Message.tool_calls`` was a comprehension,
     # and the loop entered each state through a method (two per step). Burst of 1,000
     # runs x 6 calls: 1,266 M -> 1,242 M instructions.
+    # Each change undone alone adds at least one call per step; the half call of slack
+    # absorbs a stray finalizer or weak-reference callback inside the 20-step window.
     per_step = _calls_per_step(10, 30, 40)
-    assert per_step <= 45, per_step
+    assert per_step <= 45.5, per_step
