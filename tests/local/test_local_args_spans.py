@@ -755,3 +755,32 @@ def test_a_described_example_is_read_whole_through_its_periods() -> None:
         "type": "string",
         "enum": ["https://api.example.com/v1/data"],
     }
+
+
+def test_a_quotation_mark_closes_only_a_quote_the_value_opened() -> None:
+    """A value may not carry the closing mark of a quoted span it copies, nor run on
+    past a described example's closing mark; an apostrophe inside one of the request's
+    words, and a quote the value opened itself, are kept."""
+    request = "I have a query: 'what is the weather like'. Which intent? Lunch at McDonald's"
+    guard = argument_guard("", [Message.user(request)])
+    head = ' {"tool": "record", "arguments": {"query": " what is the weather like'
+    assert guard(head, "'")
+    assert guard(head, "'.")
+    assert not guard(head, '"')
+    head = ' {"tool": "record", "arguments": {"place": " McDonald'
+    assert not guard(head, "'s")
+    state = {
+        "type": "string",
+        "description": "The U.S. state abbreviation, such as 'CA' for California.",
+    }
+    tool = _tool("calculate_tax", {"state": state}, ["state"])
+    request = [Message.user("A purchase in San Francisco, California.")]
+    taxed = argument_guard("", request, [tool])
+    head = ' {"tool": "calculate_tax", "arguments": {"state": " CA'
+    assert taxed(head, "'")  # "CA' for California" runs on from the example
+    assert not taxed(head, '"')  # an abbreviation in capitals, not "ca" cut from a word
+    assert taxed(head.lower(), '"')  # "ca" is "california" cut short
+    query = argument_guard("", [Message.user("Users whose job is 'engineer'.")])
+    head = ' {"tool": "db", "arguments": {"sql": " SELECT * FROM users WHERE job = '
+    assert not query(head, "'")
+    assert not query(head + "'engineer", "'")

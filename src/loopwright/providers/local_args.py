@@ -95,6 +95,8 @@ class ArgumentGuard:
                 return True
             if head and self._starts_inside_word(longer):
                 return True
+            if head and _stray_quote(so_far, longer, self.context):
+                return True
             if self._bad_item(text, so_far, longer, closes='"' in piece):
                 return True
             if '"' in piece and self._echoes(text, longer):
@@ -117,7 +119,7 @@ class ArgumentGuard:
                 return True
             if self.words and not free and self._invents_word(*raw, closes='"' in piece):
                 return True
-            if '"' in piece and self._cut_word(longer):
+            if '"' in piece and self._cut_word(longer) and not self._abbreviates(raw[1]):
                 return True
             if head and longer not in self.context and self._cut_word(so_far):
                 return True
@@ -290,6 +292,14 @@ class ArgumentGuard:
             end < len(self.context) and goes_on(self.context[end]) for end in ends
         )
 
+    def _abbreviates(self, value: str) -> bool:
+        """``value`` is an abbreviation in capitals the request does not write ("CA"
+        for "California"): it ends where it is, not where the request's word does."""
+        word = value.strip()
+        return len(word) >= MIN_COPY_CHARS and bool(_CAPITALS.fullmatch(word)) and (
+            word not in self.source
+        )
+
     def _leaves_for_example(self, value: str, grown: str) -> bool:
         """The value so far is text of the request, and the candidate turns it into
         the start of an example value instead (``notes`` -> ``notes/``). An example
@@ -298,6 +308,29 @@ class ArgumentGuard:
         if len(value) < MIN_COPY_CHARS or value not in self.context or grown in self.context:
             return False
         return any(example.startswith(grown) for example in self.examples)
+
+
+_CAPITALS = re.compile(r"[A-Z]+")
+_QUOTES = "'’"
+
+
+def _stray_quote(value: str, grown: str, context: str) -> bool:
+    """The candidate writes a quotation mark that closes no quote the value opened and
+    is no apostrophe inside a word of the request: the model copied a quoted span with
+    its closing mark ("what is the weather like'" of "'what is the weather like'") or
+    ran on from a described example ("CA' for California" of "such as 'CA' for
+    California"). "McDonald's" is the request's own word; "= 'engineer'" closes the
+    quote it opened."""
+    for i in range(len(value), len(grown)):
+        mark = grown[i]
+        before = grown[:i]
+        if mark not in _QUOTES or not before[-1:].isalnum() or before.count(mark) % 2:
+            continue
+        tail = _TAIL_WORD.search(before)
+        word = tail.group(0) if tail is not None else ""
+        if not re.search(re.escape(word + mark) + r"[^\W\d_]", context):
+            return True
+    return False
 
 
 def argument_guard(
