@@ -784,3 +784,22 @@ def test_a_quotation_mark_closes_only_a_quote_the_value_opened() -> None:
     head = ' {"tool": "db", "arguments": {"sql": " SELECT * FROM users WHERE job = '
     assert not query(head, "'")
     assert not query(head + "'engineer", "'")
+
+
+def test_a_quoted_described_example_is_its_quoted_text() -> None:
+    """ "such as 'CA' for California or 'NY' for New York" lists CA and NY: the whole
+    part was taken, quotes stripped at its ends only, and the call was held to
+    ``"CA' for California"``."""
+    from loopwright.providers.local_ground import described_examples, named_example
+
+    state = {
+        "type": "string",
+        "description": "The state, such as 'CA' for California or 'NY' for New York.",
+    }
+    assert described_examples(state) == ["CA", "NY"]
+    assert named_example(state, "A laptop bought in California.") == {
+        "type": "string",
+        "enum": ["CA"],
+    }
+    store = {"type": "string", "description": "A store, e.g. 'Macy's', 'Target' or Costco"}
+    assert described_examples(store) == ["Macy's", "Target", "Costco"]

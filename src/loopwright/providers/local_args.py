@@ -296,8 +296,10 @@ class ArgumentGuard:
         """``value`` is an abbreviation in capitals the request does not write ("CA"
         for "California"): it ends where it is, not where the request's word does."""
         word = value.strip()
-        return len(word) >= MIN_COPY_CHARS and bool(_CAPITALS.fullmatch(word)) and (
-            word not in self.source
+        return (
+            len(word) >= MIN_COPY_CHARS
+            and bool(_CAPITALS.fullmatch(word))
+            and (word not in self.source)
         )
 
     def _leaves_for_example(self, value: str, grown: str) -> bool:

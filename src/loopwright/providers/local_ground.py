@@ -570,7 +570,9 @@ _DESCRIBED_EXAMPLE = re.compile(
 def described_examples(schema: Mapping[str, Any]) -> list[str]:
     """The example values a parameter's description lists after "e.g." / "such as"
     ("Special dietary requirements, e.g. vegan, gluten-free." gives ``vegan`` and
-    ``gluten-free``), quotes stripped; for a list, its items' description too."""
+    ``gluten-free``), quotes stripped; a quoted example is the quoted text alone
+    ("such as 'CA' for California" gives ``CA``, not ``CA' for California``); for a
+    list, its items' description too."""
     texts = [str(schema.get("description", ""))]
     items = schema.get("items")
     if isinstance(items, Mapping):
@@ -579,12 +581,14 @@ def described_examples(schema: Mapping[str, Any]) -> list[str]:
     for text in texts:
         for match in _DESCRIBED_EXAMPLE.finditer(text):
             for part in re.split(r",|\bor\b|\band\b", match.group("list")):
-                value = part.strip().strip("'\"` ")
+                quoted = _QUOTED_EXAMPLE.match(part.strip())
+                value = quoted.group(2) if quoted else part.strip().strip("'\"` ")
                 if value and value.lower() not in ("etc", "etc."):
                     found.append(value)
     return found
 
 
+_QUOTED_EXAMPLE = re.compile(r"(['\"`])(.+?)\1(?=\s|$)")
 # A parameter description showing a place written with its region: "e.g. Seattle, WA",
 # "'City, State'", "in the format of 'City, Country'".
 JOINED_EXAMPLE = re.compile(r"\b[A-Z][\w.]*(?: [A-Z][\w.]*)*, ?[A-Z][A-Za-z]")
