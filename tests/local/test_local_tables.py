@@ -27,15 +27,19 @@ def spec(tmp_path: Path):  # type: ignore[no-untyped-def]
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE orders (id INTEGER, customer_id INTEGER, total REAL)")
         conn.execute("CREATE TABLE products (name TEXT, price INTEGER, stock INTEGER)")
+        conn.execute("INSERT INTO orders VALUES (1, 2, 10.0)")
+        conn.execute("INSERT INTO products VALUES ('lamp', 40, 3)")
     (tool,) = make_tools(["sql_query"], BuiltinConfig(root=tmp_path, database=db))
     return tool.spec
 
 
 def test_the_described_tables_are_read_back(spec) -> None:  # type: ignore[no-untyped-def]
+    assert "orders(id INTEGER, customer_id INTEGER, total REAL)" in spec.description
     assert described_tables(spec.description) == {
-        "orders": ["id", "customer_id", "total"],
-        "products": ["name", "price", "stock"],
+        "orders": {"id": "INTEGER", "customer_id": "INTEGER", "total": "REAL"},
+        "products": {"name": "TEXT", "price": "INTEGER", "stock": "INTEGER"},
     }
+    assert described_tables("the database tables t(a, b)") == {"t": {"a": "", "b": ""}}
     assert described_tables("Query the database with one read-only SQL SELECT.") == {}
 
 
@@ -98,7 +102,11 @@ def test_comparisons_take_only_the_values_the_request_states(spec) -> None:  # t
     assert re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 5")
     assert not re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 50")
     assert request_literals("Who lives in Oslo? 2.5") == ["2.5", "lives", "in", "Oslo"]
-    # the tables' and columns' own names are not values ("WHERE price > 'price'")
+    # a number column takes no text ("WHERE price > 'desk'"), nor a column's own name
+    assert not re.fullmatch(
+        held.parameters["properties"]["query"]["pattern"],
+        "SELECT * FROM products WHERE price > 'desk'",
+    )
     assert not re.fullmatch(
         held.parameters["properties"]["query"]["pattern"],
         "SELECT * FROM products WHERE price > 'price'",

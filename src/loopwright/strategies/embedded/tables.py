@@ -79,7 +79,7 @@ def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
     tables = described_tables(spec.description) if name is not None else {}
     if name is None or not tables:
         return spec
-    names = [*tables, *(c for columns in tables.values() for c in columns)]
+    names = [*tables, *(c for kinds in tables.values() for c in kinds)]
     literals = request_literals(request, names) if request is not None else None
     props: dict[str, Any] = dict(spec.parameters["properties"])
     props[name] = {**props[name], "pattern": select_pattern(tables, literals)}

@@ -173,10 +173,12 @@ class SqlRunner:
         return self.query(query, params)
 
     def tables(self) -> str:
-        """The database's tables and their columns, e.g. ``customers(id, name, city)``,
-        for the tool description (a model cannot write a query against columns it has
-        never seen). Empty when the file is missing or unreadable; names that are not
-        plain identifiers are left out, and the list is bounded."""
+        """The database's tables and their columns, e.g. ``customers(id INTEGER, name
+        TEXT, city TEXT)``, for the tool description (a model cannot write a query
+        against columns it has never seen). A column's kind is that of its first row's
+        value (``INTEGER``, ``REAL``, ``TEXT``; none for an empty table or a NULL):
+        what a query may compare it with. Empty when the file is missing or unreadable;
+        names that are not plain identifiers are left out, and the list is bounded."""
         try:
             conn = self.connect()
         except ToolError:
@@ -189,14 +191,30 @@ class SqlRunner:
             for (name,) in names[:MAX_DESCRIBED_TABLES]:
                 if not _IDENTIFIER.fullmatch(str(name)):
                     continue
-                info = conn.execute(f'SELECT * FROM "{name}" LIMIT 0').description or ()
-                columns = [c[0] for c in info if _IDENTIFIER.fullmatch(str(c[0]))]
+                cursor = conn.execute(f'SELECT * FROM "{name}" LIMIT 1')
+                first = cursor.fetchone() or ()
+                columns = [
+                    f"{c[0]} {_kind(first[i]) if i < len(first) else ''}".strip()
+                    for i, c in enumerate(cursor.description or ())
+                    if _IDENTIFIER.fullmatch(str(c[0]))
+                ]
                 listed.append(f"{name}({', '.join(columns[:MAX_DESCRIBED_COLUMNS])})")
         except sqlite3.Error:
             return ""
         finally:
             conn.close()
         return ", ".join(listed)
+
+
+def _kind(value: object) -> str:
+    """The SQL kind of a value as :meth:`SqlRunner.tables` writes it, or ""."""
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, int):
+        return "INTEGER"
+    if isinstance(value, float):
+        return "REAL"
+    return "TEXT" if isinstance(value, str) else ""
 
 
 MAX_DESCRIBED_TABLES = 20
@@ -211,16 +229,22 @@ def description(tables: str) -> str:
     return f"Query the database tables {tables} with one read-only SQL SELECT and return the rows."
 
 
-_DESCRIBED = re.compile(r"\b([A-Za-z_]\w{0,63})\(((?:[A-Za-z_]\w{0,63}(?:, )?)+)\)")
+_DESCRIBED = re.compile(r"\b([A-Za-z_]\w{0,63})\(((?:[A-Za-z_]\w{0,63}(?: [A-Z]+)?(?:, )?)+)\)")
 
 
-def described_tables(text: str) -> dict[str, list[str]]:
-    """The tables and columns a description written by :func:`description` lists
-    (``customers(id, name, city)``), by table name; empty when it lists none."""
+def described_tables(text: str) -> dict[str, dict[str, str]]:
+    """The tables, columns and column kinds a description written by
+    :func:`description` lists (``customers(id INTEGER, name TEXT)``: ``{"customers":
+    {"id": "INTEGER", "name": "TEXT"}}``; "" for a column without one), by table name;
+    empty when it lists none."""
     if "database tables " not in text:
         return {}
     listed = text.split("database tables ", 1)[1]
-    return {m.group(1): m.group(2).split(", ") for m in _DESCRIBED.finditer(listed)}
+    found: dict[str, dict[str, str]] = {}
+    for match in _DESCRIBED.finditer(listed):
+        pairs = (f"{c} ".split(" ", 1) for c in match.group(2).split(", "))
+        found[match.group(1)] = {name: kind.strip() for name, kind in pairs}
+    return found
 
 
 _AGGREGATES = "(COUNT|SUM|MAX|MIN|AVG)"
@@ -234,7 +258,7 @@ MAX_SELECTED_COLUMNS = 4
 MAX_CONDITIONS = 2
 
 
-def select_pattern(tables: dict[str, list[str]], literals: Sequence[str] | None = None) -> str:
+def select_pattern(tables: dict[str, dict[str, str]], literals: Sequence[str] | None = None) -> str:
     """A regular expression (the subset llama.cpp turns into a grammar: see
     ``docs/providers.md``) of the plain one-table SELECTs on ``tables``: columns, ``*``
     or an aggregate of a column; a WHERE of up to :data:`MAX_CONDITIONS` comparisons of
@@ -247,24 +271,47 @@ def select_pattern(tables: dict[str, list[str]], literals: Sequence[str] | None 
     ``literals``, when given, are the only values a comparison may take (numbers as
     written, text quoted): the ones the request states. Free to write any literal, the
     model compared with one it made up ("WHERE price = 100.000" for "the price of the
-    desk"); with none, no WHERE clause."""
-    literal = _LITERAL
-    if literals is not None:
-        literal = "(" + "|".join(_literal(v) for v in literals) + ")" if literals else ""
+    desk"); with none, no WHERE clause. A column of a known kind takes literals of
+    that kind only (not "WHERE price > 'desk'")."""
     options = []
-    for table, columns in tables.items():
-        col = "(" + "|".join(re.escape(c) for c in columns) + ")"
+    for table, kinds in tables.items():
+        col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
         agg = f"{_AGGREGATES}\\(({col}|\\*)\\)"
         item = f"({agg}|{col})"
         picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
-        condition = f"{col} {_COMPARISONS} {literal}"
+        conditions = [
+            f"{re.escape(c)} {_COMPARISONS} {literal}"
+            for c, kind in kinds.items()
+            if (literal := _literals(kind, literals))
+        ]
+        condition = "(" + "|".join(f"({c})" for c in conditions) + ")"
         where = f"( WHERE {condition}( AND {condition}){{0,{MAX_CONDITIONS - 1}}})?"
-        where = where if literal else ""
+        where = where if conditions else ""
         order = f"( ORDER BY {item}( ASC| DESC)?)?( LIMIT [0-9]{{1,4}})?"
         options.append(f"SELECT {picked} FROM {re.escape(table)}{where}{order}")
     if not options:
         return ""
     return "^ ?(" + "|".join(f"({o})" for o in options) + ")$"
+
+
+_NUMERIC = ("INT", "REAL", "FLOA", "DOUB", "NUM", "DEC")
+_NUMBER_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _literals(kind: str, literals: Sequence[str] | None) -> str:
+    """The literals a column of ``kind`` may be compared with (see
+    :func:`select_pattern`), as one alternative, or "" for none."""
+    numeric = any(k in kind.upper() for k in _NUMERIC)
+    text = bool(kind) and not numeric
+    if literals is None:
+        return _LITERAL
+    kept = [
+        v
+        for v in literals
+        if not (numeric and not _NUMBER_TEXT.fullmatch(v))
+        and not (text and _NUMBER_TEXT.fullmatch(v))
+    ]
+    return "(" + "|".join(_literal(v) for v in kept) + ")" if kept else ""
 
 
 def _literal(value: str) -> str:
