@@ -52,6 +52,8 @@ def test_a_row_named_by_its_id_is_answered_by_its_value(order: str, total: str) 
     # not the id, not the customer id, not another row's total
     assert ground.latest == (total,)
     assert "10.0" not in ground.allowed
+    customer = str(1 + int(order) % 4)
+    assert customer not in ground.results
 
 
 @pytest.mark.parametrize(
@@ -69,3 +71,21 @@ def test_a_result_of_only_the_question_numbers_is_answered_by_a_label() -> None:
     row = json.dumps({"columns": ["id", "name", "city"], "rows": [[2, "Bob", "Paris"]]})
     ground = _ground("Which customer has id 2 in the customers table?", row)
     assert ground.by_label and ground.latest == () and "Paris" in ground.labels
+
+
+def test_only_a_list_item_number_continues_a_sentence() -> None:
+    """ "The product costs 85. The price is 85 and the row chair ..." ran one grammar
+    sentence on past "85. " to the label it had to state; "1. Buy milk" may."""
+    products = _ground("Which product costs 85? Use the products table.", PRODUCTS)
+    assert products.positions == ()
+    assert 'num ". "' not in la.answer_grammar(products)
+    todo = la.grounding(
+        [
+            Message.user("What does todo.txt say?"),
+            Message.tool_results(
+                [ToolResultPart("c1", "read_file", "1. Buy milk\n2. Call the plumber\n")]
+            ),
+        ]
+    )
+    assert todo.positions == ("1", "2")
+    assert 'pos ". "' in la.answer_grammar(todo)

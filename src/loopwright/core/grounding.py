@@ -160,6 +160,18 @@ def asked_item(question: str, contents: Iterable[str]) -> tuple[list[str], int] 
     return None
 
 
+_ITEM_NUMBER = re.compile(r"^[ \t]*(\d{1,2})[.)][ \t]+\S", re.MULTILINE)
+
+
+def item_numbers(contents: Iterable[str]) -> list[str]:
+    """The numbers that open the items of the results' numbered lists ("1. Buy milk"
+    lines), each once: where an answer may write a number and ". " inside a sentence."""
+    found = (
+        m.group(1) for c in contents for t in result_texts(c) for m in _ITEM_NUMBER.finditer(t)
+    )
+    return list(dict.fromkeys(found))
+
+
 def other_item_first(answer: str, question: str, contents: Iterable[str]) -> str | None:
     """The first word of ``answer`` that only another list item uses, when the
     question names an item by position (:func:`asked_item`) and the answer writes such
@@ -194,6 +206,7 @@ def _same_stem(a: str, b: str) -> bool:
 __all__ = [
     "asked_item",
     "canonical_number",
+    "item_numbers",
     "other_item_first",
     "MIN_STEM",
     "STOPWORDS",

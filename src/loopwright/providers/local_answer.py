@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from loopwright.core.grounding import (
     STOPWORDS,
+    item_numbers,
     result_labels,
     result_texts,
     unstated_words,
@@ -113,6 +114,7 @@ class Grounding:
     subject: str = ""  # the one named row's name, as the question writes it (see AnswerVeto)
     by_label: bool = False  # the first sentence states a label, not a number (a named row's)
     names: tuple[str, ...] = ()  # with subject: the question's and results' words
+    positions: tuple[str, ...] = ()  # numbers opening a listed result's items ("1. ")
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -193,6 +195,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         subject,
         focused.by_label,
         unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if subject else (),
+        tuple(n for n in item_numbers(words or ()) if n in focused.keep),
     )
 
 
@@ -486,11 +489,15 @@ def answer_grammar(ground: Grounding, *, max_sentences: int = 1) -> str:
             f"num ::= {_alternatives(allowed)}",
             # A number is followed by a non-digit (its own digits end there; "°" only
             # here) and ends a sentence only with "." (not ".5": another number).
-            # "1. Buy milk": a number may also end in ". " inside a sentence.
-            'x ::= c | num "°"? c | num ". "',
+            # "1. Buy milk": a list item's number may also end in ". " inside a
+            # sentence; no other number may ("The product costs 85. The price is 85
+            # and the row chair ..." ran one sentence on to the label it had to state).
+            'x ::= c | num "°"? c' + (' | pos ". "' if ground.positions else ""),
             f'lead ::= {_LEAD} | num "°"? c',
             'stop ::= end | num "°"? "."?',
         ]
+        if ground.positions:
+            rules.append(f"pos ::= {_alternatives(ground.positions)}")
     else:
         rules += ["x ::= c", f"lead ::= {_LEAD}", "stop ::= end"]
     body = f"x{{0,{MAX_SENTENCE_ITEMS}}}"

@@ -162,11 +162,13 @@ def _row_focus(
     # Only the row's own numbers and the question's: another row's number stated
     # first ("The total of order 5 is 10.0") would pass as a number of the result.
     asked_numbers = {canonical_number(n) for n in numbers_in(asked)}
-    keep = tuple(n for n in keep if canonical_number(n) in {*row, *asked_numbers}) or keep
+    ids = _identifiers(texts) - asked_numbers
+    # Nor its identifiers: "The total of order 5 is 2,50.0" wrote its customer id.
+    own_numbers = {*(v for v in row if v not in ids), *asked_numbers}
+    keep = tuple(n for n in keep if canonical_number(n) in own_numbers) or keep
     own = [w for w in labels if w.lower() in row]
     if own:
         return Focus(keep, tuple(own), (), True)
-    ids = _identifiers(texts)
     numbers = [
         n
         for n in latest
