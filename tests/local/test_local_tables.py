@@ -111,3 +111,22 @@ def test_comparisons_take_only_the_values_the_request_states(spec) -> None:  # t
         held.parameters["properties"]["query"]["pattern"],
         "SELECT * FROM products WHERE price > 'price'",
     )
+
+
+@pytest.mark.parametrize(
+    ("asked", "query", "fits"),
+    [
+        # the count of every row answered "How many ... below 30?" with 7
+        ("How many orders have a total below 30?", "SELECT COUNT(*) FROM orders", False),
+        (
+            "How many orders have a total below 30?",
+            "SELECT COUNT(*) FROM orders WHERE total < 30",
+            True,
+        ),
+        ("List the 3 cheapest products.", "SELECT * FROM products ORDER BY price LIMIT 3", True),
+        ("What is the price of the desk?", "SELECT * FROM products", True),
+    ],
+)
+def test_a_query_uses_a_number_the_request_states(spec, asked: str, query: str, fits: bool) -> None:  # type: ignore[no-untyped-def]
+    pattern = held_to_tables(spec, asked).parameters["properties"]["query"]["pattern"]
+    assert (re.fullmatch(pattern, query) is not None) is fits

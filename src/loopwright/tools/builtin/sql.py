@@ -272,7 +272,8 @@ def select_pattern(tables: dict[str, dict[str, str]], literals: Sequence[str] | 
     written, text quoted): the ones the request states. Free to write any literal, the
     model compared with one it made up ("WHERE price = 100.000" for "the price of the
     desk"); with none, no WHERE clause. A column of a known kind takes literals of
-    that kind only (not "WHERE price > 'desk'")."""
+    that kind only (not "WHERE price > 'desk'"). When they hold numbers, the query
+    uses one: compared with a column, or as the LIMIT."""
     options = []
     for table, kinds in tables.items():
         col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
@@ -287,8 +288,22 @@ def select_pattern(tables: dict[str, dict[str, str]], literals: Sequence[str] | 
         condition = "(" + "|".join(f"({c})" for c in conditions) + ")"
         where = f"( WHERE {condition}( AND {condition}){{0,{MAX_CONDITIONS - 1}}})?"
         where = where if conditions else ""
-        order = f"( ORDER BY {item}( ASC| DESC)?)?( LIMIT [0-9]{{1,4}})?"
-        options.append(f"SELECT {picked} FROM {re.escape(table)}{where}{order}")
+        sort = f"( ORDER BY {item}( ASC| DESC)?)?"
+        head = f"SELECT {picked} FROM {re.escape(table)}"
+        numbers = [v for v in literals or () if _NUMBER_TEXT.fullmatch(v)]
+        if not numbers:
+            options.append(f"{head}{where}{sort}( LIMIT [0-9]{{1,4}})?")
+            continue
+        # The request's numbers are what it asks about ("a total below 30", "order 5",
+        # "the 3 cheapest"): the query uses one, in a comparison or as the LIMIT. The
+        # model otherwise counted every row ("SELECT COUNT(*) FROM orders" -> 7).
+        given = "(" + "|".join(_literal(n) for n in numbers) + ")"
+        options.append(f"{head}{where}{sort} LIMIT {given}")
+        counted = [re.escape(c) for c, kind in kinds.items() if _literals(kind, numbers)]
+        if counted:
+            first = f"({'|'.join(counted)}) {_COMPARISONS} {given}"
+            then = f"( AND {condition})?" if conditions else ""
+            options.append(f"{head} WHERE {first}{then}{sort}( LIMIT [0-9]{{1,4}})?")
     if not options:
         return ""
     return "^ ?(" + "|".join(f"({o})" for o in options) + ")$"
