@@ -173,12 +173,12 @@ class SqlRunner:
         return self.query(query, params)
 
     def tables(self) -> str:
-        """The database's tables and their columns, e.g. ``customers(id INTEGER, name
-        TEXT, city TEXT)``, for the tool description (a model cannot write a query
-        against columns it has never seen). A column's kind is that of its first row's
-        value (``INTEGER``, ``REAL``, ``TEXT``; none for an empty table or a NULL):
-        what a query may compare it with. Empty when the file is missing or unreadable;
-        names that are not plain identifiers are left out, and the list is bounded."""
+        """The database's tables and their columns, e.g. ``customers(id, name, city)``,
+        for the tool description (a model cannot write a query against columns it has
+        never seen). Empty when the file is missing or unreadable; names that are not
+        plain identifiers are left out, and the list is bounded. (Column kinds, "id
+        INTEGER", cost two answers of 146 in ``benchmarks/answers_eval.py``: the model
+        reads the description.)"""
         try:
             conn = self.connect()
         except ToolError:
@@ -191,30 +191,14 @@ class SqlRunner:
             for (name,) in names[:MAX_DESCRIBED_TABLES]:
                 if not _IDENTIFIER.fullmatch(str(name)):
                     continue
-                cursor = conn.execute(f'SELECT * FROM "{name}" LIMIT 1')
-                first = cursor.fetchone() or ()
-                columns = [
-                    f"{c[0]} {_kind(first[i]) if i < len(first) else ''}".strip()
-                    for i, c in enumerate(cursor.description or ())
-                    if _IDENTIFIER.fullmatch(str(c[0]))
-                ]
+                info = conn.execute(f'SELECT * FROM "{name}" LIMIT 0').description or ()
+                columns = [c[0] for c in info if _IDENTIFIER.fullmatch(str(c[0]))]
                 listed.append(f"{name}({', '.join(columns[:MAX_DESCRIBED_COLUMNS])})")
         except sqlite3.Error:
             return ""
         finally:
             conn.close()
         return ", ".join(listed)
-
-
-def _kind(value: object) -> str:
-    """The SQL kind of a value as :meth:`SqlRunner.tables` writes it, or ""."""
-    if isinstance(value, bool) or value is None:
-        return ""
-    if isinstance(value, int):
-        return "INTEGER"
-    if isinstance(value, float):
-        return "REAL"
-    return "TEXT" if isinstance(value, str) else ""
 
 
 MAX_DESCRIBED_TABLES = 20
