@@ -73,6 +73,13 @@ def test_read_file_refuses_directories_fifos_and_missing(root: Path) -> None:
     assert info.value.kind is ToolErrorKind.NOT_FOUND
 
 
+def test_read_file_with_a_missing_root_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ToolError) as info:
+        FileReader(tmp_path / "gone").read("notes.txt")
+    assert info.value.kind is ToolErrorKind.NOT_FOUND
+    assert "root directory" in str(info.value) and "--root" in str(info.value)
+
+
 def test_read_file_truncates_with_note(root: Path) -> None:
     (root / "big.txt").write_text("é" * 100, encoding="utf-8")  # 200 bytes
     out = FileReader(root, max_bytes=51).read("big.txt")

@@ -148,3 +148,20 @@ def test_the_documented_error_object_is_what_the_cli_prints() -> None:
     printed = json.loads(invoke("run", "--json", "--timeout", "nan", "x").stdout)
     assert printed.keys() == example.keys()
     assert printed["error"] == example["error"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--tools", "read_file", "--root", "{tmp}/gone"], "--root"),
+        (["--tools", "sql_query,calculator", "--db", "{tmp}/shop.bd"], "--db"),
+        (["--tools", "sql_query"], "loopwright.db"),  # the default database is missing too
+    ],
+)
+def test_missing_file_of_a_named_builtin_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], fragment: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = [f.replace("{tmp}", str(tmp_path)) for f in flags]
+    data = check_failure(invoke("run", "--json", *args, "How many orders?"), USAGE_ERROR, fragment)
+    assert data is not None and "no such" in data["error"] and data["turns"] == 0

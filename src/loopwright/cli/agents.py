@@ -121,6 +121,7 @@ def _tools(recipe: AgentRecipe) -> list[object]:
     out: list[object] = []
     for entry in recipe.tools:
         if ":" not in entry:
+            _check_paths(entry.strip(), config)
             out.extend(make_tools([entry], config))
             continue
         obj = import_ref(entry, "--tools")
@@ -128,6 +129,21 @@ def _tools(recipe: AgentRecipe) -> list[object]:
             raise UserError(f"--tools {entry!r} is a mapping; pass a Tool, a list or a registry")
         out.extend(obj if isinstance(obj, list | tuple) else [obj])
     return out
+
+
+def _check_paths(name: str, config: BuiltinConfig) -> None:
+    """A built-in named on the command line whose file or directory is missing is a
+    usage error now, not a run whose every call of it fails (``--db shop.bd``)."""
+    if name == "read_file" and not config.root.is_dir():
+        raise UserError(
+            f"--root {config.root}: no such directory (read_file reads files under it); "
+            "pass --root DIR of an existing directory"
+        )
+    if name == "sql_query" and not config.database.is_file():
+        raise UserError(
+            f"--db {config.database}: no such file (sql_query reads this SQLite database); "
+            "pass --db PATH of an existing SQLite file"
+        )
 
 
 def resolve(spec: str, base_url: str | None, on_payload: PayloadHook | None) -> Model:

@@ -87,7 +87,7 @@ class FileReader:
         if "\x00" in path:
             raise _refuse("path contains a NUL byte", ToolErrorKind.INVALID_ARGUMENTS)
         root = self.root.resolve()
-        walk = _Walk(path, root, os.open(root, _DIR_FLAGS))
+        walk = _Walk(path, root, _open_root(root))
         try:
             fd = walk.run(_parts(path, root, path))
         finally:
@@ -112,6 +112,19 @@ class FileReader:
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _MAX_LINKS = 40  # like the kernel's own bound on symlinks in one lookup
+
+
+def _open_root(root: Path) -> int:
+    """A descriptor of the root directory; a missing root is the configuration's fault,
+    said as such (not a bare ``FileNotFoundError`` naming no setting)."""
+    try:
+        return os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        raise _refuse(
+            f"the root directory {root} cannot be opened ({exc.strerror}); "
+            "configure read_file with an existing directory (loopwright: --root DIR)",
+            ToolErrorKind.NOT_FOUND,
+        ) from None
 
 
 def _parts(text: str, root: Path, shown: str) -> list[str]:
