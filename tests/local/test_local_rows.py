@@ -89,3 +89,11 @@ def test_only_a_list_item_number_continues_a_sentence() -> None:
     )
     assert todo.positions == ("1", "2")
     assert 'pos ". "' in la.answer_grammar(todo)
+
+
+def test_the_one_row_a_query_selected_by_the_question_number_is_named() -> None:
+    """'SELECT * FROM products WHERE price = 85' -> one row: 'The product costs 85.'
+    restated the question; the row's name is what it asks."""
+    row = json.dumps({"columns": ["name", "price", "stock"], "rows": [["chair", 85, 12]]})
+    ground = _ground("Which product costs 85? Use the products table.", row)
+    assert ground.labels == ("chair",) and ground.by_label

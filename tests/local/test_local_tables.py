@@ -62,6 +62,8 @@ def test_the_described_tables_are_read_back(spec) -> None:  # type: ignore[no-un
         ("SELECT * FROM products, orders, customers, stock as stock", False),
         ("SELECT COUNT(*) FROM orders WHERE total ABOVE 40", False),
         ("SELECT price FROM orders", False),
+        # an aggregate to sort by, without GROUP BY: "misuse of aggregate"
+        ("SELECT * FROM orders ORDER BY COUNT(*) DESC LIMIT 3", False),
     ],
 )
 def test_the_pattern_takes_plain_selects_on_the_tables(spec, query: str, fits: bool) -> None:  # type: ignore[no-untyped-def]
@@ -106,6 +108,8 @@ def test_comparisons_take_only_the_values_the_request_states(spec) -> None:  # t
     assert re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 5")
     assert not re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 50")
     assert request_literals("Who lives in Oslo? 2.5") == ["2.5", "lives", "in", "Oslo"]
+    # a table's name in the singular is not a value ("WHERE name = 'product'")
+    assert request_literals("Which product has 12?", ["products"]) == ["12"]
     # the tables' and columns' own names are not values ("WHERE price > 'price'")
     assert not re.fullmatch(
         held.parameters["properties"]["query"]["pattern"],

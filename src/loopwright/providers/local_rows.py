@@ -81,7 +81,9 @@ def focus(
     if paired:
         return Focus(keep, (), (paired,))
     if not named:
-        row = _row_by_number(rows, texts, asked)
+        # One row selected by the question's number ("WHERE price = 85") is that row.
+        single = [r for t in texts for r in row_values(t, 1)] if not rows else []
+        row = _row_by_number(rows or single[:1], texts, asked)
         if row is not None:
             return _row_focus(keep, labels, latest, row, texts, asked)
     item = _list_item(texts, asked)
@@ -290,10 +292,13 @@ def _identifiers(texts: Sequence[str]) -> set[str]:
     return found
 
 
-def row_values(content: str) -> list[list[str]]:
+MIN_ROWS = 2
+
+
+def row_values(content: str, min_rows: int = MIN_ROWS) -> list[list[str]]:
     """The values of each row of a result (a table's rows, a list's objects) as text:
     strings lower-cased, numbers as :func:`numbers_in` reads them; empty when it holds
-    fewer than two rows."""
+    fewer than ``min_rows`` rows."""
     try:
         data = json.loads(content)
     except ValueError:
@@ -304,7 +309,7 @@ def row_values(content: str) -> list[list[str]]:
         return []
     rows = [r.values() if isinstance(r, dict) else r for r in data if isinstance(r, list | dict)]
     found = [[t for t in map(_cell, row) if t] for row in rows]
-    return found if len(found) >= MIN_ROWS else []
+    return found if len(found) >= min_rows else []
 
 
 def _cell(value: object) -> str:
@@ -317,9 +322,6 @@ def _cell(value: object) -> str:
 
 def _is_number(value: str) -> bool:
     return NUMBER.fullmatch(value) is not None
-
-
-MIN_ROWS = 2
 
 
 def short(numbers: Iterable[str]) -> tuple[str, ...]:

@@ -61,12 +61,23 @@ MIN_LITERAL_CHARS = 2
 MAX_LITERALS = 40
 
 
+def _names(word: str, name: str) -> bool:
+    """Whether ``word`` is ``name`` as written or in another number ("product" for the
+    table ``products``)."""
+    return word == name or word.rstrip("s") == name.rstrip("s")
+
+
 def request_literals(request: str, names: Iterable[str] = ()) -> list[str]:
     """The values a request states that a query may compare with: its numbers and its
     words (``Oslo``, ``desk``), as written, each once; not a function word, nor one of
-    ``names`` (the tables' and columns': "WHERE price > 'price'")."""
-    taken = {n.lower() for n in names} | STOPWORDS
-    words = [w for w in _WORD.findall(request) if w.lower() not in taken]
+    ``names`` in either number (the tables' and columns': "WHERE price > 'price'",
+    "WHERE name = 'product'")."""
+    taken = {n.lower() for n in names}
+    words = [
+        w
+        for w in _WORD.findall(request)
+        if w.lower() not in STOPWORDS and not any(_names(w.lower(), n) for n in taken)
+    ]
     kept = [*_NUMBER.findall(request), *(w for w in words if len(w) >= MIN_LITERAL_CHARS)]
     return list(dict.fromkeys(kept))[:MAX_LITERALS]
 

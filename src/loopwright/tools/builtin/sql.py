@@ -246,7 +246,7 @@ def select_pattern(tables: dict[str, dict[str, str]], literals: Sequence[str] | 
     """A regular expression (the subset llama.cpp turns into a grammar: see
     ``docs/providers.md``) of the plain one-table SELECTs on ``tables``: columns, ``*``
     or an aggregate of a column; a WHERE of up to :data:`MAX_CONDITIONS` comparisons of
-    a column with a literal joined by AND; ORDER BY a column or aggregate, ASC or DESC;
+    a column with a literal joined by AND; ORDER BY a column, ASC or DESC;
     LIMIT. A small model held to it writes a query that names real columns of the one
     table it reads, not "FROM products, orders, ..., stock as stock" or
     "WHERE total ABOVE 40". Optional leading space: prompts show string values after
@@ -272,7 +272,9 @@ def select_pattern(tables: dict[str, dict[str, str]], literals: Sequence[str] | 
         condition = "(" + "|".join(f"({c})" for c in conditions) + ")"
         where = f"( WHERE {condition}( AND {condition}){{0,{MAX_CONDITIONS - 1}}})?"
         where = where if conditions else ""
-        sort = f"( ORDER BY {item}( ASC| DESC)?)?"
+        # ORDER BY a column: an aggregate there, without GROUP BY, is an SQL error
+        # ("ORDER BY COUNT(*) DESC": misuse of aggregate)
+        sort = f"( ORDER BY {col}( ASC| DESC)?)?"
         head = f"SELECT {picked} FROM {re.escape(table)}"
         numbers = [v for v in literals or () if _NUMBER_TEXT.fullmatch(v)]
         if not numbers:
