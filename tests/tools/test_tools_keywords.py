@@ -62,3 +62,23 @@ def test_flags_reach_the_tool() -> None:
     assert g.confirm_when_tainted is False
     assert tool(g) is g  # re-wrapping with no new flags keeps the tool
     assert tool(untrusted_output=True)(g) is not g
+
+
+_SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+
+
+def test_from_schema_refuses_a_schema_the_function_cannot_take() -> None:
+    with pytest.raises(ValueError, match=r"declares 'id' but the function takes no such .*user"):
+        Tool.from_schema("lookup", "d", _SCHEMA, lambda user: user)
+    with pytest.raises(ValueError, match=r"requires 'limit' but the schema does not declare"):
+        Tool.from_schema("lookup", "d", _SCHEMA, lambda id, limit: id)
+    # what fits: a default for the undeclared parameter, or **kwargs taking anything
+    assert Tool.from_schema("lookup", "d", _SCHEMA, lambda id, limit=3: id).name == "lookup"
+    assert Tool.from_schema("lookup", "d", _SCHEMA, lambda **kw: kw).name == "lookup"
+
+
+def test_name_and_description_of_the_wrong_type_are_named() -> None:
+    with pytest.raises(ValueError, match="description must be a str"):
+        Tool.from_schema("lookup", None, _SCHEMA, lambda id: id)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tool name 5 is invalid"):
+        tool(name=5)(lambda id: id)  # type: ignore[call-overload]

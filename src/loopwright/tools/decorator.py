@@ -103,14 +103,20 @@ class Tool:
 
     def __post_init__(self) -> None:
         name = self.spec.name
-        if not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.match(name):
             raise ValueError(
                 f"tool name {name!r} is invalid; use 1-64 letters, digits, '_', '-' or '.'"
+            )
+        if not isinstance(self.spec.description, str):
+            raise ValueError(
+                f"tool {name!r}: description must be a str (what the model reads to choose "
+                f"the tool), got {type(self.spec.description).__name__}"
             )
         if not callable(self.fn):
             raise ValueError(f"tool {name!r}: fn must be callable, got {type(self.fn).__name__}")
         if self.check_parameters:
             check_schema(self.spec.parameters, owner=f"tool {name!r}")
+            _check_signature(name, self.fn, self.spec.parameters, self.context_param)
         object.__setattr__(self, "schema_validator", SchemaValidator(self.spec.parameters))
         object.__setattr__(self, "is_async", _is_async_callable(self.fn))
         object.__setattr__(self, "profile", SyncProfile(self.spec.name))
@@ -400,6 +406,45 @@ def _context_param_of(fn: Callable[..., Any]) -> str | None:
         elif annotation is ToolContext or get_origin(annotation) is ToolContext:
             return p.name
     return None
+
+
+def _check_signature(
+    name: str, fn: Callable[..., Any], parameters: Mapping[str, Any], context_param: str | None
+) -> None:
+    """A hand-written schema must fit the function it calls: ``fn`` receives the
+    validated arguments as keywords, so a declared property ``fn`` cannot take, or a
+    parameter of ``fn`` without a default that the schema never declares, fails every
+    call at dispatch time. Said here, when the tool is built, instead."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to compare
+        return
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    properties = parameters.get("properties")
+    declared = [*(properties or {}), *(parameters.get("required") or ())]
+    taken = {p.name for p in params if p.kind in keyword}
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        unknown = sorted({d for d in declared if d not in taken})
+        if unknown:
+            raise ValueError(
+                f"tool {name!r}: the schema declares {', '.join(map(repr, unknown))} but the "
+                f"function takes no such parameter (it takes: {', '.join(sorted(taken)) or 'none'})"
+                "; rename the property, add the parameter, or accept **kwargs"
+            )
+    needed = [
+        p.name
+        for p in params
+        if p.default is inspect.Parameter.empty
+        and p.name != context_param
+        and (p.kind in keyword or p.kind is inspect.Parameter.POSITIONAL_ONLY)
+    ]
+    missing = [n for n in needed if n not in declared]
+    if missing and isinstance(properties, Mapping):
+        raise ValueError(
+            f"tool {name!r}: the function requires {', '.join(map(repr, missing))} but the "
+            "schema does not declare it; add it to the schema's properties or give the "
+            "parameter a default"
+        )
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
