@@ -235,3 +235,20 @@ async def test_run_finished_is_last_and_limit_event_precedes_it() -> None:
     assert isinstance(events[-1], RunFinished)
     assert isinstance(events[-3], LimitReached)
     assert events[-1].result.stop is RunStop.MAX_TURNS
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "wanted"),
+    [
+        ("timeout", "30", "timeout must be a number > 0 or None, got '30'"),
+        ("max_turns", True, "max_turns must be a positive int or None, got True"),
+        ("repeat_limit", "3", "repeat_limit must be an int >= 2 or None"),
+        ("cost_budget", float("nan"), "cost_budget must be a number > 0 or None"),
+        ("model_retries", -1, "model_retries must be an int >= 0, got -1"),
+        ("retry_max_delay", "1", "retry_max_delay must be a number >= 0"),
+    ],
+)
+def test_limits_of_the_wrong_type_name_the_field(field: str, value: object, wanted: str) -> None:
+    with pytest.raises(ValueError) as info:
+        Limits(**{field: value})  # type: ignore[arg-type]
+    assert str(info.value).startswith(f"Limits.{wanted}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,25 +53,39 @@ class Limits:
     max_tool_calls_per_turn: int | None = 32
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_turns",
-            "token_budget",
-            "max_consecutive_errors",
-            "context_budget",
-            "max_tool_calls_per_turn",
-        ):
+        for name, (fits, wanted), optional in _BOUNDS:
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"Limits.{name} must be a positive int or None, got {value!r}")
-        for name in ("cost_budget", "timeout"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"Limits.{name} must be > 0 or None, got {value!r}")
-        if self.repeat_limit is not None and self.repeat_limit < 2:
-            raise ValueError(f"Limits.repeat_limit must be >= 2 or None, got {self.repeat_limit!r}")
-        if self.max_cycle_period < 2:
-            raise ValueError(f"Limits.max_cycle_period must be >= 2, got {self.max_cycle_period}")
-        if self.model_retries < 0:
-            raise ValueError(f"Limits.model_retries must be >= 0, got {self.model_retries}")
-        if self.retry_base_delay < 0 or self.retry_max_delay < 0:
-            raise ValueError("Limits.retry_base_delay and retry_max_delay must be >= 0")
+            if (value is None and optional) or (_is_number(value) and fits(value)):
+                continue
+            raise ValueError(
+                f"Limits.{name} must be {wanted}{' or None' if optional else ''}, got {value!r}"
+            )
+
+
+def _is_number(value: object) -> bool:
+    """An int or float, never a bool (``max_turns=True`` is a mistake, not 1 turn); a
+    string is refused here rather than by a ``TypeError`` from comparing it."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_Rule = tuple[Callable[[Any], bool], str]
+_POSITIVE_INT: _Rule = (lambda v: isinstance(v, int) and v >= 1, "a positive int")
+_AT_LEAST_2: _Rule = (lambda v: isinstance(v, int) and v >= 2, "an int >= 2")
+_NATURAL: _Rule = (lambda v: isinstance(v, int) and v >= 0, "an int >= 0")
+# a zero budget or timeout would end every run before its first turn (NaN fails too)
+_POSITIVE: _Rule = (lambda v: v > 0, "a number > 0")
+_NOT_NEGATIVE: _Rule = (lambda v: v >= 0, "a number >= 0")
+_BOUNDS: tuple[tuple[str, _Rule, bool], ...] = (
+    ("max_turns", _POSITIVE_INT, True),
+    ("token_budget", _POSITIVE_INT, True),
+    ("max_consecutive_errors", _POSITIVE_INT, True),
+    ("context_budget", _POSITIVE_INT, True),
+    ("max_tool_calls_per_turn", _POSITIVE_INT, True),
+    ("cost_budget", _POSITIVE, True),
+    ("timeout", _POSITIVE, True),
+    ("repeat_limit", _AT_LEAST_2, True),
+    ("max_cycle_period", _AT_LEAST_2, False),
+    ("model_retries", _NATURAL, False),
+    ("retry_base_delay", _NOT_NEGATIVE, False),
+    ("retry_max_delay", _NOT_NEGATIVE, False),
+)
