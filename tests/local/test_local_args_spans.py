@@ -803,3 +803,20 @@ def test_a_quoted_described_example_is_its_quoted_text() -> None:
     }
     store = {"type": "string", "description": "A store, e.g. 'Macy's', 'Target' or Costco"}
     assert described_examples(store) == ["Macy's", "Target", "Costco"]
+
+
+def test_a_copy_of_a_quoted_span_does_not_end_inside_it() -> None:
+    """The model ended ``"url": "https"`` for "from the following URL:
+    'https://api.insights.com/groups'": a copy starting where a quoted span starts
+    runs to its end. Text the request also writes outside the quotes may end there."""
+    request = (
+        "Get the groups from the URL 'https://api.insights.com/groups'? Sort my todo 'todo list'"
+    )
+    guard = argument_guard("", [Message.user(request)])
+    head = ' {"tool": "requests.get", "arguments": {"url": "https'
+    assert guard(head, '"')
+    assert guard(head, '",')
+    assert not guard(head, "://")
+    assert not guard(head + "://api.insights.com/groups", '"')
+    head = ' {"tool": "todo", "arguments": {"content": "todo'
+    assert not guard(head, '"')  # "my todo" is outside the quote

@@ -101,6 +101,8 @@ class ArgumentGuard:
                 return True
             if '"' in piece and self._echoes(text, longer):
                 return True
+            if '"' in piece and not head and _cuts_quote(so_far, self.context):
+                return True
             if head and self._crosses(_current_key(text), longer):
                 return True
             if self.signs and any(_sign(ch) and ch not in self.signs for ch in head):
@@ -333,6 +335,23 @@ def _stray_quote(value: str, grown: str, context: str) -> bool:
         if not re.search(re.escape(word + mark) + r"[^\W\d_]", context):
             return True
     return False
+
+
+# A span the request quotes: the quote marks stand apart from words (not "I'd").
+_QUOTED_SPAN = re.compile(r"(?<!\w)(['\"‘“`])([^'\"’”`]{1,200}?)['\"’”`](?!\w)")
+
+
+def _cuts_quote(value: str, context: str) -> bool:
+    """``value`` would end as the start of a span the request quotes, and the request
+    has it nowhere else: "https" of "the URL 'https://api.insights.com/groups'". A
+    quoted span is one value; a copy that starts where it starts ends where it ends."""
+    if len(value) < MIN_COPY_CHARS:
+        return False
+    spans = list(_QUOTED_SPAN.finditer(context))
+    starts = {m.start(2) for m in spans if m.group(2).startswith(value) and m.group(2) != value}
+    if not starts:
+        return False
+    return all(m.start() in starts for m in re.finditer(re.escape(value), context))
 
 
 def argument_guard(
