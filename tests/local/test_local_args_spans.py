@@ -820,3 +820,19 @@ def test_a_copy_of_a_quoted_span_does_not_end_inside_it() -> None:
     assert not guard(head + "://api.insights.com/groups", '"')
     head = ' {"tool": "todo", "arguments": {"content": "todo'
     assert not guard(head, '"')  # "my todo" is outside the quote
+
+
+def test_an_example_written_only_inside_a_url_is_not_named() -> None:
+    """'https' is the protocol example of a URL parameter; a request giving the URL
+    'https://api.insights.com/groups' does not name it (the call was held to
+    ``"https"``), and a request giving a whole example URL still does."""
+    from loopwright.providers.local_ground import named_example
+
+    url = {"type": "string", "description": "The URL, including the protocol (e.g., 'https')."}
+    assert named_example(url, "Groups from 'https://api.insights.com/groups'?") is None
+    assert named_example(url, "Use https, not http.") == {"type": "string", "enum": ["https"]}
+    data = {"type": "string", "description": "The URL, such as 'https://api.example.com/v1'."}
+    assert named_example(data, "Get 'https://api.example.com/v1' now") == {
+        "type": "string",
+        "enum": ["https://api.example.com/v1"],
+    }

@@ -602,8 +602,16 @@ def named_example(schema: Mapping[str, Any], request: str) -> dict[str, Any] | N
     to its region ("e.g. Seattle, WA"): "Seattle" would cut the value short."""
     if schema.get("type") != "string" or JOINED_EXAMPLE.search(str(schema.get("description"))):
         return None
-    named = named_values(described_examples(schema), request)
+    examples = described_examples(schema)
+    # one written only inside a URL or address ("https" of 'https://api.x.com/groups')
+    # is not named; the whole address is
+    whole = {m.group(0).strip("'\"`.,;:!?()").lower() for m in _ADDRESS.finditer(request)}
+    named = named_values(examples, _ADDRESS.sub(" ", request))
+    named += [e for e in examples if e.lower() in whole]
     return {"type": "string", "enum": list(dict.fromkeys(named))} if named else None
+
+
+_ADDRESS = re.compile(r"\S*://\S*|\S+@\S+")  # a URL or an email address
 
 
 def _names_an_example(schema: Mapping[str, Any], request: str) -> bool:
