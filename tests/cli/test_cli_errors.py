@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from loopwright.cli import agents as agents_mod
 from loopwright.cli.exit_codes import INTERNAL_ERROR, STORE_ERROR, USAGE_ERROR, exit_code
 from loopwright.cli.main import main
+from loopwright.cli.options import recipe_from
 from loopwright.core.run import RunStop
 
 HERE = Path(__file__).parent
@@ -165,3 +166,19 @@ def test_missing_file_of_a_named_builtin_is_a_usage_error(
     args = [f.replace("{tmp}", str(tmp_path)) for f in flags]
     data = check_failure(invoke("run", "--json", *args, "How many orders?"), USAGE_ERROR, fragment)
     assert data is not None and "no such" in data["error"] and data["turns"] == 0
+
+
+def test_duplicate_tools_are_built_once_or_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "dup_tools_mod.py").write_text(
+        "from loopwright import tool\n\n\n@tool\ndef calculator(expression: str) -> str:\n"
+        '    """Mine."""\n    return expression\n\n\ntools = [calculator]\n'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    clash = invoke("run", "--json", "--tools", "calculator,dup_tools_mod:tools", "hi")
+    data = check_failure(clash, USAGE_ERROR, "'calculator' is already registered")
+    assert data is not None and data["turns"] == 0
+    # the same built-in named twice is one tool, not an internal error
+    built = agents_mod._tools(recipe_from({"tools": ("calculator", "calculator")}))
+    assert [t.name for t in built] == ["calculator"]  # type: ignore[attr-defined]

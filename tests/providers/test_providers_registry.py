@@ -107,3 +107,9 @@ def test_every_vendor_entry_is_consistent():
         assert vendor.name == name
         assert vendor.protocol in registry.ADAPTERS
         assert vendor.key_env or not vendor.key_required
+
+
+@pytest.mark.parametrize("url", ["not a url", "127.0.0.1:8080/v1", "ftp://host/v1", "http://[::1"])
+def test_base_url_that_is_not_an_http_url_is_refused_at_once(url):
+    with pytest.raises(ConfigError, match="is not an http\\(s\\) URL"):
+        resolve_model("openai:gpt-4o", base_url=url, api_key="k")

@@ -119,7 +119,7 @@ def _tools(recipe: AgentRecipe) -> list[object]:
         outbox=Path(recipe.outbox or "outbox.jsonl"),
     )
     out: list[object] = []
-    for entry in recipe.tools:
+    for entry in dict.fromkeys(recipe.tools):  # a built-in named twice is built once
         if ":" not in entry:
             _check_paths(entry.strip(), config)
             out.extend(make_tools([entry], config))

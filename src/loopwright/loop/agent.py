@@ -138,7 +138,10 @@ def _registry(tools: ToolRegistry | Iterable[ToolLike]) -> ToolRegistry:
                 f"Agent(tools=[...]): item {index} is {type(item).__name__}, not a tool; give "
                 "a function (wrapped with @tool) or a Tool object"
             )
-        registry.register(item)
+        try:
+            registry.register(item)
+        except ValueError as exc:  # two tools of one name; a function @tool cannot wrap
+            raise ConfigError(f"Agent(tools=[...]): item {index}: {exc}") from None
     return registry
 
 

@@ -291,6 +291,21 @@ def split_options(spec: str) -> tuple[str, dict[str, str]]:
     return base, dict(pairs)
 
 
+def _check_base_url(url: str) -> None:
+    """An endpoint that is no http(s) URL fails now, as a :class:`ConfigError`, not
+    after every retry of every request as a connection error."""
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        host = parts.hostname if parts is not None else None
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        parts = host = None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        raise ConfigError(
+            f"--base-url / base_url {url!r} is not an http(s) URL; give the endpoint, "
+            "e.g. http://127.0.0.1:8080/v1"
+        )
+
+
 def resolve_model(
     spec: str,
     *,
@@ -323,6 +338,8 @@ def resolve_model(
         cls = _load("loopwright.providers.local", "LocalModel")
         model: Model = cls(name)
         return model
+    if base_url is not None:
+        _check_base_url(base_url)
     vendor = vendor_for(prefix, base_url)
     key = resolve_key(vendor, api_key, base_url)
     module, cls_name = ADAPTERS[vendor.protocol]
