@@ -295,11 +295,11 @@ def _check_base_url(url: str) -> None:
     """An endpoint that is no http(s) URL fails now, as a :class:`ConfigError`, not
     after every retry of every request as a connection error."""
     try:
-        parts = urlsplit(url) if isinstance(url, str) else None
-        host = parts.hostname if parts is not None else None
-    except ValueError:  # e.g. an unclosed IPv6 bracket
-        parts = host = None
-    if parts is None or parts.scheme not in ("http", "https") or not host:
+        parts = urlsplit(url)
+        scheme, host = parts.scheme, parts.hostname
+    except (TypeError, ValueError, AttributeError):  # an unclosed IPv6 bracket, not a str
+        scheme, host = "", None
+    if scheme not in ("http", "https") or not host:
         raise ConfigError(
             f"--base-url / base_url {url!r} is not an http(s) URL; give the endpoint, "
             "e.g. http://127.0.0.1:8080/v1"
