@@ -141,6 +141,11 @@ def test_sql_result_carries_a_row_count_only_for_several_rows(db: Path) -> None:
         "PRAGMA writable_schema = 1",
         "ATTACH DATABASE 'x.db' AS x",
         "CREATE TABLE t (x)",
+        "WITH gone AS (SELECT id FROM users) DELETE FROM users WHERE id IN gone",
+        "SELECT * FROM pragma_table_info('users')",
+        "SELECT load_extension('/tmp/evil')",
+        "VACUUM INTO 'copy.db'",
+        "SELECT fts3_tokenizer('simple')",  # the address of a C structure
     ],
 )
 def test_sql_refuses_anything_but_select(db: Path, query: str) -> None:

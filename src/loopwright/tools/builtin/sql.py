@@ -18,7 +18,8 @@ checked there too, so a single step that loops for long cannot be stopped from o
 ``printf``/``format`` are such a step: ``printf('%.*c', 2147483647, 'x')`` appends two
 billion characters one at a time and only then notices the length limit (26 s on
 SQLite 3.40, whatever the timeout). The authorizer therefore refuses those two
-functions; every other built-in checks the length limit before it builds.
+functions; every other built-in checks the length limit before it builds. It refuses
+``fts3_tokenizer`` too: it hands out a pointer into this process.
 
 Parameters are bound (``?`` placeholders), never formatted into the text. At most
 ``max_rows`` rows are returned together with the total row count.
@@ -46,7 +47,11 @@ _ALLOWED = {
 }
 _MAX_VALUE_BYTES = 1_000_000
 # single-step functions that can loop for long before any limit applies (module doc)
-_DENIED_FUNCTIONS = frozenset({"printf", "format"})
+_SLOW_FUNCTIONS = frozenset({"printf", "format"})
+# fts3_tokenizer(name) returns the address of a C structure in this process (a pointer
+# to defeat ASLR with); with two arguments it would install one
+_INTERNAL_FUNCTIONS = frozenset({"fts3_tokenizer"})
+_DENIED_FUNCTIONS = _SLOW_FUNCTIONS | _INTERNAL_FUNCTIONS
 _LIMITS = (
     (sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES),
     (sqlite3.SQLITE_LIMIT_ATTACHED, 0),
@@ -327,12 +332,15 @@ def _literal(value: str) -> str:
 def _explain(exc: sqlite3.DatabaseError, text: str = "") -> str:
     message = str(exc)
     if "not authorized" in message or "readonly" in message:
-        used = sorted(f for f in _DENIED_FUNCTIONS if re.search(rf"\b{f}\s*\(", text, re.I))
+        used = sorted(f for f in _SLOW_FUNCTIONS if re.search(rf"\b{f}\s*\(", text, re.I))
         if used:
             names = ", ".join(f"{f}()" for f in used)
             return (
                 f"{names} cannot be used in sql_query; select the columns and format them yourself"
             )
+        used = sorted(f for f in _INTERNAL_FUNCTIONS if re.search(rf"\b{f}\s*\(", text, re.I))
+        if used:
+            return f"{', '.join(used)}() is not available in sql_query; query the tables"
         return "only read-only SELECT statements are allowed"
     if "interrupted" in message:
         return "query took too long and was stopped; add a LIMIT or a WHERE clause"
