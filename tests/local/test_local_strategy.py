@@ -132,6 +132,7 @@ SNOW = '{"city": "Tokyo", "condition": "snow", "source": "demo data, not a real 
 RAIN = '{"city": "Lima", "condition": "rain", "source": "demo data, not a real forecast"}'
 TABLE = '{"columns": ["city"], "rows": [["Oslo"]], "row_count": 1, "truncated": false}'
 PRICES = '{"columns": ["price"], "rows": [[40], [85], [240]]}'
+EMPTY = '{"columns": ["name", "price", "stock"], "rows": []}'
 NAMED = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["desk", 240]]}'
 PEOPLE = '{"columns": ["name", "city"], "rows": [["Ana", "Berlin"], ["Dana", "Oslo"]]}'
 
@@ -172,6 +173,16 @@ PEOPLE = '{"columns": ["name", "city"], "rows": [["Ana", "Berlin"], ["Dana", "Os
         ("The lamps cost 40.", "What do the lamps cost?", [PRICES], "'lamps'"),
         # Every row stated: a summary, not a pick.
         ("Ana and Dana live in Berlin and Oslo.", "Who lives where?", [PEOPLE], None),
+        # An empty row set admits no number: the model pads the value's place.
+        (
+            "The desk is priced at $   and the price is $   .",
+            "What is the desk's price?",
+            [EMPTY],
+            "blank",
+        ),
+        ("The desk costs $240.", "What is the desk's price?", [NAMED], None),
+        ("The desk costs $ 240.", "What is the desk's price?", [NAMED], None),
+        ("No product is named desk.", "What is the desk's price?", [EMPTY], None),
     ],
 )
 def test_ungrounded_rules(answer: str, question: str, results: list[str], why: str | None) -> None:

@@ -66,6 +66,10 @@ _DENIAL = re.compile(r"\bnot (?:an? |the )?((?:[a-z]+ ){0,2}[a-z]+)")
 _NEGATORS = ("not", "no", "never", "isn't", "aren't", "wasn't", "n't")
 # A sentence ends at ".", "!" or "?" followed by a space and a capital letter, except
 # after a list item's number ("1. Buy milk, 2. Call the plumber"; "is 40. The" ends one).
+# A value left blank: a currency sign with no amount after it ("priced at $   and"), or
+# a run of spaces inside the text. A small model whose answer grammar admits no number
+# (the result held none: an empty row set) pads the slot where the value would go.
+_BLANK_SLOT = re.compile(r"[$€£¥](?!\s?-?\d)|\S {2,}")
 _SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z])")
 _LIST_NUMBER = re.compile(r"(?:^|[,;:]\s*)\d{1,2}$")
 MIN_KEPT_WORDS = 3
@@ -141,6 +145,8 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     if turn.results and not ok:
         # Nothing to ground an answer in: the failure itself is the answer to show.
         return "every tool call failed"
+    if _BLANK_SLOT.search(answer.strip()):
+        return "leaves a value blank"
     said = _numbers(answer)
     known = set().union(*(_numbers(r.content) for r in ok)) if ok else set()
     stray = said - known - _numbers(turn.question) - _call_numbers(turn)
