@@ -68,6 +68,25 @@ def test_bad_model_names_the_fix() -> None:
         Agent(3)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("prompt", ["", "  \n "])
+def test_empty_prompt_is_refused_before_the_model_is_asked(prompt: str) -> None:
+    model = ScriptedModel(["x"])
+    agent = Agent(model)
+    with pytest.raises(UserError, match=r"prompt is empty; pass the question"):
+        agent.run(prompt)
+    with pytest.raises(UserError, match=r"prompt is empty"):
+        agent.arun(prompt)
+    assert not model.requests
+
+
+def test_a_tool_the_agent_cannot_register_is_a_config_error() -> None:
+    def twice(x: int) -> int:
+        return x
+
+    with pytest.raises(ConfigError, match=r"item 1: a tool named 'twice' is already registered"):
+        Agent(ScriptedModel(["x"]), tools=[twice, twice])
+
+
 def test_from_config_is_checked_like_the_constructor() -> None:
     agent = Agent(ScriptedModel(["x"]))
     with pytest.raises(ConfigError, match=r"Agent\(limits=...\) got dict"):

@@ -137,6 +137,9 @@ def test_bad_requests_name_the_field_and_the_fix(http: httpx.Client) -> None:
     assert err["field"] == "body.prompt" and "add the field" in err["fix"]
     err = error(http.post("/v1/sessions", json={"agent": "zed", "prompt": "x"}, headers=ALPHA), 422)
     assert err["field"] == "body.agent" and "echo" in err["fix"]
+    blank = {"agent": "echo", "prompt": " \n "}  # the agent refuses a blank prompt
+    err = error(http.post("/v1/sessions", json=blank, headers=ALPHA), 422)
+    assert err["field"] == "body.prompt"
     body = {"agent": "echo", "prompt": "x", "colour": "red"}
     err = error(http.post("/v1/sessions", json=body, headers=ALPHA), 422)
     assert err["field"] == "body.colour" and "remove the field" in err["fix"]

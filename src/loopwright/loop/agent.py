@@ -119,6 +119,10 @@ def _as_message(value: Prompt, what: str) -> Message:
     if isinstance(value, Message):
         return value
     if isinstance(value, str):
+        if not value.strip():
+            # an empty user turn is refused by some providers mid-run (Anthropic: "text
+            # content blocks must be non-empty") and answered with noise by others
+            raise UserError(f"{what} is empty; pass the question, e.g. agent.run('What is 2 + 2?')")
         return Message.user(value)
     raise UserError(f"{what} must be a str or a Message, got {type(value).__name__}")
 

@@ -12,6 +12,8 @@ from .errors import ApiError
 
 MAX_TEXT = 200_000
 """Characters of a prompt or message (the byte limit of a whole request is separate)."""
+_SOME_TEXT = r"\S"
+"""A prompt or message holds a non-space character (the agent refuses a blank one)."""
 
 
 class _Body(BaseModel):
@@ -22,7 +24,9 @@ class CreateSession(_Body):
     """Start a session: ``agent`` names one of the server's agents."""
 
     agent: str = Field(min_length=1, max_length=200, description="an agent name of the server")
-    prompt: str = Field(min_length=1, max_length=MAX_TEXT, description="the first user message")
+    prompt: str = Field(
+        min_length=1, max_length=MAX_TEXT, pattern=_SOME_TEXT, description="the first user message"
+    )
 
 
 class SendMessage(_Body):
@@ -30,7 +34,7 @@ class SendMessage(_Body):
     (tool calls of the current batch that have not started are skipped), ``follow_up``
     after its next final answer. An idle session starts its next turn with it."""
 
-    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    text: str = Field(min_length=1, max_length=MAX_TEXT, pattern=_SOME_TEXT)
     mode: Literal["steer", "follow_up"] = "follow_up"
 
 
