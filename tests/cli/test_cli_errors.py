@@ -182,3 +182,18 @@ def test_duplicate_tools_are_built_once_or_named(
     # the same built-in named twice is one tool, not an internal error
     built = agents_mod._tools(recipe_from({"tools": ("calculator", "calculator")}))
     assert [t.name for t in built] == ["calculator"]  # type: ignore[attr-defined]
+
+
+def test_tools_reference_takes_a_registry_and_names_what_is_not_a_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "reg_tools_mod.py").write_text(
+        "from loopwright import ToolRegistry, tool\n\n\n@tool\ndef shout(text: str) -> str:\n"
+        '    """Shout."""\n    return text.upper()\n\n\nregistry = ToolRegistry([shout])\n'
+        "odd = [shout, 42]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    built = agents_mod._tools(recipe_from({"tools": ("reg_tools_mod:registry",)}))
+    assert [t.name for t in built] == ["shout"]  # type: ignore[attr-defined]
+    bad = invoke("run", "--json", "--tools", "reg_tools_mod:odd", "hi")
+    check_failure(bad, USAGE_ERROR, "--tools 'reg_tools_mod:odd': int is not a tool")

@@ -26,7 +26,7 @@ from loopwright.core.protocols import Model, PayloadHook
 from loopwright.core.run import TaintSource
 from loopwright.core.tools import ToolSpec
 from loopwright.loop import Agent, Limits
-from loopwright.tools import Confirmation, DispatchConfig, TaintConfirmHandler
+from loopwright.tools import Confirmation, DispatchConfig, TaintConfirmHandler, ToolRegistry
 from loopwright.tools.builtin import BuiltinConfig, make_tools
 from loopwright.tools.taint import describe as describe_taint
 
@@ -127,7 +127,14 @@ def _tools(recipe: AgentRecipe) -> list[object]:
         obj = import_ref(entry, "--tools")
         if isinstance(obj, Mapping):
             raise UserError(f"--tools {entry!r} is a mapping; pass a Tool, a list or a registry")
-        out.extend(obj if isinstance(obj, list | tuple) else [obj])
+        found = list(obj) if isinstance(obj, list | tuple | ToolRegistry) else [obj]
+        for item in found:
+            if not callable(item):
+                raise UserError(
+                    f"--tools {entry!r}: {type(item).__name__} is not a tool; point it "
+                    "at a Tool (a function wrapped with @tool), a list of them or a ToolRegistry"
+                )
+        out.extend(found)
     return out
 
 
