@@ -15,13 +15,16 @@ directory, sql_query on a fixture database, two-step add/multiply/divide), run e
   humidity is 14" when humidity_pct is 35 fails; so does "14% humidity"); no other weather condition (and
   no "Yes" to the one a question asks about: "Is it raining?" -> "Yes, it is raining"
   when the result says sunny), no "real forecast" for demo data, no Fahrenheit; no
-  repeated clause.
+  repeated clause;
+* **reads fluently** (:func:`_fluency`): no word cut at its front ("ondon"), no bare
+  run of three numbers, no quantity stated twice, not a whole tool result when the
+  question asks one value in it.
 
 An answer replaced by the strategy's fallback ("I could not state a reliable answer ...
 <tool> returned: ...") is counted separately: it shows the result but is not a
 model-written answer. An answer the strategy cut to its grounded leading sentences is
-model-written (counted as ``trimmed``). ``pass`` = right call + states the result + contradicts nothing,
-model-written.
+model-written (counted as ``trimmed``). ``pass`` = right call + states the result +
+contradicts nothing + reads fluently, model-written.
 
 ``DEV`` questions were used while tuning the prompt, grammar and strategy; ``HELD_OUT``
 questions were written at the same time and only run for the report; ``HELD_OUT_2`` was
