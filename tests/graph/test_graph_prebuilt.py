@@ -173,6 +173,19 @@ def test_cli_graph_draw_errors_name_the_fix(target: str, message: str) -> None:
     assert message in result.output
 
 
+def test_cli_graph_draw_of_a_module_that_raises_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "raising_graph_mod.py").write_text("raise RuntimeError('boom in graph')\n")
+    monkeypatch.chdir(tmp_path)
+    for target in ("raising_graph_mod.py:graph", "raising_graph_mod:graph"):
+        sys.modules.pop("raising_graph_mod", None)
+        result = CliRunner().invoke(main, ["graph", "draw", target])
+        assert result.exit_code == 2, result.output  # the user's module failed, not loopwright
+        assert "RuntimeError: boom in graph" in result.output
+        assert "internal error" not in result.output
+
+
 def test_model_node_streams_its_text_deltas_in_events_mode() -> None:
     from loopwright.core.events import ResponseDone, TextDelta
 

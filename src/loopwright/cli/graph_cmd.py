@@ -74,13 +74,22 @@ def _module(where: str) -> ModuleType:
             raise CliError(f"cannot load {where} as a Python module")
         module = importlib.util.module_from_spec(spec)
         sys.modules.setdefault(path.stem, module)
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # the user's file failed, not loopwright
+            raise CliError(_failed(where, exc)) from None
         return module
     sys.path.insert(0, str(Path.cwd()))
     try:
         return importlib.import_module(where)
     except ModuleNotFoundError as exc:
         raise CliError(f"cannot import {where!r}: {exc}") from None
+    except Exception as exc:  # whatever the module raises on import
+        raise CliError(_failed(where, exc)) from None
+
+
+def _failed(where: str, exc: Exception) -> str:
+    return f"loading {where} failed ({type(exc).__name__}: {exc}); fix the module or the target"
 
 
 COMMANDS: tuple[click.Command, ...] = (graph_group,)
