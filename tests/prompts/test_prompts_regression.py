@@ -87,6 +87,22 @@ def test_suite_with_a_typo_variable_is_rejected_at_load(tmp_path: Path) -> None:
         load_suite(bad)
 
 
+@pytest.mark.parametrize(
+    ("template", "fragment"),
+    [
+        ("{file: missing.txt}", r"cannot read template file .*missing\.txt"),
+        ("{registry: prompts}", "template registry needs the prompt's name"),
+    ],
+)
+def test_suite_template_that_cannot_load_is_a_suite_error(
+    tmp_path: Path, template: str, fragment: str
+) -> None:
+    bad = tmp_path / "s.yaml"
+    bad.write_text(f"template: {template}\ncases:\n  - name: c\n    assert: [json_valid]\n")
+    with pytest.raises(SuiteError, match=fragment):
+        load_suite(bad)
+
+
 async def test_pass_rates_per_case_and_overall() -> None:
     suite = load_suite(ROUTER_SUITE)
     report = await run_suite(suite, FunctionModel(good_router), runs=4)

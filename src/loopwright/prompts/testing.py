@@ -452,10 +452,18 @@ def _load_template(spec: object, base: Path, suite: str) -> PromptTemplate:
     if "builtin" in spec:
         return builtin_registry().get(str(spec["builtin"]), version)
     if "registry" in spec:
+        if "name" not in spec:
+            raise SuiteError(f"suite {suite!r}: template registry needs the prompt's name too")
         return PromptRegistry(base / str(spec["registry"])).get(str(spec["name"]), version)
     if "file" in spec:
         file = base / str(spec["file"])
-        text = file.read_text("utf-8")
+        try:
+            text = file.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SuiteError(
+                f"suite {suite!r}: cannot read template file {str(file)!r} ({exc}); "
+                "give a path relative to the suite file"
+            ) from None
         return PromptTemplate(str(spec.get("name", file.stem)), str(spec.get("version", "0")), text)
     if "text" in spec:
         return PromptTemplate(
