@@ -55,3 +55,14 @@ def test_a_command_loads_when_it_runs() -> None:
     command = main.get_command(ctx, "tools")
     assert command is not None and command.name == "tools"
     assert main.get_command(ctx, "no-such-command") is None
+
+
+def test_python_dash_m_loopwright_is_the_command() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "loopwright", "tools", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "calculator" in {t["name"] for t in json.loads(out.stdout)}
