@@ -79,6 +79,25 @@ def test_empty_prompt_is_refused_before_the_model_is_asked(prompt: str) -> None:
     assert not model.requests
 
 
+@pytest.mark.parametrize("history", ["earlier text", ["earlier text"]])
+def test_history_of_the_wrong_type_is_named(history: object) -> None:
+    with pytest.raises(UserError, match=r"history must be a list of Message"):
+        Agent(ScriptedModel(["x"])).run("hi", history=history)  # type: ignore[arg-type]
+
+
+def test_model_settings_of_the_wrong_value_are_named() -> None:
+    from loopwright import ModelSettings
+
+    with pytest.raises(ConfigError, match=r"ModelSettings.temperature must be a number >= 0"):
+        ModelSettings(temperature=-1)
+    with pytest.raises(ConfigError, match=r"ModelSettings.max_tokens must be a positive int"):
+        ModelSettings(max_tokens=0)
+    with pytest.raises(ConfigError, match=r"ModelSettings.stop must be a tuple of strings"):
+        ModelSettings(stop="END")  # type: ignore[arg-type]  # would stop at "E", "N" or "D"
+    with pytest.raises(ConfigError, match=r"ModelSettings.tool_choice must be"):
+        ModelSettings(tool_choice="calculator")  # type: ignore[arg-type]
+
+
 def test_a_tool_the_agent_cannot_register_is_a_config_error() -> None:
     def twice(x: int) -> int:
         return x

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
-from loopwright.core.errors import ProviderError
+from loopwright.core.errors import ConfigError, ProviderError
 from loopwright.core.messages import Message, StopReason, Usage
 from loopwright.core.tools import ToolSpec
 from loopwright.core.values import slot_init
@@ -105,6 +105,35 @@ class ModelSettings:
     reasoning: str | int | None = None
     seed: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Checked here, where the value is typed, rather than as a 400 from the provider
+        # mid-run (or, for stop="END", as the three stop strings "E", "N", "D").
+        t = self.temperature
+        if t is not None and (_not_number(t) or not 0 <= t < float("inf")):
+            _bad("temperature", t, "a number >= 0 (e.g. temperature=0.2) or None")
+        if self.max_tokens is not None and (
+            not isinstance(self.max_tokens, int)
+            or _not_number(self.max_tokens)
+            or self.max_tokens < 1
+        ):
+            _bad("max_tokens", self.max_tokens, "a positive int (e.g. max_tokens=512) or None")
+        if self.seed is not None and (not isinstance(self.seed, int) or _not_number(self.seed)):
+            _bad("seed", self.seed, "an int or None")
+        if isinstance(self.stop, str) or not all(isinstance(x, str) for x in self.stop):
+            _bad("stop", self.stop, 'a tuple of strings, e.g. stop=("\\n\\n",)')
+        if self.tool_choice not in ("auto", "required", "none") and not isinstance(
+            self.tool_choice, NamedTool
+        ):
+            _bad("tool_choice", self.tool_choice, '"auto", "required", "none" or NamedTool(name)')
+
+
+def _not_number(value: object) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int | float)
+
+
+def _bad(name: str, value: object, wanted: str) -> None:
+    raise ConfigError(f"ModelSettings.{name} must be {wanted}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -473,6 +473,12 @@ class Agent(Generic[OutputT]):
         turn, a graph's other nodes) still gate this run's side effects."""
         state = RunState(session_id=session_id or new_session_id())
         if history:
+            if isinstance(history, str) or not all(isinstance(m, Message) for m in history):
+                raise UserError(
+                    "history must be a list of Message (e.g. an earlier result.messages), "
+                    f"got {type(history).__name__}"
+                    + ("" if isinstance(history, str) else " holding other values")
+                )
             state.messages = list(history)
             state.taint = tuple(taint_in(state.messages, self.config.registry))
         return state
