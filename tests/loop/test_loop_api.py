@@ -52,6 +52,7 @@ class Opaque:
         ({"output_retries": -1}, r"output_retries=-1"),
         ({"output_type": Opaque}, r"Agent\(output_type=Opaque\): pydantic cannot"),
         ({"hooks": Hooks(on_event=1)}, r"Hooks\(on_event=...\) must be a function"),  # type: ignore[arg-type]
+        ({"ledger": "memory"}, r"Agent\(ledger=...\) got str; give an IdempotencyLedger"),
     ],
 )
 def test_bad_values_name_the_field_and_the_fix(kwargs: dict[str, object], match: str) -> None:

@@ -50,6 +50,11 @@ _TYPED_FIELDS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("settings", ModelSettings, "a ModelSettings, e.g. settings=ModelSettings(max_tokens=512)"),
     ("dispatch", DispatchConfig, "a DispatchConfig, e.g. dispatch=DispatchConfig(...)"),
     ("hooks", Hooks, "a loopwright.Hooks, e.g. hooks=Hooks(on_event=print)"),
+    (
+        "ledger",
+        (IdempotencyLedger, type(None)),
+        "an IdempotencyLedger (get(key) and put(key, result), e.g. MemoryLedger()) or None",
+    ),
 )
 _CALLABLE_FIELDS = ("context_policy", "sleep", "tool_selection")
 
