@@ -82,3 +82,10 @@ def test_name_and_description_of_the_wrong_type_are_named() -> None:
         Tool.from_schema("lookup", None, _SCHEMA, lambda id: id)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="tool name 5 is invalid"):
         tool(name=5)(lambda id: id)  # type: ignore[call-overload]
+
+
+def test_tool_of_something_not_callable_says_so() -> None:
+    from loopwright.tools import ToolRegistry
+
+    with pytest.raises(ValueError, match=r"tool\(\) needs a function or a Tool, got str 'agent'"):
+        ToolRegistry({"agent": object()})  # type: ignore[arg-type]  # a dict iterates its keys

@@ -338,6 +338,10 @@ def tool(
     )
 
     def wrap(func: Callable[..., Any]) -> Tool:
+        if not callable(func):  # e.g. the keys of a dict iterated as if they were tools
+            raise ValueError(
+                f"tool() needs a function or a Tool, got {type(func).__name__} {func!r:.60}"
+            )
         if isinstance(func, Tool):
             if name is None and description is None and opts == _DEFAULTS:
                 return func
