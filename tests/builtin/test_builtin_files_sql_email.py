@@ -104,9 +104,14 @@ def db(tmp_path: Path) -> Path:
 
 
 def test_sql_query_description_names_the_tables_and_columns(db: Path, tmp_path: Path) -> None:
-    """A model cannot write a query against columns it has never seen."""
+    """A model cannot write a query against columns it has never seen; each column's
+    kind (of its first row's value) says what it may be compared with. The embedded
+    strategy shows its small model the list without the kinds."""
+    from loopwright.tools.builtin.sql import without_kinds
+
     tool = BUILTIN_TOOLS["sql_query"](BuiltinConfig(database=db))
-    assert "users(id, name, age)" in tool.spec.description
+    assert "users(id INTEGER, name TEXT, age INTEGER)" in tool.spec.description
+    assert "users(id, name, age)" in without_kinds(tool.spec.description)
     missing = BUILTIN_TOOLS["sql_query"](BuiltinConfig(database=tmp_path / "none.db"))
     assert (
         missing.spec.description

@@ -35,9 +35,11 @@ def spec(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_the_described_tables_are_read_back(spec) -> None:  # type: ignore[no-untyped-def]
     assert described_tables(spec.description) == {
-        "orders": {"id": "", "customer_id": "", "total": ""},
-        "products": {"name": "", "price": "", "stock": ""},
+        "orders": {"id": "INTEGER", "customer_id": "INTEGER", "total": "REAL"},
+        "products": {"name": "TEXT", "price": "INTEGER", "stock": "INTEGER"},
     }
+    untyped = "the database tables t(a, b)"
+    assert described_tables(untyped) == {"t": {"a": "", "b": ""}}
     # a description may give a column's kind: it takes literals of that kind only
     typed = "the database tables t(a INTEGER, b TEXT)"
     assert described_tables(typed) == {"t": {"a": "INTEGER", "b": "TEXT"}}
@@ -83,6 +85,20 @@ def test_the_model_sees_the_pattern_the_tool_keeps_its_schema(spec) -> None:  # 
         bounded["properties"]["query"]["pattern"]
         == held.parameters["properties"]["query"]["pattern"]
     )
+
+
+def test_the_model_is_shown_no_kinds_and_its_grammar_keeps_them(spec) -> None:  # type: ignore[no-untyped-def]
+    """'What is the price of the desk?' was written "WHERE price = 'desk' AND price >
+    'desk'" (no rows): the kinds the tool describes hold a number column to numbers,
+    while the small model's prompt lists the columns as before, without kinds."""
+    asked = "What is the price of the desk in the products table?"
+    held = held_to_tables(spec, asked)
+    assert "products(name, price, stock)" in held.description
+    assert "INTEGER" not in held.description and "INTEGER" in spec.description
+    pattern = held.parameters["properties"]["query"]["pattern"]
+    assert re.fullmatch(pattern, "SELECT * FROM products WHERE name = 'desk'")
+    assert not re.fullmatch(pattern, "SELECT * FROM products WHERE price = 'desk'")
+    assert not re.fullmatch(pattern, "SELECT * FROM products WHERE price > 'desk'")
 
 
 def test_tools_without_described_tables_are_unchanged() -> None:

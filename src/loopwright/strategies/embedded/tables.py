@@ -8,8 +8,11 @@ sees, a ``pattern`` on that parameter: the plain one-table SELECTs those tables 
 grammar (the embedded model) then cannot write a FROM list that runs on ("FROM
 products, orders, customers, products, stock as stock, ...") or a comparison SQL does
 not have ("WHERE total ABOVE 40"), nor compare with a value the request does not
-state ("WHERE price = 100.000" for "the price of the desk"). The tool's registered schema is unchanged: the
-dispatcher still accepts any read-only SELECT, from any model.
+state ("WHERE price = 100.000" for "the price of the desk"). A column whose kind the
+description gives (``price INTEGER``) is compared only with literals of that kind (not
+"WHERE price = 'desk'"); the model itself is shown the columns without their kinds
+(:func:`loopwright.tools.builtin.sql.without_kinds`). The tool's registered schema is
+unchanged: the dispatcher still accepts any read-only SELECT, from any model.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 from loopwright.core.grounding import STOPWORDS
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.tools import ToolSpec
-from loopwright.tools.builtin.sql import described_tables, select_pattern
+from loopwright.tools.builtin.sql import described_tables, select_pattern, without_kinds
 
 MIN_EXAMPLES = 1
 
@@ -94,7 +97,11 @@ def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
     literals = request_literals(request, names) if request is not None else None
     props: dict[str, Any] = dict(spec.parameters["properties"])
     props[name] = {**props[name], "pattern": select_pattern(tables, literals)}
-    return replace(spec, parameters={**spec.parameters, "properties": props})
+    return replace(
+        spec,
+        description=without_kinds(spec.description),
+        parameters={**spec.parameters, "properties": props},
+    )
 
 
 def request_held_to_tables(request: ModelRequest) -> ModelRequest:

@@ -178,12 +178,12 @@ class SqlRunner:
         return self.query(query, params)
 
     def tables(self) -> str:
-        """The database's tables and their columns, e.g. ``customers(id, name, city)``,
-        for the tool description (a model cannot write a query against columns it has
-        never seen). Empty when the file is missing or unreadable; names that are not
-        plain identifiers are left out, and the list is bounded. (Column kinds, "id
-        INTEGER", cost two answers of 146 in ``benchmarks/answers_eval.py``: the model
-        reads the description.)"""
+        """The database's tables and their columns, e.g. ``customers(id INTEGER, name
+        TEXT, city TEXT)``, for the tool description (a model cannot write a query
+        against columns it has never seen). A column's kind is that of its first row's
+        value (``INTEGER``, ``REAL``, ``TEXT``; none for an empty table or a NULL):
+        what a query may compare it with. Empty when the file is missing or unreadable;
+        names that are not plain identifiers are left out, and the list is bounded."""
         try:
             conn = self.connect()
         except ToolError:
@@ -196,14 +196,30 @@ class SqlRunner:
             for (name,) in names[:MAX_DESCRIBED_TABLES]:
                 if not _IDENTIFIER.fullmatch(str(name)):
                     continue
-                info = conn.execute(f'SELECT * FROM "{name}" LIMIT 0').description or ()
-                columns = [c[0] for c in info if _IDENTIFIER.fullmatch(str(c[0]))]
+                cursor = conn.execute(f'SELECT * FROM "{name}" LIMIT 1')
+                first = cursor.fetchone() or ()
+                columns = [
+                    f"{c[0]} {_kind(first[i]) if i < len(first) else ''}".strip()
+                    for i, c in enumerate(cursor.description or ())
+                    if _IDENTIFIER.fullmatch(str(c[0]))
+                ]
                 listed.append(f"{name}({', '.join(columns[:MAX_DESCRIBED_COLUMNS])})")
         except sqlite3.Error:
             return ""
         finally:
             conn.close()
         return ", ".join(listed)
+
+
+def _kind(value: object) -> str:
+    """The SQL kind of a value as :meth:`SqlRunner.tables` writes it, or ""."""
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, int):
+        return "INTEGER"
+    if isinstance(value, float):
+        return "REAL"
+    return "TEXT" if isinstance(value, str) else ""
 
 
 MAX_DESCRIBED_TABLES = 20
@@ -234,6 +250,22 @@ def described_tables(text: str) -> dict[str, dict[str, str]]:
         pairs = (f"{c} ".split(" ", 1) for c in match.group(2).split(", "))
         found[match.group(1)] = {name: kind.strip() for name, kind in pairs}
     return found
+
+
+_KIND_WORD = re.compile(r" [A-Z]+(?=,|\))")
+
+
+def without_kinds(text: str) -> str:
+    """``text`` with the column kinds of the tables :func:`description` lists taken
+    out (``customers(id, name)`` for ``customers(id INTEGER, name TEXT)``). A small
+    model reads the kinds as words to copy: with them in its prompt, 2 of 146 answers
+    of ``benchmarks/answers_eval.py`` went wrong, so the embedded strategy keeps them
+    for its grammar and shows the model this."""
+    if "database tables " not in text:
+        return text
+    head, listed = text.split("database tables ", 1)
+    listed = _DESCRIBED.sub(lambda m: _KIND_WORD.sub("", m.group(0)), listed)
+    return f"{head}database tables {listed}"
 
 
 _AGGREGATES = "(COUNT|SUM|MAX|MIN|AVG)"
