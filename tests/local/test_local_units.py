@@ -57,3 +57,21 @@ def test_function_words_after_a_number_are_no_unit() -> None:
     request = "a 10-mile run"
     miles = {"distance": {"type": "number", "description": "Distance in miles."}}
     assert unit_numbers(miles, request, lgr._numbers_at(request)) == {"distance": 10.0}
+
+
+def test_a_number_outside_a_parameters_enum_or_type_is_not_its() -> None:
+    """'Reservation and cleaning work 22/3/2024 Bangkok' held ``province_id`` (enum 1-5,
+    "1 for Bangkok") to 2024, a call its own schema refuses."""
+    props = {
+        "province_id": {
+            "type": "integer",
+            "description": "ID of the province. Example: 1 for Bangkok, 2 for Chiang Mai.",
+            "enum": [1, 2, 3, 4, 5],
+        }
+    }
+    request = "Reservation and cleaning work 22/3/2024 Bangkok, Chatuchak"
+    assert unit_numbers(props, request, lgr._numbers_at(request)) == {}
+    assert unit_numbers(props, "3 Bangkok", lgr._numbers_at("3 Bangkok")) == {"province_id": 3}
+    whole = {"count": {"type": "integer", "description": "How many apples"}}
+    request = "buy 2.5 apples"
+    assert unit_numbers(whole, request, lgr._numbers_at(request)) == {}

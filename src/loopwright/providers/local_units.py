@@ -44,6 +44,16 @@ def _words(text: str) -> set[str]:
     }
 
 
+def _admits(schema: Mapping[str, Any], value: float) -> bool:
+    """Whether ``schema`` takes ``value``: one of its ``enum`` when it lists them (a year
+    written before "Bangkok" is no ``province_id`` of ``[1, 2, 3, 4, 5]``, though its
+    description says "1 for Bangkok"), a whole number for an integer."""
+    if schema.get("type") == "integer" and value != int(value):
+        return False
+    enum = schema.get("enum")
+    return not isinstance(enum, list) or value in enum
+
+
 def unit_numbers(
     props: Mapping[str, Any], request: str, numbers: Iterable[tuple[int, int, float]]
 ) -> dict[str, float]:
@@ -65,7 +75,7 @@ def unit_numbers(
         if word in STOPWORDS:
             continue
         owners = [key for key, words in numeric.items() if _stem(word) in words]
-        if len(owners) == 1:
+        if len(owners) == 1 and _admits(props[owners[0]], value):
             found.setdefault(owners[0], set()).add(value)
     return {key: next(iter(values)) for key, values in found.items() if len(values) == 1}
 
