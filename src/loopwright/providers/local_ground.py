@@ -611,7 +611,10 @@ def named_example(schema: Mapping[str, Any], request: str) -> dict[str, Any] | N
     return {"type": "string", "enum": list(dict.fromkeys(named))} if named else None
 
 
-_ADDRESS = re.compile(r"\S*://\S*|\S+@\S+")  # a URL or an email address
+# A URL or an email address. Anchored at the start of a run of non-spaces: the match
+# starts there anyway, and unanchored, each position of a long run without "://" was
+# tried to the run's end (a 1 MB prompt took minutes).
+_ADDRESS = re.compile(r"(?<!\S)(?:\S*://\S*|\S+@\S+)")
 
 
 def _names_an_example(schema: Mapping[str, Any], request: str) -> bool:
