@@ -31,10 +31,11 @@ questions were written at the same time and only run for the report; ``HELD_OUT_
 written later, before a further tuning round, and is run once at its end. ``HELD_OUT_3``
 was written before the next round and kept out of the repository until that round's code
 was final; it was then committed unchanged and run once. ``DEV_2`` is a second tuning set,
-written (and its baseline recorded) before the round that tuned on it.
+written (and its baseline recorded) before the round that tuned on it. ``HELD_OUT_4``
+was kept out of the repository like ``HELD_OUT_3`` and committed after its one run.
 
 Prints one line per question, then ONE JSON line.
-Run: python benchmarks/answers_eval.py [--set dev|held_out|held_out_2|held_out_3|dev_2|all] [--match REGEX]
+Run: python benchmarks/answers_eval.py [--set dev|held_out|held_out_2|held_out_3|dev_2|held_out_4|all] [--match REGEX]
 """
 
 from __future__ import annotations
@@ -332,6 +333,42 @@ _CONDITIONS = ("sunny", "cloudy", "rain", "windy", "foggy", "snow")
 _NEG = re.compile(r"\b(?:not|no|isn't|n't)\b\W+(?:\w+\W+){0,2}$")
 
 
+# HELD_OUT_4 was written before a tuning round, kept out of the repository while that round
+# ran, run once on the tree before and once after it (22/30 both), then committed unchanged.
+HELD_OUT_4: list[Case] = [
+    calc("What is 72 + 19?", "91"),
+    calc("Take 45 away from 200.", "155"),
+    calc("What's 8 multiplied by 12?", "96"),
+    calc("How much is 90 divided by 6?", "15"),
+    calc("What is 25% of 360?", "90"),
+    calc("Work out 11 * 11.", "121"),
+    calc("What is the sum of 340 and 66?", "406"),
+    calc("What is 5 cubed?", "125"),
+    weather("How cold is it in Moscow?", "Moscow", "temperature"),
+    weather("What's the humidity like in Jakarta?", "Jakarta", "humidity"),
+    weather("Is it windy in Wellington?", "Wellington", "wind"),
+    weather("What are the conditions in Dublin?", "Dublin", "condition"),
+    weather("Give me the weather for Lisbon.", "Lisbon", "any"),
+    weather("What temperature is it in Sydney right now?", "Sydney", "temperature"),
+    read("What time is the team meeting? Look in notes.txt.", "notes.txt", "10"),
+    read("What is the second item in todo.txt?", "todo.txt", "plumber"),
+    read("How long should each side cook according to recipe.txt?", "recipe.txt", "3"),
+    read("Did the build pass? Check status.txt.", "status.txt", "passed"),
+    read("What port does config.ini use?", "config.ini", "8080"),
+    read("What color are roses in poem.txt?", "poem.txt", "red"),
+    sql("Who lives in Oslo? Use the customers table.", "Dana"),
+    sql("What is the total of order 3 in the orders table?", "30"),
+    sql("How many customers live in Berlin? Use the customers table.", "2"),
+    sql("How many lamps are in stock? Use the products table.", "3", "lamp"),
+    sql("What is the cheapest product in the products table?", "lamp"),
+    sql("What is the price of the lamp? Check the products table.", "40", "lamp"),
+    chain("What is (9 + 3) * 4?", "48"),
+    chain("What is (50 / 10) + 8?", "13"),
+    chain("What is (7 * 3) + 12?", "33"),
+    chain("What is (14 + 16) / 6?", "5"),
+]
+
+
 def _canon(n: str) -> str:
     return n.rstrip("0").rstrip(".") if "." in n else n
 
@@ -565,7 +602,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--set",
-        choices=["dev", "held_out", "held_out_2", "held_out_3", "dev_2", "all"],
+        choices=["dev", "held_out", "held_out_2", "held_out_3", "dev_2", "held_out_4", "all"],
         default="all",
     )
     parser.add_argument("--match", default="", help="only questions matching this regex")
@@ -581,6 +618,7 @@ def main() -> None:
             ("held_out_2", HELD_OUT_2),
             ("held_out_3", HELD_OUT_3),
             ("dev_2", DEV_2),
+            ("held_out_4", HELD_OUT_4),
         ):
             chosen = [c for c in cases if re.search(args.match, c.question)]
             if args.set in (name, "all") and chosen:
