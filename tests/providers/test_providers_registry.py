@@ -113,3 +113,21 @@ def test_every_vendor_entry_is_consistent():
 def test_base_url_that_is_not_an_http_url_is_refused_at_once(url):
     with pytest.raises(ConfigError, match="is not an http\\(s\\) URL"):
         resolve_model("openai:gpt-4o", base_url=url, api_key="k")
+
+
+@pytest.mark.parametrize("blank", ["  ", "\t\n", ""])
+def test_a_blank_key_in_the_environment_is_missing(monkeypatch, blank):
+    monkeypatch.setenv("OPENAI_API_KEY", blank)
+    with pytest.raises(ConfigError) as info:
+        resolve_model("openai:gpt-4o")
+    assert "OPENAI_API_KEY" in str(info.value) and "blank" in str(info.value)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        resolve_model("openai:gpt-4o", api_key="   ")
+
+
+def test_a_blank_first_variable_falls_back_to_the_next(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", " ")
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-key\n")
+    vendor = VENDORS["gemini"]
+    assert registry.resolve_key(vendor, None, None) == "g-key"
+    assert registry.resolve_key(vendor, " sk-x ", None) == "sk-x"

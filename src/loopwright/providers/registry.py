@@ -217,19 +217,26 @@ def resolve_key(vendor: Vendor, api_key: str | None, base_url: str | None) -> st
 
     Raises :class:`ConfigError` naming the environment variable when a key is required
     and missing. A loopback ``base_url`` never requires a key (local servers, test fakes).
+    A key of only whitespace counts as missing (an ``export OPENAI_API_KEY=" "`` would
+    otherwise be sent and fail as a 401 far from its cause), and surrounding whitespace
+    (a key read from a file with its newline) is stripped: it is never part of a key.
     """
-    if api_key:
-        return api_key
+    if api_key and api_key.strip():
+        return api_key.strip()
+    blank: list[str] = []
     for var in vendor.key_env:
         value = os.environ.get(var)
-        if value:
-            return value
+        if value and value.strip():
+            return value.strip()
+        if value is not None:
+            blank.append(var)
     keyless = not vendor.key_required or (base_url is not None and _is_loopback(base_url))
     if keyless:
         return PLACEHOLDER_KEY if vendor.protocol in ("openai-chat", "openai-responses") else None
+    found = f" ({' and '.join(blank)} {'is' if len(blank) == 1 else 'are'} set but blank)"
     raise ConfigError(
         f"missing API key for {vendor.name}: set the {vendor.key_hint} environment variable"
-        " (or pass api_key=...)"
+        f" (or pass api_key=...){found if blank else ''}"
     )
 
 
