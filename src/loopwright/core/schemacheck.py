@@ -13,10 +13,17 @@ to ``None``. Within the subset: types, ``enum``/``const``, numeric and length bo
 ``pattern``, ``items``, object keywords, ``anyOf``, ``allOf``, local ``$ref`` into the
 root's ``$defs``, and ``if``/``then``/``else`` (the ``if`` is decided by a three-valued
 check, so a doubt never skips a ``then``).
+
+``format`` is an annotation except for ``date`` and ``date-time``, which are asserted
+(:data:`FORMATS` is their one definition; the ``jsonschema`` side of the tool validator
+registers the same functions), because ``@tool`` converts such strings to
+``datetime.date``/``datetime.datetime`` and a value that cannot convert must be refused
+with the pointer of its field.
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -60,6 +67,48 @@ _SUPPORTED = _ANNOTATIONS | {
     "then",
     "else",
 }
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# RFC 3339 with the leniency of Python's own parser: seconds and the offset are optional
+# (a naive local time is a time a model can mean), a space may replace the "T".
+_DATE_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?"
+)
+
+
+def is_date(value: object) -> bool:
+    """``YYYY-MM-DD`` naming a real day (any non-string passes: ``type`` decides those)."""
+    if not isinstance(value, str):
+        return True
+    if _DATE.fullmatch(value) is None:
+        return False
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def is_date_time(value: object) -> bool:
+    """An ISO 8601 date and time ``datetime.fromisoformat`` reads (non-strings pass)."""
+    if not isinstance(value, str):
+        return True
+    if _DATE_TIME.fullmatch(value) is None:
+        return False
+    try:
+        datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+FORMATS: Mapping[str, Callable[[object], bool]] = {"date": is_date, "date-time": is_date_time}
+"""The asserted ``format`` values and their checks; every other format is an annotation."""
+FORMAT_EXAMPLES: Mapping[str, str] = {
+    "date": "2024-05-31",
+    "date-time": "2024-05-31T14:30:00+02:00",
+}
+"""A valid value of each asserted format, for error messages a model can act on."""
+
 _TOP_LEVEL_OK = frozenset({"$schema", "$defs"})
 _DEFS_PREFIX = "#/$defs/"
 
@@ -242,6 +291,9 @@ def _string_checks(schema: Mapping[str, Any]) -> list[Check]:
         except (re.error, TypeError):
             raise _Unsupported from None
         out.append(lambda v: type(v) is not str or rx.search(v) is not None)
+    fmt = FORMATS.get(schema.get("format"))  # type: ignore[arg-type]
+    if fmt is not None:
+        out.append(fmt)
     return out
 
 

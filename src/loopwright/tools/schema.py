@@ -1,6 +1,7 @@
 """Derive a Draft 2020-12 JSON Schema (and argument converters) from a typed function.
 
 Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``;
+``datetime.date``/``datetime.datetime`` (strings of ``format`` ``date``/``date-time``);
 ``Literal`` and ``Enum`` (as ``enum``); ``Optional``/unions (``anyOf``); ``list``,
 ``Sequence``, ``tuple`` (homogeneous or fixed, via ``prefixItems``), ``set``/``frozenset``
 (``uniqueItems``); ``dict[str, X]``; ``TypedDict``; dataclasses; pydantic models;
@@ -16,6 +17,7 @@ Anything else is a ``ValueError`` at decoration time that names the parameter an
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import enum
 import inspect
 import json
@@ -38,6 +40,12 @@ _SCALARS: dict[Any, dict[str, Any]] = {
     float: {"type": "number"},
     bool: {"type": "boolean"},
     _NONE_TYPE: {"type": "null"},
+}
+# ``datetime`` first: it is a subclass of ``date``. The validator asserts these two formats
+# (``core.schemacheck.FORMATS``), so the converter only ever sees strings it can parse.
+_FORMATTED: dict[Any, dict[str, Any]] = {
+    datetime.datetime: {"type": "string", "format": "date-time"},
+    datetime.date: {"type": "string", "format": "date"},
 }
 _LIST_ORIGINS = (list, Sequence, typing.Sequence, typing.MutableSequence, typing.Iterable)
 _SET_ORIGINS = (set, frozenset, typing.AbstractSet, typing.MutableSet)
@@ -78,6 +86,7 @@ def function_schema(fn: Callable[..., Any], *, owner: str | None = None) -> Func
     props: dict[str, Any] = {}
     required: list[str] = []
     plans: list[ParamPlan] = []
+    defaults: dict[str, Any] = {}
     context_param: str | None = None
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
@@ -98,6 +107,7 @@ def function_schema(fn: Callable[..., Any], *, owner: str | None = None) -> Func
             default = _json_default(param.default)
             if default is not _NO_DEFAULT:
                 prop["default"] = default
+                defaults[param.name] = default
         props[param.name] = prop
         plans.append(ParamPlan(param.name, converter_for(annotation)))
     schema: dict[str, Any] = {"type": "object", "properties": props}
@@ -106,7 +116,30 @@ def function_schema(fn: Callable[..., Any], *, owner: str | None = None) -> Func
     schema["additionalProperties"] = False
     if builder.defs:
         schema["$defs"] = builder.defs
+    _check_defaults(owner, schema, defaults, hints)
     return FunctionSchema(doc.description, schema, context_param, tuple(plans))
+
+
+def _check_defaults(
+    owner: str, schema: dict[str, Any], defaults: dict[str, Any], hints: Mapping[str, Any]
+) -> None:
+    """Refuse a default its own annotation refuses (``x: int = "a"``): the schema would
+    advertise a default the model may copy, which the validator then refuses, and the
+    function would receive a value of the wrong type whenever the model leaves it out."""
+    if not defaults:
+        return
+    from loopwright.tools.validation import validator_for  # the one argument validator
+
+    optional = {k: v for k, v in schema.items() if k != "required"}
+    for violation in validator_for(optional).violations(defaults):
+        name = violation.pointer.split("/")[1] if violation.pointer else "?"
+        hint = hints.get(name, Any)
+        shown = getattr(hint, "__name__", None) or repr(hint)
+        raise ValueError(
+            f"tool {owner!r}: parameter {name!r} has default {defaults.get(name)!r}, which "
+            f"its annotation {shown} refuses ({violation}); change the default or the "
+            "annotation (X | None = None for an optional value)"
+        )
 
 
 def type_schema(annotation: Any) -> dict[str, Any]:
@@ -157,6 +190,8 @@ class SchemaBuilder:
             return {}
         if tp in _SCALARS:
             return dict(_SCALARS[tp])
+        if tp in _FORMATTED:
+            return dict(_FORMATTED[tp])
         if tp is None:
             return {"type": "null"}
         origin = get_origin(tp)
@@ -179,8 +214,8 @@ class SchemaBuilder:
             return self._typeddict(tp, where)
         raise ValueError(
             f"tool {self.owner!r}: parameter {where!r} has type {tp!r}, which has no JSON "
-            "Schema mapping; use str/int/float/bool, Literal, Enum, list, dict, a dataclass "
-            "or a pydantic model"
+            "Schema mapping; use str/int/float/bool, datetime.date/datetime, Literal, Enum, "
+            "list, dict, a dataclass or a pydantic model"
         )
 
     def _union(self, args: tuple[Any, ...], where: str) -> dict[str, Any]:
@@ -425,6 +460,8 @@ _NO_DEFAULT: Any = object()
 def _json_default(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         value = value.value
+    elif isinstance(value, datetime.date):  # and datetime: the JSON form the schema takes
+        value = value.isoformat()
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
     elif callable(getattr(value, "model_dump", None)):
@@ -448,6 +485,8 @@ def converter_for(annotation: Any) -> Converter | None:
         base = get_args(base)[0]
     if base is float:
         return _to_float
+    if base in _FORMATTED:  # the stdlib parser: standard tzinfo, no pydantic import
+        return base.fromisoformat  # type: ignore[no-any-return]
     if isinstance(base, type) and issubclass(base, enum.Enum):
         return base
     if isinstance(base, type) and _is_pydantic_model(base):
