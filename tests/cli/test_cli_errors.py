@@ -3,6 +3,7 @@ the documented exit code, never a traceback."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -197,3 +198,21 @@ def test_tools_reference_takes_a_registry_and_names_what_is_not_a_tool(
     assert [t.name for t in built] == ["shout"]  # type: ignore[attr-defined]
     bad = invoke("run", "--json", "--tools", "reg_tools_mod:odd", "hi")
     check_failure(bad, USAGE_ERROR, "--tools 'reg_tools_mod:odd': int is not a tool")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--trace", "", "x"],
+        ["run", "--trace", "  ", "x"],
+        ["run", "--root", "", "x"],
+        ["run", "--db", "", "x"],
+        ["trace", "list", "--dir", ""],
+    ],
+)
+def test_an_empty_path_is_a_usage_error_and_writes_nothing(args: list[str], tmp_path: Path) -> None:
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = invoke(*args)
+    option = next(a for a, value in itertools.pairwise(args) if not value.strip())
+    check_failure(result, USAGE_ERROR, option, "empty")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # the cwd is tmp_path

@@ -14,6 +14,7 @@ from loopwright.cli.exit_codes import table
 from loopwright.cli.options import (
     POSITIVE_INT,
     POSITIVE_SECONDS,
+    NonEmptyPath,
     agent_options,
     agent_ref_option,
     given_fields,
@@ -70,7 +71,7 @@ RETRY_REASONS = tuple(stop.value for stop in RunStop if stop is not RunStop.FINA
 
 
 @click.command("batch", help=BATCH_HELP, no_args_is_help=True)
-@click.argument("prompts", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("prompts", type=NonEmptyPath(dir_okay=False, exists=True, path_type=Path))
 @click.option(
     "--engine",
     type=click.Choice(ENGINES),
@@ -88,7 +89,7 @@ RETRY_REASONS = tuple(stop.value for stop in RunStop if stop is not RunStop.FINA
 @click.option(
     "--out",
     "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=NonEmptyPath(dir_okay=False, path_type=Path),
     default=None,
     help="Append result lines to this file (resumable); default: stdout.",
 )
@@ -148,7 +149,7 @@ RETRY_REASONS = tuple(stop.value for stop in RunStop if stop is not RunStop.FINA
 @click.option(
     "--trace",
     "trace_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NonEmptyPath(file_okay=False, path_type=Path),
     default=None,
     envvar="LOOPWRIGHT_TRACE_DIR",
     help="With --engine local: a JSONL trace of each run in this directory.",

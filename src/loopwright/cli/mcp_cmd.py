@@ -11,6 +11,7 @@ import click
 
 from loopwright.cli.agents import import_ref
 from loopwright.cli.mcp_tools import need_sdk, server_configs
+from loopwright.cli.options import NonEmptyPath
 from loopwright.cli.output import Painted, say
 from loopwright.core.errors import UserError
 from loopwright.core.text import to_json
@@ -89,7 +90,7 @@ def mcp_group() -> None:
 )
 @click.option(
     "--root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NonEmptyPath(file_okay=False, path_type=Path),
     default=None,
     help="read_file's root directory (default: the working directory).",
 )

@@ -7,6 +7,7 @@ option (``--timeout nan`` says it needs a finite number) instead of a traceback 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final, TypeVar
@@ -40,6 +41,22 @@ class PositiveNumber(click.ParamType):
         if not math.isfinite(number) or number <= 0:
             self.fail(f"must be a finite number > 0, got {value!r}", param, ctx)
         return number
+
+
+class NonEmptyPath(click.Path):
+    """``click.Path`` refusing an empty or blank value. ``Path("")`` is the working
+    directory, so ``--trace ""`` (an unset shell variable: ``--trace "$DIR"``) would
+    quietly write into whatever folder the command ran in; it is a usage error instead."""
+
+    def convert(
+        self,
+        value: str | os.PathLike[str],
+        param: click.Parameter | None,
+        ctx: click.Context | None,
+    ) -> str | bytes | os.PathLike[str]:
+        if isinstance(value, (str, bytes)) and not value.strip():
+            self.fail("needs a path, got an empty value", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 POSITIVE_INT = PositiveNumber(int)
@@ -106,20 +123,20 @@ agent_options = apply(
     ),
     click.option(
         "--root",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=NonEmptyPath(file_okay=False, path_type=Path),
         default=None,
         help="read_file's root directory (default: the working directory).",
     ),
     click.option(
         "--db",
         "database",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=NonEmptyPath(dir_okay=False, path_type=Path),
         default=None,
         help="sql_query's SQLite file (default: loopwright.db).",
     ),
     click.option(
         "--outbox",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=NonEmptyPath(dir_okay=False, path_type=Path),
         default=None,
         help="send_email's outbox file (default: outbox.jsonl).",
     ),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from loopwright.cli.options import NonEmptyPath
 from loopwright.cli.output import CliError, say
 from loopwright.core.errors import LoopwrightError
 from loopwright.core.text import to_json
@@ -54,7 +55,7 @@ def list_command() -> None:
 @prompt_group.command("show")
 @click.argument("name")
 @click.option("--version", "version", default="latest", show_default=True)
-@click.option("--dir", "directory", type=click.Path(file_okay=False), help="A registry folder.")
+@click.option("--dir", "directory", type=NonEmptyPath(file_okay=False), help="A registry folder.")
 def show_command(name: str, version: str, directory: str | None) -> None:
     """Print a prompt's text, variables, fingerprint and changelog.
 
@@ -79,7 +80,7 @@ def show_command(name: str, version: str, directory: str | None) -> None:
 
 
 @prompt_group.command("test")
-@click.argument("suite_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("suite_file", type=NonEmptyPath(exists=True, dir_okay=False))
 @click.option(
     "--model",
     "model_spec",
@@ -93,7 +94,7 @@ def show_command(name: str, version: str, directory: str | None) -> None:
     help="Overall pass rate required (default: the suite's).",
 )
 @click.option(
-    "--report", "report_path", type=click.Path(dir_okay=False), help="Write the JSON report here."
+    "--report", "report_path", type=NonEmptyPath(dir_okay=False), help="Write the JSON report here."
 )
 @click.option("--base-url", help="Override the provider endpoint.")
 @click.option(

@@ -21,6 +21,7 @@ from loopwright.cli.exit_codes import exit_code, table
 from loopwright.cli.observe import instrument
 from loopwright.cli.options import (
     POSITIVE_INT,
+    NonEmptyPath,
     agent_options,
     as_json,
     given_fields,
@@ -104,7 +105,7 @@ def _payload_printer(direction: str, payload: Mapping[str, object]) -> None:
 @click.option(
     "--trace",
     "trace_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NonEmptyPath(file_okay=False, path_type=Path),
     default=None,
     envvar="LOOPWRIGHT_TRACE_DIR",
     help="Write a JSONL trace of each run into this directory (see `loopwright trace`).",
@@ -124,7 +125,7 @@ def _payload_printer(direction: str, payload: Mapping[str, object]) -> None:
 )
 @click.option(
     "--batch",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=NonEmptyPath(dir_okay=False, exists=True, path_type=Path),
     default=None,
     help="Run every prompt of a JSONL file; one JSON result line each (instead of PROMPT).",
 )

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from loopwright.cli.options import NonEmptyPath
 from loopwright.cli.output import emit_json, say
 from loopwright.tracing.spans import (
     SpanRecord,
@@ -129,7 +130,7 @@ def _dir_option(f: Any) -> Any:
     return click.option(
         "--dir",
         "directory",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=NonEmptyPath(file_okay=False, path_type=Path),
         default=None,
         help=f"Trace directory (default: ${TRACE_DIR_ENV} or ./{DEFAULT_TRACE_DIR}).",
     )(f)
@@ -219,7 +220,7 @@ def show_command(run: str, directory: Path | None) -> None:
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=NonEmptyPath(dir_okay=False, path_type=Path),
     default=Path("run.html"),
     show_default=True,
     help="The HTML file to write (self-contained; opens offline).",
