@@ -11,7 +11,7 @@ from loopwright.core.errors import RateLimited
 from loopwright.core.events import ResponseDone, StreamError, TextDelta, ToolCallDelta
 from loopwright.core.messages import Message, StopReason, Usage
 from loopwright.core.protocols import Model, ModelRequest, complete
-from loopwright.providers.scripted import Reply, ScriptExhausted
+from loopwright.providers.scripted import RecordedRequest, Reply, ScriptExhausted
 
 
 def _req(*texts: str) -> ModelRequest:
@@ -165,6 +165,45 @@ async def test_function_model_exception_becomes_stream_error() -> None:
     final = await complete(FunctionModel(broken), _req())
     assert isinstance(final, StreamError) and "KeyError" in str(final.error)
     assert not final.error.retryable
+
+
+async def test_a_call_records_its_request_without_building_a_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a call keeps a plain tuple of what it saw; the frozen RecordedRequest is built
+    # when ``requests`` is read (5.2k of the 7.7k instructions recording cost per call:
+    # benchmarks/notes/loop.md, round 10)
+    built = 0
+    init = RecordedRequest.__init__
+
+    def counting(self: RecordedRequest, *args: object) -> None:
+        nonlocal built
+        built += 1
+        init(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RecordedRequest, "__init__", counting)
+    model = FunctionModel(lambda messages, request: "ok", record_tail=2)
+    for i in range(5):
+        await complete(model, _req(*(f"m{k}" for k in range(i + 1))))
+    assert built == 0 and model.calls == 5
+    records = model.requests
+    assert built == 5
+    assert [r.message_count for r in records] == [1, 2, 3, 4, 5]
+    assert [[m.text for m in r.tail] for r in records][-2:] == [["m2", "m3"], ["m3", "m4"]]
+    assert model.requests is records and built == 5  # read again: nothing new to build
+
+
+async def test_requests_read_between_calls_stay_one_bounded_deque_in_call_order() -> None:
+    model = ScriptedModel([f"r{i}" for i in range(30)], max_requests=8)
+    kept = model.requests
+    for i in range(5):
+        await complete(model, _req(f"a{i}"))
+    assert [r.last_message.text for r in model.requests] == [f"a{i}" for i in range(5)]  # type: ignore[union-attr]
+    for i in range(20):  # more calls than max_requests, unread
+        await complete(model, _req(f"b{i}"))
+    assert model.requests is kept and kept.maxlen == 8  # reading it fills a kept deque
+    assert [r.last_message.text for r in kept] == [f"b{i}" for i in range(12, 20)]  # type: ignore[union-attr]
+    assert model.calls == 25
 
 
 def test_a_shared_model_keeps_a_bounded_number_of_requests() -> None:
