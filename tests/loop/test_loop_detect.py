@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from loopwright.core.messages import Message, ToolCallPart, Usage
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart, Usage
 from loopwright.core.run import ERROR_LOG_SIZE, LoopState
 from loopwright.loop import ErrorRecord, RepetitionDetector, RunState
 from loopwright.store import CorruptCheckpoint, decode_state, encode_state
@@ -66,6 +66,47 @@ def test_tail_is_bounded() -> None:
     d = RepetitionDetector(3, max_period=4)
     d.add([_c("a", i=i) for i in range(10_000)])
     assert len(d) == 2 * 12  # each kept call and its result
+
+
+def _r(content: str) -> ToolResultPart:
+    return ToolResultPart("id", "a", content)
+
+
+def test_observe_finds_a_repeat_turn_by_turn() -> None:
+    d = RepetitionDetector(3)
+    assert d.observe([_c("a", x=1)], [_r("1")]) is None
+    assert d.observe([_c("a", x=1)], [_r("1")]) is None  # two of three
+    found = d.observe([_c("a", x=1)], [_r("1")])
+    assert found is not None and "'a'" in found and "3 times" in found
+
+
+def test_observe_compares_results_when_a_call_repeats() -> None:
+    # the same call getting new answers (a job polled to completion) is progress
+    d = RepetitionDetector(3)
+    for status in ("queued", "running", "done"):
+        assert d.observe([_c("a", job=7)], [_r(status)]) is None
+    assert d.observe([_c("a", job=7)], [_r("done")]) is None  # two 'done' of three
+    assert d.observe([_c("a", job=7)], [_r("done")]) is not None
+
+
+def test_observe_finds_cycles_across_turns_of_several_calls() -> None:
+    d = RepetitionDetector(3, max_period=4)
+    cycle = [_c("t0"), _c("t1"), _c("t2")]
+    results = [_r("0"), _r("1"), _r("2")]
+    assert d.observe(cycle, results) is None
+    assert d.observe(cycle, results) is None
+    found = d.observe(cycle, results)
+    assert found is not None and "the cycle t0 -> t1 -> t2 repeated 3 times" in found
+
+
+def test_observe_with_results_unknown_still_sees_a_repeat() -> None:
+    # a resumed batch hands the held results too: more results than calls are not
+    # paired with the calls (the tail holds None for them, as ``add`` does)
+    d = RepetitionDetector(2)
+    held = [_r("x"), _r("y")]
+    assert d.observe([_c("a", x=1)], held) is None
+    found = d.observe([_c("a", x=1)], held)
+    assert found is not None and list(d)[1::2] == [None, None]
 
 
 def test_prime_from_history() -> None:

@@ -532,8 +532,7 @@ class RunEngine:
         else:
             state.consecutive_errors = 0
         if calls and self.detector is not None:
-            self.detector.add(calls, results)
-            found = self.detector.check()
+            found = self.detector.observe(calls, results)
             if found is not None:
                 return Stop(RunStop.LOOP_DETECTED, found)
         usage = state.usage

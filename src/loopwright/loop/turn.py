@@ -220,7 +220,8 @@ class RepetitionDetector(deque[ToolCallPart | ToolResultPart | None]):
     cycle of ``2..max_period`` calls repeated ``repeat_limit`` times in a row.
 
     Feed it every tool call in order with :meth:`add`; :meth:`check` returns a
-    description of the repetition found, or ``None``.
+    description of the repetition found, or ``None``. :meth:`observe` does both for one
+    turn (what the loop calls).
 
     The detector *is* its tail: a bounded ``deque`` of each call followed by its result
     (``None`` when unknown), not an object holding one. A run with repetition detection
@@ -259,6 +260,32 @@ class RepetitionDetector(deque[ToolCallPart | ToolResultPart | None]):
         for index, call in enumerate(calls):
             tail.append(call)
             tail.append(results[index] if known else None)  # type: ignore[index]
+
+    def observe(
+        self, calls: Sequence[ToolCallPart], results: Sequence[ToolResultPart]
+    ) -> str | None:
+        """:meth:`add` then :meth:`check`, what the loop asks after every turn that ran
+        tools, in one call: the tail is compared in full (:meth:`check`) only when the
+        newest call has the name and arguments of the call one period before it, which
+        every repetition needs; otherwise nothing repeats and ``None`` is returned at
+        once. A turn of one call appends directly. Same answers as ``add`` + ``check``
+        for two calls less per turn (benchmarks/notes/loop.md, round 10)."""
+        if len(calls) == 1 and len(results) == 1:
+            self.append(calls[0])
+            self.append(results[0])
+        else:
+            self.add(calls, results)
+        n = len(self) // 2
+        repeat = self._repeat
+        if n < repeat:
+            return None
+        last: ToolCallPart = self[-2]  # type: ignore[assignment]
+        name, arguments = last.name, last.arguments
+        for period in range(1, min(self._max_period, n // repeat) + 1):
+            prior: ToolCallPart = self[-2 - 2 * period]  # type: ignore[assignment]
+            if prior.arguments == arguments and prior.name == name:
+                return self.check()
+        return None
 
     def prime(self, messages: list[Message]) -> None:
         """Refill the tail from the end of a history (used when a run resumes)."""
