@@ -853,7 +853,7 @@ def test_an_address_in_a_long_run_without_spaces_is_found_in_linear_time() -> No
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30)
     assert out.stdout.strip() == b"None", out.stderr
-    from loopwright.providers import local_ground as lgr
+    from loopwright.providers import local_names
 
-    found = [m.group(0) for m in lgr._ADDRESS.finditer("see https://a.io/x or a@b.com")]
+    found = [m.group(0) for m in local_names._ADDRESS.finditer("see https://a.io/x or a@b.com")]
     assert found == ["https://a.io/x", "a@b.com"]

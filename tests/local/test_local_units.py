@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_ground as lgr
+from loopwright.providers.local_numbers import numbers_at
 from loopwright.providers.local_units import unit_numbers
 
 
@@ -45,18 +46,18 @@ def test_a_unit_two_parameters_name_or_two_numbers_share_decides_nothing() -> No
         "timeout": {"type": "integer", "description": "Give up after this many seconds."},
     }
     request = "Wait 5 seconds."
-    assert unit_numbers(props, request, lgr._numbers_at(request)) == {}
+    assert unit_numbers(props, request, numbers_at(request)) == {}
     request = "It moves for 4 seconds, then 6 seconds more."
-    assert unit_numbers(MOTION, request, lgr._numbers_at(request)) == {}
+    assert unit_numbers(MOTION, request, numbers_at(request)) == {}
 
 
 def test_function_words_after_a_number_are_no_unit() -> None:
     props = {"count": {"type": "integer", "description": "How many, and of which kind."}}
     request = "Give me 3 and 4."
-    assert unit_numbers(props, request, lgr._numbers_at(request)) == {}
+    assert unit_numbers(props, request, numbers_at(request)) == {}
     request = "a 10-mile run"
     miles = {"distance": {"type": "number", "description": "Distance in miles."}}
-    assert unit_numbers(miles, request, lgr._numbers_at(request)) == {"distance": 10.0}
+    assert unit_numbers(miles, request, numbers_at(request)) == {"distance": 10.0}
 
 
 def test_a_number_outside_a_parameters_enum_or_type_is_not_its() -> None:
@@ -70,8 +71,8 @@ def test_a_number_outside_a_parameters_enum_or_type_is_not_its() -> None:
         }
     }
     request = "Reservation and cleaning work 22/3/2024 Bangkok, Chatuchak"
-    assert unit_numbers(props, request, lgr._numbers_at(request)) == {}
-    assert unit_numbers(props, "3 Bangkok", lgr._numbers_at("3 Bangkok")) == {"province_id": 3}
+    assert unit_numbers(props, request, numbers_at(request)) == {}
+    assert unit_numbers(props, "3 Bangkok", numbers_at("3 Bangkok")) == {"province_id": 3}
     whole = {"count": {"type": "integer", "description": "How many apples"}}
     request = "buy 2.5 apples"
-    assert unit_numbers(whole, request, lgr._numbers_at(request)) == {}
+    assert unit_numbers(whole, request, numbers_at(request)) == {}

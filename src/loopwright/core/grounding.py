@@ -198,12 +198,64 @@ def other_item_first(answer: str, question: str, contents: Iterable[str]) -> str
     return None
 
 
+# A number as a table cell or a result writes it ("12", "-3", "0.25").
+_CELL_NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\d)")
+MIN_ROWS = 2
+
+
+def cell_text(value: object) -> str:
+    """A table cell as text: a string stripped and lower-cased, a number in canonical
+    form (:func:`canonical_number`); "" for a flag, a null or a nested value."""
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, int | float):
+        return canonical_number(json.dumps(value))
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def is_number(value: str) -> bool:
+    """Whether a cell's text (:func:`cell_text`) is a number."""
+    return _CELL_NUMBER.fullmatch(value) is not None
+
+
+def table_rows(data: dict[str, object]) -> dict[str, object]:
+    """``data`` with a table given as ``{"columns": [...], "rows": [[...], ...]}`` turned
+    into one object per row."""
+    columns, rows = data.get("columns"), data.get("rows")
+    if isinstance(columns, list) and isinstance(rows, list):
+        table = [r for r in rows if isinstance(r, list)]
+        return {**data, "rows": [dict(zip(map(str, columns), r, strict=False)) for r in table]}
+    return data
+
+
+def row_values(content: str, min_rows: int = MIN_ROWS) -> list[list[str]]:
+    """The values of each row of a result (a table's rows, a list's objects) as text
+    (:func:`cell_text`; empty cells left out); empty when it holds fewer than
+    ``min_rows`` rows."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return []
+    if isinstance(data, dict):
+        data = table_rows(data).get("rows")
+    if not isinstance(data, list):
+        return []
+    rows = [r.values() if isinstance(r, dict) else r for r in data if isinstance(r, list | dict)]
+    found = [[t for t in map(cell_text, row) if t] for row in rows]
+    return found if len(found) >= min_rows else []
+
+
 def _same_stem(a: str, b: str) -> bool:
     need = min(len(a), len(b), MIN_STEM)
     return a[:need] == b[:need]
 
 
 __all__ = [
+    "MIN_ROWS",
+    "cell_text",
+    "is_number",
+    "row_values",
+    "table_rows",
     "asked_item",
     "canonical_number",
     "item_numbers",

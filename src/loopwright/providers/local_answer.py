@@ -42,6 +42,8 @@ from loopwright.core.grounding import (
     item_numbers,
     result_labels,
     result_texts,
+    row_values,
+    table_rows,
     unstated_words,
 )
 from loopwright.core.messages import Message
@@ -58,10 +60,8 @@ from loopwright.providers.local_rows import (
     numbers_in,
     other_fields,
     other_rows,
-    row_values,
     short,
     subject_name,
-    table_rows,
     unique,
 )
 

@@ -16,7 +16,15 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from loopwright.core.grounding import MIN_STEM, asked_item, canonical_number
+from loopwright.core.grounding import (
+    MIN_STEM,
+    asked_item,
+    canonical_number,
+    cell_text,
+    is_number,
+    row_values,
+    table_rows,
+)
 
 NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d])")
 
@@ -144,7 +152,7 @@ def _rows_with_id(texts: Sequence[str], number: str) -> list[int]:
                 i
                 for i, r in enumerate(dicts)
                 if isinstance(r, dict)
-                and any(str(k).lower() == "id" and _cell(v) == number for k, v in r.items())
+                and any(str(k).lower() == "id" and cell_text(v) == number for k, v in r.items())
             ]
     return []
 
@@ -203,7 +211,7 @@ def named_rows(rows: list[list[str]], question: str) -> list[list[str]]:
     named = [
         row
         for row in rows
-        if any(mentions(asked, v) or v in names for v in row if not _is_number(v))
+        if any(mentions(asked, v) or v in names for v in row if not is_number(v))
     ]
     return named if len(named) < len(rows) else []
 
@@ -247,7 +255,7 @@ def _counted(rows: list[list[str]], named: list[list[str]], question: str) -> st
     if not named or counted is None:
         return ""
     noun = {counted.group(1).lower()}
-    if any(mentions(noun, v) for row in named for v in row if not _is_number(v)):
+    if any(mentions(noun, v) for row in named for v in row if not is_number(v)):
         return ""
     return str(len(named))
 
@@ -285,43 +293,11 @@ def _identifiers(texts: Sequence[str]) -> set[str]:
         for row in rows if isinstance(rows, list) else []:
             if isinstance(row, dict):
                 found |= {
-                    _cell(v)
+                    cell_text(v)
                     for k, v in row.items()
                     if str(k).lower() == "id" or str(k).lower().endswith("_id")
                 }
     return found
-
-
-MIN_ROWS = 2
-
-
-def row_values(content: str, min_rows: int = MIN_ROWS) -> list[list[str]]:
-    """The values of each row of a result (a table's rows, a list's objects) as text:
-    strings lower-cased, numbers as :func:`numbers_in` reads them; empty when it holds
-    fewer than ``min_rows`` rows."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        return []
-    if isinstance(data, dict):
-        data = table_rows(data).get("rows")
-    if not isinstance(data, list):
-        return []
-    rows = [r.values() if isinstance(r, dict) else r for r in data if isinstance(r, list | dict)]
-    found = [[t for t in map(_cell, row) if t] for row in rows]
-    return found if len(found) >= min_rows else []
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, bool) or value is None:
-        return ""
-    if isinstance(value, int | float):
-        return canonical_number(json.dumps(value))
-    return value.strip().lower() if isinstance(value, str) else ""
-
-
-def _is_number(value: str) -> bool:
-    return NUMBER.fullmatch(value) is not None
 
 
 def short(numbers: Iterable[str]) -> tuple[str, ...]:
@@ -332,16 +308,6 @@ KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
 MIN_FIELD_WORD = 3
-
-
-def table_rows(data: dict[str, object]) -> dict[str, object]:
-    """``data`` with a table given as ``{"columns": [...], "rows": [[...], ...]}`` turned
-    into one object per row."""
-    columns, rows = data.get("columns"), data.get("rows")
-    if isinstance(columns, list) and isinstance(rows, list):
-        table = [r for r in rows if isinstance(r, list)]
-        return {**data, "rows": [dict(zip(map(str, columns), r, strict=False)) for r in table]}
-    return data
 
 
 WORD = re.compile(r"[A-Za-z]+")

@@ -46,13 +46,16 @@ from dataclasses import dataclass, replace
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
 from loopwright.core.grounding import (
+    MIN_ROWS,
     MIN_STEM,
     STOPWORDS,
     asked_item,
     canonical_number,
+    is_number,
     label_words,
     other_item_first,
     result_labels,
+    row_values,
     unstated_words,
 )
 from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
@@ -162,7 +165,7 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     unsupported = _unsupported_yes(answer, turn.question, ok)
     if unsupported:
         return f"says yes to {unsupported!r}, which no result states"
-    rows = [row for r in ok for row in _row_cells(r.content)]
+    rows = [row for r in ok for row in row_values(r.content, 0)]
     unnamed = _unnamed_row(answer, turn, ok, rows)
     if unnamed:
         return f"names {unnamed!r}, which no row of the results shows"
@@ -211,9 +214,6 @@ def _unsupported_yes(answer: str, question: str, results: Sequence[ToolResultPar
     return None
 
 
-MIN_ROWS = 2
-
-
 def _unnamed_row(
     answer: str, turn: Turn, results: Sequence[ToolResultPart], rows: list[list[str]]
 ) -> str | None:
@@ -225,7 +225,7 @@ def _unnamed_row(
     if len(rows) < MIN_ROWS:
         return None
     asked = set(_words(turn.question))
-    if any(_names(asked, v) for row in rows for v in row if not _is_number(v)):
+    if any(_names(asked, v) for row in rows for v in row if not is_number(v)):
         return None  # the question names a row: see _other_row
     numbers, words = _numbers(answer), set(_words(answer))
     picked = [row for row in rows if any(_said(v, numbers, words) for v in row)]
@@ -239,42 +239,15 @@ def _unnamed_row(
     return None
 
 
-def _row_cells(content: str) -> list[list[str]]:
-    """The values of each row of a result (a table's ``rows``, a list's objects) as
-    text, lower-cased (numbers in canonical form); empty when it holds no rows."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        return []
-    if isinstance(data, dict):
-        data = data.get("rows")
-    if not isinstance(data, list):
-        return []
-    rows = [r.values() if isinstance(r, dict) else r for r in data if isinstance(r, list | dict)]
-    return [[_cell_text(v) for v in row if _cell_text(v)] for row in rows]
-
-
-def _cell_text(value: object) -> str:
-    if isinstance(value, bool) or value is None:
-        return ""
-    if isinstance(value, int | float):
-        return canonical_number(json.dumps(value))
-    return value.strip().lower() if isinstance(value, str) else ""
-
-
-def _is_number(value: str) -> bool:
-    return _NUMBER.fullmatch(value) is not None
-
-
 def _said(value: str, numbers: set[str], words: set[str]) -> bool:
-    return value in numbers if _is_number(value) else _names(words, value)
+    return value in numbers if is_number(value) else _names(words, value)
 
 
 def _other_row(answer: str, question: str, rows: list[list[str]]) -> str | None:
     """A text value of another row (of ``rows``, the results' rows), when the question
     names rows by a text value of theirs and the answer names none of those but names
     another; else ``None``."""
-    rows = [[v for v in row if not _is_number(v)] for row in rows]
+    rows = [[v for v in row if not is_number(v)] for row in rows]
     if len(rows) < MIN_ROWS:
         return None
     asked, said = set(_words(question)), set(_words(answer))

@@ -44,6 +44,7 @@ from loopwright.core.events import ModelEvent, ResponseDone
 from loopwright.core.messages import Message, ToolCallPart
 from loopwright.core.protocols import Model, ModelRequest, NamedTool, ToolCallDelta
 from loopwright.core.tools import ToolSpec
+from loopwright.strategies.embedded.examples import example_parameter
 from loopwright.strategies.embedded.formula import (
     arithmetic,
     held_to_formula,
@@ -140,40 +141,26 @@ def held_to_request(
     return held_to_file_name(message, request, tools)
 
 
-def _is_file_name(text: str) -> bool:
-    return file_names(text) == [text]
+def _is_file_name(text: object) -> bool:
+    return isinstance(text, str) and file_names(text) == [text]
 
 
-def _is_formula(text: str) -> bool:
-    return arithmetic(text) is not None
+def _is_formula(text: object) -> bool:
+    return isinstance(text, str) and arithmetic(text) is not None
 
 
 # A kind of value: whether an example is one, and whether a request states one.
-_KINDS: tuple[tuple[Callable[[str], bool], Callable[[str], bool]], ...] = (
+_KINDS: tuple[tuple[Callable[[object], bool], Callable[[str], bool]], ...] = (
     (_is_formula, lambda request: request_formula(request) is not None),
     (_is_file_name, lambda request: bool(file_names(request))),
 )
 MIN_EXAMPLES = 2
 
 
-def _takes(spec: ToolSpec, is_kind: Callable[[str], bool]) -> bool:
+def _takes(spec: ToolSpec, is_kind: Callable[[object], bool]) -> bool:
     """Whether a required string parameter of ``spec`` shows only values of a kind: at
     least :data:`MIN_EXAMPLES` examples, every one of it."""
-    props = spec.parameters.get("properties")
-    if not isinstance(props, Mapping):
-        return False
-    for name in spec.parameters.get("required") or ():
-        schema = props.get(name)
-        if not isinstance(schema, Mapping) or schema.get("type") != "string":
-            continue
-        examples = schema.get("examples")
-        if (
-            isinstance(examples, list)
-            and len(examples) >= MIN_EXAMPLES
-            and all(isinstance(e, str) and is_kind(e) for e in examples)
-        ):
-            return True
-    return False
+    return example_parameter(spec, is_kind, min_examples=MIN_EXAMPLES) is not None
 
 
 def stated_tool(request: str, tools: Sequence[ToolSpec]) -> str | None:

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from loopwright.core.grounding import STOPWORDS
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.tools import ToolSpec
+from loopwright.strategies.embedded.examples import example_parameter
 from loopwright.tools.builtin.sql import described_tables, select_pattern, without_kinds
-
-MIN_EXAMPLES = 1
 
 
 def _is_select(text: object) -> bool:
@@ -36,26 +35,6 @@ def _is_select(text: object) -> bool:
         return False
     statement = text.strip()
     return statement.upper().startswith("SELECT ") and sqlite3.complete_statement(statement + ";")
-
-
-def _select_parameter(spec: ToolSpec) -> str | None:
-    """The required string parameter of ``spec`` whose examples are all SELECTs."""
-    props = spec.parameters.get("properties")
-    if not isinstance(props, Mapping):
-        return None
-    for name in spec.parameters.get("required") or ():
-        schema = props.get(name)
-        if not isinstance(schema, Mapping) or schema.get("type") != "string":
-            continue
-        examples = schema.get("examples")
-        if (
-            isinstance(examples, list)
-            and len(examples) >= MIN_EXAMPLES
-            and all(_is_select(e) for e in examples)
-            and "pattern" not in schema
-        ):
-            return str(name)
-    return None
 
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]\d)")
@@ -89,7 +68,7 @@ def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
     """``spec`` with its query parameter held to its tables (module docstring), its
     comparisons to the values ``request`` states when given; ``spec`` itself when it
     describes no tables or shows no SELECT examples."""
-    name = _select_parameter(spec)
+    name = example_parameter(spec, _is_select, unpatterned=True)
     tables = described_tables(spec.description) if name is not None else {}
     if name is None or not tables:
         return spec
