@@ -114,6 +114,13 @@ class Tool:
             )
         if not callable(self.fn):
             raise ValueError(f"tool {name!r}: fn must be callable, got {type(self.fn).__name__}")
+        if _is_generator_callable(self.fn):
+            # calling one only builds a generator: the model would read its repr as the
+            # result and the body would never run
+            raise ValueError(
+                f"tool {name!r}: fn is a generator function (it uses yield); a tool returns "
+                "its result: collect the items and return a list"
+            )
         if self.check_parameters:
             check_schema(self.spec.parameters, owner=f"tool {name!r}")
             _check_signature(name, self.fn, self.spec.parameters, self.context_param)
@@ -449,6 +456,13 @@ def _check_signature(
             "schema does not declare it; add it to the schema's properties or give the "
             "parameter a default"
         )
+
+
+def _is_generator_callable(fn: Callable[..., Any]) -> bool:
+    while hasattr(fn, "func") and not inspect.isfunction(fn):  # functools.partial
+        fn = fn.func
+    fn = inspect.unwrap(fn)
+    return inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:

@@ -1,4 +1,5 @@
-"""``datetime.date``/``datetime.datetime`` parameters, and defaults their annotation refuses."""
+"""What @tool checks and supports: date/datetime parameters, defaults their annotation
+refuses, generator functions."""
 
 from __future__ import annotations
 
@@ -114,3 +115,15 @@ def test_matching_defaults_are_accepted() -> None:
 
     props = function_schema(f).parameters["properties"]
     assert props["x"]["default"] == 1 and props["tags"]["default"] == ["a"]
+
+
+def test_a_generator_function_is_refused_as_a_tool() -> None:
+    def numbers() -> Any:
+        yield 1
+
+    async def stream() -> Any:
+        yield 1
+
+    for fn in (numbers, stream):
+        with pytest.raises(ValueError, match="generator function"):
+            tool(fn)
