@@ -9,6 +9,7 @@ import operator
 import threading
 from typing import Annotated
 
+import pytest
 from typing_extensions import TypedDict
 
 import loopwright.graph as lw
@@ -149,3 +150,23 @@ def test_without_max_concurrency_every_task_of_a_superstep_runs_at_once() -> Non
     )
     out = graph.compile().invoke({"question": "", "answers": [], "n": 0})
     assert sorted(out["answers"]) == list(range(count))
+
+
+@pytest.mark.parametrize("key", ["max_concurrency", "recursion_limit"])
+@pytest.mark.parametrize("value", [0, -1, "2", 2.5, True])
+def test_a_config_count_that_is_not_a_whole_number_above_zero_is_refused(
+    key: str, value: object
+) -> None:
+    class Fan(TypedDict):
+        items: Annotated[list[str], operator.add]
+
+    graph = lw.StateGraph(Fan)
+    for name in "abc":
+        graph.add_node(name, lambda s, name=name: {"items": [name]})
+        graph.add_edge(lw.START, name)
+    with pytest.raises(lw.GraphError, match=key):  # -1 lanes ran no task: writes were lost
+        graph.compile().invoke({"items": []}, {key: value})
+    assert graph.compile().invoke({"items": []}, {key: 1 if key == "max_concurrency" else 5})[
+        "items"
+    ] == ["a", "b", "c"]
+

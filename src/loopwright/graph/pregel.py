@@ -53,6 +53,7 @@ from loopwright.graph.types import (
     StepFinished,
     TaskFinished,
     TaskStarted,
+    config_count,
 )
 from loopwright.tools.execution import call_sync
 
@@ -200,11 +201,8 @@ class _Run:
                 "this graph has a checkpointer: pass a thread id, e.g. "
                 'graph.invoke(input, {"configurable": {"thread_id": "1"}})'
             )
-        self.limit = int(config.get("recursion_limit", graph.recursion_limit))
-        if self.limit < 1:
-            raise GraphError("recursion_limit must be at least 1")
-        limit = config.get("max_concurrency")
-        self.workers: int | None = int(limit) if limit else None
+        self.limit = config_count(config, "recursion_limit") or graph.recursion_limit
+        self.workers = config_count(config, "max_concurrency")
         """Tasks of one superstep running at once; ``None``: no bound (plain nodes still
         share the worker pool of ``tools/execution.py``)."""
         self.tracer: GraphTracer | None = config.get("tracer")

@@ -269,6 +269,22 @@ class InvalidUpdateError(GraphError):
     """A node's return value or a superstep's writes cannot be applied."""
 
 
+def config_count(config: Mapping[str, Any], key: str) -> int | None:
+    """``config[key]``, a whole number >= 1, or ``None`` when it is absent or ``None``.
+
+    Anything else is a :class:`GraphError` naming the key: ``int("x")``'s own message names
+    nothing, and ``max_concurrency=-1`` ran no task of a superstep at all (no lanes), so
+    the superstep's writes were silently lost."""
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise GraphError(
+            f'config["{key}"] must be a whole number >= 1 (or left out), got {value!r}'
+        )
+    return value
+
+
 class GraphRecursionError(GraphError):
     """The run took more supersteps than ``config["recursion_limit"]`` allows."""
 
