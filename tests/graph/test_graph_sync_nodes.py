@@ -170,3 +170,11 @@ def test_a_config_count_that_is_not_a_whole_number_above_zero_is_refused(
         "items"
     ] == ["a", "b", "c"]
 
+
+def test_a_write_its_reducer_refuses_names_the_key() -> None:
+    graph = lw.StateGraph(State)
+    graph.add_node("bad", lambda s: {"answers": 5})
+    graph.add_edge(lw.START, "bad")
+    with pytest.raises(lw.InvalidUpdateError, match=r"'answers'.*add.*5") as info:
+        graph.compile().invoke({"question": "q", "answers": [], "n": 0})
+    assert isinstance(info.value.__cause__, TypeError)

@@ -719,7 +719,7 @@ def merge_writes(
             continue
         if key in graph.message_keys:
             items = [w if isinstance(w, Overwrite) else normalize_messages(w) for w in items]
-        value = _reduce(reducer, values.get(key, MISSING), items)
+        value = _reduce(reducer, values.get(key, MISSING), items, key)
         values[key] = value
         if changes is not None:
             changes[key] = Change(writes=tuple(items), value=value)
@@ -741,15 +741,28 @@ def _chain_changes(first: dict[str, Change], then: dict[str, Change]) -> dict[st
     return out
 
 
-def _reduce(reducer: Callable[[Any, Any], Any], current: Any, writes: Sequence[Any]) -> Any:
+def _reduce(
+    reducer: Callable[[Any, Any], Any], current: Any, writes: Sequence[Any], key: str
+) -> Any:
     overwritten = False
     for write in writes:
         if isinstance(write, Overwrite):
             if overwritten:
                 raise InvalidUpdateError("Can receive only one Overwrite value per super-step.")
             current, overwritten = write.value, True
+        elif not overwritten and current is MISSING:
+            current = write
         elif not overwritten:
-            current = write if current is MISSING else reducer(current, write)
+            try:
+                current = reducer(current, write)
+            except GraphError:
+                raise
+            except Exception as exc:  # a bare TypeError would name neither key nor value
+                name = getattr(reducer, "__name__", repr(reducer))
+                raise InvalidUpdateError(
+                    f"At key '{key}': its reducer {name} refused the write {write!r:.80} "
+                    f"({type(exc).__name__}: {exc}); write a value the reducer takes"
+                ) from exc
     return current
 
 
