@@ -49,6 +49,7 @@ from loopwright.strategies.runtime import (
     Strategy,
     StrategyContext,
     StrategyResult,
+    check_count,
 )
 from loopwright.tools import DispatchConfig, Dispatcher, ToolRegistry
 from loopwright.tools.confirm import Confirmation
@@ -278,6 +279,12 @@ class PlanConfig:
     reflect_each_batch: bool = True
     review: Review | None = None
     on_progress: Progress | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "planner_attempts", "max_concurrency"):
+            check_count(f"PlanConfig.{name}", getattr(self, name))
+        for name in ("max_retries", "max_replans"):
+            check_count(f"PlanConfig.{name}", getattr(self, name), minimum=0)
 
 
 class PlanAndExecute(Strategy):

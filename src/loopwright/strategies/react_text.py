@@ -39,6 +39,8 @@ from loopwright.strategies.runtime import (
     Prepared,
     Strategy,
     StrategyContext,
+    check_choice,
+    check_count,
 )
 from loopwright.tools import DispatchConfig, Dispatcher, ToolRegistry
 
@@ -201,6 +203,9 @@ class ReActText(Strategy):
         example: str | None = DEFAULT_EXAMPLE,
     ) -> None:
         super().__init__(limits)
+        check_choice("ReActText(format=...)", format, ("react", "hermes"))
+        check_count("ReActText(max_steps=...)", max_steps)
+        check_count("ReActText(max_repeats=...)", max_repeats, minimum=0)
         self.model = model
         self.format = format
         self.max_steps = max_steps

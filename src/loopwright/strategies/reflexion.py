@@ -33,7 +33,13 @@ from loopwright.loop.limits import Limits
 from loopwright.prompts import prompt_message
 from loopwright.strategies.memory import ReflectionMemory
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import BudgetExhausted, Outcome, Strategy, StrategyContext
+from loopwright.strategies.runtime import (
+    BudgetExhausted,
+    Outcome,
+    Strategy,
+    StrategyContext,
+    check_count,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,7 @@ class Reflexion(Strategy):
         limits: Limits | None = None,
     ) -> None:
         super().__init__(limits)
+        check_count("Reflexion(max_trials=...)", max_trials)
         self.actor = actor
         self.evaluator = evaluator
         self.memory = memory

@@ -27,7 +27,7 @@ from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
+from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext, check_count
 
 AnswerParser = Callable[[str], "str | None"]
 _ANSWER: Final = re.compile(r"answer\s*(?:is|:)\s*(.+)", re.IGNORECASE)
@@ -85,8 +85,7 @@ class SelfConsistency(Strategy):
         min_lead: int | None = None,
     ) -> None:
         super().__init__(limits)
-        if k < 1:
-            raise ValueError(f"SelfConsistency(k=...) must be >= 1, got {k}")
+        check_count("SelfConsistency(k=...)", k)
         self.model = model
         self.k = k
         self.concurrency = max(1, concurrency or k)

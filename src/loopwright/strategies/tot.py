@@ -33,7 +33,14 @@ from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import Outcome, Prepared, Strategy, StrategyContext
+from loopwright.strategies.runtime import (
+    Outcome,
+    Prepared,
+    Strategy,
+    StrategyContext,
+    check_choice,
+    check_count,
+)
 
 Steps: TypeAlias = tuple[str, ...]
 GenerateFn: TypeAlias = Callable[[str, Steps], "Sequence[str] | Awaitable[Sequence[str]]"]
@@ -80,6 +87,16 @@ class SearchConfig:
     settings: ModelSettings | None = None
     """Settings of every model call (sampled calls get ``temperature=0.7`` on top)."""
 
+    def __post_init__(self) -> None:
+        check_choice("SearchConfig.method", self.method, ("bfs", "dfs"))
+        for name in ("depth", "beam", "n_generate", "n_evaluate", "max_nodes", "max_concurrency"):
+            check_count(f"SearchConfig.{name}", getattr(self, name))
+        threshold = self.threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise ValueError(f"SearchConfig.threshold must be a number, got {threshold!r}")
+        if not 0.0 <= threshold <= 1.0:  # also refuses nan
+            raise ValueError(f"SearchConfig.threshold must be a score in 0-1, got {threshold!r}")
+
 
 def _default_key(steps: Steps) -> Hashable:
     return steps
@@ -121,6 +138,8 @@ class TreeOfThoughts(Strategy):
             raise ValueError(
                 "TreeOfThoughts needs a model unless both generate and evaluate are functions"
             )
+        check_choice("TreeOfThoughts(generator=...)", generator, ("propose", "sample"))
+        check_choice("TreeOfThoughts(evaluator=...)", evaluator, ("value", "vote"))
         self.model = model
         self.generator = generator
         self.evaluator = evaluator
