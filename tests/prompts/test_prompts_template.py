@@ -132,3 +132,22 @@ def test_unusual_json_values_take_the_standard_path() -> None:
         template.render(v=cyclic)
     with pytest.raises(TemplateError, match="cannot be rendered as JSON"):
         template.render(v={"a": object()})
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "text", "field"),
+    [
+        ("", "1.0", "hi", "name"),
+        ("  ", "1.0", "hi", "name"),
+        ("a@b", "1.0", "hi", "name"),
+        ("router", "", "hi", "version"),
+        ("router", "1#2", "hi", "version"),
+        ("router", 1.0, "hi", "version"),
+        ("router", "1.0", None, "text"),
+    ],
+)
+def test_a_template_that_its_fingerprint_cannot_name_is_refused(
+    name: object, version: object, text: object, field: str
+) -> None:
+    with pytest.raises(TemplateError, match=field):
+        PromptTemplate(name, version, text)  # type: ignore[arg-type]

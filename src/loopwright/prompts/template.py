@@ -129,6 +129,21 @@ def render_value(value: object, name: str = "value") -> str:
     return _render_value(name, value)
 
 
+def _check_identity(name: object, version: object, text: object) -> None:
+    """The fingerprint ``name@version#hash`` names a template in traces and prompt tests:
+    an empty part, or one holding its separators, would name nothing or two things."""
+    for field_name, value in (("name", name), ("version", version)):
+        if not isinstance(value, str) or not value.strip() or "@" in value or "#" in value:
+            raise TemplateError(
+                f"PromptTemplate {field_name} must be a non-empty str without '@' or '#' "
+                f"(the fingerprint is name@version#hash), got {value!r}"
+            )
+    if not isinstance(text, str):
+        raise TemplateError(
+            f"PromptTemplate {name}@{version}: text must be a str, got {type(text).__name__}"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class PromptTemplate:
     """A named, versioned template (see module docstring for its syntax).
@@ -148,6 +163,7 @@ class PromptTemplate:
     _names: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        _check_identity(self.name, self.version, self.text)
         segments: list[tuple[bool, str]] = []
         names: dict[str, None] = {}
         pos = 0
