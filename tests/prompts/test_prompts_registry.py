@@ -139,3 +139,14 @@ def test_canary_of_the_only_version_is_refused(tmp_path: Path) -> None:
     make(tmp_path, {"router/v1.0.txt": "only {x}"})
     with pytest.raises(RegistryError, match=r"no version besides '1\.0'"):
         PromptRegistry(tmp_path).start_canary("router", "1.0", 10)
+
+
+def test_a_prompt_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "v1.0.txt").write_bytes("caf\xe9 {x}".encode("latin-1"))
+    (tmp_path / "legacy" / "changelog.md").write_bytes(b"\xff\xfe")
+    reg = PromptRegistry(tmp_path)
+    with pytest.raises(RegistryError, match=r"legacy/v1\.0\.txt is not UTF-8"):
+        reg.get("legacy")
+    with pytest.raises(RegistryError, match=r"changelog\.md is not UTF-8"):
+        reg.changelog("legacy")

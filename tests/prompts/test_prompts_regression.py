@@ -190,3 +190,10 @@ def test_example_suites_against_the_embedded_model(prompt_suite) -> None:  # typ
         print(f"\n{report.table()}")
         assert report.runs == 2 * len(report.cases)
         assert all(len(c.samples) == 2 for c in report.cases)
+
+
+def test_a_suite_file_that_is_not_utf8_is_a_suite_error(tmp_path: Path) -> None:
+    bad = tmp_path / "s.yaml"
+    bad.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(SuiteError, match=r"cannot read suite .*s\.yaml"):
+        load_suite(bad)

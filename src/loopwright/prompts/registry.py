@@ -48,6 +48,18 @@ class RegistryError(PromptError):
     """A prompt folder, version or deployment request is invalid."""
 
 
+def _read_text(path: Path) -> str:
+    """A prompt file's text; one that is not UTF-8 is a :class:`RegistryError` naming it
+    (``UnicodeDecodeError`` names neither the file nor the fix)."""
+    try:
+        return path.read_text("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RegistryError(
+            f"prompt file {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+            "save it as UTF-8"
+        ) from exc
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Version:
     """A semantic version; orders numerically, a pre-release below its release."""
@@ -199,7 +211,7 @@ class PromptRegistry:
             cached = PromptTemplate(
                 name,
                 entry.label,
-                entry.path.read_text("utf-8"),
+                _read_text(entry.path),
                 metadata={"path": str(entry.path)},
             )
             self._cache[entry.path] = cached
@@ -208,7 +220,7 @@ class PromptRegistry:
     def changelog(self, name: str) -> str:
         self._entries(name)
         path = self.root / name / "changelog.md"
-        return path.read_text("utf-8") if path.is_file() else ""
+        return _read_text(path) if path.is_file() else ""
 
     def schema(self, name: str) -> Mapping[str, JSONValue] | None:
         """The prompt's ``schema.json`` (its output contract), if it has one."""

@@ -396,7 +396,7 @@ def load_suite(path: str | Path) -> PromptSuite:
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text("utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise SuiteError(f"cannot read suite {str(path)!r}: {exc}") from exc
     if not isinstance(data, dict):
         raise SuiteError(f"suite {str(path)!r} must be a YAML mapping")
