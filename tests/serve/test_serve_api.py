@@ -89,6 +89,10 @@ def test_approval_pauses_then_completes(http: httpx.Client, server: Server) -> N
     assert not server.outbox.exists()
     bad = http.post(f"/v1/sessions/{sid}/approvals", json={"approve": ["call-9"]}, headers=ALPHA)
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "body.approve"
+    both = {"approve": ["call-1"], "deny": {"call-1": "not ann"}}  # was approved: sent
+    bad = http.post(f"/v1/sessions/{sid}/approvals", json=both, headers=ALPHA)
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "conflicting_decisions"
+    assert not server.outbox.exists()
     resp = http.post(f"/v1/sessions/{sid}/approvals", json={"approve": True}, headers=ALPHA)
     assert resp.status_code == 202
     after = read_events(http, sid, ALPHA, last_event_id=len(events))

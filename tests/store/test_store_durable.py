@@ -107,6 +107,9 @@ def test_deny_and_per_call_decisions(store: CheckpointStore) -> None:
     assert durable.run("send", session_id=s).stop is RunStop.AWAITING_CONFIRMATION
     with pytest.raises(UserError, match=r"no pending call\(s\) \['nope'\]"):
         durable.resume(s, approve=["nope"])
+    with pytest.raises(UserError, match=r"\['call-ann'\] .* both approved and denied"):
+        durable.resume(s, approve=["call-ann"], deny={"call-ann": "not ann"})
+    assert box.sent == []  # the approval used to win: ann was emailed
     result = durable.resume(s, approve=["call-bob"], deny="not ann")
     assert box.sent == ["bob"]
     tool_msg = result.messages[-2]

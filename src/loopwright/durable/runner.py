@@ -136,7 +136,7 @@ class Durable:
             stored = lock.stored
             if stored is None:
                 raise SessionNotFound(session_id)
-            decisions = _decisions(stored, approve, deny) if stored.awaiting_confirmation else {}
+            decisions = decisions_for(stored, approve, deny) if stored.awaiting_confirmation else {}
             if stored.awaiting_confirmation and not decisions:
                 raise UserError(_awaiting_message(stored))
             return await self._continue(stored, lock, prompt=prompt, decisions=decisions)
@@ -454,8 +454,20 @@ def _owes_model_turn(state: RunState) -> bool:
     )
 
 
-def _decisions(state: RunState, approve: Approve, deny: Deny) -> dict[str, Confirmation]:
+def decisions_for(state: RunState, approve: Approve, deny: Deny) -> dict[str, Confirmation]:
+    """The confirmation of each pending call of ``state`` that ``approve``/``deny`` decide.
+
+    A ``UserError`` for a call that is not pending, and for a call both listed in
+    ``approve`` and given a reason in ``deny``: the later rule used to win silently, so a
+    call its reviewer had also denied ran (an email sent)."""
     ids = [c.id for c in state.pending_calls]
+    if isinstance(deny, Mapping) and not isinstance(approve, bool):
+        both = sorted(set(approve) & set(deny))
+        if both:
+            raise UserError(
+                f"call(s) {both} of session {state.session_id!r} are both approved and "
+                "denied; decide each call once"
+            )
     unknown: set[str] = set()
     out: dict[str, Confirmation] = {}
     if isinstance(deny, Mapping):

@@ -28,10 +28,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
+from loopwright.core.errors import UserError
 from loopwright.core.events import RunEvent
 from loopwright.core.messages import JSONValue, Message
 from loopwright.core.run import RunState, RunStop
 from loopwright.durable import Durable, DurableConfig
+from loopwright.durable.runner import decisions_for
 from loopwright.loop import Agent
 from loopwright.loop.agent import Run
 from loopwright.store.aio import AsyncStore
@@ -546,6 +548,12 @@ def check_decisions(state: RunState, approve: Approve, deny: Deny) -> None:
             field="body.approve",
             fix='send "approve": true, a list of call ids, or "deny"',
         )
+    try:  # the durable runner owns the rules; refuse here, before the 202 and the run
+        decisions_for(state, approve, deny)
+    except UserError as exc:
+        raise ApiError(
+            422, "conflicting_decisions", str(exc), field="body.deny", fix="decide each call once"
+        ) from exc
 
 
 def cancel_live(live: LiveSession) -> None:
