@@ -34,6 +34,11 @@ def open_store(kind: str | None = None, url: str | None = None) -> CheckpointSto
 
     Without a kind the URL's scheme decides; without either, SQLite at the default path.
     """
+    if kind is not None and "://" in kind:
+        raise ConfigError(
+            f"open_store: {kind!r} is a URL, but the first argument is the kind ("
+            f"{', '.join(KINDS)}); pass the URL by name: open_store(url={kind!r})"
+        )
     url = url or os.environ.get("LOOPWRIGHT_STORE_URL") or None
     kind = (
         kind or os.environ.get("LOOPWRIGHT_STORE") or (kind_from_url(url) if url else "sqlite")
