@@ -45,6 +45,14 @@ def test_a_damaged_middle_line_is_an_error(tmp_path: Path) -> None:
     other.write_text('{"hello": 1}\n')
     with pytest.raises(TraceError, match="not a loopwright trace header"):
         load_trace(other)
+    prose = tmp_path / "prose.jsonl"  # one line, not JSON: was called "empty file"
+    prose.write_text("not json\n")
+    with pytest.raises(TraceError, match=":1: not JSON"):
+        load_trace(prose)
+    binary = tmp_path / "binary.jsonl"  # was a bare UnicodeDecodeError (a CLI internal error)
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(TraceError, match="not UTF-8"):
+        load_trace(binary)
 
 
 def test_an_unfinished_run_sums_its_calls(tmp_path: Path) -> None:

@@ -84,15 +84,20 @@ def read_lines(path: Path) -> tuple[dict[str, JSONValue], list[dict[str, JSONVal
     process that died mid-write, is skipped)."""
     header: dict[str, JSONValue] | None = None
     events: list[dict[str, JSONValue]] = []
-    with open(path, encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
+    try:  # a trace is written as UTF-8 whatever its text held (lone surrogates replaced)
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except UnicodeDecodeError as exc:
+        raise TraceError(
+            f"{path}: not UTF-8 text (byte {exc.start}); is this a loopwright trace?"
+        ) from None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
         except ValueError:
-            if number == len(lines):
+            if number == len(lines) and header is not None:  # only a header can precede it
                 break
             raise TraceError(f"{path}:{number}: not JSON; is this a loopwright trace?") from None
         if header is None:
