@@ -7,7 +7,10 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
+
 from loopwright import Agent, Hooks, Reply, ScriptedModel, tool, tool_call
+from loopwright.core.errors import ConfigError
 from loopwright.core.events import RunEvent
 from loopwright.tracing import REDACTED, JsonlRecorder, fanout, redact
 
@@ -212,3 +215,13 @@ def test_a_bad_directory_fails_up_front_and_write_errors_are_kept(tmp_path: Path
     recorder.close()
     assert result.ok  # the run is not affected
     assert isinstance(recorder.error, FileNotFoundError)
+
+
+@pytest.mark.parametrize("directory", ["", "  ", None])
+def test_an_empty_directory_is_refused(
+    directory: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="trace directory"):
+        JsonlRecorder(directory)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []

@@ -74,6 +74,11 @@ class JsonlRecorder:
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, payloads: bool = False) -> None:
+        if not isinstance(directory, (str, os.PathLike)) or not str(directory).strip():
+            # Path("") is the working directory: traces would land wherever the process ran
+            raise ConfigError(
+                f"JsonlRecorder needs a trace directory (a non-empty path), got {directory!r}"
+            )
         self.directory = Path(directory)
         self.payloads = payloads
         self.paths: list[Path] = []
