@@ -332,6 +332,37 @@ def test_config_file_with_named_servers(tmp_path: Path, monkeypatch: pytest.Monk
         load_config(yaml_path)
 
 
+@pytest.mark.parametrize(
+    ("entry", "fragment"),
+    [
+        ({"command": "x", "trusted": "false"}, "trusted must be true or false"),  # was trusted
+        ({"command": "x", "confirm_destructive": 0}, "confirm_destructive must be true"),
+        ({"command": "x", "args": "--port 1"}, 'args must be a list of strings.*"args": \\["'),
+        ({"command": "x", "tools": "get_time"}, "tools must be a list of strings"),
+        ({"command": "x", "env": ["A=1"]}, "env must be an object of strings"),
+        ({"command": "x", "roots": "/tmp"}, "roots must be a list of strings"),
+        ({"command": 5}, "command must be a list of strings"),
+        ({"url": 5}, "url must be a string"),
+    ],
+)
+def test_config_fields_of_the_wrong_json_type_are_refused(
+    tmp_path: Path, entry: dict, fragment: str
+) -> None:
+    from loopwright.mcp import load_config
+
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"servers": {"s": entry}}))
+    with pytest.raises(ConfigError, match=fragment):
+        load_config(path)
+
+
+def test_a_command_given_as_one_string_in_python_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"command=\('mcp-server-time', '-v'\)"):
+        MCPServerConfig("t", command="mcp-server-time -v")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="timeout"):
+        MCPServerConfig("t", command=("a",), timeout=float("nan"))
+
+
 def test_parse_command_line_and_url() -> None:
     stdio = MCPServerConfig.parse("mcp-server-git --repository '/tmp/a b'")
     assert stdio.name == "mcp-server-git" and stdio.command[-1] == "/tmp/a b"

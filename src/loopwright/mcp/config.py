@@ -9,6 +9,7 @@ optional headers for auth). Configs come from a ``--mcp`` string
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -64,13 +65,19 @@ class MCPServerConfig:
     roots: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.command, str):  # command[0] would be its first letter
+            raise ConfigError(
+                f"MCP server {self.name!r}: command is the argv as a tuple, e.g. "
+                f"command={tuple(shlex.split(self.command))!r} "
+                f"(or MCPServerConfig.parse({self.command!r}))"
+            )
         if bool(self.command) == bool(self.url):
             raise ConfigError(
                 f"MCP server {self.name!r}: give either a command (stdio) or a url (HTTP)"
             )
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ConfigError(f"MCP server {self.name!r}: url must start with http:// or https://")
-        if self.timeout is not None and self.timeout <= 0:
+        if self.timeout is not None and not 0 < self.timeout < math.inf:  # refuses nan
             raise ConfigError(f"MCP server {self.name!r}: timeout must be > 0 seconds")
 
     @property
@@ -100,28 +107,22 @@ class MCPServerConfig:
                 f"MCP server {name!r}: unknown field(s) {', '.join(sorted(unknown))}; "
                 f"known: {', '.join(sorted(_FIELDS))}"
             )
-        command = data.get("command")
-        argv: tuple[str, ...] = ()
-        if isinstance(command, str):
-            argv = (command, *map(str, data.get("args", ())))
-        elif isinstance(command, list):
-            argv = tuple(map(str, command)) + tuple(map(str, data.get("args", ())))
+        argv = (*_strings(name, data, "command"), *_strings(name, data, "args"))
         tools = data.get("tools")
+        env = _str_map(name, data, "env") if data.get("env") is not None else None
         return cls(
             name=name,
-            command=argv,
-            url=data.get("url"),
-            headers={str(k): expand_env(str(v)) for k, v in dict(data.get("headers", {})).items()},
-            env={str(k): expand_env(str(v)) for k, v in dict(data["env"]).items()}
-            if data.get("env") is not None
-            else None,
-            cwd=data.get("cwd"),
-            prefix=str(data.get("prefix", "")),
+            command=argv if data.get("command") is not None else (),
+            url=_text(name, data, "url"),
+            headers=_str_map(name, data, "headers"),
+            env=env,
+            cwd=_text(name, data, "cwd"),
+            prefix=_text(name, data, "prefix") or "",
             timeout=_timeout(name, data.get("timeout", 60.0)),
-            trusted=bool(data.get("trusted", False)),
-            tools=tuple(map(str, tools)) if tools is not None else None,
-            confirm_destructive=bool(data.get("confirm_destructive", True)),
-            roots=tuple(map(str, data.get("roots", ()))),
+            trusted=_flag(name, data, "trusted", False),
+            tools=_strings(name, data, "tools") if tools is not None else None,
+            confirm_destructive=_flag(name, data, "confirm_destructive", True),
+            roots=_strings(name, data, "roots"),
         )
 
 
@@ -168,6 +169,52 @@ def load_config(path: str | Path) -> dict[str, MCPServerConfig]:
             raise ConfigError(f"MCP config {file}: server {name!r} must be an object")
         out[str(name)] = MCPServerConfig.from_mapping(str(name), entry)
     return out
+
+
+# Each field is read with its JSON type checked: bool("false") is True (a server silently
+# trusted), tuple("--port") is ('-', '-', 'p', ...) (a command the server never saw).
+def _flag(name: str, data: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"MCP server {name!r}: {key} must be true or false, got {value!r}")
+    return value
+
+
+def _text(name: str, data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"MCP server {name!r}: {key} must be a string, got {value!r}")
+    return value
+
+
+def _strings(name: str, data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """A list of strings (numbers allowed: ``--port 8080`` written as a number)."""
+    value = data.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str) and key == "command":
+        return (value,)
+    if not isinstance(value, list) or not all(
+        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value
+    ):
+        raise ConfigError(
+            f"MCP server {name!r}: {key} must be a list of strings, got {value!r}"
+            + (f' (e.g. "{key}": [{json.dumps(value)}])' if isinstance(value, str) else "")
+        )
+    return tuple(str(v) for v in value)
+
+
+def _str_map(name: str, data: Mapping[str, Any], key: str) -> dict[str, str]:
+    """An object of string (or number) values; ``${VAR}`` in them is expanded."""
+    value = data.get(key) or {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value.values()
+    ):
+        raise ConfigError(
+            f'MCP server {name!r}: {key} must be an object of strings, e.g. {{"NAME": "value"}}'
+            f", got {value!r}"
+        )
+    return {str(k): expand_env(str(v)) for k, v in value.items()}
 
 
 def _timeout(name: str, value: object) -> float | None:
