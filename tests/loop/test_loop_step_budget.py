@@ -74,3 +74,32 @@ def test_repetition_detection_adds_one_python_level_call_per_step() -> None:
     # tail in full only when a call repeats the one a period before it.
     per_step = _calls_per_step(10, 30, 40, Limits(max_turns=None))
     assert per_step <= 44.5, per_step
+
+
+def test_a_run_of_one_model_call_makes_at_most_57_python_level_calls() -> None:
+    # what a run costs besides its steps: checking the prompt, the state, the engine,
+    # the one model call and the result. 62 before round 10: ``arun``/``aresume``
+    # called ``typing.cast`` on the coroutine they return, and ``Message.text`` joined
+    # a generator expression (a call, and a resumption per part) for the final reply
+    # and again for the run's answer.
+    calls = 0
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "call" and "asyncio" not in frame.f_code.co_filename:
+            calls += 1
+
+    agent = Agent(FunctionModel(lambda messages, request: "done"))
+
+    async def runs() -> None:
+        await agent.arun("go")  # the first run builds the agent's shared view
+        gc.collect()
+        sys.setprofile(profile)
+        try:
+            for _ in range(10):
+                assert (await agent.arun("go")).answer == "done"
+        finally:
+            sys.setprofile(None)
+
+    asyncio.run(runs())
+    assert calls / 10 <= 57.5, calls / 10

@@ -183,7 +183,13 @@ class Message:
     @property
     def text(self) -> str:
         """Concatenated text parts (reasoning excluded)."""
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+        # a loop, not a generator expression (a function call of its own): asked for
+        # every final reply and for a run's answer (benchmarks/notes/loop.md, round 10)
+        texts = []
+        for part in self.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+        return "".join(texts)
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:

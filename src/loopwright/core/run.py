@@ -24,6 +24,7 @@ from loopwright.core.messages import (
     Usage,
     messages_to_list,
 )
+from loopwright.core.values import slot_init
 
 ERROR_LOG_SIZE = 100
 """How many :class:`ErrorRecord` entries a state keeps (oldest dropped first)."""
@@ -232,6 +233,7 @@ class RunState:
         )
 
 
+@slot_init  # built once per run: 16.3k -> ~8k instructions (benchmarks/notes/loop.md, round 10)
 @dataclass(frozen=True, slots=True, repr=False)
 class RunResult(Generic[OutputT_co]):
     """What a run returns. ``answer`` is the final answer, or the best text so far when a

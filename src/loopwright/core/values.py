@@ -34,6 +34,9 @@ _V = TypeVar("_V")
 class _Missing:
     """No argument given for a field with a ``default_factory``."""
 
+    def __repr__(self) -> str:
+        return "<factory>"  # what the dataclass's own signature shows for such a field
+
 
 _NOTHING = _Missing()
 
