@@ -86,6 +86,17 @@ def test_history_of_the_wrong_type_is_named(history: object) -> None:
         Agent(ScriptedModel(["x"])).run("hi", history=history)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("session_id", "match"),
+    [("", "empty"), ("  ", "empty"), (" s-1", "spaces"), ("a\nb", "control"), (5, "str")],
+)
+def test_a_session_id_that_cannot_name_a_session_is_refused(session_id: object, match: str) -> None:
+    agent = Agent(ScriptedModel(["x"]))
+    with pytest.raises(UserError, match=match):  # "" silently became a fresh id
+        agent.run("hi", session_id=session_id)  # type: ignore[arg-type]
+    assert agent.run("hi", session_id="s-mine").session_id == "s-mine"
+
+
 def test_model_settings_of_the_wrong_value_are_named() -> None:
     from loopwright import ModelSettings
 

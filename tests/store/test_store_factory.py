@@ -33,3 +33,14 @@ def test_kinds_and_urls() -> None:
         open_store(url="mysql://db/x")
     with pytest.raises(ConfigError, match="does not match the store URL"):
         open_store("redis", url="memory://")
+
+
+@pytest.mark.parametrize("session_id", ["", " x", "a\nb", 5])
+def test_durable_refuses_a_session_id_that_cannot_name_a_session(session_id: object) -> None:
+    from loopwright import Agent, ScriptedModel, UserError
+    from loopwright.durable import Durable
+
+    store = open_store("memory")
+    with pytest.raises(UserError, match="session_id"):
+        Durable(Agent(ScriptedModel(["x"])), store).run("hi", session_id=session_id)  # type: ignore[arg-type]
+    assert list(store.sessions()) == []  # "" was stored as a session nobody could resume

@@ -3,7 +3,8 @@ run returns.
 
 :class:`RunState` is the only state type: the loop mutates it while a run goes on, stores
 persist it (``loopwright.store.codec`` is its one versioned codec), and a later run in
-any process continues from it. :func:`new_session_id` is the one session-id factory.
+any process continues from it. :func:`new_session_id` is the one session-id factory and
+:func:`check_session_id` the one check of an id a caller chose.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from loopwright.core.errors import UserError
 from loopwright.core.messages import (
     JSONValue,
     Message,
@@ -41,6 +43,25 @@ def new_session_id() -> str:
     bits per process, then a counter (a uuid4 per id costs ~6 us, which shows when a
     process starts thousands of runs)."""
     return f"{_SESSION_PREFIX}-{next(_session_numbers)}"
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` when it can name a session, else a ``UserError`` saying why.
+
+    A caller's id becomes a store key, a CLI argument and a URL path segment: an empty
+    one (an unset ``$SESSION``) named a session nobody could ``loopwright resume``, a
+    number was stored under a non-string key, and spaces around an id or a control
+    character in it made one session look like another in every listing."""
+    if not isinstance(session_id, str):
+        raise UserError(f"session_id must be a str, got {type(session_id).__name__}")
+    if not session_id.strip() or session_id != session_id.strip():
+        raise UserError(
+            f"session_id {session_id!r} is empty or has spaces around it; "
+            "give a non-empty id (or leave it out for a new one)"
+        )
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in session_id):
+        raise UserError(f"session_id {session_id!r} holds a control character")
+    return session_id
 
 
 class LoopState(enum.StrEnum):

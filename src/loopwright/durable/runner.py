@@ -24,7 +24,14 @@ from dataclasses import dataclass, replace
 from loopwright.core.errors import UserError
 from loopwright.core.events import RunEvent
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
-from loopwright.core.run import LoopState, RunResult, RunState, RunStop, new_session_id
+from loopwright.core.run import (
+    LoopState,
+    RunResult,
+    RunState,
+    RunStop,
+    check_session_id,
+    new_session_id,
+)
 from loopwright.core.tools import ToolSpec
 from loopwright.durable.checkpointer import (
     CheckpointConfig,
@@ -105,7 +112,7 @@ class Durable:
         """
         if session_id is None:
             return await self._start_new(prompt, metadata)
-        sid = session_id
+        sid = check_session_id(session_id)
         async with self._locked(sid, break_lock) as lock:
             stored = lock.stored
             if stored is None:  # a new session (an unknown id starts one: `chat --session`)

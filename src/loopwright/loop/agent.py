@@ -28,7 +28,7 @@ from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind, UserEr
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
 from loopwright.core.messages import Message, Usage
 from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
-from loopwright.core.run import RunResult, RunState, new_session_id
+from loopwright.core.run import RunResult, RunState, check_session_id, new_session_id
 from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
@@ -471,7 +471,8 @@ class Agent(Generic[OutputT]):
         """A fresh run's state. A run continued from a conversation inherits that
         conversation's taint: untrusted results read by an earlier run (a chat's previous
         turn, a graph's other nodes) still gate this run's side effects."""
-        state = RunState(session_id=session_id or new_session_id())
+        sid = new_session_id() if session_id is None else check_session_id(session_id)
+        state = RunState(session_id=sid)
         if history:
             if isinstance(history, str) or not all(isinstance(m, Message) for m in history):
                 raise UserError(
