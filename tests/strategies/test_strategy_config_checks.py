@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from loopwright import Agent, ScriptedModel
+from loopwright.core.errors import ConfigError
 from loopwright.store import open_store
 from loopwright.strategies import (
     Evaluation,
@@ -54,7 +55,7 @@ BAD: list[tuple[str, Callable[[], Any]]] = [
 
 @pytest.mark.parametrize(("field", "build"), BAD, ids=[b[0] for b in BAD])
 def test_a_bad_value_is_refused_naming_its_field(field: str, build: Callable[[], Any]) -> None:
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ConfigError) as info:
         build()
     assert field in str(info.value)
 
@@ -62,5 +63,5 @@ def test_a_bad_value_is_refused_naming_its_field(field: str, build: Callable[[],
 def test_a_beam_of_zero_no_longer_fails_mid_search() -> None:
     hooks = ThoughtHooks(generate=lambda p, s: ["a", "b"], evaluate=lambda p, s: 0.9)
     assert TreeOfThoughts(hooks=hooks, search=SearchConfig(beam=1)).run("p").answer
-    with pytest.raises(ValueError, match="beam"):  # was an IndexError inside the search
+    with pytest.raises(ConfigError, match="beam"):  # was an IndexError inside the search
         TreeOfThoughts(hooks=hooks, search=SearchConfig(beam=0))

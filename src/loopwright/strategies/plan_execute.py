@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, TypeAlias
 
+from loopwright.core.checks import check_count
 from loopwright.core.errors import ToolErrorKind
 from loopwright.core.events import RunStarted
 from loopwright.core.messages import JSONValue, Message, ToolCallPart
@@ -49,7 +50,6 @@ from loopwright.strategies.runtime import (
     Strategy,
     StrategyContext,
     StrategyResult,
-    check_count,
 )
 from loopwright.tools import DispatchConfig, Dispatcher, ToolRegistry
 from loopwright.tools.confirm import Confirmation

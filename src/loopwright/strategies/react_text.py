@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
+from loopwright.core.checks import check_choice, check_count
 from loopwright.core.messages import JSONValue, Message, TextPart, ToolCallPart
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings
 from loopwright.core.run import RunStop
@@ -39,8 +40,6 @@ from loopwright.strategies.runtime import (
     Prepared,
     Strategy,
     StrategyContext,
-    check_choice,
-    check_count,
 )
 from loopwright.tools import DispatchConfig, Dispatcher, ToolRegistry
 

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from loopwright.core.checks import check_count
 from loopwright.core.events import RunFinished, RunStarted
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model
@@ -38,7 +39,6 @@ from loopwright.strategies.runtime import (
     Outcome,
     Strategy,
     StrategyContext,
-    check_count,
 )
 
 

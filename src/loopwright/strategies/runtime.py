@@ -56,21 +56,6 @@ _NO_USAGE = Usage()
 _SETTINGS = ModelSettings()
 
 
-def check_count(owner: str, value: object, minimum: int = 1) -> None:
-    """Refuse a count that is not a whole number >= ``minimum`` (``owner`` names the field,
-    e.g. ``"SearchConfig.beam"``). Checked where a strategy is configured: a beam of 0
-    was an ``IndexError`` mid-search, a ``max_concurrency`` of 0 a semaphore nothing can
-    pass, ``max_trials=0`` an empty answer with no model call."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{owner} must be a whole number >= {minimum}, got {value!r}")
-
-
-def check_choice(owner: str, value: object, choices: Sequence[str]) -> None:
-    """Refuse a value outside ``choices`` (a ``Literal`` option), naming the valid ones."""
-    if value not in choices:
-        raise ValueError(f"{owner} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-
 class BudgetExhausted(Exception):
     """Raised inside a strategy when a limit is reached; :class:`Strategy` turns it into
     a result with the best answer so far and the limit's stop reason."""

@@ -23,11 +23,12 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Final
 
+from loopwright.core.checks import check_count
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext, check_count
+from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
 
 AnswerParser = Callable[[str], "str | None"]
 _ANSWER: Final = re.compile(r"answer\s*(?:is|:)\s*(.+)", re.IGNORECASE)

@@ -15,11 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from loopwright.core.checks import check_count, check_score
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model
 from loopwright.loop.limits import Limits
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext, check_count
+from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
 
 _SCORE: Final = re.compile(r"score\s*:\s*(\d+(?:\.\d+)?)\s*(?:/\s*(\d+))?", re.IGNORECASE)
 _STOP: Final = re.compile(r"^\s*STOP\s*$", re.MULTILINE)
@@ -62,14 +63,8 @@ class SelfRefine(Strategy):
     ) -> None:
         super().__init__(limits)
         check_count("SelfRefine(max_rounds=...)", max_rounds, minimum=0)
-        if threshold is not None and not (
-            isinstance(threshold, (int, float))
-            and not isinstance(threshold, bool)
-            and 0.0 <= threshold <= 1.0
-        ):
-            raise ValueError(
-                f"SelfRefine(threshold=...) must be a score in 0-1 or None, got {threshold!r}"
-            )
+        if threshold is not None:
+            check_score("SelfRefine(threshold=...)", threshold)
         self.model = model
         self.critic = critic or model
         self.max_rounds = max_rounds

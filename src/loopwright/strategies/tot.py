@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal, TypeAlias
 
+from loopwright.core.checks import check_choice, check_count, check_score
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
@@ -38,8 +39,6 @@ from loopwright.strategies.runtime import (
     Prepared,
     Strategy,
     StrategyContext,
-    check_choice,
-    check_count,
 )
 
 Steps: TypeAlias = tuple[str, ...]
@@ -91,11 +90,7 @@ class SearchConfig:
         check_choice("SearchConfig.method", self.method, ("bfs", "dfs"))
         for name in ("depth", "beam", "n_generate", "n_evaluate", "max_nodes", "max_concurrency"):
             check_count(f"SearchConfig.{name}", getattr(self, name))
-        threshold = self.threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-            raise ValueError(f"SearchConfig.threshold must be a number, got {threshold!r}")
-        if not 0.0 <= threshold <= 1.0:  # also refuses nan
-            raise ValueError(f"SearchConfig.threshold must be a score in 0-1, got {threshold!r}")
+        check_score("SearchConfig.threshold", self.threshold)
 
 
 def _default_key(steps: Steps) -> Hashable:
