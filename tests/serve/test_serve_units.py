@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from loopwright.core.errors import UserError
-from loopwright.durable import Durable
+from loopwright.durable import Durable, DurableConfig
 from loopwright.loop import Agent
 from loopwright.loop.agent import Run
 from loopwright.providers.scripted import FunctionModel, Reply
-from loopwright.serve import ApiKeys, load_keys
+from loopwright.serve import ApiKeys, AppConfig, ClusterConfig, ServeConfig, load_keys
 from loopwright.store import AsyncStore, MemoryStore
 
 
@@ -280,3 +280,34 @@ async def test_a_session_is_described_from_memory_until_its_run_starts() -> None
         assert (await manager.state("alpha", sid)).messages[-1].text == "hi there"
     finally:
         await manager.close()
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: DurableConfig(lock_ttl=0), "lock_ttl"),
+        (lambda: AppConfig(max_body=-5), "max_body"),
+        (lambda: AppConfig(recover_every=-1), "recover"),
+        (lambda: ServeConfig(store_threads=0), "threads"),
+        (lambda: ServeConfig(drain=float("nan")), "drain"),
+        (
+            lambda: ClusterConfig("redis://x", max_runs=-1),
+            "max_runs",
+        ),
+    ],
+)
+def test_serve_and_durable_configs_refuse_bad_numbers(build: object, field: str) -> None:
+    # a lock_ttl of 0 let a second process take a running session; a negative body limit
+    # answered every request 413; store_threads=0 failed at startup as an internal error
+    with pytest.raises(UserError, match=field):
+        build()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("flag", [["--max-body", "-5"], ["--port", "99999"], ["--lock-ttl", "0"]])
+def test_serve_command_refuses_bad_numbers_before_starting(flag: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from loopwright.cli.main import main
+
+    result = CliRunner().invoke(main, ["serve", "--agents", "nowhere:agents", *flag])
+    assert result.exit_code == 2 and flag[0] in result.output

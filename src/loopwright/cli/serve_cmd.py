@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import click
 
 from loopwright.cli.agents import import_ref
-from loopwright.cli.options import store_options
+from loopwright.cli.options import POSITIVE_INT, POSITIVE_SECONDS, store_options
 from loopwright.core.errors import UserError
 from loopwright.loop import Agent
 from loopwright.store import open_store
@@ -51,10 +51,20 @@ def load_agents(ref: str) -> dict[str, object]:
 @click.command("serve", help=SERVE_HELP)
 @click.option("--agents", "agents_ref", required=True, help="MODULE:ATTRIBUTE of the agents dict.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port).",
+)
 @click.option("--keys-file", default=None, help="API keys: JSON {key: tenant} or key=tenant lines.")
 @click.option(
-    "--max-body", default=1 << 20, show_default=True, type=int, help="Request body limit (bytes)."
+    "--max-body",
+    default=1 << 20,
+    show_default=True,
+    type=POSITIVE_INT,
+    help="Request body limit (bytes).",
 )
 @click.option(
     "--drain",
@@ -73,7 +83,7 @@ def load_agents(ref: str) -> dict[str, object]:
     "--lock-ttl",
     default=120.0,
     show_default=True,
-    type=float,
+    type=POSITIVE_SECONDS,
     help="Seconds a session's lock (its lease) lives without a heartbeat.",
 )
 @click.option(
@@ -102,7 +112,7 @@ def load_agents(ref: str) -> dict[str, object]:
     "--store-threads",
     default=16,
     show_default=True,
-    type=int,
+    type=POSITIVE_INT,
     help="Threads (and database connections) for store calls; in a cluster over PostgreSQL "
     "keep processes x threads under its max_connections.",
 )
@@ -110,7 +120,7 @@ def load_agents(ref: str) -> dict[str, object]:
     "--max-runs",
     default=256,
     show_default=True,
-    type=int,
+    type=POSITIVE_INT,
     help="Runs this process takes from the cluster's queue at once.",
 )
 @store_options

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
+from loopwright.core.checks import check_seconds
 from loopwright.core.errors import UserError
 from loopwright.core.events import RunEvent
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
@@ -65,6 +66,11 @@ class DurableConfig:
     policy: CheckpointPolicy = CheckpointPolicy.EVERY_STEP
     interval: float = 5.0
     lock_ttl: float = DEFAULT_LOCK_TTL
+
+    def __post_init__(self) -> None:
+        # a lock_ttl of 0 expires at once: a second process would take a running session
+        check_seconds("DurableConfig.interval", self.interval, zero=True)
+        check_seconds("DurableConfig.lock_ttl", self.lock_ttl)
 
 
 class Durable:

@@ -28,6 +28,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopwright.core.checks import check_count, check_seconds
 from loopwright.core.messages import JSONValue, part_to_dict
 from loopwright.core.run import RunState
 from loopwright.core.text import to_json
@@ -57,6 +58,11 @@ class AppConfig:
     (their lock expired): several processes sharing a store take over each other's
     sessions. 0: only at startup."""
     serve: ServeConfig = field(default_factory=ServeConfig)
+
+    def __post_init__(self) -> None:
+        check_count("AppConfig.max_body (bytes)", self.max_body)
+        check_seconds("AppConfig.keepalive", self.keepalive)
+        check_seconds("AppConfig.recover_every", self.recover_every, zero=True)
 
 
 def json_response(data: Mapping[str, JSONValue], status: int = 200) -> Response:

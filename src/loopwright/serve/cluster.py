@@ -38,6 +38,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopwright.core.checks import check_count, check_seconds
 from loopwright.store.state import lock_owner_id
 
 from .eventlog import LOST_DATA, Event, RedisEventLog, parse_published
@@ -70,6 +71,13 @@ class ClusterConfig:
     poll: float = 1.0
     """Seconds between checks a stream makes that its session still runs (the channel
     tells it at once; this bounds the wait if a notice is lost)."""
+
+    def __post_init__(self) -> None:
+        check_seconds("ClusterConfig.lease_ttl", self.lease_ttl)
+        check_count("ClusterConfig.max_runs", self.max_runs)
+        check_seconds("ClusterConfig.control_timeout", self.control_timeout)
+        check_count("ClusterConfig.connections", self.connections)
+        check_seconds("ClusterConfig.poll", self.poll)
 
 
 @dataclass(frozen=True, slots=True)

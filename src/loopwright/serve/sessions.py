@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
+from loopwright.core.checks import check_count, check_seconds
 from loopwright.core.errors import UserError
 from loopwright.core.events import RunEvent
 from loopwright.core.messages import JSONValue, Message
@@ -170,6 +171,12 @@ class ServeConfig:
     connections; fewer threads also contend less for the interpreter (benchmarks/
     README.md: one process spent ~8 % less CPU per session with 16 than with 64, a
     cluster of two ~13-25 % less with 8)."""
+
+    def __post_init__(self) -> None:
+        check_count("ServeConfig.max_events", self.max_events)
+        check_seconds("ServeConfig.drain", self.drain, zero=True)
+        check_count("ServeConfig.max_idle_sessions", self.max_idle_sessions, minimum=0)
+        check_count("ServeConfig.store_threads", self.store_threads)
 
 
 class SessionManager:
