@@ -109,7 +109,17 @@ def test_every_vendor_entry_is_consistent():
         assert vendor.key_env or not vendor.key_required
 
 
-@pytest.mark.parametrize("url", ["not a url", "127.0.0.1:8080/v1", "ftp://host/v1", "http://[::1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "not a url",
+        "127.0.0.1:8080/v1",
+        "ftp://host/v1",
+        "http://[::1",
+        "http://localhost:abc/v1",  # was retried 4 times as a malformed response
+        "http://localhost:99999/v1",
+    ],
+)
 def test_base_url_that_is_not_an_http_url_is_refused_at_once(url):
     with pytest.raises(ConfigError, match="is not an http\\(s\\) URL"):
         resolve_model("openai:gpt-4o", base_url=url, api_key="k")

@@ -304,6 +304,7 @@ def _check_base_url(url: str) -> None:
     try:
         parts = urlsplit(url)
         scheme, host = parts.scheme, parts.hostname
+        _ = parts.port  # "localhost:abc" or a port > 65535 raises here, as it would per call
     except (TypeError, ValueError, AttributeError):  # an unclosed IPv6 bracket, not a str
         scheme, host = "", None
     if scheme not in ("http", "https") or not host:
