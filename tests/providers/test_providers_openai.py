@@ -431,3 +431,13 @@ def test_custom_vendor_entry_is_enough():
     model = OpenAIChatModel("acme-1", api_key="k", vendor=vendor)
     body = model.encode(ModelRequest([USER], settings=ModelSettings(max_tokens=3)))[0]
     assert body["max_completion_tokens"] == 3 and model.name == "acme:acme-1"
+
+
+@pytest.mark.parametrize("make", [chat, responses], ids=["chat", "responses"])
+async def test_an_html_page_with_status_200_is_malformed_with_the_page(server, make) -> None:
+    # a proxy's login page used to end as "the stream ended before the response completed"
+    server.push(Reply.html(200))
+    err = failed(await collect(make(server), ModelRequest(messages=(USER,))))
+    assert err.error.kind == "malformed_response"
+    assert "expected an event stream, got text/html" in str(err.error)
+    assert "<html" in (err.error.raw or "").lower()

@@ -374,6 +374,31 @@ async def drive(plan: StreamPlan[C]) -> AsyncIterator[ModelEvent]:
     yield _finished(plan.provider, acc)
 
 
+async def refuse_non_stream(response: Any, provider: str, *, strict: bool = False) -> None:
+    """Raise :class:`MalformedResponse` (carrying the body) when a streamed call was
+    answered 200 with something that is not an event stream: a proxy's login page, or
+    JSON from a server that ignored ``stream``. The SSE decoder would find no event in it
+    and the call would fail as "the stream ended before the response completed".
+
+    ``strict`` refuses every content type but ``text/event-stream`` (providers that
+    always send it); otherwise only HTML and JSON are refused, since some compatible
+    servers stream valid SSE under no or another content type."""
+    if response is None:
+        return
+    content_type = str(response.headers.get("content-type", "")).lower()
+    if "event-stream" in content_type:
+        return
+    if not strict and not content_type.startswith(("text/html", "application/json")):
+        return
+    body = (await response.aread()).decode("utf-8", "replace")
+    raise MalformedResponse(
+        f"{provider}: expected an event stream, got {content_type or 'no content type'}",
+        status=response.status_code,
+        raw=body[:500],
+        provider=provider,
+    )
+
+
 def _finished(provider: str, acc: StreamAccumulator) -> ResponseDone | StreamError:
     """``acc.finish()``, with any failure building the final message as data: nothing
     from parsing a model's output may escape ``stream()`` as an exception."""

@@ -76,6 +76,7 @@ from loopwright.providers._common import (
     tool_definitions,
     tool_name_map,
 )
+from loopwright.providers._stream import refuse_non_stream
 from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import claude_native_output, closed_schema
@@ -561,17 +562,7 @@ class AnthropicModel:
             )
         except Exception as exc:
             raise classify(exc) from exc
-        response = getattr(stream, "response", None)
-        content_type = str(getattr(response, "headers", {}).get("content-type", ""))
-        if response is not None and "event-stream" not in content_type:
-            # A proxy answering 200 with a page or JSON: the SSE decoder would see no event.
-            body = (await response.aread()).decode("utf-8", "replace")
-            raise MalformedResponse(
-                f"anthropic: expected an event stream, got {content_type or 'no content type'}",
-                status=response.status_code,
-                raw=body[:500],
-                provider=PROVIDER,
-            )
+        await refuse_non_stream(getattr(stream, "response", None), PROVIDER, strict=True)
         return _events(stream)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

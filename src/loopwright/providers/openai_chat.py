@@ -73,7 +73,7 @@ from loopwright.providers._common import (
     tool_definitions,
     tool_result_text,
 )
-from loopwright.providers._stream import is_arguments_json
+from loopwright.providers._stream import is_arguments_json, refuse_non_stream
 from loopwright.providers.pricing import count, prices_for
 from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, PLACEHOLDER_KEY, VENDORS, Vendor
 from loopwright.providers.schema import openai_output_schema, openai_strict_schema
@@ -456,7 +456,10 @@ class OpenAIChatModel:
         create = client.chat.completions.create
         kwargs = split_payload(payload, known_params(type(client.chat.completions).create))
         result = await create(**kwargs)
-        return result if payload.get("stream") else single(result)
+        if not payload.get("stream"):
+            return single(result)
+        await refuse_non_stream(getattr(result, "response", None), PROTOCOL)
+        return result
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_call(

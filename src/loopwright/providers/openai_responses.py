@@ -67,7 +67,7 @@ from loopwright.providers._common import (
     stream_call,
     tool_definitions,
 )
-from loopwright.providers._stream import is_arguments_json
+from loopwright.providers._stream import is_arguments_json, refuse_non_stream
 from loopwright.providers.pricing import count, prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import openai_output_schema, openai_strict_schema
@@ -492,7 +492,10 @@ class OpenAIResponsesModel:
         client = self._clients.get(self._new_client)
         kwargs = _openai.split_payload(payload, _openai.known_params(type(client.responses).create))
         result = await client.responses.create(**kwargs)
-        return result if payload.get("stream") else _openai.single(result)
+        if not payload.get("stream"):
+            return _openai.single(result)
+        await refuse_non_stream(getattr(result, "response", None), PROTOCOL)
+        return result
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return stream_call(
