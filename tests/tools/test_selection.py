@@ -3,9 +3,12 @@ selections an Agent runs each turn."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from loopwright import Agent, ScriptedModel, tool_call
+from loopwright.core.errors import ConfigError
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.tools import ToolRegistry
@@ -304,3 +307,18 @@ def test_the_same_spec_objects_find_their_index_without_serialising_schemas(
     assert len(serialised) == len(specs)
     assert index_for(copies, "lexical") is first
     assert len(serialised) == len(specs) * 2  # the index holds the first objects, not these
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: TopK(k=-1), "TopK.k"),  # showed no tool at all
+        (lambda: TopK(method="bm25"), "TopK.method"),  # failed the run at its first call
+        (lambda: TopK(always="calculator"), "TopK.always"),  # iterated letter by letter
+        (lambda: TopK(turns=0), "TopK.turns"),
+        (lambda: TwoStage(choose=0), "TwoStage.choose"),
+    ],
+)
+def test_a_selection_refuses_what_it_would_misread(build: Callable[[], object], field: str) -> None:
+    with pytest.raises(ConfigError, match=field):
+        build()

@@ -20,8 +20,10 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
+from loopwright.core.checks import check_choice, check_count
+from loopwright.core.errors import ConfigError
 from loopwright.core.events import ResponseDone
 from loopwright.core.messages import Message
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
@@ -194,6 +196,22 @@ def request_text(messages: Sequence[Message], turns: int = 1) -> str:
     return "\n".join(reversed(found))
 
 
+def _check_selection(owner: str, k: object, always: object, method: object, turns: object) -> None:
+    """Refuse what a selection would silently misread: ``always="calculator"`` iterated
+    letter by letter (no tool named "c"), ``k=-1`` or a misspelt ``method`` that only
+    failed, or returned nothing, at the first model call."""
+    check_count(f"{owner}.k", k, minimum=0)
+    check_count(f"{owner}.turns", turns)
+    check_choice(f"{owner}.method", method, get_args(Method))
+    if not isinstance(always, tuple | list | set | frozenset) or not all(
+        isinstance(n, str) for n in always
+    ):
+        raise ConfigError(
+            f"{owner}.always must be a tuple of tool names, e.g. always=({always!r},), "
+            f"got {always!r}"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class TopK:
     """Show the ``k`` tools that best match the user's request, plus ``always``.
@@ -208,6 +226,9 @@ class TopK:
     always: tuple[str, ...] = ()
     method: Method = "hybrid"
     turns: int = 1
+
+    def __post_init__(self) -> None:
+        _check_selection("TopK", self.k, self.always, self.method, self.turns)
 
     def __call__(
         self, messages: Sequence[Message], specs: Sequence[ToolSpec], model: Model
@@ -242,6 +263,10 @@ class TwoStage:
     memo: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+
+    def __post_init__(self) -> None:
+        _check_selection("TwoStage", self.k, self.always, self.method, self.turns)
+        check_count("TwoStage.choose", self.choose)
 
     async def __call__(
         self, messages: Sequence[Message], specs: Sequence[ToolSpec], model: Model
