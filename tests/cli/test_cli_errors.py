@@ -216,3 +216,10 @@ def test_an_empty_path_is_a_usage_error_and_writes_nothing(args: list[str], tmp_
     option = next(a for a, value in itertools.pairwise(args) if not value.strip())
     check_failure(result, USAGE_ERROR, option, "empty")
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # the cwd is tmp_path
+
+
+@pytest.mark.parametrize("session", ["", "  ", " s-1"])
+def test_chat_with_a_session_id_that_names_no_session_is_a_usage_error(session: str) -> None:
+    # "" started a new session with the default (embedded) model and never printed its id
+    result = invoke("chat", "--agent", "cli_agents:hostile", "--session", session, "hi")
+    check_failure(result, USAGE_ERROR, "--session")

@@ -19,7 +19,8 @@ from loopwright.cli.options import (
 from loopwright.cli.output import CliError, say
 from loopwright.cli.results import print_result
 from loopwright.cli.stored import run_durably, session_recipe
-from loopwright.core.run import RunStop, new_session_id
+from loopwright.core.errors import UserError
+from loopwright.core.run import RunStop, check_session_id, new_session_id
 from loopwright.store import open_store
 
 MAX_LINE_BYTES = 1_000_000
@@ -93,6 +94,12 @@ def chat(
         raise CliError("--yes and --no exclude each other; pass one of them")
     if prompt is not None and not prompt.strip():
         raise CliError('the prompt is empty; pass a question, e.g. loopwright chat "hi"')
+    if session_id is not None:
+        # "" (an unset $SESSION) quietly started a new session whose id was never shown
+        try:
+            check_session_id(session_id)
+        except UserError as exc:
+            raise CliError(f"--session: {exc}") from None
     given, defaults = command_line_and_defaults(ctx, agent_params)
     interactive = sys.stdin.isatty() and sys.stderr.isatty() and prompt is not None
     code = 0
@@ -104,7 +111,7 @@ def chat(
             confirm_handler(yes, deny, interactive),
             confirm_tainted=tainted_handler(interactive),
         )
-        sid = session_id or new_session_id()
+        sid = new_session_id() if session_id is None else session_id
         if not as_json and session_id is None:
             say(f"session_id: {sid}", err=True)
         for text in [prompt] if prompt else _stdin_turns():
