@@ -127,3 +127,11 @@ def test_a_generator_function_is_refused_as_a_tool() -> None:
     for fn in (numbers, stream):
         with pytest.raises(ValueError, match="generator function"):
             tool(fn)
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), "5", 0, True])
+def test_a_timeout_that_is_no_finite_number_of_seconds_is_refused(timeout: object) -> None:
+    with pytest.raises(ValueError, match="timeout must be a finite number"):  # nan: no timeout
+        tool(timeout=timeout)(lambda: 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_result_chars"):
+        tool(max_result_chars="10")(lambda: 1)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ import asyncio
 import difflib
 import functools
 import inspect
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -253,10 +254,19 @@ class _ToolOptions:
     confirm_when_tainted: bool | None = None
 
     def spec(self, name: str, description: str, parameters: Mapping[str, Any]) -> ToolSpec:
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"tool {name!r}: timeout must be > 0 seconds or None")
-        if self.max_result_chars < 1:
-            raise ValueError(f"tool {name!r}: max_result_chars must be >= 1")
+        timeout = self.timeout
+        if timeout is not None and not (
+            isinstance(timeout, int | float)
+            and not isinstance(timeout, bool)
+            and 0 < timeout < math.inf  # nan fails too: it ran the tool without a timeout
+        ):
+            raise ValueError(
+                f"tool {name!r}: timeout must be a finite number of seconds > 0 or None, "
+                f"got {timeout!r}"
+            )
+        chars = self.max_result_chars
+        if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
+            raise ValueError(f"tool {name!r}: max_result_chars must be an int >= 1, got {chars!r}")
         return ToolSpec(
             name=name,
             description=description,
