@@ -602,3 +602,22 @@ def test_a_question_naming_one_field_keeps_the_other_fields_out() -> None:
     assert veto(' {"answer": "The', " temperature")
     assert not veto(' {"answer": "The', " humidity")
     assert la.grounding(_history("What's the weather in Bangkok?", report)).others == ()
+
+
+def test_a_yes_no_question_the_text_answers_plainly_opens_the_answer() -> None:
+    """'Did any tests fail according to status.txt?' was answered 'No tests passed.' and
+    'Yes ...' over "Build 512 passed. 0 tests failed.": when the text answers the
+    question plainly (``core.polarity.verdict``), the answer opens with that word."""
+    status = "Build 512 passed. 0 tests failed."
+    failed = la.grounding(_history("Did any tests fail according to status.txt?", status))
+    assert failed.verdict == "No"
+    assert 'first ::= "No, "' in la.answer_grammar(failed)
+    passed = la.grounding(_history("Did the build pass according to status.txt?", status))
+    assert passed.verdict == "Yes"
+    assert passed.claims == () and passed.unstated == ()  # a "Yes" the text states
+    assert 'first ::= "Yes, "' in la.answer_grammar(passed)
+    # a file name and where to look are no claims of the question
+    todo = la.grounding(_history("Is renewing the passport on the list in todo.txt?", "1. Renew"))
+    assert "todo.txt" not in todo.claims and "according" not in todo.claims
+    plain = la.grounding(_history("What does status.txt say?", status))
+    assert plain.verdict == "" and '"Yes, "' not in la.answer_grammar(plain)

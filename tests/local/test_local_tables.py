@@ -14,6 +14,7 @@ from loopwright.core.protocols import ModelRequest
 from loopwright.providers import local_prompt as lp
 from loopwright.strategies.embedded.tables import (
     held_to_tables,
+    query_shape,
     request_held_to_tables,
     request_literals,
 )
@@ -123,7 +124,11 @@ def test_comparisons_take_only_the_values_the_request_states(spec) -> None:  # t
     pattern = numbered.parameters["properties"]["query"]["pattern"]
     assert re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 5")
     assert not re.fullmatch(pattern, "SELECT total FROM orders WHERE id = 50")
-    assert request_literals("Who lives in Oslo? 2.5") == ["2.5", "lives", "in", "Oslo"]
+    # a plural word's singular too: a row holds one ("WHERE name = 'lamp'" for "lamps")
+    assert request_literals("Who lives in Oslo? 2.5") == ["2.5", "lives", "Oslo", "live"]
+    # neither a word for the database's parts nor an instruction's opening word
+    asked = "Which product costs 85? Use the products table."
+    assert request_literals(asked, ["products"]) == ["85", "costs", "cost"]
     # a table's name in the singular is not a value ("WHERE name = 'product'")
     assert request_literals("Which product has 12?", ["products"]) == ["12"]
     # the tables' and columns' own names are not values ("WHERE price > 'price'")
@@ -150,3 +155,133 @@ def test_comparisons_take_only_the_values_the_request_states(spec) -> None:  # t
 def test_a_query_uses_a_number_the_request_states(spec, asked: str, query: str, fits: bool) -> None:  # type: ignore[no-untyped-def]
     pattern = held_to_tables(spec, asked).parameters["properties"]["query"]["pattern"]
     assert (re.fullmatch(pattern, query) is not None) is fits
+
+
+@pytest.fixture()
+def shop(tmp_path: Path):  # type: ignore[no-untyped-def]
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE customers (id INTEGER, name TEXT, city TEXT)")
+        conn.execute("CREATE TABLE orders (id INTEGER, customer_id INTEGER, total REAL)")
+        conn.execute("CREATE TABLE products (name TEXT, price INTEGER, stock INTEGER)")
+        conn.execute("INSERT INTO customers VALUES (1, 'Ana', 'Berlin')")
+        conn.execute("INSERT INTO orders VALUES (1, 2, 10.0)")
+        conn.execute("INSERT INTO products VALUES ('lamp', 40, 3)")
+    (tool,) = make_tools(["sql_query"], BuiltinConfig(root=tmp_path, database=db))
+    return tool.spec
+
+
+@pytest.mark.parametrize(
+    ("asked", "query", "fits"),
+    [
+        # a number next to a table's noun names a row by its key, never the LIMIT
+        ("What is the total of order 3?", "SELECT total FROM orders WHERE id = 3", True),
+        (
+            "What is the total of order 3?",
+            "SELECT * FROM orders ORDER BY customer_id LIMIT 3",
+            False,
+        ),
+        ("What is the total of order 3?", "SELECT * FROM orders WHERE total = 3", False),
+        ("Which customer has id 2?", "SELECT name FROM customers WHERE id = 2", True),
+        ("Which customer has id 2?", "SELECT * FROM customers LIMIT 2", False),
+        ("List the orders of customer 2.", "SELECT * FROM orders WHERE customer_id = 2", True),
+        ("What is the name of customer 3?", "SELECT name FROM customers WHERE id = 3", True),
+        # a count of rows is the LIMIT
+        ("Show the first 2 orders.", "SELECT * FROM orders LIMIT 2", True),
+        ("Show the first 2 orders.", "SELECT * FROM orders WHERE id = 2", False),
+        # a superlative sorts by a quantity and takes the first row, or its MIN/MAX
+        (
+            "Which product is the cheapest?",
+            "SELECT name FROM products ORDER BY price LIMIT 1",
+            True,
+        ),
+        ("Which product is the cheapest?", "SELECT MIN(price) FROM products", True),
+        ("Which product is the cheapest?", "SELECT * FROM products", False),
+        (
+            "Which product is the cheapest?",
+            "SELECT * FROM products ORDER BY price DESC LIMIT 1",
+            False,
+        ),
+        ("Which product is the cheapest?", "SELECT * FROM products ORDER BY name LIMIT 1", False),
+        (
+            "Which product has the most stock?",
+            "SELECT * FROM products ORDER BY stock DESC LIMIT 1",
+            True,
+        ),
+        (
+            "Which product has the most stock?",
+            "SELECT * FROM products ORDER BY price DESC LIMIT 1",
+            False,
+        ),
+        ("What is the highest order total?", "SELECT MAX(total) FROM orders", True),
+        ("What is the oldest order?", "SELECT * FROM orders ORDER BY id LIMIT 1", False),
+        # "how many" of a table's rows is its count, of the rows a name selects
+        (
+            "How many customers live in Berlin?",
+            "SELECT COUNT(*) FROM customers WHERE city = 'Berlin'",
+            True,
+        ),
+        ("How many customers live in Berlin?", "SELECT COUNT(*) FROM customers", False),
+        ("How many customers live in Berlin?", "SELECT * FROM customers", False),
+        ("How many customers are there?", "SELECT COUNT(*) FROM customers", True),
+        (
+            "How many products have fewer than 10 in stock?",
+            "SELECT COUNT(*) FROM products WHERE stock < 10",
+            True,
+        ),
+        # ... but "how many" of something a row holds is that row's value
+        ("How many lamps are in stock?", "SELECT stock FROM products WHERE name = 'lamp'", True),
+        # a name the request writes: a count compares it with a column the question does
+        # not ask for, once
+        (
+            "How many customers live in Berlin?",
+            "SELECT COUNT(*) FROM customers WHERE city = 'Berlin' AND name = 'Berlin'",
+            False,
+        ),
+        ("Who lives in Oslo? Use the customers table.", "SELECT * FROM customers", True),
+        (
+            "Who lives in Oslo? Use the customers table.",
+            "SELECT name FROM customers WHERE city = 'Oslo'",
+            True,
+        ),
+        # a table the request names is the one read
+        ("How many orders are in the orders table?", "SELECT * FROM customers", False),
+        ("How many orders are in the orders table?", "SELECT COUNT(*) FROM orders", True),
+        # the operator the request's words give, on the column it names
+        (
+            "How many products have fewer than 10 in stock?",
+            "SELECT COUNT(*) FROM products WHERE price > 10",
+            False,
+        ),
+        (
+            "How many products have fewer than 10 in stock?",
+            "SELECT COUNT(*) FROM products WHERE stock > 10",
+            False,
+        ),
+        # order words are no values ("WHERE name = 'cheapest'")
+        (
+            "Which product is the cheapest?",
+            "SELECT * FROM products WHERE name = 'cheapest' ORDER BY price LIMIT 1",
+            False,
+        ),
+        (
+            "Who lives in Oslo? Use the customers table.",
+            "SELECT * FROM customers WHERE name = 'table'",
+            False,
+        ),
+    ],
+)
+def test_the_query_takes_the_shape_the_request_asks_for(
+    shop, asked: str, query: str, fits: bool
+) -> None:  # type: ignore[no-untyped-def]
+    pattern = held_to_tables(shop, asked).parameters["properties"]["query"]["pattern"]
+    assert (re.fullmatch(pattern, query) is not None) is fits
+
+
+def test_the_shape_of_a_request() -> None:
+    tables = {"orders": {"id": "INTEGER", "total": "REAL"}}
+    assert query_shape("the total of order number 5", tables).keys == (("order", "5"),)
+    assert query_shape("the 3 largest orders", tables).limits == ("3",)
+    assert query_shape("the 3 largest orders", tables).order == "DESC"
+    assert query_shape("the smallest total", tables).sort_columns == ("total",)
+    assert query_shape("a total of 5", tables).keys == ()

@@ -47,6 +47,7 @@ from loopwright.core.grounding import (
     unstated_words,
 )
 from loopwright.core.messages import Message
+from loopwright.core.polarity import AUXILIARIES, verdict, yes_no
 from loopwright.core.untrusted import unwrap_untrusted
 from loopwright.providers.local_rows import (
     KEY_WORD,
@@ -115,6 +116,7 @@ class Grounding:
     by_label: bool = False  # the first sentence states a label, not a number (a named row's)
     names: tuple[str, ...] = ()  # with subject: the question's and results' words
     positions: tuple[str, ...] = ()  # numbers opening a listed result's items ("1. ")
+    verdict: str = ""  # "Yes"/"No" the results give a yes/no question (core.polarity)
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -169,9 +171,21 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     # What a "Yes" would claim: the words of the yes/no question itself when the
     # message asks one ("Is the lamp in stock? Use the products table." claims
     # nothing about "products"), else of the whole message.
-    yes_no = _yes_no(asked)
-    unstated = tuple(unstated_words(yes_no or asked, every)) if every else ()
-    claims = tuple(w for w in unstated if w not in _AUXILIARIES) if yes_no else ()
+    asked_yes_no = yes_no(asked)
+    unstated = tuple(unstated_words(asked_yes_no or asked, every)) if every else ()
+    # A yes/no question's claims: not its auxiliary, nor a file name or a word saying
+    # where to look ("according to status.txt"): the call read that, it claims nothing.
+    claims = (
+        tuple(w for w in unstated if w not in AUXILIARIES | _SOURCE_WORDS and "." not in w)
+        if asked_yes_no
+        else ()
+    )
+    # The results answer the yes/no question plainly ("Did the build pass?" over
+    # "Build 512 passed."): the answer opens with that word, and a "Yes" claims nothing
+    # unstated (the words left are the question's framing: "according to status.txt").
+    given = verdict(asked_yes_no, words or ()) if asked_yes_no else ""
+    if given == "Yes":
+        unstated, claims = (), ()
     subject = subject_name(named, asked)
     base = Focus(keep, tuple(labels), tuple(latest or ()))
     focused = focus(base, rows, words or (), pairs, asked)
@@ -196,42 +210,11 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         focused.by_label,
         unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if subject else (),
         tuple(n for n in item_numbers(words or ()) if n in focused.keep),
+        given,
     )
 
 
-# A yes/no question: a sentence ending in "?" that opens with an auxiliary verb (which
-# claims nothing itself: "No, Chen does not live there" writes "does").
-_AUXILIARIES = frozenset(
-    [
-        "is",
-        "are",
-        "was",
-        "were",
-        "am",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "will",
-        "would",
-        "should",
-        "has",
-        "have",
-        "had",
-    ]
-)
-_YES_NO = re.compile(
-    rf"(?:^|(?<=[.!?]\s))(?:{'|'.join(sorted(_AUXILIARIES))})\b[^.!?]*\?", re.IGNORECASE
-)
-
-
-def _yes_no(question: str) -> str:
-    """The yes/no questions of ``question`` ("Is it raining in Lima?"), joined; "" when
-    it asks none."""
-    return " ".join(m.group(0) for m in _YES_NO.finditer(question.strip()))
-
-
+_SOURCE_WORDS = frozenset(["according", "file", "check", "see", "look"])
 _FORMULA = re.compile(r"\d\s*[-+*/^%]\s*[\d(]|\d\s*\*\*")
 # A formula a strategy found the calls compute, on the calls' message (the embedded
 # strategy's ``strategies.embedded.formula.REQUEST_FORMULA_KEY``): the plan's steps carry
@@ -530,6 +513,10 @@ def _first_sentence(ground: Grounding) -> list[str]:
         # it is snowing").
         numbers, budget = [], MAX_CLAIM_ITEMS
     pre = f"(lead x{{0,{budget}}})?"
+    if ground.verdict:
+        # the answer the results give a yes/no question, then what they state
+        pre = f'"{ground.verdict}, " (x{{0,{budget}}})?'
+
     tail = f"x{{0,{MAX_TAIL_ITEMS}}} stop"
     # After a number the sentence may go on past ". " ("1. Buy milk, 2. ..."); after a
     # word that would start a second sentence, which is where a small model contradicts

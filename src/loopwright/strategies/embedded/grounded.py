@@ -12,8 +12,12 @@ the last user message), the answer is held back until it is complete and checked
 * it states a value of the results: one of their numbers, or one of their words the
   question does not use (a label such as "cloudy", a name such as "Oslo");
 * it does not assert what a result denies (the result says "not a real forecast", the
-  answer says "a real forecast"), nor say "Yes" to a question word no result states
-  ("Is it raining in Lima?" -> "Yes, it is raining" when the result says sunny);
+  answer says "a real forecast"), nor the opposite of what a result's sentence on the
+  same topic states ("Build failed." for "Build 512 passed.": ``core.polarity``), nor
+  say "Yes" to a question word no result states ("Is it raining in Lima?" -> "Yes, it
+  is raining" when the result says sunny), nor open with the other answer than the one
+  the results plainly give a yes/no question ("Yes" to "Did any tests fail?" over "0
+  tests failed.");
 * it does not repeat itself, and is not the question echoed back;
 * when a result holds several rows (a table, a list of objects) and the answer picks
   some of them, it names nothing of the question that neither the results, the calls
@@ -26,7 +30,9 @@ the last user message), the answer is held back until it is complete and checked
   item"), the answer does not name another item first ("The second item is buy
   milk").
 
-An answer that writes out a whole text result when the question asks about one of its
+The model reads, of each plain-text result, only the part the question asks about
+(:mod:`.focus`); the check holds it to the whole, and a fallback shows that part. An
+answer that writes out a whole text result when the question asks about one of its
 clauses is cut to that clause (:func:`asked_clause`); one that goes through a list's
 items when the question names one by position is cut to that item's clause
 (:func:`item_clause`). A failing answer whose leading
@@ -59,8 +65,10 @@ from loopwright.core.grounding import (
     unstated_words,
 )
 from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPart
+from loopwright.core.polarity import contradiction, verdict, yes_no
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
+from loopwright.strategies.embedded.focus import focused_request, shown_part
 from loopwright.strategies.embedded.wrapper import ModelWrapper
 
 _NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\d)")
@@ -162,6 +170,13 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     denied = _contradiction(answer, ok)
     if denied:
         return f"asserts what a result denies: {denied!r}"
+    opposed = contradiction(answer, [r.content for r in ok])
+    if opposed:
+        return f"says the opposite of what a result states: {opposed!r}"
+    given = verdict(yes_no(turn.question), [r.content for r in ok]) if ok else ""
+    opening = _YES_OR_NO.match(answer)
+    if given and opening and opening.group(1).lower() != given.lower():
+        return f"answers {opening.group(1)!r} where the results say {given!r}"
     unsupported = _unsupported_yes(answer, turn.question, ok)
     if unsupported:
         return f"says yes to {unsupported!r}, which no result states"
@@ -198,6 +213,7 @@ def grounded_head(answer: str, turn: Turn) -> str | None:
 
 
 _YES = re.compile(r"\W*yes\b", re.IGNORECASE)
+_YES_OR_NO = re.compile(r"\W*(yes|no)\b", re.IGNORECASE)
 
 
 def _unsupported_yes(answer: str, question: str, results: Sequence[ToolResultPart]) -> str | None:
@@ -281,7 +297,10 @@ def fallback_text(turn: Turn) -> str:
     """The plain statement used instead of an ungrounded answer."""
     shown = []
     for result in turn.results:
-        content = " ".join(result.content.split())
+        # the part the question asks about (a text's sentence, a table's named rows):
+        # short, and what was asked
+        part = result.content if result.is_error else shown_part(turn.question, result.content)
+        content = " ".join(part.split())
         if len(content) > MAX_SHOWN_CHARS:
             content = content[:MAX_SHOWN_CHARS] + " ..."
         verb = "failed" if result.is_error else "returned"
@@ -370,7 +389,9 @@ class GroundedAnswers(ModelWrapper):
                 yield event
             return
         held: list[TextDelta] = []
-        async for event in self.model.stream(request):
+        # The model reads only the part of a text result the question asks about; the
+        # check below holds its answer to the whole (see .focus).
+        async for event in self.model.stream(focused_request(request)):
             if isinstance(event, TextDelta):
                 held.append(event)
                 continue

@@ -11,15 +11,18 @@ not have ("WHERE total ABOVE 40"), nor compare with a value the request does not
 state ("WHERE price = 100.000" for "the price of the desk"). A column whose kind the
 description gives (``price INTEGER``) is compared only with literals of that kind (not
 "WHERE price = 'desk'"); the model itself is shown the columns without their kinds
-(:func:`loopwright.tools.builtin.sql.without_kinds`). The tool's registered schema is
-unchanged: the dispatcher still accepts any read-only SELECT, from any model.
+(:func:`loopwright.tools.builtin.sql.without_kinds`). The request's words shape the
+query (:func:`query_shape`): a number after a table's noun names a row by its key, not a
+LIMIT; a superlative sorts and takes the first row; "how many" of a table's rows counts
+them; a request naming some of the tables reads one of those. The tool's registered
+schema is unchanged: the dispatcher still accepts any read-only SELECT, from any model.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +30,12 @@ from loopwright.core.grounding import STOPWORDS
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.tools import ToolSpec
 from loopwright.strategies.embedded.examples import example_parameter
-from loopwright.tools.builtin.sql import described_tables, select_pattern, without_kinds
+from loopwright.tools.builtin.sql import (
+    QueryShape,
+    described_tables,
+    select_pattern,
+    without_kinds,
+)
 
 
 def _is_select(text: object) -> bool:
@@ -39,7 +47,7 @@ def _is_select(text: object) -> bool:
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]\d)")
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
-MIN_LITERAL_CHARS = 2
+MIN_LITERAL_CHARS = 3
 MAX_LITERALS = 40
 
 
@@ -49,19 +57,213 @@ def _names(word: str, name: str) -> bool:
     return word == name or word.rstrip("s") == name.rstrip("s")
 
 
+# Words that name the database's own parts, and the words that open a question or an
+# instruction: never a value a query compares with ("WHERE name = 'table'" for "Use the
+# products table").
+_SCHEMA_WORDS = frozenset(
+    ["table", "tables", "column", "columns", "row", "rows", "database", "record", "records"]
+)
+_OPENERS = frozenset(
+    [
+        "who",
+        "what",
+        "which",
+        "where",
+        "when",
+        "how",
+        "is",
+        "are",
+        "does",
+        "do",
+        "did",
+        "use",
+        "check",
+        "look",
+        "see",
+        "find",
+        "show",
+        "list",
+        "tell",
+        "give",
+        "please",
+        "can",
+    ]
+)
+# Words of order, count and comparison: how a query sorts or compares, not a value.
+_ORDER_WORDS = frozenset(
+    [
+        "most",
+        "least",
+        "more",
+        "less",
+        "fewer",
+        "many",
+        "much",
+        "than",
+        "above",
+        "below",
+        "over",
+        "under",
+        "greater",
+        "higher",
+        "lower",
+        "larger",
+        "smaller",
+        "bigger",
+        "top",
+        "first",
+        "last",
+        "highest",
+        "lowest",
+        "largest",
+        "smallest",
+        "biggest",
+        "cheapest",
+        "fewest",
+        "greatest",
+        "maximum",
+        "minimum",
+        "longest",
+        "shortest",
+        "latest",
+        "earliest",
+        "newest",
+        "oldest",
+        "youngest",
+        "best",
+        "worst",
+        "expensive",
+    ]
+)
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([^\W\d_][\w'-]*)")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
 def request_literals(request: str, names: Iterable[str] = ()) -> list[str]:
     """The values a request states that a query may compare with: its numbers and its
-    words (``Oslo``, ``desk``), as written, each once; not a function word, nor one of
+    words (``Oslo``, ``desk``), as written, each once, and a plural word's singular
+    ("lamp" of "lamps": a row holds one); not a function word, a word for the
+    database's parts ("table"), a sentence's opening word ("Use the ..."), nor one of
     ``names`` in either number (the tables' and columns': "WHERE price > 'price'",
     "WHERE name = 'product'")."""
     taken = {n.lower() for n in names}
+    openers = {m.group(1) for m in _SENTENCE_START.finditer(request.strip())}
     words = [
         w
         for w in _WORD.findall(request)
-        if w.lower() not in STOPWORDS and not any(_names(w.lower(), n) for n in taken)
+        if w.lower() not in STOPWORDS | _SCHEMA_WORDS | _ORDER_WORDS
+        and not (w in openers and w.lower() in _OPENERS)
+        and not any(_names(w.lower(), n) for n in taken)
     ]
-    kept = [*_NUMBER.findall(request), *(w for w in words if len(w) >= MIN_LITERAL_CHARS)]
+    singular = [w[:-1] for w in words if len(w) > 3 and w.endswith("s") and not w.endswith("ss")]
+    kept = [
+        *_NUMBER.findall(request),
+        *(w for w in [*words, *singular] if len(w) >= MIN_LITERAL_CHARS),
+    ]
     return list(dict.fromkeys(kept))[:MAX_LITERALS]
+
+
+# A number that names a row by its key: after a table's noun or "id", with "number",
+# "no", "#" or "with id" between ("order 3", "order number 5", "customer with id 2").
+_BEFORE_NUMBER = re.compile(r"([A-Za-z_]+)(?:\s+(?:number|no\.?|with id))?\s*#?\s*$")
+_KEY_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.]\d|\d)")
+# A number that is a count of rows: "the top 3", "the first 2", "the 3 cheapest".
+_LIMITED = re.compile(
+    r"\b(?:top|first|last|bottom)\s+(\d+)\b|\b(\d+)\s+(?:most|least|[a-z]+est)\b", re.I
+)
+_HOW_MANY = re.compile(r"\bhow many\s+([a-z_]+)", re.I)
+# Superlatives and the direction they sort in ("ANY": it depends on the column).
+_DESCENDING = frozenset(
+    [
+        "most",
+        "highest",
+        "largest",
+        "biggest",
+        "greatest",
+        "maximum",
+        "max",
+        "top",
+        "longest",
+        "latest",
+        "newest",
+        "priciest",
+        "costliest",
+    ]
+)
+_ASCENDING = frozenset(
+    ["least", "lowest", "smallest", "cheapest", "fewest", "minimum", "min", "shortest", "earliest"]
+)
+_EITHER = frozenset(["oldest", "youngest", "best", "worst"])
+# A name: a capitalized word inside a sentence ("Who lives in Oslo?").
+_NAME = re.compile(r"(?<=[^\s.!?]) +([A-Z][\w'-]+)")
+
+
+def query_shape(request: str, tables: Mapping[str, Mapping[str, str]]) -> QueryShape:
+    """What ``request`` asks of a query on ``tables`` beyond its values
+    (:class:`~loopwright.tools.builtin.sql.QueryShape`): the rows it names by key, the
+    counts of rows it gives, a superlative's direction and the columns it names, the
+    tables a "how many" counts, the names it writes. Generic: English words for
+    order and count, the tables' and columns' own names."""
+    words = [w.lower() for w in _WORD.findall(request)]
+    columns = {c for kinds in tables.values() for c in kinds}
+    keys = tuple(
+        (noun, m.group(0))
+        for m in _KEY_NUMBER.finditer(request)
+        if (before := _BEFORE_NUMBER.search(request[: m.start()])) is not None
+        and ((noun := before.group(1).lower()) == "id" or any(_names(noun, t) for t in tables))
+    )
+    limits = tuple(n for m in _LIMITED.finditer(request) for n in m.groups() if n)
+    order = next(
+        (
+            "DESC" if w in _DESCENDING else "ASC" if w in _ASCENDING else "ANY"
+            for w in words
+            if w in _DESCENDING | _ASCENDING | _EITHER
+        ),
+        "",
+    )
+    counted = tuple(
+        t for m in _HOW_MANY.finditer(request) for t in tables if _names(m.group(1).lower(), t)
+    )
+    named = [n for n in _NAME.findall(request) if not any(_names(n.lower(), t) for t in tables)]
+    asked = [c for c in columns if c.lower() in words]
+    if "who" in words:
+        asked += [c for c in columns if "name" in c.lower()]  # "who" asks for a name
+    return QueryShape(
+        keys=keys,
+        limits=tuple(n for n in limits if n not in {k for _, k in keys}),
+        order=order,
+        sort_columns=tuple(c for c in columns if c.lower() in words),
+        counted=counted,
+        names=tuple(n for n in named if n.lower() not in {c.lower() for c in columns}),
+        asked_columns=tuple(asked),
+        comparison=_comparison(request),
+        by_name=bool({"named", "called"} & set(words)),
+    )
+
+
+_COMPARED = (
+    (re.compile(r"\bat least\b|\bor more\b", re.I), ">="),
+    (re.compile(r"\bat most\b|\bor (?:less|fewer)\b|\bno more than\b", re.I), "<="),
+    (
+        re.compile(
+            r"\b(?:more|greater|higher|larger|bigger) than\b|\b(?:above|over|exceeding)\s+\d", re.I
+        ),
+        ">",
+    ),
+    (re.compile(r"\b(?:less|fewer|lower|smaller) than\b|\b(?:below|under)\s+\d", re.I), "<"),
+)
+
+
+def _comparison(request: str) -> str:
+    """The operator a request's words give its number ("more than 50": ``>``), ``=``
+    when they give none and a number is compared, "" when they give several."""
+    found = {op for pattern, op in _COMPARED if pattern.search(request)}
+    if len(found) > 1:
+        return ""
+    return found.pop() if found else "="
 
 
 def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
@@ -72,10 +274,16 @@ def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
     tables = described_tables(spec.description) if name is not None else {}
     if name is None or not tables:
         return spec
+    if request is not None:
+        # A request that names some of the tables reads one of them ("Use the customers
+        # table": a query of the orders table answered "How many customers ...?").
+        named = {t: k for t, k in tables.items() if any(_names(w, t) for w in _words(request))}
+        tables = named or tables
     names = [*tables, *(c for kinds in tables.values() for c in kinds)]
     literals = request_literals(request, names) if request is not None else None
+    shape = query_shape(request, tables) if request is not None else None
     props: dict[str, Any] = dict(spec.parameters["properties"])
-    props[name] = {**props[name], "pattern": select_pattern(tables, literals)}
+    props[name] = {**props[name], "pattern": select_pattern(tables, literals, shape)}
     return replace(
         spec,
         description=without_kinds(spec.description),
@@ -92,4 +300,4 @@ def request_held_to_tables(request: ModelRequest) -> ModelRequest:
     return replace(request, tools=tuple(tools))
 
 
-__all__ = ["held_to_tables", "request_held_to_tables"]
+__all__ = ["held_to_tables", "query_shape", "request_held_to_tables", "request_literals"]

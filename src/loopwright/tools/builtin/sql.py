@@ -279,7 +279,42 @@ MAX_SELECTED_COLUMNS = 4
 MAX_CONDITIONS = 2
 
 
-def select_pattern(tables: dict[str, dict[str, str]], literals: Sequence[str] | None = None) -> str:
+@dataclass(frozen=True, slots=True)
+class QueryShape:
+    """What a request asks of a query, beyond the values it states (read from its words
+    by the caller; see ``strategies.embedded.tables``).
+
+    ``keys``: (noun, number) for a row the request names by its key ("order 3", "id
+    2"): the number is compared with that row's key column, never a LIMIT (the model
+    wrote "ORDER BY customer_id LIMIT 3" for "the total of order 3"). ``limits``: the
+    numbers that are a count of rows ("the top 3", "the 3 cheapest"), the only ones a
+    LIMIT takes. ``order``: ``"ASC"``/``"DESC"`` (or ``"ANY"``) for a superlative ("the
+    cheapest", "the highest total"): the rows sorted by a numeric column and cut to the
+    first (or its MIN/MAX); ``sort_columns`` are the columns the request names, the
+    only ones sorted by when given. ``counted``: the tables a "how many" counts the rows
+    of ("How many customers ..."): a COUNT(*) of that table; ``names``: words the
+    request writes as names ("Berlin"), of which a count's WHERE compares one with a
+    text column the question does not ask for (``asked_columns``: "Which city does Dana
+    live in?" compares ``name``, not ``city``), nor a ``name`` column unless ``by_name``
+    (the request says "named" or "called"). ``comparison``: the operator the
+    request's words give a number ("fewer than 10": ``<``), else any."""
+
+    keys: tuple[tuple[str, str], ...] = ()
+    limits: tuple[str, ...] = ()
+    order: str = ""
+    sort_columns: tuple[str, ...] = ()
+    counted: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    asked_columns: tuple[str, ...] = ()
+    comparison: str = ""
+    by_name: bool = False
+
+
+def select_pattern(
+    tables: dict[str, dict[str, str]],
+    literals: Sequence[str] | None = None,
+    shape: QueryShape | None = None,
+) -> str:
     """A regular expression (the subset llama.cpp turns into a grammar: see
     ``docs/providers.md``) of the plain one-table SELECTs on ``tables``: columns, ``*``
     or an aggregate of a column; a WHERE of up to :data:`MAX_CONDITIONS` comparisons of
@@ -294,42 +329,129 @@ def select_pattern(tables: dict[str, dict[str, str]], literals: Sequence[str] | 
     model compared with one it made up ("WHERE price = 100.000" for "the price of the
     desk"); with none, no WHERE clause. A column of a known kind takes literals of
     that kind only (not "WHERE price > 'desk'"). When they hold numbers, the query
-    uses one: compared with a column, or as the LIMIT."""
-    options = []
-    for table, kinds in tables.items():
-        col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
-        agg = f"{_AGGREGATES}\\(({col}|\\*)\\)"
-        item = f"({agg}|{col})"
-        picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
-        conditions = [
-            f"{re.escape(c)} {_COMPARISONS} {literal}"
-            for c, kind in kinds.items()
-            if (literal := _literals(kind, literals))
-        ]
-        condition = "(" + "|".join(f"({c})" for c in conditions) + ")"
-        where = f"( WHERE {condition}( AND {condition}){{0,{MAX_CONDITIONS - 1}}})?"
-        where = where if conditions else ""
-        # ORDER BY a column: an aggregate there, without GROUP BY, is an SQL error
-        # ("ORDER BY COUNT(*) DESC": misuse of aggregate)
-        sort = f"( ORDER BY {col}( ASC| DESC)?)?"
-        head = f"SELECT {picked} FROM {re.escape(table)}"
-        numbers = [v for v in literals or () if _NUMBER_TEXT.fullmatch(v)]
-        if not numbers:
-            options.append(f"{head}{where}{sort}( LIMIT [0-9]{{1,4}})?")
-            continue
-        # The request's numbers are what it asks about ("a total below 30", "order 5",
-        # "the 3 cheapest"): the query uses one, in a comparison or as the LIMIT. The
-        # model otherwise counted every row ("SELECT COUNT(*) FROM orders" -> 7).
-        given = "(" + "|".join(_literal(n) for n in numbers) + ")"
-        options.append(f"{head}{where}{sort} LIMIT {given}")
-        counted = [re.escape(c) for c, kind in kinds.items() if _literals(kind, numbers)]
-        if counted:
-            first = f"({'|'.join(counted)}) {_COMPARISONS} {given}"
-            then = f"( AND {condition})?" if conditions else ""
-            options.append(f"{head} WHERE {first}{then}{sort}( LIMIT [0-9]{{1,4}})?")
+    uses one. ``shape`` says how (:class:`QueryShape`): a row's key is compared with
+    its key column, a count of rows is the LIMIT, other numbers are compared with a
+    column; a superlative sorts and takes the first row; a "how many" of a table's rows
+    is its COUNT(*)."""
+    shape = shape or QueryShape()
+    options = [o for t, kinds in tables.items() for o in _table_options(t, kinds, literals, shape)]
     if not options:
         return ""
     return "^ ?(" + "|".join(f"({o})" for o in options) + ")$"
+
+
+def _table_options(
+    table: str, kinds: dict[str, str], literals: Sequence[str] | None, shape: QueryShape
+) -> list[str]:
+    """The alternatives of :func:`select_pattern` that read ``table``."""
+    col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
+    agg = f"{_AGGREGATES}\\(({col}|\\*)\\)"
+    item = f"({agg}|{col})"
+    picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
+    taken = {n for _, n in shape.keys} | set(shape.limits)
+    values = None if literals is None else [v for v in literals if v not in taken]
+    condition = _condition(kinds, values)
+    where = (
+        f"( WHERE {condition}( AND {condition}){{0,{MAX_CONDITIONS - 1}}})?" if condition else ""
+    )
+    # ORDER BY a column: an aggregate there, without GROUP BY, is an SQL error
+    # ("ORDER BY COUNT(*) DESC": misuse of aggregate)
+    sort = f"( ORDER BY {col}( ASC| DESC)?)?"
+    head = f"SELECT {picked} FROM {re.escape(table)}"
+    if table in shape.counted:
+        head = f"SELECT COUNT\\(\\*\\) FROM {re.escape(table)}"
+    numbers = [v for v in values or () if _NUMBER_TEXT.fullmatch(v)]
+    options = [
+        f"{head} WHERE {k} = {_literal(n)}{sort}"
+        for noun, n in shape.keys
+        for k in _key_columns(table, kinds, noun)
+    ]
+    ranked = _ranked(kinds, shape)
+    for n in shape.limits:
+        options.append(f"{head}{ranked or sort} LIMIT {_literal(n)}")
+    if numbers:
+        # The request's numbers are what it asks about ("a total below 30", "costs
+        # 85"): the query compares one with a column (one the request names, when it
+        # names some), by the operator its words give. The model otherwise counted every
+        # row ("SELECT COUNT(*) FROM orders" -> 7) or compared another column.
+        given = "(" + "|".join(_literal(n) for n in numbers) + ")"
+        compared = [c for c, kind in kinds.items() if _literals(kind, numbers)]
+        compared = [c for c in compared if c in shape.sort_columns] or compared
+        if compared:
+            columns = "|".join(re.escape(c) for c in compared)
+            first = f"({columns}) {re.escape(shape.comparison) or _COMPARISONS} {given}"
+            options.append(f"{head} WHERE {first}{sort}( LIMIT [0-9]{{1,4}})?")
+    if options:
+        return options  # a key, a count of rows or a value given: the query uses it
+    named = _condition(_compared(kinds, shape), [v for v in values or () if v in shape.names])
+    if named and table in shape.counted:
+        # "How many customers live in Berlin?": the rows the name selects are counted,
+        # not every row.
+        options.append(f"{head} WHERE {named}")
+    elif ranked and table not in shape.counted:
+        # "the cheapest product": the first row sorted, or the extreme value itself
+        extreme = f"{_extreme(shape.order)}\\({_numeric(kinds, shape)}\\)"
+        options.append(f"{head}{ranked} LIMIT 1")
+        options.append(f"SELECT {extreme} FROM {re.escape(table)}")
+    else:
+        limit = "" if table in shape.counted else "( LIMIT [0-9]{1,4})?"
+        options.append(f"{head}{where}{sort}{limit}")
+    return options
+
+
+def _condition(kinds: dict[str, str], literals: Sequence[str] | None) -> str:
+    """One comparison of a column with a literal it may take, as one alternative."""
+    conditions = [
+        f"{re.escape(c)} {_COMPARISONS} {literal}"
+        for c, kind in kinds.items()
+        if (literal := _literals(kind, literals))
+    ]
+    return "(" + "|".join(f"({c})" for c in conditions) + ")" if conditions else ""
+
+
+def _compared(kinds: dict[str, str], shape: QueryShape) -> dict[str, str]:
+    """The columns a name the request writes is compared with in a count: not one the
+    request asks for, and not a row's own name unless the request says "named" or
+    "called" (``shape.by_name``): "How many customers live in Berlin?" counts by city.
+    All of them when that leaves none."""
+    kept = {
+        c: k
+        for c, k in kinds.items()
+        if c not in shape.asked_columns and (shape.by_name or "name" not in c.lower())
+    }
+    return kept or kinds
+
+
+def _key_columns(table: str, kinds: dict[str, str], noun: str) -> list[str]:
+    """The columns of ``table`` that hold the key of a row ``noun`` names: its ``id``
+    when ``noun`` names the table itself (in either number) or is "id", else a
+    ``<noun>_id`` column ("customer 2" in the orders table is ``customer_id``)."""
+    own = noun in ("id", table.lower()) or noun.rstrip("s") == table.lower().rstrip("s")
+    wanted = {"id"} if own else {f"{noun.rstrip('s')}_id", f"{noun.rstrip('s')}id"}
+    return [re.escape(c) for c in kinds if c.lower() in wanted]
+
+
+def _numeric(kinds: dict[str, str], shape: QueryShape) -> str:
+    """The columns a superlative sorts by: the numeric ones the request names, else every
+    numeric one but keys (an id is no quantity), as one alternative; "" for none."""
+    numeric = [c for c, kind in kinds.items() if any(k in kind.upper() for k in _NUMERIC)]
+    named = [c for c in numeric if c in shape.sort_columns]
+    quantities = [c for c in numeric if c.lower() != "id" and not c.lower().endswith("_id")]
+    chosen = named or quantities
+    return "(" + "|".join(re.escape(c) for c in chosen) + ")" if chosen else ""
+
+
+def _ranked(kinds: dict[str, str], shape: QueryShape) -> str:
+    """The ORDER BY of a superlative (:class:`QueryShape`), or "" for none."""
+    columns = _numeric(kinds, shape) if shape.order else ""
+    if not columns:
+        return ""
+    direction = {"ASC": "( ASC)?", "DESC": " DESC"}.get(shape.order, "( ASC| DESC)?")
+    return f" ORDER BY {columns}{direction}"
+
+
+def _extreme(order: str) -> str:
+    return {"ASC": "MIN", "DESC": "MAX"}.get(order, "(MIN|MAX)")
 
 
 _NUMERIC = ("INT", "REAL", "FLOA", "DOUB", "NUM", "DEC")
