@@ -656,3 +656,21 @@ async def test_duplicate_call_ids_keep_every_result_in_position() -> None:
     outs = await make(add).run_batch(calls)
     assert [o.result.content for o in outs] == ["0", "1", "2", "3"]
     assert [o.call for o in outs] == calls
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (
+            {"permission": "god"},
+            "unknown permission 'god'",
+        ),  # was refused only when an agent used it
+        ({"max_concurrency": "4"}, "max_concurrency must be an int"),
+        ({"max_concurrency": 0}, "max_concurrency must be an int"),
+    ],
+)
+def test_a_bad_dispatch_config_is_refused_where_it_is_written(
+    kwargs: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        DispatchConfig(**kwargs)

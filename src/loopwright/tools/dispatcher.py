@@ -124,10 +124,11 @@ class DispatchConfig:
     confirm_tainted: TaintConfirmHandler | None = None
 
     def __post_init__(self) -> None:
-        if self.max_concurrency < 1:
-            raise ValueError(
-                f"DispatchConfig.max_concurrency must be >= 1, got {self.max_concurrency}"
-            )
+        limit = self.max_concurrency
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"DispatchConfig.max_concurrency must be an int >= 1, got {limit!r}")
+        # here, where the config is written, not when an agent is first built from it
+        Permission.parse(self.permission)
 
 
 @slot_init
