@@ -77,11 +77,14 @@ def test_budget_smaller_than_the_fixed_layers_is_a_precise_error() -> None:
     [
         ({"context_window": 0}, "context_window"),
         ({"context_window": 1000, "output_reserve": 1000}, "output_reserve"),
+        ({"context_window": "8000"}, "context_window"),  # was a TypeError naming nothing
+        ({"context_window": 8000, "overhead": 1.5}, "overhead"),
+        ({"context_window": True}, "context_window"),
     ],
 )
-def test_bad_budget_names_the_field(kwargs: dict[str, int], field: str) -> None:
+def test_bad_budget_names_the_field(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ContextError, match=field):
-        Budget(**kwargs)
+        Budget(**kwargs)  # type: ignore[arg-type]
 
 
 def test_orphaned_call_is_repaired_and_reported() -> None:

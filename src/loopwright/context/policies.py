@@ -57,6 +57,11 @@ class Budget:
     overhead: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("context_window", "output_reserve", "overhead"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                # Budget("8000") was a TypeError from "<=", naming no field
+                raise ContextError(f"Budget.{name} must be a whole token count, got {value!r}")
         if self.context_window <= 0:
             raise ContextError(
                 f"Budget.context_window must be a positive token count, got {self.context_window}"
