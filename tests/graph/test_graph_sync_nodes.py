@@ -178,3 +178,21 @@ def test_a_write_its_reducer_refuses_names_the_key() -> None:
     with pytest.raises(lw.InvalidUpdateError, match=r"'answers'.*add.*5") as info:
         graph.compile().invoke({"question": "q", "answers": [], "n": 0})
     assert isinstance(info.value.__cause__, TypeError)
+
+
+def test_a_checkpoint_id_that_is_no_number_is_named() -> None:
+    from loopwright.store import open_store
+
+    graph = lw.StateGraph(State)
+    graph.add_node("one", lambda s: {"n": s["n"] + 1})
+    graph.add_edge(lw.START, "one")
+    app = graph.compile(checkpointer=open_store("memory"))
+    thread = {"configurable": {"thread_id": "cp-ids"}}
+    app.invoke({"question": "q", "answers": [], "n": 0}, thread)
+    latest = app.get_state(thread).config["configurable"]["checkpoint_id"]
+    assert app.get_state({"configurable": {"thread_id": "cp-ids", "checkpoint_id": latest}})
+    bad = {"configurable": {"thread_id": "cp-ids", "checkpoint_id": "latest"}}
+    with pytest.raises(lw.GraphError, match="checkpoint_id 'latest'"):  # was int()'s ValueError
+        app.get_state(bad)
+    with pytest.raises(lw.GraphError, match="checkpoint_id 'latest'"):
+        app.invoke(None, bad)

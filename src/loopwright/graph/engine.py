@@ -32,6 +32,7 @@ from loopwright.graph.types import (
     ParentCommand,
     Send,
     StateSnapshot,
+    checkpoint_number,
     refuse_options,
 )
 
@@ -351,7 +352,11 @@ class CompiledStateGraph:
         pending subgraph task that has started carries the subgraph's own snapshot in
         its ``state`` (nested subgraphs too), as in LangGraph."""
         graph, saver, thread, checkpoint_id, ns = self._where(config)
-        saved = saver.at(thread, int(checkpoint_id)) if checkpoint_id else saver.latest(thread)
+        saved = (
+            saver.at(thread, checkpoint_number(thread, checkpoint_id))
+            if checkpoint_id
+            else saver.latest(thread)
+        )
         if saved is None:
             return StateSnapshot({}, (), dict(config), None, None, None)
         snapshot = graph._snapshot(thread, saved, apply_pending=checkpoint_id is None, ns=ns)
@@ -435,7 +440,11 @@ class CompiledStateGraph:
         values: Any,
         as_node: str | None,
     ) -> dict[str, Any]:
-        saved = saver.at(thread, int(checkpoint_id)) if checkpoint_id else saver.latest(thread)
+        saved = (
+            saver.at(thread, checkpoint_number(thread, checkpoint_id))
+            if checkpoint_id
+            else saver.latest(thread)
+        )
         if as_node is not None and as_node not in self.nodes and as_node not in (START, END):
             raise GraphError(f"update_state(as_node={as_node!r}): no such node")
         if as_node is None and saved is None:

@@ -53,6 +53,7 @@ from loopwright.graph.types import (
     StepFinished,
     TaskFinished,
     TaskStarted,
+    checkpoint_number,
     config_count,
 )
 from loopwright.tools.execution import call_sync
@@ -363,7 +364,9 @@ class _Run:
         if self.saver is None:
             return None
         if self.checkpoint_id is not None:
-            return await self.saver.aat(self.thread, int(self.checkpoint_id))
+            return await self.saver.aat(
+                self.thread, checkpoint_number(self.thread, self.checkpoint_id)
+            )
         return await self.saver.alatest(self.thread)
 
     async def _resume(self, saved: Saved | None, command: Command[Any] | None) -> list[_Task]:

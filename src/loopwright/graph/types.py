@@ -285,6 +285,19 @@ def config_count(config: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
+def checkpoint_number(thread: str, checkpoint_id: object) -> int:
+    """The checkpoint ``config["configurable"]["checkpoint_id"]`` names: the ids a
+    snapshot's ``config`` carries are whole numbers (``"5"``); anything else is a
+    :class:`GraphError` naming it, not ``int()``'s "invalid literal" naming nothing."""
+    text = str(checkpoint_id).strip()
+    if isinstance(checkpoint_id, bool) or not text.isdigit():
+        raise GraphError(
+            f"checkpoint_id {checkpoint_id!r} of thread {thread!r} is not a checkpoint id; use "
+            "the config of a snapshot from get_state(...) or get_state_history(...)"
+        )
+    return int(text)
+
+
 class GraphRecursionError(GraphError):
     """The run took more supersteps than ``config["recursion_limit"]`` allows."""
 
