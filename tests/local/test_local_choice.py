@@ -95,6 +95,33 @@ def test_call_grammar_strings_hold_no_raw_control_characters() -> None:
     assert fixed != stock
 
 
+def test_pattern_strings_hold_no_raw_control_characters() -> None:
+    """A string held to a pattern (a comma-joined format: 'City, State') became a
+    negated class that allowed a raw newline: "Lang Son in fahrenheit}}\\nThe ..." was
+    invalid JSON, so the turn made no call. A literal spelling "[^" is left alone."""
+    import json
+    import re
+
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from loopwright.providers import local_grammar
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "location": {"type": "string", "pattern": '^ ?[^,"\\\\]{1,60}(, ?[^,"\\\\]{1,60}){1}$'},
+            "mark": {"const": "[^x]"},
+        },
+        "required": ["location", "mark"],
+    }
+    stock = json_schema_to_gbnf(json.dumps(schema))
+    fixed = local_grammar.no_control_chars(stock)
+    rules = dict(line.split(" ::= ", 1) for line in fixed.splitlines())
+    classes = re.findall(r"\[\^[^\]]*\]", rules["location-1"])
+    assert classes and all(r"\x00-\x1F" in c and r"\x7F" in c for c in classes)
+    assert rules["mark"] == dict(line.split(" ::= ", 1) for line in stock.splitlines())["mark"]
+
+
 def test_narrow_keeps_only_the_tools_the_words_leave() -> None:
     """A tool sharing two of the request's words wins over tools sharing none without
     the model's name score (the fake model is never touched)."""

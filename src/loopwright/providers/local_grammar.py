@@ -25,14 +25,23 @@ def json_grammar(grammar_cls: Any, schema: dict[str, Any]) -> Any:
 _GRAMMARS: dict[str, Any] = {}
 # llama-cpp-python's JSON-schema converter lets a string hold any character but '"' and
 # '\' (llama.cpp's own excludes control characters): a raw newline inside a string made
-# the whole call invalid JSON, and the unparsable call was shown as the answer.
-_STRING_CHAR = r'[^"\\]'
-_JSON_STRING_CHAR = r'[^"\\\x7F\x00-\x1F]'
+# the whole call invalid JSON, and the unparsable call was shown as the answer. The same
+# holds for every negated class a string's ``pattern`` becomes (``[^,"\\]`` of a
+# comma-joined format): "Lang Son in fahrenheit}}\nThe 2,000-mile" was no call at all.
+_CONTROL = r"\x7F\x00-\x1F"
+# a quoted literal (left alone: an enum value may spell "[^") or a character class
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]')
 
 
 def no_control_chars(gbnf: str) -> str:
-    """``gbnf`` with its JSON string characters kept to those JSON allows unescaped."""
-    return gbnf.replace(f"char ::= {_STRING_CHAR}", f"char ::= {_JSON_STRING_CHAR}")
+    """``gbnf`` with every negated character class (JSON string characters, a
+    pattern's classes) kept to characters JSON allows unescaped in a string."""
+
+    def fix(match: re.Match[str]) -> str:
+        token = match.group(0)
+        return "[^" + _CONTROL + token[2:] if token.startswith("[^") else token
+
+    return _TOKEN.sub(fix, gbnf)
 
 
 _ROOT_RULE = re.compile(r"^root ::= ", re.MULTILINE)
