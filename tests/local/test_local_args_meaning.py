@@ -226,3 +226,46 @@ def test_a_south_or_west_coordinate_of_a_pair_is_negative() -> None:
     held = grounded_arguments(spec, Grounding(request))
     assert held["properties"]["longitude"]["enum"] == [-119.5383]
     assert held["properties"]["latitude"]["enum"] == [37.8651]
+
+
+def test_an_identifier_takes_a_code_the_request_gives() -> None:
+    """ "project.name" for "project with UUID SUPERFANCY" and "reschedule event" for
+    "Reschedule event 'Bob-123'": an identifier parameter (by its name or by a
+    description that opens with "The unique identifier") takes one of the request's
+    codes or quoted values, whole, and the one written after its own name first."""
+    described = {"type": "string", "description": "The unique identifier (UUID) of the project."}
+    analysis = ToolSpec(
+        "retrieve_analysis",
+        "Retrieves the analysis of a project and a component by UUID.",
+        {
+            "type": "object",
+            "properties": {"project": described, "component": {"type": "string"}},
+            "required": ["project", "component"],
+        },
+    )
+    request = "Retrieve the analysis for project with UUID SUPERFANCY, component AB1010CD."
+    guard = argument_guard("", [Message.user(request)], [analysis])
+    head = ' {"tool": "retrieve_analysis", "arguments": {"project": " '
+    assert guard(head, "project")
+    assert guard(head, "AB")  # the code after "component", not after "project"
+    assert not guard(head, "SUPER")
+    assert guard(head + "SUPER", '"')  # whole
+    assert not guard(head + "SUPERFANCY", '"')
+    later = head + 'SUPERFANCY", "component": " '
+    assert not guard(later, "component")  # not an identifier: free
+    event = ToolSpec(
+        "reschedule",
+        "Moves an event to a new time.",
+        {
+            "type": "object",
+            "properties": {"identifier": {"type": "string"}, "when": {"type": "string"}},
+            "required": ["identifier", "when"],
+        },
+    )
+    moved = argument_guard("", [Message.user("Reschedule event 'Bob-123' to 6pm")], [event])
+    start = ' {"tool": "reschedule", "arguments": {"identifier": " '
+    assert moved(start, "res")
+    assert not moved(start, "Bob")
+    assert not moved(start + "Bob-123", '"')
+    free = argument_guard("", [Message.user("reschedule my dentist visit")], [event])
+    assert not free(start, "dent")  # no code given: the value is free

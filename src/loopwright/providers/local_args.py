@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.providers.local_dates import dates_in, times_in
+from loopwright.providers.local_decide import codes_in, value_kind
 from loopwright.providers.local_ground import JOINED_EXAMPLE, request_context
 
 MAX_FREE_DIGITS = 3
@@ -82,6 +83,7 @@ class ArgumentGuard:
     listed: tuple[str, ...] = ()  # parameters that are lists of free strings
     echoes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # names a value may not be
     signs: str = ""  # the signs the prompt, the tools and the request use
+    coded: tuple[tuple[str, tuple[str, ...]], ...] = ()  # identifier keys: the codes given
 
     def __call__(self, text: str, piece: str) -> bool:
         inside, value = _open_string(text)
@@ -100,6 +102,8 @@ class ArgumentGuard:
             if self._bad_item(text, so_far, longer, closes='"' in piece):
                 return True
             if '"' in piece and self._echoes(text, longer):
+                return True
+            if self._not_a_code(_current_key(text), longer, closes='"' in piece):
                 return True
             if '"' in piece and not head and _cuts_quote(so_far, self.context):
                 return True
@@ -230,6 +234,19 @@ class ArgumentGuard:
         key = _current_key(text)
         item = value.strip(" ,.;:").replace("_", " ")
         return any(k == key and item in names for k, names in self.echoes)
+
+    def _not_a_code(self, key: str | None, value: str, closes: bool) -> bool:
+        """An identifier parameter (``project_id``; a ``project`` described as "The
+        unique identifier (UUID) of the project") takes one of the codes or quoted
+        values the request gives, whole: ``"project": "project.name"`` for "project
+        with UUID SUPERFANCY", ``"identifier": "reschedule event"`` for "Reschedule
+        event 'Bob-123'". With no such code in the request the value is free."""
+        codes = next((c for k, c in self.coded if k == key), ())
+        if not codes:
+            return False
+        if closes:
+            return value not in codes
+        return not any(code.startswith(value) for code in codes)
 
     def _bad_item(self, text: str, value: str, grown: str, closes: bool) -> bool:
         """An item of a list of free strings copies the request's text and is not
@@ -384,7 +401,54 @@ def argument_guard(
         listed_parameters(tools),
         echoed_names(tools),
         "".join(sorted({ch for t in (prefix, described, source) for ch in t if _sign(ch)})),
+        coded_parameters(tools, source),
     )
+
+
+# A description that opens by saying the value is an identifier.
+_ID_DESCRIPTION = re.compile(r"^\s*(?:the\s+|an?\s+)?(?:unique\s+)?(?:identifier|id|uuid)\b", re.I)
+
+
+def coded_parameters(
+    tools: Sequence[ToolSpec], source: str
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """For each top-level free string parameter that is an identifier (its name's head
+    noun, ``local_decide.value_kind``, or its description's first words), the codes
+    ``source`` gives (``local_decide.codes_in``, lower case) that are not words of the
+    tool's own text ("UUID" in "project with UUID SUPERFANCY" names the kind, not
+    the value). Empty when the request gives none."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for spec in tools:
+        own = set(
+            _WORD.findall(f"{spec.name} {spec.description} {json.dumps(spec.parameters)}".lower())
+        )
+        codes = tuple(c.lower() for c in codes_in(source) if c.lower() not in own)
+        for key, sub in (spec.parameters.get("properties") or {}).items():
+            if not isinstance(sub, Mapping) or sub.get("type") != "string" or "enum" in sub:
+                continue
+            described = _ID_DESCRIPTION.search(str(sub.get("description") or ""))
+            if codes and (value_kind(key) == "id" or described):
+                found.append((key, _named_codes(key, codes, source) or codes))
+    return tuple(found)
+
+
+# Words between a parameter's name and its code in the request ("project with UUID
+# SUPERFANCY", "component AB1010CD").
+CODE_WINDOW = 4
+
+
+def _named_codes(key: str, codes: tuple[str, ...], source: str) -> tuple[str, ...]:
+    """The codes the request writes within :data:`CODE_WINDOW` words after a word of
+    the parameter's name: with three identifiers to fill, each takes its own."""
+    names = {w for w in _name_parts(key) if len(w) > 2}
+    words = [(m.group(0).lower(), m.group(0)) for m in re.finditer(r"\S+", source)]
+    near: list[str] = []
+    for i, (word, _) in enumerate(words):
+        if word.strip(".,;:!?'\"") not in names:
+            continue
+        for _, raw in words[i + 1 : i + 1 + CODE_WINDOW]:
+            near += [c for c in codes if c in raw.lower() and c not in near]
+    return tuple(c for c in codes if c in near)
 
 
 # Words of a parameter's name that say its value is prose (a sentence keeps its mark);

@@ -258,6 +258,15 @@ def example_kind(schema: Mapping[str, object]) -> str | None:
     return None
 
 
+def codes_in(text: str) -> list[str]:
+    """The identifiers ``text`` gives, in order and once each: quoted spans (their
+    text) and code-like tokens (with a digit, inner capitals or joined by ``_``/``-``:
+    ``AB1010CD``, ``ef903ac-893-f00``, ``'Bob-123'``)."""
+    found = [m.group(0)[1:-1].strip() for m in _QUOTED.finditer(text)]
+    found += [m.group(0) for m in _CODE.finditer(text)]
+    return [c for c in dict.fromkeys(found) if c]
+
+
 def value_kind(key: str) -> str | None:
     """The kind of value a parameter named ``key`` takes (a key of :data:`KIND_WORDS`),
     from its head noun: ``origin_airport`` a place, ``UrlName`` a name, ``user_id`` an
