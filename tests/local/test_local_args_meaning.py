@@ -269,3 +269,24 @@ def test_an_identifier_takes_a_code_the_request_gives() -> None:
     assert not moved(start + "Bob-123", '"')
     free = argument_guard("", [Message.user("reschedule my dentist visit")], [event])
     assert not free(start, "dent")  # no code given: the value is free
+
+
+def test_an_iso_date_the_model_writes_is_a_request_date_zero_padded() -> None:
+    """ "2021-01-1" for "filed after January 1, 2021" (a start date with no stated
+    format): a date started in ISO form is held to the request's dates, padded."""
+    lawsuits = _tool(
+        "lawsuit_search",
+        {"company": {"type": "string"}, "start_date": {"type": "string"}},
+        ["company", "start_date"],
+    )
+    request = "Lawsuits against 'Google' filed after January 1, 2021 in California."
+    guard = argument_guard("", [Message.user(request)], [lawsuits])
+    head = ' {"tool": "lawsuit_search", "arguments": {"company": " Google", "start_date": " '
+    assert guard(head + "2021-01-", "1")
+    assert not guard(head + "2021-01-", "0")
+    assert guard(head + "2021-01", '"')  # not cut short
+    assert not guard(head + "2021-01-01", '"')
+    assert not guard(head + "January 1, 2021", '"')  # another form is left alone
+    assert not guard(head + "2019-", "0")  # a year the request does not name
+    undated = argument_guard("", [Message.user("Lawsuits against Google")], [lawsuits])
+    assert not undated(head + "2021-01-", "1")

@@ -84,6 +84,7 @@ class ArgumentGuard:
     echoes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # names a value may not be
     signs: str = ""  # the signs the prompt, the tools and the request use
     coded: tuple[tuple[str, tuple[str, ...]], ...] = ()  # identifier keys: the codes given
+    iso_dates: tuple[str, ...] = ()  # the request's dates as YYYY-MM-DD
 
     def __call__(self, text: str, piece: str) -> bool:
         inside, value = _open_string(text)
@@ -102,6 +103,9 @@ class ArgumentGuard:
             if self._bad_item(text, so_far, longer, closes='"' in piece):
                 return True
             if '"' in piece and self._echoes(text, longer):
+                return True
+            shaped = _current_key(text) in self.shaped  # the grammar holds its form
+            if not shaped and self._not_a_date(longer, closes='"' in piece):
                 return True
             if self._not_a_code(_current_key(text), longer, closes='"' in piece):
                 return True
@@ -234,6 +238,20 @@ class ArgumentGuard:
         key = _current_key(text)
         item = value.strip(" ,.;:").replace("_", " ")
         return any(k == key and item in names for k, names in self.echoes)
+
+    def _not_a_date(self, value: str, closes: bool) -> bool:
+        """A date the model writes in ISO form (year, month, day) is one of the
+        request's dates, zero-padded: ``"2021-01-1"`` for "January 1, 2021" (and it
+        may not stop at ``"2021-01"``). Checked from the month on, for a year the
+        request names; with no full date in the request the value is free."""
+        match = _ISO_START.fullmatch(value)
+        if not self.iso_dates or match is None:
+            return False
+        if not any(d.startswith(match.group(1)) for d in self.iso_dates):
+            return False  # another year: not one of the request's dates
+        if closes:
+            return value not in self.iso_dates
+        return not any(d.startswith(value) for d in self.iso_dates)
 
     def _not_a_code(self, key: str | None, value: str, closes: bool) -> bool:
         """An identifier parameter (``project_id``; a ``project`` described as "The
@@ -402,7 +420,12 @@ def argument_guard(
         echoed_names(tools),
         "".join(sorted({ch for t in (prefix, described, source) for ch in t if _sign(ch)})),
         coded_parameters(tools, source),
+        tuple(f"{y:04d}-{m:02d}-{d:02d}" for y, m, d in dates_in(source)),
     )
+
+
+# The start of an ISO date from its month on: "2021-0", "2021-01-", "2021-01-1".
+_ISO_START = re.compile(r"(\d{4}-)\d{1,2}(?:-\d{0,2})?")
 
 
 # A description that opens by saying the value is an identifier.
