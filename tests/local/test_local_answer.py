@@ -84,7 +84,8 @@ def test_a_label_of_the_result_counts_as_its_value() -> None:
     ground = la.grounding(_history("Which city does Dana live in?", table))
     assert ground.labels == ("Oslo",)  # column names are not values
     gbnf = la.answer_grammar(ground)
-    assert 'rnum ::= "1"' in gbnf and 'rlabel ::= "Oslo"' in gbnf
+    # the question asks for the city column: its value, not the row count
+    assert "rnum ::=" not in gbnf and 'rlabel ::= "Oslo"' in gbnf
     # A dotted name is one value: "example" alone does not state "example.internal".
     ini = la.grounding(_history("What is the host in config.ini?", "host = example.internal"))
     assert ini.labels == ("example.internal",)
@@ -621,3 +622,38 @@ def test_a_yes_no_question_the_text_answers_plainly_opens_the_answer() -> None:
     assert "todo.txt" not in todo.claims and "according" not in todo.claims
     plain = la.grounding(_history("What does status.txt say?", status))
     assert plain.verdict == "" and '"Yes, "' not in la.answer_grammar(plain)
+
+
+def test_a_one_number_result_once_stated_ends_the_numbers_of_the_sentence() -> None:
+    """'There are 1,  respectively 1, and 1, customers in Paris.' after a COUNT(*) of 1."""
+    count = '{"columns": ["COUNT(*)"], "rows": [[1]]}'
+    gbnf = la.answer_grammar(la.grounding(_history("How many customers live in Paris?", count)))
+    assert f'rnum "°"? (end | (c | ". ") c{{0,{la.MAX_TAIL_ITEMS}}} end)' in gbnf
+    assert f"first ::= ([{la._SIGNS}] c{{0,{la.MAX_SENTENCE_ITEMS}}})? (rnum" in gbnf
+    # the question's own numbers stay writable, in words too ("12 squared is 144.")
+    squared = la.answer_grammar(la.grounding(_history("What is 12 squared?", "144")))
+    assert 'qnum ::= "12"' in squared and "(rnum" in squared
+    # a formula to restate keeps its numbers before the result ("45 * 12 = 540.")
+    calc = la.answer_grammar(la.grounding(_history("What is 45 * 12?", "540")))
+    assert "first ::= (lead x{" in calc
+    # a text with one number has words to state: unchanged
+    text = la.answer_grammar(la.grounding(_history("How long?", "Cook for 3 minutes per side.")))
+    assert f'(c | ". ") x{{0,{la.MAX_TAIL_ITEMS}}} stop' in text
+    weather = la.answer_grammar(la.grounding(_history("What is the weather in Lima?", LIMA)))
+    assert f'(c | ". ") x{{0,{la.MAX_TAIL_ITEMS}}} stop' in weather
+
+
+def test_a_question_asking_for_one_text_column_is_answered_by_its_value() -> None:
+    """'Which customer has id 2?' over [2, "Bo", "Paris"] was answered '... so it is
+    Paris': when the question asks for one text column (by its name, or "who" for the
+    name), the first sentence states that column's value of the row, not its id."""
+    one = '{"columns": ["id", "name", "city"], "rows": [[3, "Chen", "Berlin"]]}'
+    who = la.grounding(_history("Who lives in Berlin?", one))
+    assert who.labels == ("Chen",) and who.latest == () and who.by_label
+    named = la.grounding(_history("What is the name of customer 3?", one))
+    assert named.labels == ("Chen",)
+    city = la.grounding(_history("Which city is Chen from?", one))
+    assert city.labels == ("Berlin",) and city.latest == ()
+    # a numeric column is the field binder's: unchanged
+    price = '{"columns": ["name", "price"], "rows": [["desk", 240]]}'
+    assert la.grounding(_history("What is the price of the desk?", price)).latest == ("240",)

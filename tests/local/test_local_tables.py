@@ -238,7 +238,26 @@ def shop(tmp_path: Path):  # type: ignore[no-untyped-def]
             "SELECT COUNT(*) FROM customers WHERE city = 'Berlin' AND name = 'Berlin'",
             False,
         ),
-        ("Who lives in Oslo? Use the customers table.", "SELECT * FROM customers", True),
+        # "who" asks for the name of the row the written name selects
+        ("Who lives in Oslo? Use the customers table.", "SELECT * FROM customers", False),
+        (
+            "Who lives in Oslo? Use the customers table.",
+            "SELECT * FROM customers WHERE name = 'Oslo'",
+            False,
+        ),
+        # not a row's own name in a count, unless the request says "named"
+        (
+            "How many customers live in Berlin?",
+            "SELECT COUNT(*) FROM customers WHERE name = 'Berlin'",
+            False,
+        ),
+        (
+            "How many customers are named Bo?",
+            "SELECT COUNT(*) FROM customers WHERE name = 'Bo'",
+            True,
+        ),
+        # a question naming a row by a name is otherwise free to read every row
+        ("Which city does Dana live in?", "SELECT * FROM customers", True),
         (
             "Who lives in Oslo? Use the customers table.",
             "SELECT name FROM customers WHERE city = 'Oslo'",

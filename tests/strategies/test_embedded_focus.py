@@ -26,7 +26,9 @@ TODO = "1. Buy milk\n2. Call the plumber\n3. Renew the passport\n"
         # the sentence sharing the most words with the question, not the first
         ("How long should each side cook?", RECIPE, "Cook for 3 minutes per side."),
         # a clause of that sentence, when one shares more than the others
-        ("How many eggs go in?", RECIPE, "2 eggs."),
+        ("How many eggs go in?", RECIPE, "Pancakes: 2 eggs."),  # with the list's lead-in
+        ("How much flour is needed?", RECIPE, "Pancakes: 200 g flour."),
+        ("How many eggs go into the pancakes?", RECIPE, "Pancakes: 2 eggs."),
         # a line of a file written as lines; a dot inside a name ends nothing
         ("Which host is set?", CONFIG, "host = example.internal"),
         ("Which port is set?", CONFIG, "port = 8080"),
@@ -80,6 +82,7 @@ def test_only_the_request_is_focused_json_and_errors_stay_whole() -> None:
         ("Build 512 did not pass.", "passed"),
         ("Some tests failed.", "failed"),  # "0 tests failed": none did
         ("The build passed.", None),
+        ("No, tests failed.", "failed"),  # "No," answers; it negates nothing
         ("No tests failed.", None),
         ("The build passed and the port is open.", None),
     ],
@@ -96,6 +99,10 @@ def test_a_claim_contradicting_a_sentence_on_its_topic(claim: str, found: str | 
         ("Did any tests fail according to status.txt?", [STATUS], "No"),
         ("Is port 9090 used in config.ini?", [CONFIG], "No"),
         ("Is port 8080 used in config.ini?", [CONFIG], "Yes"),
+        # every word of the question in one sentence of a text that negates nothing
+        ("Is renewing the passport on the list in todo.txt?", [TODO], "Yes"),
+        ("Is buying bread on the list in todo.txt?", [TODO], ""),
+        ("Is the lamp in stock?", ['{"columns": ["name", "stock"], "rows": [["lamp", 0]]}'], ""),
         # not answered plainly by the text: left to the model
         ("Is the meeting on Friday?", [NOTES], ""),
         ("What does status.txt say?", [STATUS], ""),
@@ -126,12 +133,15 @@ def _turn(question: str, *results: str) -> object:
         ("No, build 512 passed.", "Did the build pass according to status.txt?", ""),
         ("Yes, build 512 passed.", "Did the build pass according to status.txt?", None),
         ("No, 0 tests failed.", "Did any tests fail according to status.txt?", None),
+        # the question's framing ("on the list in todo.txt") is no claim of a given "Yes"
+        ("Yes, renew the passport.", "Is renewing the passport on the list in todo.txt?", None),
     ],
 )
 def test_an_answer_against_the_polarity_of_the_result_is_not_grounded(
     answer: str, question: str, why: str | None
 ) -> None:
-    reason = ungrounded(answer, _turn(question, STATUS))  # type: ignore[arg-type]
+    text = TODO if "todo" in question else STATUS
+    reason = ungrounded(answer, _turn(question, text))  # type: ignore[arg-type]
     assert (reason is None) if why is None else (reason is not None and why in reason)
 
 
@@ -149,3 +159,19 @@ def test_the_fallback_shows_the_rows_the_question_names() -> None:
     shown = fallback_text(_turn("Which city is Bo from?", table))  # type: ignore[arg-type]
     assert '[[2, "Bo", "Paris"]]' in shown and "Ana" not in shown
     assert "Ana" in fallback_text(_turn("Which cities are listed?", table))  # type: ignore[arg-type]
+
+
+def test_a_failing_answer_is_cut_to_its_leading_clauses_that_pass() -> None:
+    """'There are 1,  respectively .' (a blank left after the count) was replaced by the
+    fallback; its first clause states the result."""
+    from loopwright.strategies.embedded.grounded import grounded_head
+
+    count = '{"columns": ["COUNT(*)"], "rows": [[1]]}'
+    turn = current_turn(
+        [
+            Message.user("How many customers live in Paris?"),
+            Message.tool_results([ToolResultPart("c", "sql_query", count)]),
+        ]
+    )
+    assert grounded_head("There are 1,  respectively .", turn) == "There are 1."
+    assert grounded_head("It is,  respectively .", turn) is None  # too short, no value

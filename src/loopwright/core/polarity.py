@@ -14,6 +14,7 @@ answer check of ``strategies.embedded`` (whether an answer contradicts the resul
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
@@ -78,6 +79,11 @@ _WORD = re.compile(r"[a-z0-9']+")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 NEGATION_REACH = 3
 STEM = 4
+# Words of a question that name where to look, not what it claims ("on the list in
+# todo.txt", "according to the file").
+_CONTAINERS = frozenset(
+    w[:STEM] for w in ["list", "file", "according", "txt", "document", "text", "check"]
+)
 
 
 def _sentences(text: str) -> list[list[str]]:
@@ -135,6 +141,9 @@ def contradiction(claim: str, texts: Iterable[str]) -> str | None:
     """The word of ``texts`` that a sentence of ``claim`` contradicts ("passed" for
     "Build failed." against "Build 512 passed."), or ``None``."""
     sources = list(texts)
+    # A leading "Yes," or "No," answers a question; it negates nothing after it ("No,
+    # tests failed." claims that tests failed).
+    claim = _ANSWER_WORD.sub("", claim)
     for sentence in _sentences(claim):
         for text in sources:
             stance = _stance(sentence, text)
@@ -143,6 +152,11 @@ def contradiction(claim: str, texts: Iterable[str]) -> str | None:
     return None
 
 
+_COMPARING = re.compile(
+    r"\b(?:than|above|below|over|under|least|most|between|exceeds?|exceeding)\b", re.IGNORECASE
+)
+_FILE_NAME = re.compile(r"[\w/-]+\.[A-Za-z]\w*")
+_ANSWER_WORD = re.compile(r"^\W*(?:yes|no)\s*[,.!]\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]\d)")
 # A yes/no question: a sentence ending in "?" that opens with an auxiliary verb (which
 # claims nothing itself: "No, Chen does not live there" writes "does").
@@ -179,26 +193,44 @@ def yes_no(question: str) -> str:
     return " ".join(m.group(0) for m in _YES_NO.finditer(question.strip()))
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def verdict(question: str, texts: Iterable[str]) -> str:
     """ "Yes" or "No" when ``texts`` answer the yes/no ``question`` plainly, else "":
     a sentence on the question's topic says the same of an opposite word it uses
     ("Did the build pass?" over "Build 512 passed.": "Yes") or the opposite ("Did any
     tests fail?" over "0 tests failed.": "No"); or it writes another number where the
     question writes one ("Is port 9090 used?" over "port = 8080": "No")."""
-    words = _WORD.findall(question.lower())
+    # a file name says where to look, not what is claimed ("in todo.txt")
+    words = _WORD.findall(_FILE_NAME.sub(" ", question).lower())
     sources = list(texts)
     for text in sources:
         stance = _stance(words, text)
         if stance is not None:
             return "Yes" if stance[0] > 0 else "No"
-    asked = set(_NUMBER.findall(question))
-    topic = _topic(words)
-    if not asked or not topic:
+    # a number the question compares with ("cheaper than 50") is no value to find
+    asked = set() if _COMPARING.search(question) else set(_NUMBER.findall(question))
+    topic = _topic(words) - _CONTAINERS
+    if not topic:
         return ""
-    for text in sources:
-        for line in _SENTENCES.split(text):
-            if topic & _topic(_WORD.findall(line.lower())) and _NUMBER.search(line):
-                return "Yes" if asked & set(_NUMBER.findall(line)) else "No"
+    lines = [line for text in sources for line in _SENTENCES.split(text)]
+    # of a plain text only: a table's row holding the words or the number may still
+    # say "no" (0 in stock), in a column the words do not name
+    plain = {line for text in sources if not _is_json(text) for line in _SENTENCES.split(text)}
+    for line in lines:
+        said = _WORD.findall(line.lower())
+        if asked and line in plain and topic & _topic(said) and _NUMBER.search(line):
+            return "Yes" if asked & set(_NUMBER.findall(line)) else "No"
+        if not asked and line in plain and topic <= _topic(said) and not _NEGATORS & set(said):
+            # every content word of the question in one sentence that negates nothing
+            # ("Is renewing the passport on the list?" over "3. Renew the passport")
+            return "Yes"
     return ""
 
 

@@ -512,10 +512,18 @@ def _first_sentence(ground: Grounding) -> list[str]:
         # the whole sentence, the model goes on to invent one ("it is not raining,
         # it is snowing").
         numbers, budget = [], MAX_CLAIM_ITEMS
-    pre = f"(lead x{{0,{budget}}})?"
+    # A result that is one number and no words (a count), with no formula to
+    # restate: the sentence writes that number once and no other ("There are 1,
+    # respectively 1, and 1, customers in Paris.").
+    single = len(set(numbers)) == 1 and not ground.equations and not ground.labels
+    # ... but the question's own numbers stay writable ("12 squared is 144.")
+    asked = [n for n in ground.question if n not in numbers]
+    item = ("qx" if asked else "c") if single else "x"
+    start = f"({_LEAD} | qnum c)" if asked else _LEAD
+    pre = f"({start} {item}{{0,{budget}}})?" if single else f"(lead x{{0,{budget}}})?"
     if ground.verdict:
         # the answer the results give a yes/no question, then what they state
-        pre = f'"{ground.verdict}, " (x{{0,{budget}}})?'
+        pre = f'"{ground.verdict}, " ({item}{{0,{budget}}})?'
 
     tail = f"x{{0,{MAX_TAIL_ITEMS}}} stop"
     # After a number the sentence may go on past ". " ("1. Buy milk, 2. ..."); after a
@@ -523,10 +531,13 @@ def _first_sentence(ground: Grounding) -> list[str]:
     # the first ("It is windy. The wind is 19.").
     options = []
     if numbers:
-        options.append(f'rnum "°"? (end | (c | ". ") {tail})')
+        after = f"{item}{{0,{MAX_TAIL_ITEMS}}} end" if single else tail
+        options.append(f'rnum "°"? (end | (c | ". ") {after})')
     if ground.labels:
         options.append(f"rlabel (end | c {tail})")
     rules = [f"first ::= {pre} ({' | '.join(options)})"]
+    if single and asked:
+        rules += [f"qnum ::= {_alternatives(asked)}", 'qx ::= c | qnum "°"? c']
     if numbers:
         rules.append(f"rnum ::= {_alternatives(numbers)}")
     if ground.labels:

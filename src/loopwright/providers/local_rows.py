@@ -66,7 +66,66 @@ def focus(
     asked: str,
 ) -> Focus:
     """``base`` narrowed to what the question points at: the rows it names, the number
-    of those rows, the count a text gives, the list item it names by position."""
+    of those rows, the count a text gives, the list item it names by position; and,
+    when the question asks for one text column ("Who lives in Paris?": the name; "What
+    is the name of customer 3?"), a value of that column (:func:`asked_column`)."""
+    found = _focus(base, rows, texts, pairs, asked)
+    values = asked_column(texts, asked, named_rows(rows, asked))
+    kept = tuple(w for w in found.labels if w.lower() in values)
+    if kept and (len(kept) < len(found.labels) or found.latest):
+        # the row's other values (its city, its id, for "Who ...?") are not the answer
+        return Focus(found.keep, kept, (), True)
+    return found
+
+
+def asked_column(
+    texts: Sequence[str], question: str, named: list[list[str]] | None = None
+) -> set[str]:
+    """The values (lower-cased) of the one text column of a table result that the
+    question asks for: the column it names by a key word ("name", "city"), or, for a
+    "who" question, the one whose key says "name"; of the rows ``named`` (see
+    :func:`named_rows`) when given, else of a one-row table. Empty otherwise."""
+    words = set(WORD.findall(question.lower()))
+    for content in texts:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            continue
+        columns, rows = (
+            (data.get("columns"), data.get("rows")) if isinstance(data, dict) else (None, None)
+        )
+        if not isinstance(columns, list) or not isinstance(rows, list):
+            continue
+        listed = [r for r in rows if isinstance(r, list)]
+        texts_at = [
+            i
+            for i, c in enumerate(columns)
+            if listed and all(isinstance(r[i], str) for r in listed if i < len(r))
+        ]
+        chosen = [
+            i
+            for i in texts_at
+            if any(names_key(w, str(columns[i]).lower()) for w in words if len(w) >= MIN_FIELD_WORD)
+        ]
+        if not chosen and "who" in words:
+            chosen = [i for i in texts_at if "name" in str(columns[i]).lower()]
+        if len(chosen) != 1:
+            continue
+        if named:
+            picked = [r for r in listed if [cell_text(v) for v in r if cell_text(v)] in named]
+        else:
+            picked = listed if len(listed) == 1 else []
+        return {cell_text(r[chosen[0]]) for r in picked if chosen[0] < len(r)}
+    return set()
+
+
+def _focus(
+    base: Focus,
+    rows: list[list[str]],
+    texts: Sequence[str],
+    pairs: list[tuple[str, str]],
+    asked: str,
+) -> Focus:
     keep, labels, latest, by_label = base.keep, list(base.labels), list(base.latest), False
     named = named_rows(rows, asked)
     if named:

@@ -122,9 +122,14 @@ def relevant_text(question: str, text: str) -> str:
     kept = _best(sentences, asked)
     if len(kept) == 1:
         clauses = [c.strip() for c in _CLAUSE.findall(kept[0]) if c.strip()]
-        best = _best(clauses, asked)
-        if len(best) == 1 and len(clauses) > 1:
+        # a list's lead-in ("Pancakes:") is every item's context, not the first's
+        lead, colon, first = clauses[0].partition(":") if clauses else ("", "", "")
+        items = [first.strip(), *clauses[1:]] if colon and first.strip() else clauses
+        best = _best(items, asked)
+        if len(best) == 1 and len(items) > 1:
             clause = best[0].rstrip(".!?")
+            if colon and first.strip():
+                clause = f"{lead.strip()}: {clause}"  # the lead-in stays with its item
             kept = [clause[0].upper() + clause[1:] + "."]
         kept = [_phrase(kept[0], question) or kept[0]]
     if len(kept) == len(sentences) and kept == sentences:

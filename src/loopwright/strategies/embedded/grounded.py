@@ -177,7 +177,8 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     opening = _YES_OR_NO.match(answer)
     if given and opening and opening.group(1).lower() != given.lower():
         return f"answers {opening.group(1)!r} where the results say {given!r}"
-    unsupported = _unsupported_yes(answer, turn.question, ok)
+    # a "Yes" the results give claims nothing unstated ("on the list in todo.txt")
+    unsupported = _unsupported_yes(answer, turn.question, ok) if given != "Yes" else None
     if unsupported:
         return f"says yes to {unsupported!r}, which no result states"
     rows = [row for r in ok for row in row_values(r.content, 0)]
@@ -201,7 +202,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
 
 def grounded_head(answer: str, turn: Turn) -> str | None:
     """The longest run of ``answer``'s leading sentences (fewer than all of them, at
-    least :data:`MIN_KEPT_WORDS` words) that passes :func:`ungrounded`, or ``None``."""
+    least :data:`MIN_KEPT_WORDS` words) that passes :func:`ungrounded`; else the longest
+    run of its first sentence's leading clauses, closed with a period ("There are 1,
+    respectively ." -> "There are 1."); else ``None``."""
     cuts = [m.end() for m in _SENTENCE_END.finditer(answer)]
     for cut in reversed(cuts):
         head = answer[:cut].strip()
@@ -209,7 +212,17 @@ def grounded_head(answer: str, turn: Turn) -> str | None:
             continue
         if len(_words(head)) >= MIN_KEPT_WORDS and ungrounded(head, turn) is None:
             return head
+    first = answer[: cuts[0]] if cuts else answer
+    for comma in reversed([m.start() for m in _CLAUSE_END.finditer(first)]):
+        head = first[:comma].strip() + "."
+        if _LIST_NUMBER.search(head[:-1]):
+            continue  # "1. Buy milk, 2" is no clause
+        if len(_words(head)) >= MIN_KEPT_WORDS and ungrounded(head, turn) is None:
+            return head
     return None
+
+
+_CLAUSE_END = re.compile(r",\s")
 
 
 _YES = re.compile(r"\W*yes\b", re.IGNORECASE)

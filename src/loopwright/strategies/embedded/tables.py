@@ -161,7 +161,8 @@ def request_literals(request: str, names: Iterable[str] = ()) -> list[str]:
     singular = [w[:-1] for w in words if len(w) > 3 and w.endswith("s") and not w.endswith("ss")]
     kept = [
         *_NUMBER.findall(request),
-        *(w for w in [*words, *singular] if len(w) >= MIN_LITERAL_CHARS),
+        # a name may be short ("Bo"); another word of two letters is a function word
+        *(w for w in [*words, *singular] if len(w) >= MIN_LITERAL_CHARS or w[:1].isupper()),
     ]
     return list(dict.fromkeys(kept))[:MAX_LITERALS]
 
@@ -241,6 +242,8 @@ def query_shape(request: str, tables: Mapping[str, Mapping[str, str]]) -> QueryS
         asked_columns=tuple(asked),
         comparison=_comparison(request),
         by_name=bool({"named", "called"} & set(words)),
+        # "who" asks for the name of the row another value selects
+        selects_named="who" in words,
     )
 
 

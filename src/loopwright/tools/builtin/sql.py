@@ -296,7 +296,9 @@ class QueryShape:
     request writes as names ("Berlin"), of which a count's WHERE compares one with a
     text column the question does not ask for (``asked_columns``: "Which city does Dana
     live in?" compares ``name``, not ``city``), nor a ``name`` column unless ``by_name``
-    (the request says "named" or "called"). ``comparison``: the operator the
+    (the request says "named" or "called"). ``selects_named``: the request asks for a
+    value of the row a name selects ("Who lives in Oslo?"): the query selects it by that
+    name, as a count does. ``comparison``: the operator the
     request's words give a number ("fewer than 10": ``<``), else any."""
 
     keys: tuple[tuple[str, str], ...] = ()
@@ -308,6 +310,7 @@ class QueryShape:
     asked_columns: tuple[str, ...] = ()
     comparison: str = ""
     by_name: bool = False
+    selects_named: bool = False
 
 
 def select_pattern(
@@ -384,9 +387,9 @@ def _table_options(
     if options:
         return options  # a key, a count of rows or a value given: the query uses it
     named = _condition(_compared(kinds, shape), [v for v in values or () if v in shape.names])
-    if named and table in shape.counted:
+    if named and (table in shape.counted or shape.selects_named):
         # "How many customers live in Berlin?": the rows the name selects are counted,
-        # not every row.
+        # not every row; "Who lives in Oslo?": the row it selects is read.
         options.append(f"{head} WHERE {named}")
     elif ranked and table not in shape.counted:
         # "the cheapest product": the first row sorted, or the extreme value itself
