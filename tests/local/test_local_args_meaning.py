@@ -290,3 +290,22 @@ def test_an_iso_date_the_model_writes_is_a_request_date_zero_padded() -> None:
     assert not guard(head + "2019-", "0")  # a year the request does not name
     undated = argument_guard("", [Message.user("Lawsuits against Google")], [lawsuits])
     assert not undated(head + "2021-01-", "1")
+
+
+def test_a_copy_ends_where_the_request_names_its_parameter() -> None:
+    """ "Johnny Depp in the cast" for ``cast`` and "Rosewood Finish" for ``finish``: a
+    copied value stops before the words that name its own parameter."""
+    movies = _tool(
+        "find_movies",
+        {"cast": {"type": "string"}, "genre": {"type": "string"}},
+        [],
+    )
+    request = "Offbeat genre movies by Tim Burton with Johnny Depp in the cast?"
+    guard = argument_guard("", [Message.user(request)], [movies])
+    cast = ' {"tool": "find_movies", "arguments": {"cast": " '
+    assert guard(cast + "Johnny Depp", " in")
+    assert not guard(cast + "Johnny Depp", '"')
+    assert not guard(cast + "Johnny", " Depp")
+    genre = ' {"tool": "find_movies", "arguments": {"genre": " '
+    assert guard(genre + "Offbeat", " genre")
+    assert not guard(genre + "Offbeat", '"')

@@ -92,6 +92,8 @@ class ArgumentGuard:
             head = piece.split('"', 1)[0]
             grown = value + head
             so_far, longer = value.lstrip(" ").lower(), grown.lstrip(" ").lower()
+            if self._before_own_name(_current_key(text), so_far):
+                return bool(head) or '"' not in piece  # only the closing quote
             if self._leaves_for_example(so_far, longer):
                 return True
             if self._span_refuses(text, so_far, head, closes='"' in piece):
@@ -238,6 +240,24 @@ class ArgumentGuard:
         key = _current_key(text)
         item = value.strip(" ,.;:").replace("_", " ")
         return any(k == key and item in names for k, names in self.echoes)
+
+    def _before_own_name(self, key: str | None, value: str) -> bool:
+        """The value copies the request up to where the request names the parameter
+        itself ("Johnny Depp| in the cast" for ``cast``, "Rosewood| Finish" for
+        ``finish``): the value ends there rather than taking the name's words in."""
+        if key is None or len(value) < MIN_COPY_CHARS or not value[-1:].isalnum():
+            return False
+        names = [w for w in _name_parts(key) if len(w) > 3]
+        if not names:
+            return False
+        after = re.compile(
+            rf"\s+(?:(?:in|on|of|the|a|an|as|for|by|at)\s+){{0,3}}(?:{'|'.join(names)})s?\b"
+        )
+        start = r"(?<![a-z0-9])" if value[0].isalnum() else ""
+        return any(
+            after.match(self.context, m.end())
+            for m in re.finditer(start + re.escape(value), self.context)
+        )
 
     def _not_a_date(self, value: str, closes: bool) -> bool:
         """A date the model writes in ISO form (year, month, day) is one of the
