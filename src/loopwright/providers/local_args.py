@@ -92,8 +92,9 @@ class ArgumentGuard:
             head = piece.split('"', 1)[0]
             grown = value + head
             so_far, longer = value.lstrip(" ").lower(), grown.lstrip(" ").lower()
-            if self._before_own_name(_current_key(text), so_far):
-                return bool(head) or '"' not in piece  # only the closing quote
+            closing = not head and '"' in piece
+            if not closing and self._before_own_name(_current_key(text), so_far):
+                return True  # only the closing quote, which the other checks judge
             if self._leaves_for_example(so_far, longer):
                 return True
             if self._span_refuses(text, so_far, head, closes='"' in piece):
