@@ -306,6 +306,12 @@ def test_a_copy_ends_where_the_request_names_its_parameter() -> None:
     assert guard(cast + "Johnny Depp", " in")
     assert not guard(cast + "Johnny Depp", '"')
     assert not guard(cast + "Johnny", " Depp")
-    genre = ' {"tool": "find_movies", "arguments": {"genre": " '
-    assert guard(genre + "Offbeat", " genre")
-    assert not guard(genre + "Offbeat", '"')
+    league = _tool("sports_ranking", {"league": {"type": "string"}}, ["league"])
+    premier = argument_guard("", [Message.user("Ranking of Leeds in Premier League?")], [league])
+    head = ' {"tool": "sports_ranking", "arguments": {"league": " '
+    assert not premier(head + "Premier", " League")  # a name holding the word
+    answer = _tool("answer_string", {"answer": {"type": "string"}}, ["answer"])
+    text = "Logistic regression is not in the text, therefore I cannot answer this question."
+    verb = argument_guard("", [Message.user(text)], [answer])
+    said = ' {"tool": "answer_string", "arguments": {"answer": " Logistic regression is'
+    assert not verb(said + " not in the text, therefore I cannot", " answer")  # a verb

@@ -92,9 +92,10 @@ class ArgumentGuard:
             head = piece.split('"', 1)[0]
             grown = value + head
             so_far, longer = value.lstrip(" ").lower(), grown.lstrip(" ").lower()
-            closing = not head and '"' in piece
-            if not closing and self._before_own_name(_current_key(text), so_far):
-                return True  # only the closing quote, which the other checks judge
+            if self._before_own_name(_current_key(text), so_far):
+                # only the closing quote, unless the value is a name of the schema
+                closing = not head and '"' in piece
+                return not closing or self._echoes(text, longer)
             if self._leaves_for_example(so_far, longer):
                 return True
             if self._span_refuses(text, so_far, head, closes='"' in piece):
@@ -244,21 +245,24 @@ class ArgumentGuard:
 
     def _before_own_name(self, key: str | None, value: str) -> bool:
         """The value copies the request up to where the request names the parameter
-        itself ("Johnny Depp| in the cast" for ``cast``, "Rosewood| Finish" for
-        ``finish``): the value ends there rather than taking the name's words in."""
+        itself, as a noun after an article ("Johnny Depp| in the cast" for ``cast``):
+        the value ends there rather than taking the name's words in. A verb of the
+        same spelling goes on ("I cannot answer this question" for ``answer``), and so
+        does a name holding the word ("Premier League" for ``league``)."""
         if key is None or len(value) < MIN_COPY_CHARS or not value[-1:].isalnum():
             return False
         names = [w for w in _name_parts(key) if len(w) > 3]
         if not names:
             return False
-        after = re.compile(
-            rf"\s+(?:(?:in|on|of|the|a|an|as|for|by|at)\s+){{0,3}}(?:{'|'.join(names)})s?\b"
+        name = "|".join(names)
+        noun = re.compile(
+            rf"\s+(?:(?:in|on|of|as|for|by|at|with)\s+)?(?:the|a|an)\s+(?:{name})s?\b"
         )
         start = r"(?<![a-z0-9])" if value[0].isalnum() else ""
-        return any(
-            after.match(self.context, m.end())
-            for m in re.finditer(start + re.escape(value), self.context)
-        )
+        for m in re.finditer(start + re.escape(value), self.context):
+            if noun.match(self.context, m.end()):
+                return True
+        return False
 
     def _not_a_date(self, value: str, closes: bool) -> bool:
         """A date the model writes in ISO form (year, month, day) is one of the
