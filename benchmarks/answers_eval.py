@@ -32,7 +32,8 @@ written later, before a further tuning round, and is run once at its end. ``HELD
 was written before the next round and kept out of the repository until that round's code
 was final; it was then committed unchanged and run once. ``DEV_2`` is a second tuning set,
 written (and its baseline recorded) before the round that tuned on it. ``HELD_OUT_4``
-was kept out of the repository like ``HELD_OUT_3`` and committed after its one run.
+was kept out of the repository like ``HELD_OUT_3`` and committed after its one run;
+so was ``HELD_OUT_5``.
 ``DEV_3`` is a third tuning set, its baseline recorded before the round that tuned on it.
 
 Prints one line per question, then ONE JSON line.
@@ -414,6 +415,42 @@ DEV_3: list[Case] = [
 ]
 
 
+# HELD_OUT_5 likewise: written before the next round, run once on the tree before it (24/30)
+# and once on its final code (27/30), then committed unchanged.
+HELD_OUT_5: list[Case] = [
+    calc("What is 64 + 36?", "100"),
+    calc("Subtract 75 from 310.", "235"),
+    calc("What do you get when you multiply 14 by 6?", "84"),
+    calc("What is 156 divided by 4?", "39"),
+    calc("What is 20% of 450?", "90"),
+    calc("Calculate 2 to the power of 10.", "1024"),
+    calc("What is 999 - 111?", "888"),
+    calc("How much is 13 times 13?", "169"),
+    weather("What's the temperature like in Nairobi?", "Nairobi", "temperature"),
+    weather("How humid is Manila right now?", "Manila", "humidity"),
+    weather("What's the wind speed in Reykjavik?", "Reykjavik", "wind"),
+    weather("Is it sunny in Athens?", "Athens", "condition"),
+    weather("Weather report for Seoul, please.", "Seoul", "any"),
+    weather("How warm is it in Rome today?", "Rome", "temperature"),
+    read("On which day is the team meeting? See notes.txt.", "notes.txt", "Tuesday"),
+    read("Which room is the meeting in, according to notes.txt?", "notes.txt", "4"),
+    read("What host is configured in config.ini?", "config.ini", "example.internal"),
+    read("What is the last item in todo.txt?", "todo.txt", "passport"),
+    read("How many eggs does recipe.txt call for?", "recipe.txt", "2"),
+    read("How much milk goes into the pancakes? See recipe.txt.", "recipe.txt", "300"),
+    read("What color are violets in poem.txt?", "poem.txt", "blue"),
+    sql("Which city is Ana from? Use the customers table.", "Berlin", "Ana"),
+    sql("Which product costs the most in the products table?", "desk"),
+    sql("How much does the chair cost? Check the products table.", "85", "chair"),
+    sql("What is the largest order total in the orders table?", "70"),
+    sql("Which customer lives in Paris? Use the customers table.", "Bo"),
+    sql("Which product has the most stock in the products table?", "chair"),
+    chain("What is (12 + 8) * 5?", "100"),
+    chain("What is (100 / 4) + 5?", "30"),
+    chain("What is (9 * 6) + 6?", "60"),
+]
+
+
 def _canon(n: str) -> str:
     return n.rstrip("0").rstrip(".") if "." in n else n
 
@@ -673,6 +710,7 @@ def main() -> None:
             ("held_out_3", HELD_OUT_3),
             ("dev_2", DEV_2),
             ("held_out_4", HELD_OUT_4),
+            ("held_out_5", HELD_OUT_5),
             ("dev_3", DEV_3),
         ):
             chosen = [c for c in cases if re.search(args.match, c.question)]
