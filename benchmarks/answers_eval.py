@@ -37,7 +37,7 @@ so was ``HELD_OUT_5``.
 ``DEV_3`` is a third tuning set, its baseline recorded before the round that tuned on it.
 
 Prints one line per question, then ONE JSON line.
-Run: python benchmarks/answers_eval.py [--set dev|held_out|held_out_2|held_out_3|dev_2|held_out_4|dev_3|all] [--match REGEX]
+Run: python benchmarks/answers_eval.py [--set dev|held_out|held_out_2|held_out_3|dev_2|held_out_4|dev_3|held_out_5|all] [--match REGEX]
 """
 
 from __future__ import annotations
@@ -692,6 +692,7 @@ def main() -> None:
             "dev_2",
             "held_out_4",
             "dev_3",
+            "held_out_5",
             "all",
         ],
         default="all",
