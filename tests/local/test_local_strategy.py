@@ -14,8 +14,10 @@ from loopwright.providers import local_plan as pl
 from loopwright.providers.scripted import FunctionModel
 from loopwright.strategies.embedded import FollowPlan, GroundedAnswers, progress, ungrounded
 from loopwright.strategies.embedded.grounded import (
+    NO_TOOL_FALLBACK,
     Turn,
     current_turn,
+    degenerate,
     fallback_text,
     grounded_head,
 )
@@ -398,3 +400,34 @@ async def test_an_answer_going_through_the_list_is_cut_to_the_asked_item(
     else:
         assert done.message.text == kept
         assert done.message.provider_meta["grounding_trimmed"]["answer"] == said
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ("There are ': ics, ics, and ics.", "'ics'"),
+        ("World War II ended in  ivi ivi iva ivi ivo ivi ivas", "'ivi'"),
+        ("", "empty"),
+        ("The cat and the dog and the bird.", None),  # 'the' three times, far apart
+        ("Paris, France.", None),
+        ("I cannot answer that with the tools I have.", None),
+    ],
+)
+def test_degenerate_answers_without_tool_results(answer: str, why: str | None) -> None:
+    reason = degenerate(answer)
+    if why is None:
+        assert reason is None
+    else:
+        assert reason is not None and why in reason
+
+
+async def test_a_runaway_answer_without_tool_results_is_replaced_by_a_plain_statement() -> None:
+    said = "There are ': ics, ics, and ics."
+    model = GroundedAnswers(FunctionModel(_Recorder(said)))
+    events = await _events(model, ModelRequest([Message.user("How many customers live here?")]))
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    done = events[-1]
+    assert isinstance(done, ResponseDone) and done.stop_reason is StopReason.FINAL_ANSWER
+    assert done.message.text == text == NO_TOOL_FALLBACK
+    assert done.message.provider_meta["grounding"]["answer"] == said
+    assert model.replaced == 1 and model.checked == 0

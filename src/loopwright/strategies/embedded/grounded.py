@@ -86,6 +86,12 @@ _LIST_NUMBER = re.compile(r"(?:^|[,;:]\s*)\d{1,2}$")
 MIN_KEPT_WORDS = 3
 MAX_SHOWN_CHARS = 400
 FALLBACK = "I could not state a reliable answer from the tool results. {shown}"
+# An answer given without any tool result cannot be checked against one; only its form
+# can: the small model degenerates into one fragment over and over ("ended in  ivi ivi
+# iva ivi ..."). Such an answer is replaced by this plain statement.
+NO_TOOL_FALLBACK = "I cannot answer that reliably with the tools I have."
+# Three uses of one word among five consecutive words: "ics, ics, and ics".
+_DEGENERATE_SPAN = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +312,20 @@ def _contradiction(answer: str, results: Sequence[ToolResultPart]) -> str | None
     return None
 
 
+def degenerate(answer: str) -> str | None:
+    """Why an answer given without tool results is unusable, or ``None``: empty, or one
+    word used three times among five consecutive words (the small model's runaway
+    fragments; "the cat and the dog and the bird" passes)."""
+    words = _words(answer)
+    if not words:
+        return "empty answer"
+    for i in range(len(words)):
+        window = words[i : i + _DEGENERATE_SPAN]
+        if window.count(words[i]) >= 3:
+            return f"repeats {words[i]!r} over and over"
+    return None
+
+
 def fallback_text(turn: Turn) -> str:
     """The plain statement used instead of an ungrounded answer."""
     shown = []
@@ -398,7 +418,7 @@ class GroundedAnswers(ModelWrapper):
             described = tuple(t.description for t in request.tools)
             turn = replace(turn, calls=turn.calls + described)
         if not turn.results:
-            async for event in self.model.stream(request):
+            async for event in self._direct(request):
                 yield event
             return
         held: list[TextDelta] = []
@@ -414,6 +434,31 @@ class GroundedAnswers(ModelWrapper):
             else:
                 for delta in held:
                     yield delta
+            held = []
+            yield event
+
+    async def _direct(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """An answer with no tool result since the question: held until complete and
+        replaced by :data:`NO_TOOL_FALLBACK` when :func:`degenerate`; tool calls and
+        other events pass as they come."""
+        held: list[TextDelta] = []
+        async for event in self.model.stream(request):
+            if isinstance(event, TextDelta):
+                held.append(event)
+                continue
+            if isinstance(event, ResponseDone) and not event.message.tool_calls:
+                reason = degenerate(event.message.text)
+                if reason is not None:
+                    self.replaced += 1
+                    meta = {
+                        **event.message.provider_meta,
+                        "grounding": {"replaced": reason, "answer": event.message.text},
+                    }
+                    message = Message("assistant", (TextPart(NO_TOOL_FALLBACK),), meta)
+                    event = ResponseDone(message, StopReason.FINAL_ANSWER, event.usage, event.model)
+                    held = [TextDelta(NO_TOOL_FALLBACK)]
+            for delta in held:
+                yield delta
             held = []
             yield event
 
@@ -456,7 +501,9 @@ class GroundedAnswers(ModelWrapper):
 __all__ = [
     "GroundedAnswers",
     "Turn",
+    "NO_TOOL_FALLBACK",
     "current_turn",
+    "degenerate",
     "fallback_text",
     "asked_clause",
     "item_clause",
