@@ -245,6 +245,16 @@ def row_values(content: str, min_rows: int = MIN_ROWS) -> list[list[str]]:
     return found if len(found) >= min_rows else []
 
 
+def is_json(text: str) -> bool:
+    """Whether ``text`` is one JSON value (a structured result or a decoded call, not
+    prose)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _same_stem(a: str, b: str) -> bool:
     need = min(len(a), len(b), MIN_STEM)
     return a[:need] == b[:need]
@@ -253,6 +263,7 @@ def _same_stem(a: str, b: str) -> bool:
 __all__ = [
     "MIN_ROWS",
     "cell_text",
+    "is_json",
     "is_number",
     "row_values",
     "table_rows",

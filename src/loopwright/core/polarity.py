@@ -14,11 +14,10 @@ answer check of ``strategies.embedded`` (whether an answer contradicts the resul
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
-from loopwright.core.grounding import STOPWORDS
+from loopwright.core.grounding import STOPWORDS, is_json
 
 # Each pair: the forms of a word and of its opposite.
 _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
@@ -193,14 +192,6 @@ def yes_no(question: str) -> str:
     return " ".join(m.group(0) for m in _YES_NO.finditer(question.strip()))
 
 
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
 def verdict(question: str, texts: Iterable[str]) -> str:
     """ "Yes" or "No" when ``texts`` answer the yes/no ``question`` plainly, else "":
     a sentence on the question's topic says the same of an opposite word it uses
@@ -222,7 +213,7 @@ def verdict(question: str, texts: Iterable[str]) -> str:
     lines = [line for text in sources for line in _SENTENCES.split(text)]
     # of a plain text only: a table's row holding the words or the number may still
     # say "no" (0 in stock), in a column the words do not name
-    plain = {line for text in sources if not _is_json(text) for line in _SENTENCES.split(text)}
+    plain = {line for text in sources if not is_json(text) for line in _SENTENCES.split(text)}
     for line in lines:
         said = _WORD.findall(line.lower())
         if asked and line in plain and topic & _topic(said) and _NUMBER.search(line):

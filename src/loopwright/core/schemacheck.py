@@ -75,30 +75,28 @@ _DATE_TIME = re.compile(
 )
 
 
-def is_date(value: object) -> bool:
-    """``YYYY-MM-DD`` naming a real day (any non-string passes: ``type`` decides those)."""
-    if not isinstance(value, str):
+def _iso_check(shape: re.Pattern[str], parse: Callable[[str], object]) -> Callable[[object], bool]:
+    """A format check: a string of ``shape`` that ``parse`` accepts (non-strings pass:
+    ``type`` decides those)."""
+
+    def check(value: object) -> bool:
+        if not isinstance(value, str):
+            return True
+        if shape.fullmatch(value) is None:
+            return False
+        try:
+            parse(value)
+        except ValueError:
+            return False
         return True
-    if _DATE.fullmatch(value) is None:
-        return False
-    try:
-        datetime.date.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
+
+    return check
 
 
-def is_date_time(value: object) -> bool:
-    """An ISO 8601 date and time ``datetime.fromisoformat`` reads (non-strings pass)."""
-    if not isinstance(value, str):
-        return True
-    if _DATE_TIME.fullmatch(value) is None:
-        return False
-    try:
-        datetime.datetime.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
+is_date = _iso_check(_DATE, datetime.date.fromisoformat)
+"""``YYYY-MM-DD`` naming a real day."""
+is_date_time = _iso_check(_DATE_TIME, datetime.datetime.fromisoformat)
+"""An ISO 8601 date and time ``datetime.fromisoformat`` reads."""
 
 
 FORMATS: Mapping[str, Callable[[object], bool]] = {"date": is_date, "date-time": is_date_time}

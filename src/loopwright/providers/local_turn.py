@@ -15,6 +15,7 @@ from loopwright.core.events import (
     TextDelta,
     ToolCallDelta,
 )
+from loopwright.core.grounding import is_json
 from loopwright.core.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import local_answer as la
@@ -48,14 +49,6 @@ class TurnPlan:
     guard: lar.ArgumentGuard | None = None  # refuses copied example values in calls
     decided: lp.Mode | None = None  # a first turn's kind, decided from the request's words
     prefix_len: int = 0  # tokens of the prompt before the conversation (tools, examples)
-
-
-def is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _finish_plan(text: str, plan: TurnPlan, usage: Usage, model: str) -> list[ModelEvent] | None:
@@ -101,4 +94,4 @@ def finish(text: str, plan: TurnPlan, usage: Usage, model: str) -> list[ModelEve
     return [ResponseDone(message, StopReason.MAX_TOKENS, usage, model)]
 
 
-__all__ = ["TurnPlan", "finish", "is_json"]
+__all__ = ["TurnPlan", "finish"]

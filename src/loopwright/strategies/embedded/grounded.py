@@ -47,8 +47,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from loopwright.core.events import ModelEvent, ResponseDone, TextDelta
 from loopwright.core.grounding import (
@@ -418,18 +419,22 @@ class GroundedAnswers(ModelWrapper):
             described = tuple(t.description for t in request.tools)
             turn = replace(turn, calls=turn.calls + described)
         if not turn.results:
-            async for event in self._direct(request):
-                yield event
-            return
+            events = self.model.stream(request)
+            check: Callable[[ResponseDone], ResponseDone] = self._declined
+        else:
+            # The model reads only the part of a text result the question asks about;
+            # the check holds its answer to the whole (see .focus).
+            events = self.model.stream(focused_request(request))
+            check = partial(self._checked, turn=turn)
+        # A final answer is held until complete and streamed as checked; tool calls and
+        # their deltas pass as they come.
         held: list[TextDelta] = []
-        # The model reads only the part of a text result the question asks about; the
-        # check below holds its answer to the whole (see .focus).
-        async for event in self.model.stream(focused_request(request)):
+        async for event in events:
             if isinstance(event, TextDelta):
                 held.append(event)
                 continue
             if isinstance(event, ResponseDone) and not event.message.tool_calls:
-                event = self._checked(event, turn)
+                event = check(event)
                 yield TextDelta(event.message.text)
             else:
                 for delta in held:
@@ -437,30 +442,14 @@ class GroundedAnswers(ModelWrapper):
             held = []
             yield event
 
-    async def _direct(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """An answer with no tool result since the question: held until complete and
-        replaced by :data:`NO_TOOL_FALLBACK` when :func:`degenerate`; tool calls and
-        other events pass as they come."""
-        held: list[TextDelta] = []
-        async for event in self.model.stream(request):
-            if isinstance(event, TextDelta):
-                held.append(event)
-                continue
-            if isinstance(event, ResponseDone) and not event.message.tool_calls:
-                reason = degenerate(event.message.text)
-                if reason is not None:
-                    self.replaced += 1
-                    meta = {
-                        **event.message.provider_meta,
-                        "grounding": {"replaced": reason, "answer": event.message.text},
-                    }
-                    message = Message("assistant", (TextPart(NO_TOOL_FALLBACK),), meta)
-                    event = ResponseDone(message, StopReason.FINAL_ANSWER, event.usage, event.model)
-                    held = [TextDelta(NO_TOOL_FALLBACK)]
-            for delta in held:
-                yield delta
-            held = []
-            yield event
+    def _declined(self, done: ResponseDone) -> ResponseDone:
+        """An answer with no tool result since the question: replaced by
+        :data:`NO_TOOL_FALLBACK` when :func:`degenerate`."""
+        reason = degenerate(done.message.text)
+        if reason is None:
+            return done
+        self.replaced += 1
+        return _rewritten(done, NO_TOOL_FALLBACK, reason)
 
     def _checked(self, done: ResponseDone, turn: Turn) -> ResponseDone:
         self.checked += 1
@@ -483,19 +472,21 @@ class GroundedAnswers(ModelWrapper):
             head = grounded_head(answer, turn)
         if head is not None:
             self.trimmed += 1
-            meta = {
-                **done.message.provider_meta,
-                "grounding_trimmed": {"reason": reason, "answer": answer},
-            }
-            message = Message("assistant", (TextPart(head),), meta)
-            return ResponseDone(message, StopReason.FINAL_ANSWER, done.usage, done.model)
+            return _rewritten(done, head, reason, trimmed=True)
         self.replaced += 1
-        meta = {
-            **done.message.provider_meta,
-            "grounding": {"replaced": reason, "answer": answer},
-        }
-        message = Message("assistant", (TextPart(fallback_text(turn)),), meta)
-        return ResponseDone(message, StopReason.FINAL_ANSWER, done.usage, done.model)
+        return _rewritten(done, fallback_text(turn), reason)
+
+
+def _rewritten(
+    done: ResponseDone, text: str, reason: str, *, trimmed: bool = False
+) -> ResponseDone:
+    """``done`` with ``text`` as its answer. The model's own answer and why it was
+    rewritten stay in ``provider_meta``: under ``grounding_trimmed`` (``reason``) when
+    ``text`` is its own grounded part, else under ``grounding`` (``replaced``)."""
+    key, why = ("grounding_trimmed", "reason") if trimmed else ("grounding", "replaced")
+    meta = {**done.message.provider_meta, key: {why: reason, "answer": done.message.text}}
+    message = Message("assistant", (TextPart(text),), meta)
+    return ResponseDone(message, StopReason.FINAL_ANSWER, done.usage, done.model)
 
 
 __all__ = [
