@@ -202,6 +202,20 @@ def test_a_plan_with_a_forward_reference_is_refused_with_an_actionable_message()
     assert "$step_4_result is the result of step 4, which does not run before step 3" in retry
 
 
+def test_a_planner_that_never_writes_a_plan_ends_the_run_as_output_invalid() -> None:
+    # was: OutputParseError raised out of run(), with no RunFinished event
+    planner = ScriptedModel(["I would query the data.", "", "still no JSON"])
+    events: list[object] = []
+    result = PlanAndExecute(planner, TOOLS, config=PlanConfig(planner_attempts=3)).run(
+        REQUEST, on_event=events.append
+    )
+    assert result.stop is RunStop.OUTPUT_INVALID and result.calls == 3
+    assert "planner output rejected" in result.detail
+    finished = [e for e in events if isinstance(e, RunFinished)]
+    assert len(finished) == 1 and finished[0].result.stop is RunStop.OUTPUT_INVALID
+    assert not any(type(e).__name__ == "LimitReached" for e in events)
+
+
 def test_limits_bound_every_model_call() -> None:
     reflector = ScriptedModel([verdict("accept")] * 5)
     result = PlanAndExecute(

@@ -6,10 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from loopwright import Agent, FunctionModel, ModelRequest
+from loopwright.core.errors import UserError
 from loopwright.core.events import StrategyStep
 from loopwright.core.messages import Message
 from loopwright.store import MemoryStore, SQLiteStore
@@ -42,6 +46,51 @@ def test_a_failed_trial_is_reflected_on_and_the_lesson_used_next() -> None:
     assert [t["passed"] for t in trials] == [False, True]
     assert any(type(e).__name__ == "ModelCallFinished" for e in events)  # the actor's calls
     assert result.calls == 3  # trial, reflection, trial
+
+
+def test_an_evaluator_may_return_a_bool_and_anything_else_is_named() -> None:
+    # was: a bare AssertionError for `lambda task, answer: answer.isupper()`
+    memory = ReflectionMemory(MemoryStore())
+    actor = Agent(FunctionModel(model_reply))
+    result = Reflexion(actor, lambda task, answer: answer.isupper(), memory, key="b").run("Q?")
+    assert result.answer == "PARIS" and [t["passed"] for t in result.data["trials"]] == [
+        False,
+        True,
+    ]
+    with pytest.raises(UserError, match="evaluator returned NoneType None; return an Evaluation"):
+        Reflexion(actor, lambda task, answer: None, memory, key="n").run("Q?")  # type: ignore[arg-type, return-value]
+
+
+def test_an_empty_reflection_is_not_kept_as_a_lesson() -> None:
+    memory = ReflectionMemory(MemoryStore())
+    model = FunctionModel(lambda messages, request: "" if "failed" in messages[-1].text else "x")
+    fail = lambda task, answer: Evaluation(False, "wrong")  # noqa: E731
+    result = Reflexion(Agent(model), fail, memory, key="e", max_trials=2).run("Q?")
+    assert result.data["passed"] is False and memory.recall("e") == []
+
+
+def test_concurrent_writers_of_one_key_lose_no_lesson(tmp_path: Path) -> None:
+    # was: HistoryConflict / HistoryRewritten raised and lessons dropped when runs in
+    # several threads or processes remembered lessons under one key
+    db = tmp_path / "lessons.db"
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        memory = ReflectionMemory(SQLiteStore(db), limit=100)
+        for i in range(15):
+            try:
+                memory.remember("shared", f"lesson {n}-{i}")
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    lessons = ReflectionMemory(SQLiteStore(db), limit=100).recall("shared")
+    assert sorted(lessons) == sorted(f"lesson {n}-{i}" for n in range(4) for i in range(15))
 
 
 def test_memory_is_bounded_and_scoped_by_key() -> None:

@@ -13,16 +13,22 @@ Redis, PostgreSQL or memory: any :class:`~loopwright.store.CheckpointStore`). At
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Coroutine, Mapping
 
 from loopwright.core.messages import JSONValue, Message
 from loopwright.core.run import RunState, RunStop, new_session_id
-from loopwright.store import CheckpointStore, SessionNotFound
+from loopwright.store import CheckpointStore, SessionLocked, SessionNotFound
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL
 from loopwright.store.heartbeat import LockHeartbeat
 from loopwright.store.state import lock_owner_id
 from loopwright.strategies.runtime import StrategyResult
+
+# a lesson's write holds its key's lock this long at most (if its process dies mid-write)
+_LOCK_TTL = 10.0
+# how long a writer waits for another one's write of the same key
+_LOCK_WAIT = 15.0
 
 
 class ReflectionMemory:
@@ -49,19 +55,43 @@ class ReflectionMemory:
         return [m.text for m in state.messages[-self.limit :]]
 
     def remember(self, key: str, lesson: str) -> None:
-        """Keep ``lesson`` for ``key``, dropping the oldest beyond ``limit``."""
+        """Keep ``lesson`` for ``key``, dropping the oldest beyond ``limit``.
+
+        Runs sharing a key (in any process) each load the lessons, append and save: the
+        key's session lock makes that one step, so neither a save that meets another
+        writer's append (``HistoryConflict``) nor a trim that would drop it can happen."""
         sid = self.session_id(key)
+        owner = lock_owner_id()
+        self._lock(sid, owner)
         try:
-            state = self.store.load(sid)
-        except SessionNotFound:
-            state = RunState(session_id=sid, metadata={"key": key})
-        state.messages.append(Message.assistant(lesson))
-        excess = len(state.messages) - self.limit
-        if excess > 0:
-            del state.messages[:excess]
-            self.store.save(state, rewrite_from=0)
-        else:
-            self.store.save(state)
+            try:
+                state = self.store.load(sid)
+            except SessionNotFound:
+                state = RunState(session_id=sid, metadata={"key": key})
+            state.messages.append(Message.assistant(lesson))
+            excess = len(state.messages) - self.limit
+            if excess > 0:
+                del state.messages[:excess]
+                self.store.save(state, rewrite_from=0)
+            else:
+                self.store.save(state)
+        finally:
+            self.store.release_lock(sid, owner)
+
+    def _lock(self, sid: str, owner: str) -> None:
+        """Take the key's lock, waiting up to ``_LOCK_WAIT`` s for another writer (a
+        writer holds it for one load and one save; its TTL frees it if that writer died)."""
+        deadline = time.monotonic() + _LOCK_WAIT
+        delay = 0.002
+        while True:
+            try:
+                self.store.acquire_lock(sid, owner, ttl=_LOCK_TTL)
+                return
+            except SessionLocked:
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
 
 class PlanCheckpoints:

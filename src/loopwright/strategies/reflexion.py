@@ -6,7 +6,8 @@
   strategy's own ``RunStarted`` and ``RunFinished``), its usage counts against the
   strategy's limits and its turns as model calls.
 * The **evaluator** is any function ``(task, answer) -> Evaluation`` (sync or async):
-  unit tests, an exact-match check, a model.
+  unit tests, an exact-match check, a model. A ``bool`` is taken as
+  ``Evaluation(passed)``; anything else is a :class:`~loopwright.core.errors.UserError`.
 * On failure the ``reflector`` model (default: the actor's model) writes a lesson
   (``reflexion_reflect``), kept as long-term memory under ``key`` in a
   :class:`~loopwright.strategies.memory.ReflectionMemory` (short-term memory: the lessons
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from loopwright.core.checks import check_count
+from loopwright.core.errors import UserError
 from loopwright.core.events import RunFinished, RunStarted
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model
@@ -50,7 +52,7 @@ class Evaluation:
     feedback: str = ""
 
 
-Evaluator: TypeAlias = Callable[[str, str], "Evaluation | Awaitable[Evaluation]"]
+Evaluator: TypeAlias = Callable[[str, str], "Evaluation | bool | Awaitable[Evaluation | bool]"]
 
 
 class Reflexion(Strategy):
@@ -108,8 +110,10 @@ class Reflexion(Strategy):
                     reflections=_listed(lessons),
                 ),
             )
-            self.memory.remember(self.key, lesson.strip())
-            ctx.step("reflection", trial=trial, lesson=lesson.strip())
+            lesson = lesson.strip()
+            if lesson:  # an empty reply teaches nothing: it would crowd out real lessons
+                self.memory.remember(self.key, lesson)
+            ctx.step("reflection", trial=trial, lesson=lesson)
         return answer, {"trials": trials, "passed": False}
 
     async def _attempt(self, ctx: StrategyContext, task: str, lessons: list[str]) -> RunResult:
@@ -134,11 +138,19 @@ class Reflexion(Strategy):
         return result
 
     async def _evaluate(self, task: str, answer: str) -> Evaluation:
-        verdict = self.evaluator(task, answer)
+        verdict: object = self.evaluator(task, answer)
         if inspect.isawaitable(verdict):
             verdict = await verdict
-        assert isinstance(verdict, Evaluation)
-        return verdict
+        if isinstance(verdict, Evaluation):
+            return verdict
+        # a plain check (`lambda task, answer: answer == "42"`) is the most common
+        # evaluator: its bool is the verdict, with nothing to tell the reflector
+        if isinstance(verdict, bool):
+            return Evaluation(verdict)
+        raise UserError(
+            f"the Reflexion evaluator returned {type(verdict).__name__} {verdict!r:.80}; "
+            "return an Evaluation(passed, feedback) or a bool"
+        )
 
 
 def _listed(lessons: list[str]) -> str:

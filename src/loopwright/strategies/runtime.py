@@ -46,6 +46,7 @@ from loopwright.core.protocols import Model, ModelRequest, ModelSettings, comple
 from loopwright.core.run import TAINT_LOG_SIZE, RunResult, RunStop, TaintSource, new_session_id
 from loopwright.loop.agent import running_as_parent
 from loopwright.loop.limits import Limits
+from loopwright.prompts.patterns import OutputParseError
 from loopwright.prompts.template import fingerprints_of, prompt_message
 from loopwright.tools.confirm import Confirmation
 from loopwright.tools.dispatcher import Dispatcher, DispatchOutcome
@@ -105,6 +106,15 @@ class StrategyResult:
         return RunResult(
             self.answer, self.stop, self.calls, self.usage, messages, self.session_id, self.detail
         )
+
+
+# stops that are no limit (no LimitReached event)
+_NOT_LIMITS = (
+    RunStop.FINAL_ANSWER,
+    RunStop.MODEL_ERROR,
+    RunStop.AWAITING_CONFIRMATION,
+    RunStop.OUTPUT_INVALID,
+)
 
 
 class StrategyContext:
@@ -349,7 +359,11 @@ class Strategy(ABC):
             data = ctx.recorded()
         except ModelFailed as exc:
             stop, detail, data = RunStop.MODEL_ERROR, str(exc.error), ctx.recorded()
-        if stop not in (RunStop.FINAL_ANSWER, RunStop.MODEL_ERROR, RunStop.AWAITING_CONFIRMATION):
+        except OutputParseError as exc:
+            # a reply that stayed unusable after every re-ask (a planner's plan): the run's
+            # outcome, like an agent's output_type failure, not a traceback
+            stop, detail, data = RunStop.OUTPUT_INVALID, str(exc), ctx.recorded()
+        if stop not in _NOT_LIMITS:
             ctx.emit(LimitReached(ctx.calls, stop, detail))
         result = StrategyResult(
             ctx.best,
