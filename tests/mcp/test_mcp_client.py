@@ -93,6 +93,40 @@ def test_clashing_names_need_a_prefix(time_tools: MCPToolset) -> None:
         time_tools.attach(registry)
 
 
+def test_two_servers_with_one_tool_name_need_a_prefix_when_connecting() -> None:
+    # was: both listed, and attach failed half way with "@tool(name=...)" advice after
+    # registering the first server's tools
+    first = MCPServerConfig("first", command=(sys.executable, str(FAULTY)))
+    second = MCPServerConfig("second", command=(sys.executable, str(FAULTY)))
+    with pytest.raises(ConfigError, match="servers 'first' and 'second' both have a tool named"):
+        MCPToolset.connect([first, second])
+    prefixed = MCPServerConfig("second", command=(sys.executable, str(FAULTY)), prefix="b_")
+    with MCPToolset.connect([first, prefixed]) as toolset:
+        registry = toolset.attach(ToolRegistry())
+        assert "echo" in registry and "b_echo" in registry
+        assert "echo: x" in call(registry, "b_echo", {"text": "x"}).content
+
+
+def test_a_name_taken_later_or_twice_after_sanitizing_is_skipped_not_shadowed() -> None:
+    import mcp_types
+
+    schema: dict[str, object] = {"type": "object", "properties": {}}
+    one = MCPServerConfig("one", command=("true",))
+    two = MCPServerConfig("two", command=("true",))
+    toolset = MCPToolset([one, two])
+    try:
+        listing = [mcp_types.Tool(name=n, input_schema=schema) for n in ("get.time", "get_time")]
+        toolset._apply(one, listing, strict=True)
+        assert [t.name for t in toolset.tools] == ["get_time"]
+        assert "lists two tools named 'get_time'" in toolset.skipped["get_time"]
+        # a list_changed listing of the other server: its clashing tool is skipped
+        toolset._apply(two, [mcp_types.Tool(name="get_time", input_schema=schema)])
+        assert [t.name for t in toolset.tools] == ["get_time"]
+        assert "servers 'one' and 'two'" in toolset.skipped["get_time"]
+    finally:
+        toolset.close()
+
+
 # ---------------------------------------------------------------- mcp-server-git (stdio)
 
 

@@ -69,7 +69,7 @@ class MCPToolset:
         toolset = cls(servers)
         try:
             for connection in toolset.connections.values():
-                toolset._apply(connection.config, _listing(connection))
+                toolset._apply(connection.config, _listing(connection), strict=True)
         except BaseException:
             toolset.close()
             raise
@@ -82,7 +82,7 @@ class MCPToolset:
         try:
             for connection in toolset.connections.values():
                 tools = await _alisting(connection)
-                toolset._apply(connection.config, tools)
+                toolset._apply(connection.config, tools, strict=True)
         except BaseException:
             await toolset.aclose()
             raise
@@ -152,15 +152,34 @@ class MCPToolset:
 
         return on_tools
 
-    def _apply(self, config: MCPServerConfig, listing: list[mcp_types.Tool]) -> None:
+    def _apply(
+        self, config: MCPServerConfig, listing: list[mcp_types.Tool], *, strict: bool = False
+    ) -> None:
+        """Install ``config``'s listed tools. A name another server of this toolset
+        already has is a ``ConfigError`` when connecting (``strict``: a prefix fixes it);
+        in a later listing (``list_changed``) that tool is skipped, as is a second tool of
+        one server whose name sanitizes to the same name: each name calls one tool."""
         connection = self.connections[config.name]
         with self._lock:
             known = dict(self._tools[config.name])
+            others = {
+                name: server
+                for server, tools in self._tools.items()
+                if server != config.name
+                for name in tools
+            }
         fresh: dict[str, Tool] = {}
         for item in listing:
             if config.tools is not None and item.name not in config.tools:
                 continue
             name = convert.tool_name(config.prefix, item.name)
+            clash = _clash(config, item.name, name, others, fresh)
+            if clash is not None:
+                if strict and name in others:
+                    raise ConfigError(clash)
+                self.skipped[name] = clash
+                log.warning("MCP %s: tool %s skipped: %s", config.name, item.name, clash)
+                continue
             same = known.get(name)
             definition = _definition(item)
             if same is not None and self._definitions.get((config.name, name)) == definition:
@@ -178,6 +197,28 @@ class MCPToolset:
             registries = list(self._registries)
         for registry, loop in registries:
             _schedule(loop, lambda r=registry: _sync_registry(r, old, fresh))
+
+
+def _clash(
+    config: MCPServerConfig,
+    remote: str,
+    name: str,
+    others: Mapping[str, str],
+    fresh: Mapping[str, Tool],
+) -> str | None:
+    """Why ``remote`` (called ``name`` here) cannot be installed, or ``None``."""
+    if name in others:
+        return (
+            f"MCP servers {others[name]!r} and {config.name!r} both have a tool named "
+            f"{name!r}; give one of them a prefix (config 'prefix', e.g. "
+            f'"{config.name}_")'
+        )
+    if name in fresh:
+        return (
+            f"MCP server {config.name!r} lists two tools named {name!r} once names are "
+            f"made safe (characters outside [A-Za-z0-9_-] become '_'); {remote!r} is skipped"
+        )
+    return None
 
 
 def mcp_tool(
