@@ -113,3 +113,18 @@ def test_unknown_refs_and_keywords_are_outside_the_subset() -> None:
     assert compile_fast_check({"if": {"maxProperties": 1}, "then": {"required": ["a"]}}) is None
     assert compile_fast_check({"$ref": "#/$defs/missing"}) is None
     assert compile_fast_check({"$defs": {"a": {}}, "$ref": "other.json#/$defs/a"}) is None
+
+
+def test_bad_date_is_refused_on_the_slow_path_too() -> None:
+    """A ``format: date`` field is asserted by the fast check; the full validator that
+    words the errors must assert it too, or a bad date that takes the slow path passes."""
+    base = load_pattern("planner")
+    schema = {
+        "type": "object",
+        "properties": {"due": {"type": "string", "format": "date"}},
+        "required": ["due"],
+    }
+    pattern = Pattern("dated", base.template, schema, base.safe_exit)
+    assert pattern.parse('{"due": "2024-05-31"}').value == {"due": "2024-05-31"}
+    with pytest.raises(Exception, match=r"/due: '2024-13-45' is not a 'date' \(write it like"):
+        pattern.parse('{"due": "2024-13-45"}')

@@ -125,6 +125,48 @@ def test_base_url_that_is_not_an_http_url_is_refused_at_once(url):
         resolve_model("openai:gpt-4o", base_url=url, api_key="k")
 
 
+@pytest.mark.parametrize(
+    ("spec", "url", "base"),
+    [
+        ("openai:gpt-4o", "http://127.0.0.1:8080/v1/chat/completions", "http://127.0.0.1:8080/v1"),
+        (
+            "openai:gpt-4o",
+            "https://api.openai.com/v1/chat/completions/",
+            "https://api.openai.com/v1",
+        ),
+        ("ollama:qwen3", "http://127.0.0.1:11434/v1/chat/completions", "http://127.0.0.1:11434/v1"),
+        ("openai-responses:o4", "http://127.0.0.1:9/v1/responses", "http://127.0.0.1:9/v1"),
+        (
+            "anthropic:claude-x",
+            "https://api.anthropic.com/v1/messages",
+            "https://api.anthropic.com",
+        ),
+        (
+            "gemini:gemini-2.0-flash",
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash"
+            ":generateContent?key=SECRET",
+            "https://generativelanguage.googleapis.com",
+        ),
+        (
+            "bedrock:anthropic.claude",
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude/converse",
+            "https://bedrock-runtime.us-east-1.amazonaws.com",
+        ),
+    ],
+)
+def test_a_pasted_endpoint_url_names_the_base_url_to_use(spec, url, base):
+    """The client appends the endpoint path itself: a pasted full URL got it twice and
+    failed with a 404 after every retry, with no hint."""
+    with pytest.raises(ConfigError, match="is a full endpoint URL") as info:
+        resolve_model(spec, base_url=url, api_key="k")
+    assert str(info.value).endswith(f"--base-url {base}")
+    assert "SECRET" not in str(info.value)
+
+
+def test_a_base_url_is_accepted():
+    assert resolve_model("openai:gpt-4o", base_url="http://127.0.0.1:8080/v1", api_key="k")
+
+
 @pytest.mark.parametrize("blank", ["  ", "\t\n", ""])
 def test_a_blank_key_in_the_environment_is_missing(monkeypatch, blank):
     monkeypatch.setenv("OPENAI_API_KEY", blank)

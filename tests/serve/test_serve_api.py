@@ -78,6 +78,10 @@ def test_cancel_stops_the_run(http: httpx.Client) -> None:
     assert state["stop"] == "cancelled"
     again = http.post(f"/v1/sessions/{sid}/cancel", headers=ALPHA)
     assert again.status_code == 409 and again.json()["error"]["code"] == "session_busy"
+    # says what happened, not the advice for a paused session ("deny its calls")
+    error = again.json()["error"]
+    assert "already finished (stop reason 'cancelled')" in error["message"]
+    assert "deny" not in error["fix"] and "/messages" in error["fix"]
 
 
 def test_approval_pauses_then_completes(http: httpx.Client, server: Server) -> None:
@@ -87,6 +91,9 @@ def test_approval_pauses_then_completes(http: httpx.Client, server: Server) -> N
     state = _wait_status(http, sid, "awaiting_confirmation")
     assert [c["id"] for c in state["pending_calls"]] == ["call-1"]
     assert not server.outbox.exists()
+    paused = http.post(f"/v1/sessions/{sid}/cancel", headers=ALPHA).json()["error"]
+    assert "waiting for approval of call-1" in paused["message"]
+    assert "deny" in paused["fix"]
     bad = http.post(f"/v1/sessions/{sid}/approvals", json={"approve": ["call-9"]}, headers=ALPHA)
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "body.approve"
     both = {"approve": ["call-1"], "deny": {"call-1": "not ann"}}  # was approved: sent

@@ -322,3 +322,17 @@ def test_the_same_spec_objects_find_their_index_without_serialising_schemas(
 def test_a_selection_refuses_what_it_would_misread(build: Callable[[], object], field: str) -> None:
     with pytest.raises(ConfigError, match=field):
         build()
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: TopK(always=("calculater",)), lambda: TwoStage(always=("calculater",))]
+)
+def test_always_naming_an_unregistered_tool_fails_when_the_agent_is_built(
+    make: Callable[[], TopK | TwoStage],
+) -> None:
+    """The name was silently dropped (the tool was never shown); the registry is known
+    only when the agent is configured, so that is where it must fail."""
+    model = ScriptedModel(["ok"])
+    with pytest.raises(ConfigError, match=r"always names 'calculater'.*did you mean 'calculator'"):
+        Agent(model, _registry(), tool_selection=make())
+    Agent(model, _registry(), tool_selection=TopK(always=("calculator",)))  # a real name is fine

@@ -27,7 +27,11 @@ import datetime
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # jsonschema is imported lazily: ~40 ms that most runs never need
+    from jsonschema import FormatChecker
 
 Check = Callable[[Any], bool]
 _ANNOTATIONS = frozenset(
@@ -106,6 +110,29 @@ FORMAT_EXAMPLES: Mapping[str, str] = {
     "date-time": "2024-05-31T14:30:00+02:00",
 }
 """A valid value of each asserted format, for error messages a model can act on."""
+
+
+@cache
+def format_checker() -> FormatChecker:
+    """The ``jsonschema`` side of :data:`FORMATS`: every full validator that may see a
+    ``date``/``date-time`` field takes this checker, so the slow path asserts exactly what
+    the fast check asserts. ``jsonschema``'s own set would also assert ``email``,
+    ``uri``... which Draft 2020-12 treats as annotations, and would refuse values the fast
+    check accepts; without any checker a bad date would pass the slow path."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker(formats=())
+    for name, check in FORMATS.items():
+        checker.checks(name)(check)
+    return checker
+
+
+def format_hint(fmt: object) -> str:
+    """`` (write it like 2024-05-31)`` for an asserted format, ``""`` otherwise: appended to
+    a format violation so a model (or a person) sees a value that would pass."""
+    example = FORMAT_EXAMPLES.get(fmt) if isinstance(fmt, str) else None
+    return f" (write it like {example})" if example else ""
+
 
 _TOP_LEVEL_OK = frozenset({"$schema", "$defs"})
 _DEFS_PREFIX = "#/$defs/"

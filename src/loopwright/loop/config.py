@@ -19,7 +19,7 @@ from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.loop.output import FINAL_RESULT, OutputSchema
 from loopwright.tools import DispatchConfig, IdempotencyLedger, ToolRegistry
-from loopwright.tools.selection import ToolSelection
+from loopwright.tools.selection import ToolSelection, check_always
 
 Sleep = Callable[[float], Awaitable[None]]
 DEFAULT_OUTPUT_RETRIES = 2
@@ -101,6 +101,7 @@ class AgentConfig:
                 f"a tool is named {FINAL_RESULT!r}, the name of the final-answer tool an "
                 "output_type adds; rename the tool"
             )
+        check_always(self.tool_selection, self.registry.names())
         model = self.model
         if self.limits.cost_budget is not None and not (
             isinstance(model, ReportsCost) and model.reports_cost

@@ -36,7 +36,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from loopwright.core.errors import LoopwrightError
 from loopwright.core.messages import JSONValue
 from loopwright.core.schemacheck import Check as SchemaCheck
-from loopwright.core.schemacheck import compile_fast_check
+from loopwright.core.schemacheck import compile_fast_check, format_checker, format_hint
 from loopwright.core.untrusted import wrap_untrusted
 from loopwright.prompts.registry import PromptRegistry
 from loopwright.prompts.template import PromptTemplate, PromptText
@@ -124,6 +124,8 @@ def _describe(error: ValidationError) -> str:
     shown = repr(instance)
     if len(shown) > _MAX_SHOWN and message.startswith(shown):
         message = shown[: _MAX_SHOWN - 1] + "…" + message[len(shown) :]
+    if error.validator == "format":
+        message += format_hint(limit)
     return f"{where}: {message[:300]}"
 
 
@@ -147,7 +149,9 @@ class Pattern:
 
     def __post_init__(self) -> None:
         Draft202012Validator.check_schema(self.schema)
-        object.__setattr__(self, "_validator", Draft202012Validator(self.schema))
+        # the same asserted formats as the fast check (a bad date is refused on both paths)
+        validator = Draft202012Validator(self.schema, format_checker=format_checker())
+        object.__setattr__(self, "_validator", validator)
         object.__setattr__(self, "_fast", compile_fast_check(self.schema))
 
     @property

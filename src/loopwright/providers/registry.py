@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
@@ -298,6 +299,38 @@ def split_options(spec: str) -> tuple[str, dict[str, str]]:
     return base, dict(pairs)
 
 
+# The path each protocol's client appends to its base URL. A user who pastes the full
+# endpoint URL from a vendor's documentation would get it twice (a 404 after every
+# retry), so such a URL is refused with the base URL to use instead.
+_ENDPOINT_PATHS: Mapping[Protocol, re.Pattern[str]] = {
+    "openai-chat": re.compile(r"/(?:chat/completions|completions|responses)$"),
+    "openai-responses": re.compile(r"/(?:responses|chat/completions|completions)$"),
+    "anthropic": re.compile(r"/v1/(?:messages(?:/count_tokens)?|complete)$"),
+    # the google-genai client adds the REST version itself (GeminiOptions.api_version)
+    "gemini": re.compile(r"/v1(?:beta|alpha)?(?:/models(?:/[^/]*)?)?$"),
+    "bedrock": re.compile(
+        r"/model/[^/]+/(?:converse|converse-stream|invoke|invoke-with-response-stream)$"
+    ),
+}
+
+
+def _check_endpoint_path(url: str, vendor: Vendor) -> None:
+    """Refuse a base URL that ends in the path the client adds itself, naming the base
+    URL to use (``.../v1/chat/completions`` -> ``.../v1``)."""
+    pattern = _ENDPOINT_PATHS.get(vendor.protocol)
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    found = pattern.search(path) if pattern is not None else None
+    if found is None:
+        return
+    base = parts._replace(path=path[: found.start()], query="", fragment="").geturl()
+    shown = parts._replace(query="", fragment="").geturl()  # a pasted ?key=... stays out
+    raise ConfigError(
+        f"--base-url / base_url {shown!r} is a full endpoint URL: the {vendor.name} client "
+        f"adds {found.group(0)!r} itself; give the base URL instead: --base-url {base}"
+    )
+
+
 def _check_base_url(url: str) -> None:
     """An endpoint that is no http(s) URL fails now, as a :class:`ConfigError`, not
     after every retry of every request as a connection error."""
@@ -349,6 +382,8 @@ def resolve_model(
     if base_url is not None:
         _check_base_url(base_url)
     vendor = vendor_for(prefix, base_url)
+    if base_url is not None:
+        _check_endpoint_path(base_url, vendor)
     key = resolve_key(vendor, api_key, base_url)
     module, cls_name = ADAPTERS[vendor.protocol]
     cls = _load(module, cls_name)

@@ -35,7 +35,7 @@ from loopwright.store.state import lock_owner_id
 from loopwright.tracing.serialize import error_to_dict
 
 from .cluster import Cluster, Job
-from .errors import ApiError, conflict
+from .errors import ApiError, conflict, nothing_to_cancel
 from .eventlog import Event
 from .sessions import (
     AgentSource,
@@ -252,10 +252,8 @@ class ClusterSessions(SessionManager):
             raise conflict(
                 f"session {session_id!r} has not started running yet", "retry in a moment"
             )
-        raise conflict(
-            f"session {session_id!r} is not running",
-            "a session waiting for approval is ended by denying its calls",
-        )
+        # read again: the run may have ended while the cluster was asked
+        raise nothing_to_cancel(await self.state(tenant, session_id))
 
     async def _on_control(self, message: Mapping[str, str]) -> bool:
         live = self.live.get(message.get("sid", ""))

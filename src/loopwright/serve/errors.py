@@ -8,6 +8,7 @@ status; ``field`` names the request field at fault (``body.prompt``, ``header.Au
 from __future__ import annotations
 
 from loopwright.core.messages import JSONValue
+from loopwright.core.run import RunState
 
 
 class ApiError(Exception):
@@ -45,3 +46,28 @@ def not_found(session_id: str) -> ApiError:
 
 def conflict(message: str, fix: str) -> ApiError:
     return ApiError(409, "session_busy", message, fix=fix)
+
+
+def nothing_to_cancel(state: RunState) -> ApiError:
+    """409 for a cancel of a session that has no run: says what state it is in (its run
+    ended and how, or it waits for approval) and the request that fits that state."""
+    sid = state.session_id
+    if state.awaiting_confirmation:
+        calls = ", ".join(c.id for c in state.pending_calls)
+        return conflict(
+            f"session {sid!r} is not running: it is paused, waiting for approval of {calls}",
+            f"end it by denying its calls: POST /v1/sessions/{sid}/approvals "
+            '{"deny": {"CALL_ID": "reason"}}',
+        )
+    if state.stop is not None:
+        return conflict(
+            f"session {sid!r} is not running: its run already finished "
+            f"(stop reason {state.stop.value!r}), so there is nothing to cancel",
+            f"nothing to do; POST /v1/sessions/{sid}/messages starts its next turn",
+        )
+    return conflict(
+        f"session {sid!r} is not running: its last run stopped without a result "
+        "(its server process ended), so there is nothing to cancel",
+        "nothing to do; the server resumes interrupted sessions (at start-up and every "
+        "--recover-every seconds)",
+    )

@@ -44,7 +44,7 @@ from loopwright.store.state import SessionInfo
 from loopwright.tools import Confirmation
 from loopwright.tracing.serialize import error_to_dict, event_to_dict
 
-from .errors import ApiError, conflict, not_found
+from .errors import ApiError, conflict, not_found, nothing_to_cancel
 from .eventlog import Event, event_json
 
 log = logging.getLogger("loopwright.serve")
@@ -305,10 +305,7 @@ class SessionManager:
         live = await self.live_session(tenant, session_id)
         if not live.running:
             await self._check_not_elsewhere(session_id)
-            raise conflict(
-                f"session {session_id!r} is not running",
-                "a session waiting for approval is ended by denying its calls",
-            )
+            raise nothing_to_cancel(await self.state(tenant, session_id))
         cancel_live(live)
 
     async def resume_interrupted(self, stale_after: float = 0.0) -> list[str]:

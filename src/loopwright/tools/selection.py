@@ -12,12 +12,13 @@ See ``docs/tool-selection.md``.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import string
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
@@ -308,6 +309,28 @@ def _names_in(reply: str, candidates: Sequence[str]) -> list[str]:
         if match:
             found.append((match.start(), name))
     return [name for _, name in sorted(found)]
+
+
+def check_always(selection: object, registered: Collection[str]) -> None:
+    """Refuse a :class:`TopK`/:class:`TwoStage` whose ``always`` names a tool that is not
+    registered: the selection keeps only offered specs, so a misspelt name would silently
+    never be shown. Called where the selection meets the registry (the agent's
+    configuration); a selection is built before any registry is known."""
+    if not isinstance(selection, TopK | TwoStage):
+        return
+    unknown = [n for n in selection.always if n not in registered]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(registered), n=3)
+        hint = (
+            f"did you mean {', '.join(map(repr, close))}?"
+            if close
+            else (f"{len(registered)} tools are registered")
+        )
+        raise ConfigError(
+            f"{type(selection).__name__}.always names {', '.join(map(repr, unknown))}, "
+            f"which {'is' if len(unknown) == 1 else 'are'} not a registered tool ({hint}); "
+            "fix the name or register the tool before building the agent"
+        )
 
 
 def _keep(specs: Sequence[ToolSpec], names: Sequence[str], always: Sequence[str]) -> list[ToolSpec]:

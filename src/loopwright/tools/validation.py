@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 # the compiled fast path lives in core: the prompt patterns' parsers use it too
-from loopwright.core.schemacheck import FORMAT_EXAMPLES, FORMATS, Check, compile_fast_check
+from loopwright.core.schemacheck import Check, compile_fast_check, format_checker, format_hint
 
 if TYPE_CHECKING:  # jsonschema is imported lazily: ~40 ms that most runs never need
-    from jsonschema import Draft202012Validator, FormatChecker
+    from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
 
 _MESSAGE_LIMIT = 300
@@ -86,7 +86,7 @@ class SchemaValidator:
         if self._full is None:
             from jsonschema import Draft202012Validator
 
-            self._full = Draft202012Validator(self.schema, format_checker=_format_checker())
+            self._full = Draft202012Validator(self.schema, format_checker=format_checker())
         return self._full
 
     def violations(self, arguments: Mapping[str, Any]) -> list[Violation]:
@@ -103,18 +103,6 @@ class SchemaValidator:
             out.extend(_explain(err))
         out.sort(key=lambda v: v.pointer)
         return out
-
-
-def _format_checker() -> FormatChecker:
-    """The asserted formats (``date``, ``date-time``), the same functions the fast check
-    runs; ``jsonschema``'s own set would also assert ``email``, ``uri``... which Draft
-    2020-12 treats as annotations, and would refuse values the fast check accepts."""
-    from jsonschema import FormatChecker
-
-    checker = FormatChecker(formats=())
-    for name, check in FORMATS.items():
-        checker.checks(name)(check)
-    return checker
 
 
 def _explain(err: ValidationError) -> list[Violation]:
@@ -142,8 +130,8 @@ def _explain(err: ValidationError) -> list[Violation]:
             Violation(pointer_from_path([*base, k]), f"unexpected property{hint}") for k in extra
         ]
     msg = err.message
-    if err.validator == "format" and err.validator_value in FORMAT_EXAMPLES:
-        msg += f" (write it like {FORMAT_EXAMPLES[err.validator_value]})"
+    if err.validator == "format":
+        msg += format_hint(err.validator_value)
     if len(msg) > _MESSAGE_LIMIT:
         msg = msg[: _MESSAGE_LIMIT - 1] + "…"
     return [Violation(pointer_from_path(base), msg)]
