@@ -169,6 +169,20 @@ def test_missing_file_of_a_named_builtin_is_a_usage_error(
     assert data is not None and "no such" in data["error"] and data["turns"] == 0
 
 
+def test_a_db_that_is_not_sqlite_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It ran: sql_query was described without tables and every query failed with "file
+    is not a database"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("customers: ann, bob\n")
+    args = ["--tools", "sql_query", "--db", "notes.txt"]
+    data = check_failure(invoke("run", "--json", *args, "How many?"), USAGE_ERROR, "--db")
+    assert data is not None and "not a SQLite database" in data["error"] and data["turns"] == 0
+    (tmp_path / "empty.db").write_bytes(b"")  # an empty file is an empty database
+    agents_mod._check_sqlite(tmp_path / "empty.db")
+
+
 def test_duplicate_tools_are_built_once_or_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

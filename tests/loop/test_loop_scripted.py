@@ -204,6 +204,38 @@ def test_bad_reply_is_rejected_when_scripted() -> None:
         ScriptedModel(["ok", 42])  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize("replies", ["hello", 5, Message.user("hi")])
+def test_replies_that_are_not_a_list_of_replies_are_refused(replies: object) -> None:
+    """A str was replayed one character per call (the answer was "h")."""
+    with pytest.raises(TypeError, match=r"takes a list of replies"):
+        ScriptedModel(replies)  # type: ignore[arg-type]
+
+
+def test_a_function_model_needs_a_function() -> None:
+    with pytest.raises(TypeError, match=r"FunctionModel\(fn=...\) takes a function"):
+        FunctionModel("hello")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("returned", [None, 42, {"answer": "x"}])
+@pytest.mark.parametrize("delay", [False, True])
+async def test_a_function_returning_no_reply_is_named_as_such(
+    returned: object, delay: bool
+) -> None:
+    """It said "reply function raised TypeError: 'NoneType' object is not iterable"."""
+
+    def sync_fn(messages, request):  # type: ignore[no-untyped-def]
+        return returned
+
+    async def async_fn(messages, request):  # type: ignore[no-untyped-def]
+        return Reply(returned, delay=0.001) if delay else returned  # type: ignore[arg-type]
+
+    for fn in (sync_fn, async_fn):
+        final = await complete(FunctionModel(fn), _req())
+        assert isinstance(final, StreamError)
+        assert f"returned {type(returned).__name__}; a reply must be" in str(final.error)
+        assert "raised" not in str(final.error)
+
+
 async def test_requests_keep_only_a_bounded_tail() -> None:
     model = ScriptedModel(["a", "b"], record_tail=2)
     await complete(model, _req("1", "2", "3", "4"))

@@ -151,6 +151,30 @@ def _check_paths(name: str, config: BuiltinConfig) -> None:
             f"--db {config.database}: no such file (sql_query reads this SQLite database); "
             "pass --db PATH of an existing SQLite file"
         )
+    if name == "sql_query":
+        _check_sqlite(config.database)
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def _check_sqlite(path: Path) -> None:
+    """A file that is no SQLite database (``--db notes.txt``) is a usage error now: the
+    tool would be described without tables and every query would fail with "file is not
+    a database". An empty file is an empty database (SQLite writes the header later)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise UserError(
+            f"--db {path}: cannot be read ({exc.strerror or exc}); pass --db PATH of a SQLite "
+            "file you can read"
+        ) from None
+    if head and head != _SQLITE_HEADER:
+        raise UserError(
+            f"--db {path}: not a SQLite database (sql_query reads SQLite files); pass --db "
+            "PATH of a SQLite database file"
+        )
 
 
 def resolve(spec: str, base_url: str | None, on_payload: PayloadHook | None) -> Model:

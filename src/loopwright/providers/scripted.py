@@ -301,7 +301,21 @@ class _StreamingDouble:
             return (text,)
         return (text[i : i + size] for i in range(0, len(text), size))
 
-    def _failure(self, exc: Exception) -> StreamError:
+    def _failure(self, exc: Exception, reply: object = None, returned: bool = False) -> StreamError:
+        """The failure event of one call: the function raised, or (``returned``) it
+        returned ``reply``, which is no reply (named as such: "raised TypeError: 'NoneType'
+        object is not iterable" sent a user looking for a bug the function does not have)."""
+        if returned:
+            try:
+                _checked(reply, 0)
+            except TypeError:
+                inner = reply.content if isinstance(reply, Reply) else reply
+                return StreamError(
+                    ProviderError(
+                        f"{self._name} reply function returned {type(inner).__name__}; "
+                        f"{_REPLY_FORMS}"
+                    )
+                )
         return StreamError(
             ProviderError(f"{self._name} reply function raised {type(exc).__name__}: {exc}")
         )
@@ -333,6 +347,12 @@ class ScriptedModel(_StreamingDouble):
         max_requests: int = 256,
     ) -> None:
         super().__init__(name, record_tail, chunk_size, max_requests)
+        if isinstance(replies, str | bytes | Message | Reply) or not isinstance(replies, Iterable):
+            # a str would be replayed one character per call
+            raise TypeError(
+                f"ScriptedModel(replies=...) takes a list of replies, one per model call "
+                f"(e.g. ScriptedModel([{replies!r}])), got {type(replies).__name__}"
+            )
         # every reply is checked and turned into its event sequence once, up front: a
         # call then only replays prebuilt events (and streaming can never fail)
         self._script = [self._events(_checked(r, i)) for i, r in enumerate(replies)]
@@ -366,11 +386,17 @@ def _checked(reply: object, index: int) -> ReplyLike:
         return reply  # type: ignore[return-value]
     if isinstance(inner, Sequence) and all(isinstance(p, ToolCallPart) for p in inner):
         return reply  # type: ignore[return-value]
-    raise TypeError(
-        f"replies[{index}] is {type(inner).__name__}; a reply must be a str, a Message, a "
-        "list of ToolCallPart (build them with tool_call()), a ProviderError or a Reply"
-    )
+    raise TypeError(f"replies[{index}] is {type(inner).__name__}; {_REPLY_FORMS}")
 
+
+_REPLY_FORMS = (
+    "a reply must be a str, a Message, a list of ToolCallPart (build them with "
+    "tool_call()), a ProviderError or a Reply"
+)
+
+
+_ASKING = object()
+"""No reply yet: the reply function is still running (a failure then is its own)."""
 
 _PLAIN = frozenset({Reply, str, list, tuple, Message})
 """Reply types that are never awaitable: ``inspect.isawaitable`` (an ABC check) is skipped."""
@@ -407,6 +433,11 @@ class FunctionModel(_StreamingDouble):
         max_requests: int = 256,
     ) -> None:
         super().__init__(name, record_tail, chunk_size, max_requests)
+        if not callable(fn):
+            raise TypeError(
+                f"FunctionModel(fn=...) takes a function fn(messages, request) returning a "
+                f"reply, got {type(fn).__name__}; for fixed replies use ScriptedModel([...])"
+            )
         self._fn = fn
         self._delays: _Delays | None = None  # the replies' delays of the last event loop
 
@@ -481,6 +512,7 @@ class _Answer:
         request = self._request
         if request is not None:  # the first step: ask, wait, build (failures are events)
             self._request = None
+            answer: object = _ASKING
             try:
                 answer = self._model._fn(request.messages, request)
                 if type(answer) not in _PLAIN and inspect.isawaitable(answer):
@@ -491,7 +523,7 @@ class _Answer:
                 # instructions; benchmarks/notes/loop.md, round 9)
                 self._events = self._model._stream_of(answer)  # type: ignore[arg-type]
             except Exception as exc:  # the Model contract: failures are data, never raised
-                self._events = (self._model._failure(exc),)
+                self._events = (self._model._failure(exc, answer, answer is not _ASKING),)
         i = self._index
         events = self._events
         if i >= len(events):
@@ -500,13 +532,14 @@ class _Answer:
         return _ready(events[i])
 
     async def _awaited(self, answer: Awaitable[ReplyLike]) -> ModelEvent:
+        reply: object = _ASKING
         try:
             reply = await answer
             if type(reply) is Reply and reply.delay > 0:
                 return await self._wait(reply)
-            self._events = self._model._stream_of(reply)
+            self._events = self._model._stream_of(reply)  # type: ignore[arg-type]
         except Exception as exc:
-            self._events = (self._model._failure(exc),)
+            self._events = (self._model._failure(exc, reply, reply is not _ASKING),)
         self._index = 1
         return self._events[0]
 
@@ -538,7 +571,7 @@ class _Answer:
         try:
             self._events = self._model._stream_of(reply)  # type: ignore[arg-type]
         except Exception as exc:  # a malformed reply is a failure event
-            self._events = (self._model._failure(exc),)
+            self._events = (self._model._failure(exc, reply, returned=True),)
         self._index = 1
         raise StopIteration(self._events[0])
 
