@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import pytest
 from graph_programs import CALLS, PROGRAMS, Point, approval_graph, counter_graph
+from tests.graph.conftest import KINDS, open_store
 from typing_extensions import TypedDict
 
 from loopwright.core import Message
@@ -216,6 +217,79 @@ def test_failed_parallel_superstep_keeps_finished_work_for_the_resume(
     fail["on"] = False
     assert app.invoke(None, thread) == {"log": ["first", "bad", "good"]}
     assert sorted(ran[:2]) == ["bad", "good"] and ran[2:] == ["bad"]  # "good" ran once
+
+
+_KILLED_MID_SUPERSTEP = """
+import operator, os, sys, time
+from pathlib import Path
+from typing import Annotated
+from typing_extensions import TypedDict
+from loopwright.graph import START, StateGraph
+from loopwright.store import open_store
+
+kind, url, thread_id, done_file = sys.argv[1:5]
+
+class Pair(TypedDict):
+    log: Annotated[list, operator.add]
+
+def quick(state):
+    Path(done_file).write_text("quick ran")  # its side effect
+    return {"log": ["quick"]}
+
+def slow(state):
+    while not Path(done_file).exists():
+        time.sleep(0.01)
+    time.sleep(1.0)  # "quick" finished a second ago: then the process is killed
+    os._exit(9)
+
+g = StateGraph(Pair)
+g.add_node("quick", quick)
+g.add_node("slow", slow)
+g.add_edge(START, "quick")
+g.add_edge(START, "slow")
+app = g.compile(checkpointer=open_store(kind, url))
+app.invoke({"log": []}, {"configurable": {"thread_id": thread_id}})
+"""
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "memory"])
+def test_a_task_finished_before_the_process_died_is_not_run_again(
+    kind: str, thread: dict, tmp_path: Path
+) -> None:
+    # was: the finished task's writes were stored only when the whole superstep ended
+    # (or failed with an exception), so after a kill it ran again: a side effect twice
+    store = open_store(kind, tmp_path)
+    done = tmp_path / "quick.done"
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_MID_SUPERSTEP, store.kind, _url_of(store)]
+        + [thread["configurable"]["thread_id"], str(done)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 9, proc.stderr
+    ran: list[str] = []
+
+    def quick(state: Pair) -> dict:
+        ran.append("quick")
+        return {"log": ["quick"]}
+
+    def slow(state: Pair) -> dict:
+        ran.append("slow")
+        return {"log": ["slow"]}
+
+    g = StateGraph(Pair)
+    g.add_node("quick", quick)
+    g.add_node("slow", slow)
+    g.add_edge(START, "quick")
+    g.add_edge(START, "slow")
+    app = g.compile(checkpointer=store)
+    try:
+        assert app.get_state(thread).next == ("slow",)
+        assert app.invoke(None, thread) == {"log": ["quick", "slow"]}
+        assert ran == ["slow"]
+    finally:
+        store.close()
 
 
 def test_update_state_forks_and_replay_reruns_from_a_checkpoint(store: Any, thread: dict) -> None:

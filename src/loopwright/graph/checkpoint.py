@@ -352,10 +352,15 @@ class GraphSaver:
                 "interrupts": [encode(i, "an interrupt value") for i in result.interrupts],
             }
         record = {"v": RECORD_VERSION, "kind": "writes", "of": saved.number, "tasks": tasks}
-        paused = any(r.interrupts for r in results.values())
+        if any(r.interrupts for r in results.values()):
+            status = LoopState.PAUSED
+        elif any(r.error is not None for r in results.values()):
+            status = LoopState.ERROR
+        else:  # the finished tasks of a superstep still running
+            status = LoopState.OBSERVE
         return RunState(
             session_id=thread,
-            status=LoopState.PAUSED if paused else LoopState.ERROR,
+            status=status,
             turn=max(saved.step, 0),
             metadata={"graph": record},
         )
