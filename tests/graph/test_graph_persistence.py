@@ -261,8 +261,10 @@ def test_a_task_finished_before_the_process_died_is_not_run_again(
     store = open_store(kind, tmp_path)
     done = tmp_path / "quick.done"
     proc = subprocess.run(
-        [sys.executable, "-c", _KILLED_MID_SUPERSTEP, store.kind, _url_of(store)]
-        + [thread["configurable"]["thread_id"], str(done)],
+        [
+            *(sys.executable, "-c", _KILLED_MID_SUPERSTEP, store.kind, _url_of(store)),
+            *(thread["configurable"]["thread_id"], str(done)),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
