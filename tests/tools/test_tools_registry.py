@@ -141,6 +141,52 @@ def test_from_schema_rejects_invalid_schema() -> None:
         Tool.from_schema("x", "", {"type": "array"}, print)
 
 
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"$ref": "#/$defs/gone"}}},
+            r"at /properties/a/\$ref: \$ref '#/\$defs/gone' points to nothing",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "(["}}},
+            r"at /properties/a/pattern: '\(\[' is not a valid regular expression",
+        ),
+        (
+            {"type": "object", "patternProperties": {"x(": {"type": "integer"}}},
+            r"'x\(' is not a valid regular expression",
+        ),
+    ],
+)
+def test_a_schema_that_fails_every_call_is_refused_when_built(
+    schema: dict[str, object], message: str
+) -> None:
+    """Both passed the metaschema; every call then failed with "dispatch failed:
+    PointerToNowhere" / "unterminated character set" and a logged traceback."""
+    with pytest.raises(
+        ValueError, match=rf"tool 'x': parameters is not a valid JSON Schema .*{message}"
+    ):
+        Tool.from_schema("x", "", schema, print)
+
+
+def test_refs_that_resolve_are_accepted() -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"n": {"type": "integer"}},
+        "properties": {
+            "a": {"$ref": "#/$defs/n"},
+            "b": {
+                "$id": "urn:inner",
+                "$defs": {"m": {"type": "string"}},
+                "$ref": "urn:inner#/$defs/m",
+            },
+            "c": {"enum": [{"$ref": "data, not a reference"}]},
+        },
+    }
+    t = Tool.from_schema("x", "", schema, lambda **kw: kw)
+    assert t.validate({"a": 1, "b": "s", "c": {"$ref": "data, not a reference"}}) == []
+
+
 def test_business_validators_run_after_schema() -> None:
     def not_root(args: object) -> str | None:
         assert isinstance(args, dict)

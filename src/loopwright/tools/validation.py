@@ -48,21 +48,67 @@ def pointer_from_path(path: Iterable[object]) -> str:
 
 def check_schema(schema: Mapping[str, Any], *, owner: str = "tool") -> None:
     """Raise ``ValueError`` naming ``owner`` when ``schema`` is not a valid Draft 2020-12
-    object schema."""
-    from jsonschema import Draft202012Validator
+    object schema: a metaschema violation, a ``pattern`` that is no regular expression,
+    or a ``$ref`` that points nowhere. The last two passed the metaschema and failed
+    every call of the tool instead ("dispatch failed: PointerToNowhere")."""
+    from jsonschema import Draft202012Validator, FormatChecker
 
-    errors = sorted(
-        Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema),
-        key=lambda e: list(e.path),
+    # the metaschema marks ``pattern`` and ``patternProperties`` keys as format "regex"
+    meta = Draft202012Validator(
+        Draft202012Validator.META_SCHEMA, format_checker=FormatChecker(formats=("regex",))
     )
+    errors = sorted(meta.iter_errors(schema), key=lambda e: list(e.path))
     if errors:
         first = errors[0]
         where = pointer_from_path(first.absolute_path) or "(root)"
-        raise ValueError(
-            f"{owner}: parameters is not a valid JSON Schema at {where}: {first.message}"
-        )
+        what = first.message
+        if first.validator == "format" and first.validator_value == "regex":
+            what = f"{first.instance!r} is not a valid regular expression"
+        raise ValueError(f"{owner}: parameters is not a valid JSON Schema at {where}: {what}")
     if schema.get("type") != "object":
         raise ValueError(f'{owner}: parameters must be a schema with "type": "object"')
+    broken = _unresolvable_ref(schema)
+    if broken is not None:
+        where, ref = broken
+        raise ValueError(
+            f"{owner}: parameters is not a valid JSON Schema at {where}: $ref {ref!r} points "
+            'to nothing in the schema; define it (e.g. under "$defs") or fix the reference'
+        )
+
+
+# keywords whose values are instance data, not schemas: a "$ref" key inside is data
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
+def _unresolvable_ref(schema: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The pointer and value of the first ``$ref`` that does not resolve, or ``None``.
+    Resolved as ``jsonschema`` resolves them (``referencing``, its resolver library),
+    with the base URI each ``$id`` sets."""
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    root = Registry().resolver_with_root(DRAFT202012.create_resource(schema))
+    stack: list[tuple[object, Any, list[object]]] = [(schema, root, [])]
+    while stack:
+        node, resolver, path = stack.pop()
+        if isinstance(node, list):
+            stack.extend((v, resolver, [*path, i]) for i, v in enumerate(node))
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        if path and isinstance(node.get("$id"), str):
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                return pointer_from_path([*path, "$ref"]), ref
+        for key, value in node.items():
+            if key not in _DATA_KEYWORDS:
+                stack.append((value, resolver, [*path, key]))
+    return None
 
 
 class SchemaValidator:
