@@ -166,6 +166,9 @@ def test_several_pending_interrupts_are_answered_by_id(store: Any, thread: dict)
     assert set(by_value) == {"left?", "right?"}
     with pytest.raises(Exception, match="several interrupts are pending"):
         app.invoke(Command(resume="x"), thread)
+    # a mistyped id is named (was: the same "several interrupts are pending" message)
+    with pytest.raises(Exception, match="unknown interrupt id\\(s\\) 'nope': resume with"):
+        app.invoke(Command(resume={by_value["left?"]: "L", "nope": "R"}), thread)
     partial = app.invoke(Command(resume={by_value["left?"]: "L"}), thread)
     assert [i.value for i in partial["__interrupt__"]] == ["right?"]
     done = app.invoke(Command(resume={partial["__interrupt__"][0].id: "R"}), thread)
@@ -292,6 +295,46 @@ def test_a_task_finished_before_the_process_died_is_not_run_again(
         assert ran == ["slow"]
     finally:
         store.close()
+
+
+def test_finished_tasks_are_recorded_once_and_before_the_next_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # the record of finished tasks is written while the superstep runs: one record for
+    # "quick" (none once nothing runs), and a slow write still in flight when the
+    # superstep ends lands before the next checkpoint
+    from loopwright.store import SQLiteStore
+
+    class SlowRecords(SQLiteStore):
+        def save(self, state: Any, **kw: Any) -> Any:
+            if state.metadata.get("graph", {}).get("kind") == "writes":
+                time.sleep(0.2)
+            return super().save(state, **kw)
+
+    async def quick(state: Pair) -> dict:
+        return {"log": ["quick"]}
+
+    async def slow(state: Pair) -> dict:
+        await asyncio.sleep(0.05)
+        return {"log": ["slow"]}
+
+    g = StateGraph(Pair)
+    g.add_node("quick", quick)
+    g.add_node("slow", slow)
+    g.add_edge(START, "quick")
+    g.add_edge(START, "slow")
+    store = SlowRecords(tmp_path / "slow.db")
+    app = g.compile(checkpointer=store)
+    thread = {"configurable": {"thread_id": "slow-records"}}
+    assert app.invoke({"log": []}, thread) == {"log": ["quick", "slow"]}
+    state = app.get_state(thread)
+    assert state.next == () and state.values == {"log": ["quick", "slow"]}
+    kinds = [
+        store.load("slow-records", ref.checkpoint).metadata["graph"]["kind"]
+        for ref in store.history("slow-records")
+    ]
+    assert kinds[-1] == "checkpoint" and kinds.count("writes") == 1
+    store.close()
 
 
 def test_update_state_forks_and_replay_reruns_from_a_checkpoint(store: Any, thread: dict) -> None:

@@ -435,9 +435,15 @@ class _Run:
         if isinstance(resume, Mapping) and resume and all(k in by_id for k in resume):
             answers = [(by_id[k], k, v) for k, v in resume.items()]
         elif len(waiting) > 1 or (waiting and len(waiting[0].interrupts) > 1):
+            unknown = [repr(k) for k in resume if k not in by_id] if _is_id_map(resume) else []
+            problem = (
+                f"unknown interrupt id(s) {', '.join(unknown)}"
+                if unknown
+                else "several interrupts are pending"
+            )
             raise GraphError(
-                "several interrupts are pending: resume with Command(resume={interrupt_id: "
-                f"answer, ...}}); pending ids: {', '.join(by_id)}"
+                f"{problem}: resume with Command(resume={{interrupt_id: answer, ...}}); "
+                f"pending ids: {', '.join(by_id)}"
             )
         elif not waiting:
             raise GraphError("Command(resume=...) given, but no interrupt is pending")
@@ -486,19 +492,25 @@ class _Run:
         if self.saver is not None and self.saved is not None:
             self._recording = tasks
         try:
-            lanes = self.workers
-            if lanes is None or len(todo) <= lanes:
-                await asyncio.gather(*(self._run_task(t) for t in todo))
-                return
-            queue = iter(todo)
+            await self._run_all(todo)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the run's own exception goes on
+                await self._end_recording()
+            raise
+        await self._end_recording()
 
-            async def lane() -> None:
-                for task in queue:  # the shared iterator hands each task to one lane
-                    await self._run_task(task)
+    async def _run_all(self, todo: list[_Task]) -> None:
+        lanes = self.workers
+        if lanes is None or len(todo) <= lanes:
+            await asyncio.gather(*(self._run_task(t) for t in todo))
+            return
+        queue = iter(todo)
 
-            await asyncio.gather(*(lane() for _ in range(lanes)))
-        finally:
-            await self._end_recording()
+        async def lane() -> None:
+            for task in queue:  # the shared iterator hands each task to one lane
+                await self._run_task(task)
+
+        await asyncio.gather(*(lane() for _ in range(lanes)))
 
     # A task that finished while others of its superstep still run has had its side
     # effects: its writes are stored (LangGraph's pending writes), so a process killed
@@ -744,6 +756,11 @@ class _Run:
         inflight, self._inflight = self._inflight, None
         if inflight is not None:
             await inflight
+
+
+def _is_id_map(resume: Any) -> bool:
+    """A resume value meant as answers by interrupt id (a dict with string keys)."""
+    return isinstance(resume, Mapping) and bool(resume) and all(isinstance(k, str) for k in resume)
 
 
 _RECORD_GAP = 0.05
