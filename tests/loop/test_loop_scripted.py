@@ -316,3 +316,21 @@ def test_a_shared_model_keeps_a_bounded_number_of_requests() -> None:
     assert len(model.requests) == 8
     assert model.requests[-1].last_message is not None
     assert model.requests[-1].last_message.text == "q49"
+
+
+def test_a_sync_run_is_not_driven_from_inside_an_exception_handler() -> None:
+    """Agent.run called asyncio.run inside ``except RuntimeError`` (no running loop), so
+    every error of the run carried "no running event loop" as its context: atop every
+    logged traceback, and in the provider errors built from the exception chain."""
+    import sys
+
+    from loopwright import Agent
+
+    seen: list[object] = []
+
+    def reply(messages, request):  # type: ignore[no-untyped-def]
+        seen.append(sys.exc_info()[1])
+        return "ok"
+
+    assert Agent(FunctionModel(reply)).run("hi").answer == "ok"
+    assert seen == [None]

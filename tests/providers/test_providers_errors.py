@@ -164,3 +164,37 @@ def test_error_from_http_never_raises(status, body):
     err = error_from_http("openai-chat", status, body)
     assert err.status == status
     assert err.raw == body[:500]
+
+
+@pytest.mark.parametrize("spec", ["openai:m", "anthropic:m", "openai-responses:m"])
+async def test_a_refused_connection_names_the_url_and_the_cause(spec: str) -> None:
+    """It said "connection failed (APIConnectionError: Connection error.)": no URL tried,
+    no refusal, nothing to act on for a wrong port or a stopped server."""
+    import socket
+
+    from loopwright.core.events import StreamError
+    from loopwright.core.messages import Message
+    from loopwright.core.protocols import ModelRequest, complete
+    from loopwright.providers.registry import resolve_model
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = resolve_model(spec, base_url=f"http://127.0.0.1:{port}/v1", api_key="k")
+    final = await complete(model, ModelRequest([Message.user("hi")]))
+    assert isinstance(final, StreamError)
+    text = str(final.error)
+    assert f"connection to http://127.0.0.1:{port}/v1" in text, text
+    assert "ConnectError" in text
+    assert "no running event loop" not in text
+
+
+def test_the_connection_message_follows_causes_not_suppressed_contexts() -> None:
+    try:
+        try:
+            raise KeyError("unrelated, handled")
+        except KeyError:
+            raise ConnectionRefusedError("[Errno 111] Connection refused") from None
+    except ConnectionRefusedError as exc:
+        error = error_from_exception("p", exc)
+    assert "Connection refused" in str(error) and "unrelated" not in str(error)

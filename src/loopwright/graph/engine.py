@@ -663,6 +663,10 @@ def _run_sync(coro: Any) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:  # outside the ``except``: errors must not carry its RuntimeError
         loop = getattr(_LOCAL, "loop", None)
         if loop is None or loop.is_closed():
             loop = _LOCAL.loop = asyncio.new_event_loop()

@@ -520,11 +520,16 @@ class Agent(Generic[OutputT]):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(prompt, history=history, session_id=session_id, deps=deps))
-        raise UserError(
-            "Agent.run() was called inside a running event loop; use `await agent.arun(...)` "
-            "(or agent.start(...) / agent.stream(...)) there"
-        )
+            pass  # no loop: run below, outside this handler (see below)
+        else:
+            raise UserError(
+                "Agent.run() was called inside a running event loop; use `await "
+                "agent.arun(...)` (or agent.start(...) / agent.stream(...)) there"
+            )
+        # not inside the ``except``: everything the run raises would carry this
+        # RuntimeError as its context ("During handling of the above exception ...: no
+        # running event loop" atop every logged traceback and error chain)
+        return asyncio.run(self.arun(prompt, history=history, session_id=session_id, deps=deps))
 
     async def stream(
         self,

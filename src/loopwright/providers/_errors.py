@@ -21,6 +21,7 @@ import re
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from loopwright.core.errors import (
     AuthError,
@@ -301,6 +302,41 @@ def _raised_below(provider: str, exc: BaseException) -> ProviderError | None:
     )
 
 
+def _connection_failed(provider: str, exc: BaseException) -> str:
+    """What a failed connection tried and why it failed, from the exception chain: the
+    SDKs wrap the cause in a wrapper whose own text says nothing (openai's
+    ``APIConnectionError``: "Connection error."), so a wrong port or a stopped server was
+    reported without the URL tried or the refusal. The query string is left out (a key
+    may ride in it)."""
+    url: str | None = None
+    root: BaseException = exc
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        if url is None:
+            try:  # httpx's ``.request`` raises RuntimeError when it was never set
+                request = getattr(current, "request", None)
+            except RuntimeError:
+                request = None
+            found = getattr(request, "url", None)
+            if found is not None:
+                url = urlsplit(str(found))._replace(query="", fragment="").geturl()
+        root = current
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+    cause = f"{type(root).__name__}: {root}" if str(root) else type(root).__name__
+    if root is not exc:
+        cause = f"{type(exc).__name__}: {cause}"
+    if url is None:
+        return f"{provider}: connection failed ({cause})"
+    return (
+        f"{provider}: connection to {url} failed ({cause}); check that the server is "
+        "running and reachable, and the base URL"
+    )
+
+
 def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
     """Map any exception raised while talking to a provider to the taxonomy.
 
@@ -324,7 +360,7 @@ def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
         n in name for n in _TRANSIENT_NAMES
     ):
         return TransientProviderError(
-            f"{provider}: connection failed ({name}: {exc})", raw=str(exc), provider=provider
+            _connection_failed(provider, exc), raw=str(exc), provider=provider
         )
     if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         doc = getattr(exc, "doc", None)

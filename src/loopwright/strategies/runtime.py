@@ -386,11 +386,14 @@ class Strategy(ABC):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(prompt, on_event=on_event, session_id=session_id))
-        raise UserError(
-            f"{type(self).__name__}.run() was called inside a running event loop; use "
-            "`await strategy.arun(...)` there"
-        )
+            pass
+        else:
+            raise UserError(
+                f"{type(self).__name__}.run() was called inside a running event loop; use "
+                "`await strategy.arun(...)` there"
+            )
+        # outside the ``except``: the run's errors must not carry its RuntimeError as context
+        return asyncio.run(self.arun(prompt, on_event=on_event, session_id=session_id))
 
     async def stream(self, prompt: str) -> AsyncIterator[RunEvent]:
         """Every event of one run, ending with ``RunFinished``."""

@@ -68,6 +68,10 @@ def _run(coro):  # type: ignore[no-untyped-def]
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:  # outside the ``except``: errors must not carry its RuntimeError
         return asyncio.run(coro)
     # called from an async test: run in a private loop on a worker thread
     import concurrent.futures
