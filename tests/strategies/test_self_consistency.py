@@ -66,6 +66,8 @@ def test_limits_stop_sampling_with_the_leader_so_far() -> None:
     model = replies(*["3", "3", "4", "3", "4", "5"])
     result = SelfConsistency(model, k=6, concurrency=1, limits=Limits(max_turns=3)).run("q")
     assert result.stop is RunStop.MAX_TURNS and result.answer == "3" and result.calls == 3
+    # the votes counted before the limit are kept (was: data {})
+    assert result.data["votes"] == {"3": 2, "4": 1} and result.data["stopped_early"] is True
 
 
 def test_unparsed_replies_are_counted_not_voted() -> None:
@@ -73,6 +75,15 @@ def test_unparsed_replies_are_counted_not_voted() -> None:
     model = FunctionModel(lambda m, r: next(calls))
     result = SelfConsistency(model, k=3, adaptive=False).run("q")
     assert result.answer == "5" and result.data["unparsed"] == 1
+
+
+def test_no_readable_answer_in_any_sample_is_output_invalid_not_an_empty_answer() -> None:
+    # was: stop final_answer (result.ok) with answer ''
+    model = FunctionModel(lambda m, r: "I am not sure.")
+    result = SelfConsistency(model, k=3).run("q")
+    assert result.stop is RunStop.OUTPUT_INVALID and not result.ok and result.answer == ""
+    assert "none of the 3 samples gave an answer" in result.detail
+    assert result.data["unparsed"] == 3 and result.data["votes"] == {}
 
 
 def test_the_prompt_is_the_cot_file() -> None:

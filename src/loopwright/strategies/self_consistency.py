@@ -27,6 +27,7 @@ from loopwright.core.checks import check_count
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
+from loopwright.prompts import OutputParseError
 from loopwright.strategies.prompts import strategy_prompt
 from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
 
@@ -98,6 +99,7 @@ class SelfConsistency(Strategy):
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
         question = ctx.prepare(strategy_prompt("cot", question=prompt), settings=self.settings)
         tally = _Tally(self, ctx)
+        ctx.record = tally.summary  # a run a limit stops keeps its votes
         workers = min(self.concurrency, self.k)
         tasks: list[asyncio.Task[None]] = []
 
@@ -189,19 +191,32 @@ class _Tally:
             if self.on_stop is not None:
                 self.on_stop()
 
-    def vote(self) -> Outcome:
+    def summary(self) -> dict[str, JSONValue]:
+        """The vote so far (also what a run a limit stopped returns as its data)."""
         counts, first_seen = self.counts, self.first_seen
         top = max(counts.values(), default=0)
         tie = sorted((a for a, n in counts.items() if n == top), key=first_seen.__getitem__)
         votes: dict[str, JSONValue] = dict(counts.most_common())
-        data: dict[str, JSONValue] = {
+        return {
             "votes": votes,
             "samples": self.completed,
             "unparsed": self.unparsed,
             "tie": list(tie) if len(tie) > 1 else [],
             "stopped_early": self.completed < self.owner.k,
         }
+
+    def vote(self) -> Outcome:
+        counts, first_seen = self.counts, self.first_seen
+        data = self.summary()
         self.ctx.step("vote", **data)
+        if not counts:
+            # nothing to vote on: an empty "final answer" would pass for a result
+            raise OutputParseError(
+                f"none of the {self.completed} samples gave an answer the parser could "
+                "read (the default parser wants a last line 'Answer: ...')",
+                retry_message="",
+                raw="",
+            )
         return _leader(counts, first_seen), data
 
 
