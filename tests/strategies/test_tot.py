@@ -130,3 +130,12 @@ def test_parsers() -> None:
     assert (
         parse_vote("The best choice is 2", 3) == 1 and parse_vote("The best choice is 9", 3) is None
     )
+
+
+def test_a_generator_that_proposes_nothing_is_output_invalid_not_an_empty_answer() -> None:
+    # was: stop final_answer (result.ok) with answer '' for both search methods
+    for method in ("bfs", "dfs"):
+        model = FunctionModel(lambda messages, request: "")
+        result = TreeOfThoughts(model, search=SearchConfig(method=method, depth=2)).run("q")
+        assert result.stop is RunStop.OUTPUT_INVALID and not result.ok, method
+        assert "proposed no thought" in result.detail and result.data["path"] == []

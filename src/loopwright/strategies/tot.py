@@ -33,6 +33,7 @@ from loopwright.core.checks import check_choice, check_count, check_score
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
+from loopwright.prompts import OutputParseError
 from loopwright.strategies.prompts import strategy_prompt
 from loopwright.strategies.runtime import (
     Outcome,
@@ -157,6 +158,15 @@ class TreeOfThoughts(Strategy):
             "solved": run.solved is not None,
         }
         ctx.step("result", **data)
+        if not best:
+            # no thought at all: an empty "final answer" would pass for a result
+            ctx.record = data
+            raise OutputParseError(
+                "the generator proposed no thought to search (its replies had no step "
+                "lines)",
+                retry_message="",
+                raw="",
+            )
         return answer, data
 
 
