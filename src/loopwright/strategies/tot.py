@@ -162,8 +162,7 @@ class TreeOfThoughts(Strategy):
             # no thought at all: an empty "final answer" would pass for a result
             ctx.record = data
             raise OutputParseError(
-                "the generator proposed no thought to search (its replies had no step "
-                "lines)",
+                "the generator proposed no thought to search (its replies had no step lines)",
                 retry_message="",
                 raw="",
             )
