@@ -60,3 +60,22 @@ def test_parse_feedback() -> None:
     assert fb.stop and fb.score == 0.9
     assert parse_feedback("meh, score: 3").score == 0.3
     assert parse_feedback("no score").score is None
+
+
+def test_an_empty_rewrite_never_replaces_the_draft() -> None:
+    # was: with unscored feedback the latest draft won the tie, so '' became the answer
+    def reply(messages: Sequence[Message], request: ModelRequest) -> str:
+        prompt = messages[-1].text
+        if "Draft:" in prompt and "Feedback" not in prompt:
+            return "It could be shorter."  # the critic, without a score
+        return "" if "Feedback" in prompt else "A first draft."
+
+    result = SelfRefine(FunctionModel(reply), max_rounds=3).run("Write a line.")
+    assert result.stop is RunStop.FINAL_ANSWER and result.answer == "A first draft."
+    assert result.calls == 3  # draft, feedback, the empty rewrite: then it stops
+
+
+def test_an_empty_first_draft_is_output_invalid() -> None:
+    result = SelfRefine(FunctionModel(lambda messages, request: "  ")).run("Write a line.")
+    assert result.stop is RunStop.OUTPUT_INVALID and "first draft was empty" in result.detail
+    assert result.calls == 1

@@ -19,6 +19,7 @@ from loopwright.core.checks import check_count, check_score
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model
 from loopwright.loop.limits import Limits
+from loopwright.prompts import OutputParseError
 from loopwright.strategies.prompts import strategy_prompt
 from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
 
@@ -72,6 +73,10 @@ class SelfRefine(Strategy):
 
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
         draft = await ctx.ask(self.model, strategy_prompt("refine_draft", task=prompt))
+        if not draft.strip():
+            raise OutputParseError(
+                "the model's first draft was empty: nothing to refine", retry_message="", raw=""
+            )
         drafts: list[JSONValue] = []
         best: tuple[float, int, str] = (-1.0, 0, draft)
         ctx.best, ctx.record = draft, {"drafts": drafts}
@@ -88,10 +93,13 @@ class SelfRefine(Strategy):
             ctx.step("feedback", round=round_, score=feedback.score, stop=feedback.stop)
             if self._done(feedback) or round_ == self.max_rounds:
                 break
-            draft = await ctx.ask(
+            rewrite = await ctx.ask(
                 self.model,
                 strategy_prompt("refine_improve", task=prompt, draft=draft, feedback=reply),
             )
+            if not rewrite.strip():
+                break  # an empty rewrite is no improvement (and would win a tie of scores)
+            draft = rewrite
         return best[2], {"drafts": drafts, "chosen": best[1]}
 
     def _done(self, feedback: Feedback) -> bool:
