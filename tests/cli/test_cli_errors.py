@@ -237,3 +237,23 @@ def test_chat_with_a_session_id_that_names_no_session_is_a_usage_error(session: 
     # "" started a new session with the default (embedded) model and never printed its id
     result = invoke("chat", "--agent", "cli_agents:hostile", "--session", session, "hi")
     check_failure(result, USAGE_ERROR, "--session")
+
+
+def test_ctrl_c_in_a_stored_session_names_it_and_how_to_continue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It printed only "error: interrupted" (and "stop_reason": "error" with --json),
+    though the session keeps its last checkpoint and ``resume`` continues it."""
+    (tmp_path / "ctrl_c_agent.py").write_text(
+        "from loopwright import Agent, FunctionModel\n\n\n"
+        "def reply(messages, request):\n    raise KeyboardInterrupt\n\n\n"
+        "def build():\n    return Agent(FunctionModel(reply))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = invoke("chat", "--json", "--agent", "ctrl_c_agent:build", "go")
+    data = check_failure(result, exit_code(RunStop.CANCELLED), "interrupted; session s-")
+    assert data is not None and data["stop_reason"] == "cancelled"
+    sid = data["session_id"]
+    assert sid and f"continue it with `loopwright resume {sid}`" in data["error"]
+    shown = invoke("sessions", "show", sid)
+    assert shown.exit_code == 0, shown.output  # the session was kept

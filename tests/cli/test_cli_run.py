@@ -106,7 +106,7 @@ def test_yes_approves_and_no_denies(script, tmp_path: Path) -> None:
         (["run", "--bogus", "x"], "No such option"),
         (["run", "--tools", "nope", "x"], "unknown tool 'nope'"),
         (["run", "--model", "foo:bar", "x"], "unknown model prefix"),
-        (["run", "--max-turns", "0", "x"], "must be a finite number > 0"),
+        (["run", "--max-turns", "0", "x"], "must be a whole number > 0"),
         (["run", "   "], "prompt is empty"),
         (["run", "--yes", "--no", "x"], "exclude each other"),
     ],

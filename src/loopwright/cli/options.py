@@ -36,10 +36,12 @@ class PositiveNumber(click.ParamType):
             try:
                 number = self.kind(str(value).strip())
             except ValueError:
-                what = "a whole number" if self.kind is int else "a number"
-                self.fail(f"must be {what} > 0, got {value!r}", param, ctx)
+                number = math.nan
         if not math.isfinite(number) or number <= 0:
-            self.fail(f"must be a finite number > 0, got {value!r}", param, ctx)
+            # one wording per kind: "--max-turns 0" said "a finite number" while
+            # "--max-turns 1.5" said "a whole number"
+            what = "a whole number" if self.kind is int else "a finite number"
+            self.fail(f"must be {what} > 0, got {value!r}", param, ctx)
         return number
 
 

@@ -19,7 +19,7 @@ from typing import IO
 
 import click
 
-from loopwright.cli.exit_codes import FAILURE_KINDS, USAGE_ERROR
+from loopwright.cli.exit_codes import FAILURE_KINDS, STOP_CODES, USAGE_ERROR
 from loopwright.core.text import for_terminal, to_json
 
 
@@ -65,7 +65,7 @@ def error_object(message: str, code: int, session_id: str | None = None) -> dict
     ``error``), so a script reads one shape whatever happened."""
     return {
         "answer": "",
-        "stop_reason": FAILURE_KINDS.get(code, "error"),
+        "stop_reason": _stop_reason(code),
         "error": message,
         "exit_code": code,
         "turns": 0,
@@ -75,6 +75,14 @@ def error_object(message: str, code: int, session_id: str | None = None) -> dict
         "detail": message,
         "pending_calls": [],
     }
+
+
+def _stop_reason(code: int) -> str:
+    """``usage_error``/``store_error``/``internal_error``, or the stop a run's exit code
+    stands for (Ctrl-C exits 16: ``cancelled``, not a generic ``error``)."""
+    if code in FAILURE_KINDS:
+        return FAILURE_KINDS[code]
+    return next((stop.value for stop, c in STOP_CODES.items() if c == code), "error")
 
 
 def one_line(message: str) -> str:

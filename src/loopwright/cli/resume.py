@@ -18,7 +18,7 @@ from loopwright.cli.options import (
 )
 from loopwright.cli.output import CliError
 from loopwright.cli.results import print_result
-from loopwright.cli.stored import session_recipe
+from loopwright.cli.stored import resumable, session_recipe
 from loopwright.cli.strategy_run import (
     is_strategy_session,
     report,
@@ -151,9 +151,10 @@ def resume(
                 "agent run (approve or deny its calls instead)"
             )
         else:
-            result = Durable(agent, store).resume(
-                session_id, approve=approval, deny=per_call or deny, break_lock=break_lock
-            )
+            with resumable(session_id):
+                result = Durable(agent, store).resume(
+                    session_id, approve=approval, deny=per_call or deny, break_lock=break_lock
+                )
     finally:
         store.close()
     if isinstance(result, StrategyResult):

@@ -7,13 +7,15 @@ sealed :class:`~loopwright.cli.recipe.AgentRecipe` of the agent that started it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 
+from loopwright.cli.exit_codes import exit_code
 from loopwright.cli.output import CliError
 from loopwright.cli.recipe import AgentRecipe, seal, unseal
 from loopwright.core.events import RunEvent
-from loopwright.core.run import RunResult
+from loopwright.core.run import RunResult, RunStop, new_session_id
 from loopwright.durable import Durable
 from loopwright.loop import Agent
 from loopwright.store import CheckpointStore
@@ -83,4 +85,22 @@ def run_durably(
 ) -> RunResult:
     """One turn of ``prompt`` checkpointed to ``store``; a new session records ``recipe``."""
     durable = Durable(agent, store)
-    return durable.run(prompt, session_id=session_id, metadata=metadata_for(recipe))
+    sid = new_session_id() if session_id is None else session_id  # known if interrupted
+    with resumable(sid):
+        return durable.run(prompt, session_id=sid, metadata=metadata_for(recipe))
+
+
+@contextmanager
+def resumable(session_id: str) -> Iterator[None]:
+    """Ctrl-C during a stored session's run: exit ``cancelled`` (16) with the session and
+    how to continue it. It said only "interrupted", though the session keeps its last
+    checkpoint and ``resume`` picks the run up from there."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise CliError(
+            f"interrupted; session {session_id} keeps its last checkpoint: continue it with "
+            f"`loopwright resume {session_id}`",
+            exit_code(RunStop.CANCELLED),
+            session_id=session_id,
+        ) from None
