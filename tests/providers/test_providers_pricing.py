@@ -96,7 +96,15 @@ def test_override_file_adds_replaces_and_removes_rows(tmp_path, monkeypatch):
 def test_bad_override_files_are_config_errors(tmp_path, content):
     path = tmp_path / "p.json"
     path.write_text(content)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=r"p\.json"):  # the error names the file
+        load_prices(str(path))
+
+
+def test_an_override_row_without_a_vendor_is_refused(tmp_path):
+    """A row keyed "gpt-4o" matched no model: the override was silently never used."""
+    path = tmp_path / "p.yaml"
+    path.write_text("models:\n  gpt-4o: {input: 1, output: 2}\n")
+    with pytest.raises(ConfigError, match=r"p\.yaml.*'gpt-4o' names no vendor.*'openai:gpt-4o'"):
         load_prices(str(path))
 
 

@@ -109,10 +109,20 @@ def load_prices(override: str | None = None) -> Mapping[str, Prices]:
     table = dict(_shipped())
     if override:
         for name, row in _read(Path(override))["models"].items():
-            if row is None:
-                table.pop(str(name), None)
-            else:
-                table[str(name)] = _row(str(name), row)
+            table_key = str(name)
+            try:
+                if ":" not in table_key.strip(":"):
+                    # a row keyed "gpt-4o" matched no model and was silently never used
+                    raise ConfigError(
+                        f"row {table_key!r} names no vendor; key rows vendor:model, e.g. "
+                        f"'openai:{table_key}'"
+                    )
+                if row is None:
+                    table.pop(table_key, None)
+                else:
+                    table[table_key] = _row(table_key, row)
+            except ConfigError as exc:  # which file, not only which row
+                raise ConfigError(f"the price file {override} ({PRICES_ENV}): {exc}") from None
     return table
 
 
