@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import socket
 import sys
 from pathlib import Path
 
@@ -125,3 +126,14 @@ def test_a_recipe_keeps_mcp_values_as_strings_only() -> None:
     assert AgentRecipe.from_dict(recipe.to_dict()) == recipe
     with pytest.raises(RecipeError, match="'mcp' must be a list of strings"):
         AgentRecipe.from_dict({"mcp": "mcp-server-time"})
+
+
+def test_mcp_serve_on_a_bad_or_busy_port_is_a_usage_error() -> None:
+    # was: --http 99999 an internal error with a traceback; a busy port exit 3 (this
+    # CLI's code for a store error) after the SDK logged the failed bind
+    code, _out, err = invoke("mcp", "serve", "--http", "99999")
+    assert code == 2 and "99999 is not in the range 1<=x<=65535" in err
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        code, _out, err = invoke("mcp", "serve", "--http", str(port))
+    assert code == 2 and err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")

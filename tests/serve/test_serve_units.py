@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -311,3 +312,28 @@ def test_serve_command_refuses_bad_numbers_before_starting(flag: list[str]) -> N
 
     result = CliRunner().invoke(main, ["serve", "--agents", "nowhere:agents", *flag])
     assert result.exit_code == 2 and flag[0] in result.output
+
+
+def test_serve_on_a_port_in_use_is_a_usage_error_not_a_store_error(tmp_path: Path) -> None:
+    # was: uvicorn's startup failure exit (3) with no loopwright error: 3 reads as
+    # "store error" in this CLI's exit codes
+    import socket
+    import subprocess
+    import sys
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "loopwright.cli", "serve"),
+                *("--agents", "served_agents:agents", "--port", str(port)),
+                *("--store-url", str(tmp_path / "s.db")),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).parent,
+            env={**os.environ, "LOOPWRIGHT_SERVE_KEYS": "key-alpha-0001=alpha"},
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert f"could not start listening on 127.0.0.1:{port}" in proc.stderr

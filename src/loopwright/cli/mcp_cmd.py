@@ -3,6 +3,7 @@ run --mcp`` is :mod:`loopwright.cli.mcp_tools`.) See docs/mcp.md."""
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,13 @@ def mcp_group() -> None:
     metavar="MODULE:ATTR",
     help="Serve this registry instead of the built-ins (a ToolRegistry or list of tools).",
 )
-@click.option("--http", "port", type=int, default=None, help="Serve streamable HTTP on this port.")
+@click.option(
+    "--http",
+    "port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve streamable HTTP on this port.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
 @click.option(
     "--permission",
@@ -123,8 +130,21 @@ def serve_command(names: str | None, registry: str | None, port: int | None, **k
     if port is None:
         server.run()
     else:
+        _check_free(kw["host"], port)
         say(f"serving {len(tools)} tools at http://{kw['host']}:{port}/mcp", err=True)
         server.run(transport="streamable-http", host=kw["host"], port=port)
+
+
+def _check_free(host: str, port: int) -> None:
+    """Refuse a port nothing can listen on now (the SDK's server logs a failed bind and
+    returns as if it had served)."""
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --http port"
+        ) from None
 
 
 @mcp_group.command("tools")

@@ -178,7 +178,7 @@ def serve(
     try:
         # open event streams end when their runs do: past the drain time uvicorn closes
         # them, then the app's shutdown interrupts what still runs (a checkpoint each)
-        Server(
+        server = Server(
             uvicorn.Config(
                 app,
                 host=host,
@@ -187,9 +187,21 @@ def serve(
                 access_log=access_log,
                 timeout_graceful_shutdown=drain,
             )
-        ).run()
+        )
+        try:
+            server.run()
+        except SystemExit:
+            if server.started:
+                raise
     finally:
         store.close()
+    if not server.started:
+        # uvicorn logs why (an address in use) and exits 3, which is this CLI's code for
+        # an unreachable store: a usage error names the option instead
+        raise UserError(
+            f"the server could not start listening on {host}:{port} (see the error above); "
+            "choose another --port or stop what uses it"
+        )
 
 
 COMMANDS: tuple[click.Command, ...] = (serve,)
