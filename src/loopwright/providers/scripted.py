@@ -600,48 +600,41 @@ class _Delays:
     started waiting, so a queue holds them in deadline order at the cost of an append.
     A deadline earlier than the queue's last (a shorter delay after a longer one) goes
     to asyncio's heap as before. Measured on 1,000 concurrent runs x 6 calls x 20 ms
-    (benchmarks/notes/loop.md, round 11): 1,194.6 M -> 1,057.2 M instructions (-11.5 %); the
-    deadlines and futures in two queues, not a queue of pairs: 1,057.2 M -> 1,054.9 M, objects
-    per waiting run 28.8 -> 28.0.
+    (benchmarks/notes/loop.md, round 11): 1,194.6 M -> 1,057.2 M instructions (-11.5 %).
 
     A cancelled wait leaves its entry to be passed over when due, as a timer would."""
 
-    __slots__ = ("futures", "loop", "when")
+    __slots__ = ("due", "loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        # two queues, not one of (deadline, future) pairs: no tuple per waiting run
-        self.when: deque[float] = deque()
-        self.futures: deque[asyncio.Future[None]] = deque()
+        self.due: deque[tuple[float, asyncio.Future[None]]] = deque()
 
     def add(self, delay: float, future: asyncio.Future[None]) -> None:
         loop = self.loop
-        deadline = loop.time() + delay
-        when = self.when
-        if when and deadline < when[-1]:  # out of order: asyncio's heap keeps it
-            loop.call_at(deadline, _wake, future)
+        when = loop.time() + delay
+        due = self.due
+        if due and when < due[-1][0]:  # out of order: asyncio's heap keeps it
+            loop.call_at(when, _wake, future)
             return
-        when.append(deadline)
-        self.futures.append(future)
-        if len(when) == 1:  # a timer is armed for the head whenever the queue holds one
-            loop.call_at(deadline, self.fire)
+        due.append((when, future))
+        if len(due) == 1:  # a timer is armed for the head whenever the queue holds one
+            loop.call_at(when, self.fire)
 
     def fire(self) -> None:
         """Wake the head (asyncio found it due) and every entry due with it; arm the
         timer for the next."""
-        when, futures = self.when, self.futures
+        due = self.due
         end = self.loop.time() + _RESOLUTION
-        when.popleft()
-        future = futures.popleft()
+        future = due.popleft()[1]
         if not future.done():  # cancelled meanwhile
             future.set_result(None)
-        while when and when[0] < end:
-            when.popleft()
-            future = futures.popleft()
+        while due and due[0][0] < end:
+            future = due.popleft()[1]
             if not future.done():
                 future.set_result(None)
-        if when:
-            self.loop.call_at(when[0], self.fire)
+        if due:
+            self.loop.call_at(due[0][0], self.fire)
 
 
 async def _ready(event: ModelEvent) -> ModelEvent:
