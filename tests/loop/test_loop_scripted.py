@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -111,71 +109,6 @@ async def test_a_reply_delay_can_be_cancelled_or_timed_out() -> None:
 
     events = [e async for e in FunctionModel(later).stream(_req())]  # type: ignore[arg-type]
     assert [type(e) for e in events] == [TextDelta, ResponseDone]
-
-
-async def _first_event_after(
-    model: FunctionModel, log: list[tuple[str, float]], request: ModelRequest | None = None
-) -> None:
-    """Read one stream; log its text and how long its first event took (loop time)."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    events = [e async for e in model.stream(request or _req())]
-    log.append((events[0].text, loop.time() - start))  # type: ignore[union-attr]
-
-
-async def test_concurrent_reply_delays_each_wait_their_own_time() -> None:
-    # equal delays started one after another, a shorter one after longer ones (earlier
-    # deadline than those already waiting) and a longer one: each first event comes
-    # after its own delay, in deadline order
-    delays = {"a": 0.2, "b": 0.2, "c": 0.02, "d": 0.2, "e": 0.3}
-    model = FunctionModel(lambda m, r: Reply(m[-1].text, delay=delays[m[-1].text]))
-    log: list[tuple[str, float]] = []
-    tasks = []
-    for name in delays:
-        request = ModelRequest([Message.user(name)])
-        tasks.append(asyncio.create_task(_first_event_after(model, log, request)))
-        await asyncio.sleep(0.005)
-    await asyncio.gather(*tasks)
-    assert [name for name, _ in log] == ["c", "a", "b", "d", "e"]
-    resolution = time.get_clock_info("monotonic").resolution
-    for name, waited in log:
-        assert waited >= delays[name] - resolution, (name, waited)
-
-
-async def test_a_cancelled_delay_leaves_the_others_waiting_theirs() -> None:
-    model = FunctionModel(lambda m, r: Reply("x", delay=0.03))
-    log: list[tuple[str, float]] = []
-    tasks = [asyncio.create_task(_first_event_after(model, log)) for _ in range(3)]
-    await asyncio.sleep(0.01)
-    tasks[0].cancel()  # the head of the waiting runs
-    tasks[1].cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await tasks[0]
-    await tasks[2]
-    assert len(log) == 1 and log[0][1] >= 0.03 - time.get_clock_info("monotonic").resolution
-    # the model goes on serving delays after the cancelled ones were passed over
-    await _first_event_after(model, log)
-    assert len(log) == 2
-
-
-def test_one_model_waits_out_delays_in_several_event_loops() -> None:
-    # one after another (asyncio.run twice) and at the same time, in two threads
-    model = FunctionModel(lambda m, r: Reply("x", delay=0.01))
-
-    def burst() -> list[tuple[str, float]]:
-        async def main() -> list[tuple[str, float]]:
-            log: list[tuple[str, float]] = []
-            await asyncio.gather(*(_first_event_after(model, log) for _ in range(50)))
-            return log
-
-        return asyncio.run(main())
-
-    assert len(burst()) == 50 and len(burst()) == 50
-    with ThreadPoolExecutor(2) as pool:
-        logs = list(pool.map(lambda _: burst(), range(4)))
-    resolution = time.get_clock_info("monotonic").resolution
-    assert [len(log) for log in logs] == [50] * 4
-    assert all(waited >= 0.01 - resolution for log in logs for _, waited in log)
 
 
 def test_tool_call_keeps_unparseable_raw_arguments() -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import time
 from collections import deque
 from collections.abc import (
     AsyncIterator,
@@ -439,7 +438,6 @@ class FunctionModel(_StreamingDouble):
                 f"reply, got {type(fn).__name__}; for fixed replies use ScriptedModel([...])"
             )
         self._fn = fn
-        self._delays: _Delays | None = None  # the replies' delays of the last event loop
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self._record(request)
@@ -491,8 +489,7 @@ class _Answer:
     32.5, the burst 1,283 M -> 1,268 M instructions, its CPU 183 -> 176 ms and the
     collector's share 38 -> 30 ms (medians of four interleaved pairs, load 5). A
     cancelled wait leaves the timer to fire as a no-op, as ``asyncio.sleep``'s future
-    would without its ``finally``. The timer is the model's :class:`_Delays` queue
-    (one asyncio timer for all the runs waiting equal delays).
+    would without its ``finally``.
     """
 
     __slots__ = ("_events", "_future", "_index", "_model", "_reply", "_request")
@@ -547,11 +544,7 @@ class _Answer:
         """The reply's delay: this object is the step's awaitable (see the class doc)."""
         loop = asyncio.get_running_loop()
         future = self._future = loop.create_future()
-        model = self._model
-        delays = model._delays
-        if delays is None or delays.loop is not loop:
-            delays = model._delays = _Delays(loop)
-        delays.add(reply.delay, future)
+        loop.call_later(reply.delay, _wake, future)
         self._reply = reply
         return self
 
@@ -582,59 +575,6 @@ class _Answer:
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():  # cancelled meanwhile
         future.set_result(None)
-
-
-_RESOLUTION = time.get_clock_info("monotonic").resolution
-"""What asyncio adds to the loop's time when it decides which timers are due."""
-
-
-class _Delays:
-    """The replies' delays waiting in one event loop, in one queue in deadline order
-    with one timer armed for its head.
-
-    A delay given to ``loop.call_later`` is a ``TimerHandle`` in asyncio's heap: pushing
-    and popping it compares handles with ``TimerHandle.__lt__``, a Python-level call,
-    ~10 times each way when a thousand runs wait at once, besides ``call_later`` /
-    ``call_at`` and the handle's two ``__init__``. Runs that wait equal delays (what a
-    test or a benchmark gives its replies) reach their deadlines in the order they
-    started waiting, so a queue holds them in deadline order at the cost of an append.
-    A deadline earlier than the queue's last (a shorter delay after a longer one) goes
-    to asyncio's heap as before. Measured on 1,000 concurrent runs x 6 calls x 20 ms
-    (benchmarks/notes/loop.md, round 11): 1,194.6 M -> 1,057.2 M instructions (-11.5 %).
-
-    A cancelled wait leaves its entry to be passed over when due, as a timer would."""
-
-    __slots__ = ("due", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.due: deque[tuple[float, asyncio.Future[None]]] = deque()
-
-    def add(self, delay: float, future: asyncio.Future[None]) -> None:
-        loop = self.loop
-        when = loop.time() + delay
-        due = self.due
-        if due and when < due[-1][0]:  # out of order: asyncio's heap keeps it
-            loop.call_at(when, _wake, future)
-            return
-        due.append((when, future))
-        if len(due) == 1:  # a timer is armed for the head whenever the queue holds one
-            loop.call_at(when, self.fire)
-
-    def fire(self) -> None:
-        """Wake the head (asyncio found it due) and every entry due with it; arm the
-        timer for the next."""
-        due = self.due
-        end = self.loop.time() + _RESOLUTION
-        future = due.popleft()[1]
-        if not future.done():  # cancelled meanwhile
-            future.set_result(None)
-        while due and due[0][0] < end:
-            future = due.popleft()[1]
-            if not future.done():
-                future.set_result(None)
-        if due:
-            self.loop.call_at(due[0][0], self.fire)
 
 
 async def _ready(event: ModelEvent) -> ModelEvent:
