@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, field_validator
 
-from loopwright.core.errors import ToolError, ToolErrorKind, TransientToolError
+from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind, TransientToolError
 from loopwright.core.messages import ToolCallPart, ToolResultPart
 from loopwright.core.tools import Permission, ToolSpec
 from loopwright.tools import (
@@ -81,6 +81,40 @@ async def test_permission_is_checked_at_dispatch_even_if_never_listed() -> None:
     assert ran == []
     ok = await Dispatcher(reg).run_one(call("drop_table", {"name": "users"}))
     assert ok.result.content == "dropped" and ran == ["users"]
+
+
+async def test_a_permission_given_as_text_is_enforced() -> None:
+    """permission="read" was checked but kept as the str: every call of every tool then
+    failed with "dispatch failed: TypeError: '<=' not supported"."""
+    ran.clear()
+    config = DispatchConfig(permission="read")  # type: ignore[arg-type]
+    assert config.permission is Permission.READ
+    d = Dispatcher(ToolRegistry([add, drop_table]), config)
+    assert (await d.run_one(call("add", {"a": 1, "b": 2}))).result.content == "3"
+    out = await d.run_one(call("drop_table", {"name": "users"}))
+    assert out.result.error_kind == "permission_denied" and ran == []
+
+
+@pytest.mark.parametrize(
+    ("field", "handler", "message"),
+    [
+        ("confirm", "yes", r"DispatchConfig.confirm must be a function \(call, spec\), got str"),
+        ("confirm", lambda call: True, r"called as confirm\(call, spec\)"),
+        ("confirm_tainted", lambda call, spec: True, r"confirm_tainted\(call, spec, sources\)"),
+        ("before_tool_call", lambda: None, r"before_tool_call\(call, spec\)"),
+        ("after_tool_call", print, None),  # takes *args: fine
+    ],
+)
+def test_handlers_are_checked_when_configured(
+    field: str, handler: object, message: str | None
+) -> None:
+    """A handler with the wrong signature failed on every call it was asked, as a tool
+    error the model could do nothing about."""
+    if message is None:
+        DispatchConfig(**{field: handler})
+        return
+    with pytest.raises(ConfigError, match=message):
+        DispatchConfig(**{field: handler})
 
 
 async def test_raw_arguments_are_repaired_and_recorded() -> None:

@@ -10,6 +10,7 @@ as a usage error, one line).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 
@@ -50,3 +51,26 @@ def check_choice(owner: str, value: object, choices: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ConfigError(f"{owner} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
+
+
+def check_function(owner: str, value: object, params: Sequence[str]) -> None:
+    """Refuse ``value`` unless it is a function that can be called with the positional
+    arguments ``params`` names (``("call", "spec")``): a handler with the wrong signature
+    otherwise failed on every call it was asked, as a tool error the model could not fix.
+    A callable whose signature cannot be read is accepted (a builtin, a C extension)."""
+    if not callable(value):
+        raise ConfigError(
+            f"{owner} must be a function ({', '.join(params)}), got {type(value).__name__}"
+        )
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*params)
+    except TypeError as exc:
+        raise ConfigError(
+            f"{owner} is called as {owner.rsplit('.', 1)[-1]}({', '.join(params)}), which "
+            f"{getattr(value, '__qualname__', type(value).__name__)}{signature} cannot take "
+            f"({exc})"
+        ) from None

@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from loopwright.core.checks import check_function
 from loopwright.core.errors import ConfigError
 from loopwright.core.protocols import (
     ContextPolicy,
@@ -125,11 +126,20 @@ class AgentConfig:
         return None
 
 
+# each hook and the arguments the loop calls it with (a wrong signature fails here)
+_HOOK_PARAMS = (
+    ("before_tool_call", ("call", "spec")),
+    ("after_tool_call", ("call", "result")),
+    ("transform_context", ("messages",)),
+    ("on_event", ("event",)),
+)
+
+
 def _check_hooks(hooks: Hooks) -> None:
-    for name in ("before_tool_call", "after_tool_call", "transform_context", "on_event"):
+    for name, params in _HOOK_PARAMS:
         value = getattr(hooks, name)
-        if value is not None and not callable(value):
-            raise ConfigError(f"Hooks({name}=...) must be a function, got {type(value).__name__}")
+        if value is not None:
+            check_function(f"Hooks.{name}", value, params)
     if hooks.on_event is not None and inspect.iscoroutinefunction(hooks.on_event):
         raise ConfigError(
             "Hooks.on_event must be a plain (synchronous) function; for async handling "

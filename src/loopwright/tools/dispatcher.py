@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from loopwright.core.checks import check_function
 from loopwright.core.errors import ToolErrorKind
 from loopwright.core.messages import ToolCallPart, ToolResultPart
 from loopwright.core.run import TaintSource
@@ -87,6 +88,13 @@ AfterToolCall = Callable[
 
 _T = TypeVar("_T")
 _DEFAULT_RETRY = RetryPolicy()
+# each handler and the arguments the dispatcher calls it with (checked when configured)
+_HANDLER_PARAMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("confirm", ("call", "spec")),
+    ("confirm_tainted", ("call", "spec", "sources")),
+    ("before_tool_call", ("call", "spec")),
+    ("after_tool_call", ("call", "result")),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +135,14 @@ class DispatchConfig:
         limit = self.max_concurrency
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"DispatchConfig.max_concurrency must be an int >= 1, got {limit!r}")
-        # here, where the config is written, not when an agent is first built from it
-        Permission.parse(self.permission)
+        # here, where the config is written, not when an agent is first built from it; kept
+        # parsed: permission="read" was checked but stored as the str, and every call then
+        # failed comparing a Permission with it
+        object.__setattr__(self, "permission", Permission.parse(self.permission))
+        for name, params in _HANDLER_PARAMS:
+            value = getattr(self, name)
+            if value is not None:
+                check_function(f"DispatchConfig.{name}", value, params)
 
 
 @slot_init
@@ -720,7 +734,8 @@ class Dispatcher:
         if not isinstance(decision, Confirmation):
             msg = (
                 f"confirmation handler returned {type(decision).__name__}, not a "
-                "Confirmation; the call was not run"
+                "Confirmation (return Confirmation.approve(), Confirmation.deny(reason) or "
+                "Confirmation.later()); the call was not run"
             )
             return error_result(call, ToolErrorKind.PERMANENT, msg)
         suffix = f": {decision.reason}" if decision.reason else ""
