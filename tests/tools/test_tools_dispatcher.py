@@ -117,6 +117,15 @@ def test_handlers_are_checked_when_configured(
         DispatchConfig(**{field: handler})
 
 
+def test_a_dispatcher_needs_a_registry() -> None:
+    """A list of tools (what make_tools returns) was accepted; every call then failed
+    with "dispatch failed: AttributeError: 'list' object has no attribute 'version'"."""
+    with pytest.raises(ConfigError, match=r"got list; wrap the tools: Dispatcher\(ToolRegistry"):
+        Dispatcher([add])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"Dispatcher\(config=...\) needs a DispatchConfig"):
+        Dispatcher(ToolRegistry([add]), {"permission": "read"})  # type: ignore[arg-type]
+
+
 async def test_raw_arguments_are_repaired_and_recorded() -> None:
     out = await make(add).run_one(call("add", raw="```json\n{'a': 1, 'b': 2,}\n```"))
     assert out.result.content == "3"

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from loopwright.core.checks import check_function
-from loopwright.core.errors import ToolErrorKind
+from loopwright.core.errors import ConfigError, ToolErrorKind
 from loopwright.core.messages import ToolCallPart, ToolResultPart
 from loopwright.core.run import TaintSource
 from loopwright.core.tools import Permission, ToolOutput, ToolSpec
@@ -232,6 +232,17 @@ class Dispatcher:
         config: DispatchConfig | None = None,
         ledger: IdempotencyLedger | None = None,
     ) -> None:
+        # a list of tools (what make_tools returns) failed every call with "dispatch
+        # failed: AttributeError: 'list' object has no attribute 'version'"
+        if not isinstance(registry, ToolRegistry):
+            raise ConfigError(
+                f"Dispatcher(registry=...) needs a ToolRegistry, got {type(registry).__name__}; "
+                "wrap the tools: Dispatcher(ToolRegistry(tools))"
+            )
+        if config is not None and not isinstance(config, DispatchConfig):
+            raise ConfigError(
+                f"Dispatcher(config=...) needs a DispatchConfig, got {type(config).__name__}"
+            )
         self.registry = registry
         self.config = config if config is not None else DispatchConfig()
         self._ledger = ledger  # None: a MemoryLedger, made on first use (see ``ledger``)
