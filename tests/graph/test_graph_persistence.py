@@ -337,6 +337,53 @@ def test_finished_tasks_are_recorded_once_and_before_the_next_checkpoint(
     store.close()
 
 
+def test_replay_from_the_input_checkpoint_applies_the_input_again(store: Any, thread: dict) -> None:
+    # was: an AssertionError (the input checkpoint's START task had no node and no input)
+    g = StateGraph(Pair)
+    g.add_node("a", lambda state: {"log": ["a"]})
+    g.add_edge(START, "a")
+    app = g.compile(checkpointer=store)
+    app.invoke({"log": ["in"]}, thread)
+    first = list(app.get_state_history(thread))[-1]
+    assert first.metadata["source"] == "input" and first.next == ("__start__",)
+    assert app.invoke(None, first.config) == {"log": ["in", "a"]}
+
+
+def test_a_stream_left_early_keeps_the_checkpoints_already_taken(tmp_path: Path) -> None:
+    # was: the consumer's early exit cancelled the checkpoint write in flight, so the
+    # thread was left at its input checkpoint (and resuming it failed)
+    from loopwright.store import SQLiteStore
+
+    ran: list[str] = []
+
+    def node(name: str) -> Any:
+        def run(state: Pair) -> dict:
+            ran.append(name)
+            return {"log": [name]}
+
+        return run
+
+    class SlowWrites(SQLiteStore):  # each checkpoint is still being written when
+        def save(self, state: Any, **kw: Any) -> Any:  # the next chunk arrives
+            time.sleep(0.1)
+            return super().save(state, **kw)
+
+    g = StateGraph(Pair)
+    g.add_sequence([("a", node("a")), ("b", node("b")), ("c", node("c"))])
+    g.add_edge(START, "a")
+    store = SlowWrites(tmp_path / "stream.db")
+    app = g.compile(checkpointer=store)
+    thread = {"configurable": {"thread_id": "left-early"}}
+    for chunk in app.stream({"log": []}, thread):
+        assert chunk == {"a": {"log": ["a"]}}
+        break
+    state = app.get_state(thread)
+    # the input was applied (step 0, "a" next); "a"'s superstep may have committed too
+    assert (state.metadata["step"], state.next) in ((0, ("a",)), (1, ("b",)))
+    assert app.invoke(None, thread) == {"log": ["a", "b", "c"]}
+    store.close()
+
+
 def test_update_state_forks_and_replay_reruns_from_a_checkpoint(store: Any, thread: dict) -> None:
     app = counter_graph(store, stop=3)
     app.invoke({"n": 0, "log": []}, thread)

@@ -74,6 +74,9 @@ class Saved:
     created_at: float
     results: dict[str, PendingResult] = field(default_factory=dict)
     """Task id -> what it left, for the superstep ``next`` describes."""
+    inputs: list[tuple[str, Any]] | None = None
+    """An ``input`` checkpoint's input writes: a run resumed from it applies them
+    (``None`` for other checkpoints, and input checkpoints stored without them)."""
     # delta bookkeeping
     base: int | None = None
     chain: int = 0
@@ -194,6 +197,8 @@ class GraphSaver:
             since=int(record.get("since", 0)),
             snap=int(record.get("snap", 0)),
         )
+        if "input" in record:
+            saved.inputs = [(k, decode(v)) for k, v in record["input"]]
         return saved
 
     def _values_at(self, thread: str, number: int) -> dict[str, Any]:
@@ -284,6 +289,8 @@ class GraphSaver:
             "barriers": new.barriers,
             "created": new.created_at,
         }
+        if new.inputs is not None:
+            record["input"] = [[k, encode(v, f"input key {k!r}")] for k, v in new.inputs]
         new.parent = record["parent"]
         delta = None
         if parent is not None and changes is not None and parent.chain < MAX_CHAIN:

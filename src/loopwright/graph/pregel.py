@@ -362,7 +362,7 @@ class _Run:
         start = _Task(self, f"{self.step + 1}:0", START, None)
         start.writes = self.graph.input_writes(input)
         start.done = True
-        await self._save("input", [START], {})
+        await self._save("input", [START], {}, inputs=start.writes)
         self.step += 1
         return [start]
 
@@ -395,6 +395,14 @@ class _Run:
             self.step = saved.step + 1
         tasks = self._tasks(list(saved.next))
         for task in tasks:
+            if task.name == START:  # stopped before its input was applied: apply it now
+                if saved.inputs is None:
+                    raise GraphError(
+                        f"checkpoint {saved.number} of thread {self.thread!r} is a run's "
+                        "input, stored without it: invoke the graph with that input again"
+                    )
+                task.writes, task.done = list(saved.inputs), True
+                continue
             self._restore(task, results.get(task.id))
         if command is not None:
             self._apply_command(command, tasks)
@@ -725,6 +733,7 @@ class _Run:
         pending: list[str | Send],
         changes: dict[str, Change] | None,
         step: int | None = None,
+        inputs: list[tuple[str, Any]] | None = None,
     ) -> None:
         if self.saver is None:
             return
@@ -738,6 +747,7 @@ class _Run:
             barriers=barriers,
             parent=None,
             created_at=now(),
+            inputs=inputs,
         )
         saver = self.saver
         await self._settle()  # its number is the new checkpoint's parent
@@ -753,9 +763,19 @@ class _Run:
         await asyncio.sleep(0)  # hand the write to the store's worker thread now
 
     async def _settle(self) -> None:
-        inflight, self._inflight = self._inflight, None
+        inflight = self._inflight
         if inflight is not None:
-            await inflight
+            # shielded: cancelling the run (a stream consumer that stops early) must not
+            # cancel the write of a checkpoint already taken; the run's last _settle
+            # (in run's finally) waits for it
+            try:
+                await asyncio.shield(inflight)
+            except asyncio.CancelledError:
+                raise  # the write goes on: the run's last _settle waits for it
+            except BaseException:
+                self._inflight = None
+                raise
+            self._inflight = None
 
 
 def _is_id_map(resume: Any) -> bool:
