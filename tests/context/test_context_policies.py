@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -16,6 +17,7 @@ from loopwright.context import (
     Summarizer,
     SummaryCompaction,
     ToolPairingError,
+    ToolResultTrimmer,
     estimate_counter,
     find_pairing_problems,
     pin,
@@ -85,6 +87,26 @@ def test_budget_smaller_than_the_fixed_layers_is_a_precise_error() -> None:
 def test_bad_budget_names_the_field(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ContextError, match=field):
         Budget(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: SlidingWindow("10"), "SlidingWindow.keep_last"),  # a TypeError from "<"
+        (lambda: SlidingWindow(2.5), "SlidingWindow.keep_last"),
+        (lambda: ToolResultTrimmer(float("nan")), "ToolResultTrimmer.max_result_tokens"),
+        (lambda: ToolResultTrimmer(100, keep_recent=-1), "ToolResultTrimmer.keep_recent"),
+        (lambda: DefaultPolicy(summarize_at=float("nan")), "DefaultPolicy.summarize_at"),
+        (lambda: DefaultPolicy(summarize_at="0.5"), "DefaultPolicy.summarize_at"),
+        (lambda: DefaultPolicy(min_summary_fraction=1.5), "DefaultPolicy.min_summary_fraction"),
+        (lambda: DefaultPolicy(max_result_tokens=0), "DefaultPolicy.max_result_tokens"),
+    ],
+)
+def test_bad_policy_settings_name_the_field(build: Callable[[], object], field: str) -> None:
+    """Several were accepted (nan, a negative keep_recent) or failed with a bare
+    TypeError naming no field."""
+    with pytest.raises(ContextError, match=field):
+        build()
 
 
 def test_orphaned_call_is_repaired_and_reported() -> None:

@@ -32,6 +32,7 @@ from loopwright.context.policies import (
     _Selection,
     effective_budget,
     sound_history,
+    whole_count,
 )
 from loopwright.context.structure import ContextError, Unit, is_pinned, split_units
 from loopwright.context.summarize import Summarizer, Summary, apply_summary
@@ -71,12 +72,16 @@ class DefaultPolicy:
     _summary_msg: tuple[Summary, Message] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.summarize_at <= 1.0:
-            raise ContextError(
-                f"DefaultPolicy.summarize_at must be in (0, 1], got {self.summarize_at}"
-            )
-        if self.keep_recent < 1:
-            raise ContextError(f"DefaultPolicy.keep_recent must be >= 1, got {self.keep_recent}")
+        for name, low, shown in (
+            ("summarize_at", 0, "(0, 1]"),
+            ("min_summary_fraction", -1, "[0, 1]"),
+        ):
+            value = getattr(self, name)  # nan and "0.75" are refused too
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not (low < value <= 1 and value >= 0):
+                raise ContextError(f"DefaultPolicy.{name} must be in {shown}, got {value!r}")
+        whole_count("DefaultPolicy.keep_recent", self.keep_recent, 1)
+        whole_count("DefaultPolicy.max_result_tokens", self.max_result_tokens, 16)
         self._trimmer = ToolResultTrimmer(
             self.max_result_tokens, self.keep_recent, self.counter, self.on_broken
         )

@@ -38,6 +38,8 @@ from loopwright.context.structure import (
 )
 from loopwright.context.tokens import CachedCounter, TokenCounter, estimate_counter
 from loopwright.context.trimming import trim_message_results
+from loopwright.core.checks import check_count
+from loopwright.core.errors import ConfigError
 from loopwright.core.messages import Message
 
 OnBroken = Literal["repair", "error"]
@@ -215,6 +217,16 @@ def _drop_oldest_until_fits(sel: _Selection, chosen: set[int], keep: set[int], b
     return total
 
 
+def whole_count(owner: str, value: object, minimum: int) -> int:
+    """``value`` when it is a whole number >= ``minimum``, else a :class:`ContextError`
+    naming ``owner`` (``SlidingWindow("10")`` was a bare TypeError from ``<``, and
+    ``ToolResultTrimmer(float("nan"))`` was accepted)."""
+    try:
+        return check_count(owner, value, minimum)
+    except ConfigError as exc:
+        raise ContextError(str(exc)) from None
+
+
 def _counter(counter: TokenCounter | None) -> TokenCounter:
     return counter if counter is not None else estimate_counter()
 
@@ -241,8 +253,7 @@ class SlidingWindow:
     on_report: Reporter | None = None
 
     def __post_init__(self) -> None:
-        if self.keep_last < 1:
-            raise ContextError(f"SlidingWindow.keep_last must be >= 1, got {self.keep_last}")
+        whole_count("SlidingWindow.keep_last", self.keep_last, 1)
         self.counter = _counter(self.counter)
 
     def __call__(self, messages: Sequence[Message], budget: int | None = None) -> list[Message]:
@@ -373,8 +384,9 @@ class ToolResultTrimmer:
     _memo: OrderedDict[int, tuple[Message, Message]] = field(default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
-        if self.max_result_tokens < 16:
-            raise ContextError(f"max_result_tokens must be >= 16, got {self.max_result_tokens}")
+        whole_count("ToolResultTrimmer.max_result_tokens", self.max_result_tokens, 16)
+        whole_count("ToolResultTrimmer.keep_recent", self.keep_recent, 0)
+        whole_count("ToolResultTrimmer.memo_size", self.memo_size, 0)
         self.counter = _counter(self.counter)
 
     def __call__(self, messages: Sequence[Message], budget: int | None = None) -> list[Message]:
