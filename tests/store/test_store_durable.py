@@ -275,6 +275,25 @@ def test_checkpoint_policies(tmp_path: Path, policy: str, most: int) -> None:
         assert refs[0].message_count == 2
 
 
+def test_a_policy_given_by_name_checkpoints_as_the_member_does(tmp_path: Path) -> None:
+    # was: DurableConfig(policy="tool_calls") (or any string) was kept as is, matched no
+    # member and meant the interval policy: one checkpoint at the end, before the
+    # side effect nothing; "nope" was accepted
+    store = SQLiteStore(tmp_path / "db.sqlite")
+    box = Outbox()
+    config = DurableConfig(policy="tool_calls", interval=3600)  # type: ignore[arg-type]
+    assert config.policy is CheckpointPolicy.TOOL_CALLS
+    s = sid()
+    assert (
+        Durable(Agent(email_model(["ann"]), [box.tool()]), store, config)
+        .run("send", session_id=s)
+        .ok
+    )
+    assert store.history(s)[0].message_count == 2  # the calls, stored before they ran
+    with pytest.raises(UserError, match=r"DurableConfig\.policy must be one of 'every_step'"):
+        DurableConfig(policy="nope")  # type: ignore[arg-type]
+
+
 def test_store_down_is_a_precise_error() -> None:
     from loopwright.store.redis_store import RedisStore
 

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from loopwright.core.checks import check_choice
 from loopwright.core.errors import ToolErrorKind, UserError
 from loopwright.core.events import MessageAppended, RunEvent, RunFinished
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
@@ -60,6 +61,13 @@ class CheckpointPolicy(enum.StrEnum):
     INTERVAL = "interval"
 
 
+def checkpoint_policy(owner: str, value: object) -> CheckpointPolicy:
+    """``value`` (a member or its name, ``"tool_calls"``) as a policy; anything else is a
+    ``ConfigError`` naming the choices. (The checkpointer compares members by identity:
+    a plain ``"every_step"`` string would otherwise have meant the interval policy.)"""
+    return CheckpointPolicy(check_choice(owner, value, tuple(p.value for p in CheckpointPolicy)))
+
+
 # ---------------------------------------------------------------- checkpointer
 @dataclass(frozen=True, slots=True)
 class CheckpointConfig:
@@ -67,6 +75,11 @@ class CheckpointConfig:
     interval: float = 5.0
     lock_owner: str | None = None
     lock_ttl: float = DEFAULT_LOCK_TTL
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "policy", checkpoint_policy("CheckpointConfig.policy", self.policy)
+        )
 
 
 class Checkpointer:

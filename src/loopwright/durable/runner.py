@@ -39,6 +39,7 @@ from loopwright.durable.checkpointer import (
     Checkpointer,
     CheckpointPolicy,
     IntentRecorder,
+    checkpoint_policy,
     claim_refusal,
 )
 from loopwright.durable.recovery import in_call_order, plan_recovery, unanswered_calls
@@ -71,6 +72,7 @@ class DurableConfig:
         # a lock_ttl of 0 expires at once: a second process would take a running session
         check_seconds("DurableConfig.interval", self.interval, zero=True)
         check_seconds("DurableConfig.lock_ttl", self.lock_ttl)
+        object.__setattr__(self, "policy", checkpoint_policy("DurableConfig.policy", self.policy))
 
 
 class Durable:
