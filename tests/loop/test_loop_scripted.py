@@ -267,3 +267,10 @@ def test_a_sync_run_is_not_driven_from_inside_an_exception_handler() -> None:
 
     assert Agent(FunctionModel(reply)).run("hi").answer == "ok"
     assert seen == [None]
+
+
+@pytest.mark.parametrize(("name", "arguments"), [(1, {}), ("add", [("a", 1)]), ("add", 5)])
+def test_tool_call_refuses_what_it_would_misread(name: object, arguments: object) -> None:
+    """tool_call(1, {}) built a call named 1; a list of pairs became a dict silently."""
+    with pytest.raises(TypeError, match=r"tool_call\("):
+        tool_call(name, arguments)  # type: ignore[arg-type]

@@ -135,3 +135,17 @@ def test_a_timeout_that_is_no_finite_number_of_seconds_is_refused(timeout: objec
         tool(timeout=timeout)(lambda: 1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_result_chars"):
         tool(max_result_chars="10")(lambda: 1)  # type: ignore[arg-type]
+
+
+def test_a_lambda_needs_a_name_and_a_class_is_named_as_unreadable() -> None:
+    """tool(lambda x: x) said "tool name '<lambda>' is invalid" (no way out named), and
+    tool(int) surfaced inspect's "no signature found for builtin type"."""
+    from loopwright import tool as make_tool
+
+    with pytest.raises(
+        ValueError, match=r"tool name '<lambda>' is invalid.*tool\(name='lookup'\)\(fn\)"
+    ):
+        make_tool(lambda x: x)
+    assert make_tool(name="ident")(lambda x: x).spec.name == "ident"
+    with pytest.raises(ValueError, match=r"tool 'int': cannot read the parameters .*wrap it"):
+        make_tool(int)

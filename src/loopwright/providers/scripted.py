@@ -112,6 +112,14 @@ def tool_call(
     dispatcher sees only ``raw_arguments``, as with a real adapter). ``id`` defaults to an
     empty string, which the scripted models replace with ``call_<n>`` (unique per model).
     """
+    if not isinstance(name, str):
+        raise TypeError(f"tool_call(name=...) takes the tool's name as a str, got {name!r}")
+    if arguments is not None and not isinstance(arguments, str | Mapping):
+        # a list or a tuple became dict(...) pairs, or a TypeError naming nothing
+        raise TypeError(
+            f"tool_call({name!r}, arguments=...) takes a dict of arguments (or the raw JSON "
+            f"text a model would send), got {type(arguments).__name__}"
+        )
     if isinstance(arguments, str):
         raw = arguments
         try:

@@ -105,8 +105,10 @@ class Tool:
     def __post_init__(self) -> None:
         name = self.spec.name
         if not isinstance(name, str) or not _NAME.match(name):
+            # a lambda is named "<lambda>", a functools.partial not at all: say how to name it
             raise ValueError(
-                f"tool name {name!r} is invalid; use 1-64 letters, digits, '_', '-' or '.'"
+                f"tool name {name!r} is invalid; use 1-64 letters, digits, '_', '-' or '.' "
+                "(name a lambda or partial with tool(name='lookup')(fn))"
             )
         if not isinstance(self.spec.description, str):
             raise ValueError(

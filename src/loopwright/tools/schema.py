@@ -88,7 +88,14 @@ def function_schema(fn: Callable[..., Any], *, owner: str | None = None) -> Func
     plans: list[ParamPlan] = []
     defaults: dict[str, Any] = {}
     context_param: str | None = None
-    for param in inspect.signature(fn).parameters.values():
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:  # a class or builtin without a signature
+        raise ValueError(
+            f"tool {owner!r}: cannot read the parameters of {fn!r} ({exc}); wrap it in a "
+            "function with typed parameters and a docstring"
+        ) from None
+    for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise ValueError(
                 f"tool {owner!r}: parameter {param.name!r} is {param.kind.description}; "
