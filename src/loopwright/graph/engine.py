@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from loopwright.graph.checkpoint import GraphSaver, Saved
 from loopwright.graph.messages import add_messages
-from loopwright.graph.pregel import Emit, Next, _Run, _Task, merge_writes, subgraph_thread
+from loopwright.graph.pregel import Emit, Next, _Run, _Task, subgraph_thread
 from loopwright.graph.schema import schema_kind
 from loopwright.graph.types import (
     END,
@@ -35,6 +35,7 @@ from loopwright.graph.types import (
     checkpoint_number,
     refuse_options,
 )
+from loopwright.graph.writes import merge_writes
 
 if TYPE_CHECKING:
     from loopwright.graph.builder import BranchSpec, StateGraph

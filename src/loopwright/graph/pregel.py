@@ -32,10 +32,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from loopwright.graph.checkpoint import Change, GraphSaver, PendingResult, Saved, now
-from loopwright.graph.messages import normalize_messages
+from loopwright.graph.pending import PendingWrites
 from loopwright.graph.types import (
     END,
-    MISSING,
     START,
     Command,
     EmptyInputError,
@@ -46,7 +45,6 @@ from loopwright.graph.types import (
     Interrupt,
     InvalidUpdateError,
     NodeRunEvent,
-    Overwrite,
     ParentCommand,
     RetryPolicy,
     Send,
@@ -56,6 +54,7 @@ from loopwright.graph.types import (
     checkpoint_number,
     config_count,
 )
+from loopwright.graph.writes import chain_changes, merge_writes
 from loopwright.tools.execution import call_sync
 
 if TYPE_CHECKING:
@@ -228,12 +227,9 @@ class _Run:
         """Write a superstep's checkpoint while the next one runs (``durability="async"``)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
-        self._recording: list[_Task] | None = None
-        """The tasks of the superstep running now whose results are stored as each one
-        finishes (a superstep of several tasks with a checkpointer), else ``None``."""
-        self._recorder: asyncio.Future[None] | None = None
-        self._record_again = False
-        self._record_pause = False
+        self._pending: PendingWrites | None = None
+        """Stores the tasks of the superstep running now as each one finishes (a
+        superstep of several tasks with a checkpointer), else ``None``."""
 
     def wants(self, mode: str) -> bool:
         return self._emit is not None and mode in self.modes
@@ -498,14 +494,21 @@ class _Run:
             await self._run_task(todo[0])
             return
         if self.saver is not None and self.saved is not None:
-            self._recording = tasks
+            self._pending = PendingWrites(
+                self.saver, self.thread, tasks, lambda: self.saved, self._settle
+            )
         try:
             await self._run_all(todo)
         except BaseException:
             with contextlib.suppress(Exception):  # the run's own exception goes on
-                await self._end_recording()
+                await self._end_pending()
             raise
-        await self._end_recording()
+        await self._end_pending()
+
+    async def _end_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await pending.close()
 
     async def _run_all(self, todo: list[_Task]) -> None:
         lanes = self.workers
@@ -519,53 +522,6 @@ class _Run:
                 await self._run_task(task)
 
         await asyncio.gather(*(lane() for _ in range(lanes)))
-
-    # A task that finished while others of its superstep still run has had its side
-    # effects: its writes are stored (LangGraph's pending writes), so a process killed
-    # before the superstep ends does not run it again on resume. The writes of one
-    # superstep are coalesced: one store write at a time holding every task finished so
-    # far, the gaps between them growing from 50 ms to 1 s (a superstep of many tasks
-    # finishing one by one costs a handful of records, not one per task), and none once
-    # no task runs any more (the superstep's checkpoint follows at once).
-    def _record_finished(self) -> None:
-        self._record_again = True
-        if self._recorder is None or self._recorder.done():
-            self._recorder = asyncio.ensure_future(self._write_finished())
-
-    async def _write_finished(self) -> None:
-        saver, tasks = self.saver, self._recording
-        assert saver is not None and tasks is not None
-        gap = _RECORD_GAP
-        while self._record_again:
-            self._record_again = False
-            if not any(_running(t) for t in tasks):
-                return
-            await self._settle()  # the superstep's own checkpoint is stored first
-            finished = {
-                t.id: PendingResult(writes=list(t.writes), gotos=list(t.gotos))
-                for t in tasks
-                if t.done and t.name != START
-            }
-            assert self.saved is not None
-            await saver.aput_results(self.thread, self.saved, finished)
-            self._record_pause = True  # the end of the superstep may cancel this wait
-            try:
-                await asyncio.sleep(gap)
-            finally:
-                self._record_pause = False
-            gap = min(gap * 2, _RECORD_GAP_MAX)
-
-    async def _end_recording(self) -> None:
-        """Stop recording finished tasks: wait for a write in flight (the superstep's
-        next record must come after it in the store), skip a wait between writes."""
-        self._recording = None
-        recorder, self._recorder = self._recorder, None
-        if recorder is None:
-            return
-        if self._record_pause:
-            recorder.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await recorder
 
     def _input_of(self, task: _Task) -> Any:
         if task.send is not None:
@@ -586,8 +542,8 @@ class _Run:
             await self._call(task)
             if task.error is not None:
                 failed(task.error)
-        if self._recording is not None and task.done:
-            self._record_finished()
+        if self._pending is not None and task.done:
+            self._pending.task_finished()
 
     async def _call(self, task: _Task) -> None:
         token = _CURRENT.set(task)
@@ -666,7 +622,7 @@ class _Run:
         new = dict(self.values)
         changes = self._merge(new, tasks)
         if self._pending_changes and changes is not None:
-            changes = _chain_changes(self._pending_changes, changes)
+            changes = chain_changes(self._pending_changes, changes)
         self._pending_changes = None
         barriers = (
             {k: set(v) for k, v in self.barriers.items()} if self.graph.joins else self.barriers
@@ -783,97 +739,10 @@ def _is_id_map(resume: Any) -> bool:
     return isinstance(resume, Mapping) and bool(resume) and all(isinstance(k, str) for k in resume)
 
 
-_RECORD_GAP = 0.05
-_RECORD_GAP_MAX = 1.0
-
-
-def _running(task: _Task) -> bool:
-    return not (
-        task.done or task.error is not None or task.interrupts or task.parent_command is not None
-    )
-
-
 def subgraph_thread(thread: str, node: str, task_id: str, checkpoint: int | None) -> str:
     """The thread a subgraph run checkpoints under (LangGraph's ``checkpoint_ns``)."""
     where = f"{thread}|{node}:{task_id}"
     return where if checkpoint is None else f"{where}#{checkpoint}"
-
-
-def merge_writes(
-    graph: CompiledStateGraph,
-    values: dict[str, Any],
-    task_writes: Sequence[Sequence[tuple[str, Any]]],
-    record: bool,
-) -> dict[str, Change] | None:
-    """Apply the writes of one superstep's tasks (in task order) to ``values`` in place;
-    with ``record``, return how each written key changed (for a delta checkpoint)."""
-    grouped: dict[str, list[Any]] = {}
-    for writes in task_writes:
-        for key, value in writes:
-            grouped.setdefault(key, []).append(value)
-    changes: dict[str, Change] | None = {} if record else None
-    reducers = graph.reducers
-    for key, items in grouped.items():
-        reducer = reducers.get(key)
-        if reducer is None:
-            if len(items) > 1:
-                raise InvalidUpdateError(
-                    f"At key '{key}': Can receive only one value per step. Use an "
-                    "Annotated key to handle multiple values."
-                )
-            value = items[0]
-            value = value.value if isinstance(value, Overwrite) else value
-            values[key] = value
-            if changes is not None:
-                changes[key] = Change(value=value)
-            continue
-        if key in graph.message_keys:
-            items = [w if isinstance(w, Overwrite) else normalize_messages(w) for w in items]
-        value = _reduce(reducer, values.get(key, MISSING), items, key)
-        values[key] = value
-        if changes is not None:
-            changes[key] = Change(writes=tuple(items), value=value)
-    return changes
-
-
-def _chain_changes(first: dict[str, Change], then: dict[str, Change]) -> dict[str, Change]:
-    """The change of two successive merges (a resume's Command update, then the
-    superstep) as one delta from the checkpoint before both."""
-    out = dict(first)
-    for key, change in then.items():
-        before = out.get(key)
-        if before is not None and before.writes is not None and change.writes is not None:
-            out[key] = Change(writes=before.writes + change.writes, value=change.value)
-        elif before is not None:
-            out[key] = Change(value=change.value)
-        else:
-            out[key] = change
-    return out
-
-
-def _reduce(
-    reducer: Callable[[Any, Any], Any], current: Any, writes: Sequence[Any], key: str
-) -> Any:
-    overwritten = False
-    for write in writes:
-        if isinstance(write, Overwrite):
-            if overwritten:
-                raise InvalidUpdateError("Can receive only one Overwrite value per super-step.")
-            current, overwritten = write.value, True
-        elif not overwritten and current is MISSING:
-            current = write
-        elif not overwritten:
-            try:
-                current = reducer(current, write)
-            except GraphError:
-                raise
-            except Exception as exc:  # a bare TypeError would name neither key nor value
-                name = getattr(reducer, "__name__", repr(reducer))
-                raise InvalidUpdateError(
-                    f"At key '{key}': its reducer {name} refused the write {write!r:.80} "
-                    f"({type(exc).__name__}: {exc}); write a value the reducer takes"
-                ) from exc
-    return current
 
 
 def _retry_delay(policies: Sequence[RetryPolicy], exc: Exception, failures: int) -> float | None:
