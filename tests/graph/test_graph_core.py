@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from loopwright.core import Message
+from loopwright.core.errors import ConfigError
 from loopwright.graph import (
     END,
     START,
@@ -602,6 +603,26 @@ def test_retry_policy_retries_transient_failures_only() -> None:
         RetryPolicy(initial_interval=1, backoff_factor=3, max_interval=5, jitter=False).delay(3)
         == 5
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_attempts", 0),
+        ("max_attempts", "3"),
+        ("initial_interval", -1),
+        ("max_interval", float("nan")),
+        ("backoff_factor", 0),
+        ("jitter", "no"),
+        ("retry_on", 5),
+        ("retry_on", (ValueError, "KeyError")),
+    ],
+)
+def test_a_retry_policy_refuses_bad_settings_when_written(field: str, value: object) -> None:
+    # was: accepted, then a TypeError from the retry loop when a node first failed
+    # (max_attempts "3", retry_on 5) or a policy that never retried (max_attempts 0)
+    with pytest.raises(ConfigError, match=f"RetryPolicy.{field} must be"):
+        RetryPolicy(**{field: value})  # type: ignore[arg-type]
 
 
 def test_stopping_a_stream_early_stops_the_run() -> None:

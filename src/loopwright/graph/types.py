@@ -13,7 +13,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
-from loopwright.core.errors import UserError
+from loopwright.core.checks import check_count, check_seconds
+from loopwright.core.errors import ConfigError, UserError
 from loopwright.core.events import ModelEvent, RunEvent
 
 START: Literal["__start__"] = "__start__"
@@ -194,6 +195,28 @@ class RetryPolicy:
     max_attempts: int = 3
     jitter: bool = True
     retry_on: Any = default_retry_on
+
+    def __post_init__(self) -> None:
+        # checked when written: a bad value otherwise surfaced only when a node first
+        # failed, as a TypeError from inside the retry loop (or retried nothing)
+        check_count("RetryPolicy.max_attempts", self.max_attempts)
+        check_seconds("RetryPolicy.initial_interval", self.initial_interval, zero=True)
+        check_seconds("RetryPolicy.max_interval", self.max_interval, zero=True)
+        factor = self.backoff_factor
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not factor > 0:
+            raise ConfigError(f"RetryPolicy.backoff_factor must be a number > 0, got {factor!r}")
+        if not isinstance(self.jitter, bool):
+            raise ConfigError(f"RetryPolicy.jitter must be True or False, got {self.jitter!r}")
+        retry_on = self.retry_on
+        classes = retry_on if isinstance(retry_on, tuple | list) else (retry_on,)
+        if not (
+            all(isinstance(c, type) and issubclass(c, BaseException) for c in classes)
+            or (callable(retry_on) and not isinstance(retry_on, type))
+        ):
+            raise ConfigError(
+                "RetryPolicy.retry_on must be an exception class, a tuple of them or a "
+                f"predicate (exception -> bool), got {retry_on!r}"
+            )
 
     def matches(self, exc: BaseException) -> bool:
         retry_on = self.retry_on
