@@ -397,6 +397,22 @@ def test_a_command_given_as_one_string_in_python_is_refused() -> None:
         MCPServerConfig("t", command=("a",), timeout=float("nan"))
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("trusted", "false"),  # was: a truthy str, so the server was trusted
+        ("confirm_destructive", 0),
+        ("tools", "get_time"),  # was: kept every tool whose name is a substring of it
+        ("roots", "/tmp"),
+        ("prefix", 5),
+        ("timeout", "5"),  # was: a TypeError from '<'
+    ],
+)
+def test_fields_of_the_wrong_type_in_python_are_refused(field: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=f"MCP server 't': {field} must be"):
+        MCPServerConfig("t", command=("a",), **{field: value})  # type: ignore[arg-type]
+
+
 def test_parse_command_line_and_url() -> None:
     stdio = MCPServerConfig.parse("mcp-server-git --repository '/tmp/a b'")
     assert stdio.name == "mcp-server-git" and stdio.command[-1] == "/tmp/a b"

@@ -77,8 +77,39 @@ class MCPServerConfig:
             )
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ConfigError(f"MCP server {self.name!r}: url must start with http:// or https://")
-        if self.timeout is not None and not 0 < self.timeout < math.inf:  # refuses nan
-            raise ConfigError(f"MCP server {self.name!r}: timeout must be > 0 seconds")
+        timeout = self.timeout
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < math.inf  # refuses nan
+        ):
+            raise ConfigError(
+                f"MCP server {self.name!r}: timeout must be > 0 seconds, got {timeout!r}"
+            )
+        self._check_types()
+
+    def _check_types(self) -> None:
+        """The fields a file is checked for (``from_mapping``), checked for code that
+        builds a config directly: ``trusted="false"`` would trust the server, and a
+        ``tools="get_time"`` string would keep every tool whose name is in it."""
+        where = f"MCP server {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"an MCP server needs a name (a non-empty str), got {self.name!r}")
+        for flag in ("trusted", "confirm_destructive"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(
+                    f"{where}: {flag} must be True or False, got {getattr(self, flag)!r}"
+                )
+        if not isinstance(self.prefix, str):
+            raise ConfigError(f"{where}: prefix must be a str, got {self.prefix!r}")
+        for names in ("tools", "roots"):
+            value = getattr(self, names)
+            if value is None and names == "tools":
+                continue
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(
+                    f"{where}: {names} must be a tuple of str, e.g. ({value!r},), got {value!r}"
+                )
 
     @property
     def transport(self) -> str:
