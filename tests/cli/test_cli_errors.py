@@ -257,3 +257,24 @@ def test_ctrl_c_in_a_stored_session_names_it_and_how_to_continue(
     assert sid and f"continue it with `loopwright resume {sid}`" in data["error"]
     shown = invoke("sessions", "show", sid)
     assert shown.exit_code == 0, shown.output  # the session was kept
+
+
+def test_a_decision_for_a_session_with_no_pending_calls_says_it_decided_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`resume SID --deny REASON` on a finished session printed its old answer with exit 0
+    and no word that nothing was denied."""
+    (tmp_path / "done_agent.py").write_text(
+        "from loopwright import Agent, ScriptedModel\n\n\n"
+        "def build():\n    return Agent(ScriptedModel(['all done', 'again']))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = invoke("chat", "--json", "--agent", "done_agent:build", "go")
+    sid = json.loads(first.stdout)["session_id"]
+    denied = invoke("resume", sid, "--deny", "stop")
+    assert denied.exit_code == 0
+    assert f"note: session {sid} has no pending calls: its run already ended (final_answer)" in (
+        denied.stderr
+    )
+    plain = invoke("resume", sid)  # no decision given: nothing to say
+    assert "note:" not in plain.stderr

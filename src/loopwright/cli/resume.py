@@ -16,7 +16,7 @@ from loopwright.cli.options import (
     command_line_and_defaults,
     store_options,
 )
-from loopwright.cli.output import CliError
+from loopwright.cli.output import CliError, say
 from loopwright.cli.results import print_result
 from loopwright.cli.stored import resumable, session_recipe
 from loopwright.cli.strategy_run import (
@@ -25,7 +25,7 @@ from loopwright.cli.strategy_run import (
     resume_strategy,
     strategy_decision,
 )
-from loopwright.core.run import RunResult
+from loopwright.core.run import RunResult, RunState
 from loopwright.durable import Durable
 from loopwright.store import open_store
 from loopwright.strategies.runtime import StrategyResult
@@ -151,6 +151,8 @@ def resume(
                 "agent run (approve or deny its calls instead)"
             )
         else:
+            if (approval or deny or per_call) and not stored.pending_calls:
+                say(f"note: {_nothing_to_decide(stored)}", err=True)
             with resumable(session_id):
                 result = Durable(agent, store).resume(
                     session_id, approve=approval, deny=per_call or deny, break_lock=break_lock
@@ -161,6 +163,21 @@ def resume(
         ctx.exit(exit_code(report(result, as_json=as_json)))
     print_result(result, as_json=as_json)
     ctx.exit(exit_code(result.stop))
+
+
+def _nothing_to_decide(state: RunState) -> str:
+    """Why --approve/--deny decided nothing: the run printed its stored result with exit 0
+    and no word that the decision applied to no call."""
+    sid = state.session_id
+    if state.stop is not None:
+        return (
+            f"session {sid} has no pending calls: its run already ended ({state.stop.value}), "
+            "so --approve/--deny decided nothing; its result is shown again"
+        )
+    return (
+        f"session {sid} has no pending calls: its run stopped without a result, so "
+        "--approve/--deny decide nothing; the run is recovered from its last checkpoint"
+    )
 
 
 COMMANDS: tuple[click.Command, ...] = (resume,)
