@@ -257,6 +257,8 @@ async def test_output_mode_tool_and_native_are_honoured_or_refused() -> None:
         Agent(ScriptedModel([]), output_type=City, output_mode="native")
     with pytest.raises(ConfigError, match="output_mode='json'"):
         Agent(ScriptedModel([]), output_type=City, output_mode="json")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="output_mode='json'"):  # was ignored without a type
+        Agent(ScriptedModel([]), output_mode="json")  # type: ignore[arg-type]
 
 
 async def test_native_mode_exhausted_retries_stop_with_output_invalid() -> None:

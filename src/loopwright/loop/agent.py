@@ -32,7 +32,7 @@ from loopwright.core.run import RunResult, RunState, check_session_id, new_sessi
 from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
-from loopwright.loop.output import OutputMode, OutputSchema
+from loopwright.loop.output import OutputMode, OutputSchema, check_output_mode
 from loopwright.loop.steps import CURRENT_RUN, Resume, RunEngine
 from loopwright.loop.turn import AgentView
 from loopwright.tools import (
@@ -733,6 +733,7 @@ def _output(
             f"Agent(output_retries={retries!r}): give a whole number >= 0 (how many invalid "
             "final answers are re-asked before the run stops with output_invalid)"
         )
+    check_output_mode(mode)
     if output_type is None or output_type is str:
         return None  # text is the answer: no final-answer tool, ``output`` is the text
     return OutputSchema.build(output_type, retries, mode)

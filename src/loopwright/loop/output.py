@@ -58,6 +58,15 @@ class OutputInvalid(Exception):
     """The model's final answer did not validate; ``str()`` is what the model is told."""
 
 
+def check_output_mode(mode: object) -> None:
+    """Raise :class:`ConfigError` unless ``mode`` is an :data:`OutputMode` (checked with or
+    without an ``output_type``: a misspelt mode was silently ignored without one)."""
+    if mode not in OUTPUT_MODES:
+        raise ConfigError(
+            f"Agent(output_mode={mode!r}): give one of {', '.join(map(repr, OUTPUT_MODES))}"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class OutputSchema(Generic[T]):
     """How an agent's answers are asked for and checked: the type, its adapter, the
@@ -80,10 +89,7 @@ class OutputSchema(Generic[T]):
     ) -> OutputSchema[T]:
         """Raise :class:`ConfigError` (naming ``output_type`` and the fix) when pydantic
         cannot validate or describe the type, or ``mode`` is not an :data:`OutputMode`."""
-        if mode not in OUTPUT_MODES:
-            raise ConfigError(
-                f"Agent(output_mode={mode!r}): give one of {', '.join(map(repr, OUTPUT_MODES))}"
-            )
+        check_output_mode(mode)
         from pydantic import TypeAdapter
         from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
