@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from store_testlib import POSTGRES_ENV, REDIS_ENV, service_url, sid
 
+from loopwright.core.errors import ConfigError
 from loopwright.core.messages import Message
 from loopwright.core.run import LoopState, RunState
 from loopwright.store import SQLiteStore, StoreUnavailable
@@ -54,6 +55,18 @@ def test_redis_ttl_retention() -> None:
     assert [i.session_id for i in store.sessions()] == [s]
     time.sleep(2.2)
     assert store.sessions() == []
+
+
+@pytest.mark.parametrize("ttl", [0, -1, "60", float("nan")])
+def test_redis_ttl_must_be_seconds_above_zero(ttl: object) -> None:
+    # was: 0 (meant as "no expiry") and -1 expired every session a second after its
+    # save; "60" failed at the first save. Refused before any connection is made.
+    from loopwright.store.redis_store import RedisStore
+
+    with pytest.raises(ConfigError, match=r"RedisStore\(ttl=\.\.\.\) must be a finite number"):
+        RedisStore("redis://127.0.0.1:1/0", ttl=ttl)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="ledger_ttl"):
+        RedisStore("redis://127.0.0.1:1/0", ledger_ttl=ttl)  # type: ignore[arg-type]
 
 
 @pytest.mark.services

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from loopwright.core.checks import check_seconds
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
 from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds
@@ -90,6 +91,12 @@ class RedisStore:
             raise StoreUnavailable(
                 "redis", _redact(url), "pip install 'loopwright[redis]'"
             ) from exc
+        # checked before anything is written: a ttl of 0 (meant as "no expiry") or a
+        # negative one expired every session a second after its save, a str one failed
+        # at the first save
+        for name, value in (("ttl", ttl), ("ledger_ttl", ledger_ttl)):
+            if value is not None:
+                check_seconds(f"RedisStore({name}=...)", value)
         self._redis: Any = redis
         self.url = url
         self.target = _redact(url)
