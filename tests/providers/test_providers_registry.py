@@ -38,6 +38,8 @@ def test_missing_key_names_the_variable(prefix):
     with pytest.raises(ConfigError) as info:
         resolve_model(f"{prefix}:m")
     assert VENDORS[prefix].key_env[0] in str(info.value)
+    # "(or pass api_key=...)" named no place a CLI or Agent("vendor:model") user has
+    assert "resolve_model(..., api_key=...)" in str(info.value)
 
 
 def test_vendor_is_data(monkeypatch):

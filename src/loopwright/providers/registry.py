@@ -237,7 +237,10 @@ def resolve_key(vendor: Vendor, api_key: str | None, base_url: str | None) -> st
     found = f" ({' and '.join(blank)} {'is' if len(blank) == 1 else 'are'} set but blank)"
     raise ConfigError(
         f"missing API key for {vendor.name}: set the {vendor.key_hint} environment variable"
-        f" (or pass api_key=...){found if blank else ''}"
+        # the CLI and Agent("vendor:model") read keys only from the environment: say where
+        # api_key= is taken, not a bare "(or pass api_key=...)" they have no place for
+        f"{found if blank else ''} (in Python, resolve_model(..., api_key=...) also takes"
+        " one)"
     )
 
 
