@@ -34,10 +34,11 @@ was final; it was then committed unchanged and run once. ``DEV_2`` is a second t
 written (and its baseline recorded) before the round that tuned on it. ``HELD_OUT_4``
 was kept out of the repository like ``HELD_OUT_3`` and committed after its one run;
 so was ``HELD_OUT_5``.
-``DEV_3`` is a third tuning set, its baseline recorded before the round that tuned on it.
+``DEV_3`` is a third tuning set, its baseline recorded before the round that tuned on it;
+so is ``DEV_4``.
 
 Prints one line per question, then ONE JSON line.
-Run: python benchmarks/answers_eval.py [--set dev|held_out|held_out_2|held_out_3|dev_2|held_out_4|dev_3|held_out_5|all] [--match REGEX]
+Run: python benchmarks/answers_eval.py [--set dev|held_out|held_out_2|held_out_3|dev_2|held_out_4|dev_3|held_out_5|dev_4|all] [--match REGEX]
 """
 
 from __future__ import annotations
@@ -451,6 +452,47 @@ HELD_OUT_5: list[Case] = [
 ]
 
 
+# A fourth tuning set, written and measured on the tree before the round that tunes on
+# it (the round that checks which field a number is, what things an answer names, a
+# value said twice and acts a result only names): prices and stocks asked in other
+# words, rows named by a city or a number, list items by position, weather in full.
+DEV_4: list[Case] = [
+    calc("What is 88 + 12?", "100"),
+    calc("Subtract 16 from 64.", "48"),
+    calc("What is 9 squared?", "81"),
+    calc("How much is 350 divided by 7?", "50"),
+    calc("What is 30% of 90?", "27"),
+    calc("Multiply 15 by 15.", "225"),
+    weather("How humid is it in Lagos right now?", "Lagos", "humidity"),
+    weather("What's the wind speed in Lima today?", "Lima", "wind"),
+    weather("Describe the weather in Cairo.", "Cairo", "any"),
+    weather("How hot is it in Manila?", "Manila", "temperature"),
+    weather("What's the weather like in Oslo right now?", "Oslo", "any"),
+    weather("Is it foggy in Seoul?", "Seoul", "condition"),
+    weather("How windy is Nairobi today?", "Nairobi", "wind"),
+    read("What is the first item on todo.txt?", "todo.txt", "milk"),
+    read("Which item comes third in todo.txt?", "todo.txt", "passport"),
+    read("What is the final task in todo.txt?", "todo.txt", "passport"),
+    read("How much flour goes into the pancakes? See recipe.txt.", "recipe.txt", "200"),
+    read("Which port does config.ini set?", "config.ini", "8080"),
+    read("How many tests failed? See status.txt.", "status.txt", "0"),
+    read("Where does the team meet according to notes.txt?", "notes.txt", "room 4"),
+    sql("What does the lamp cost? Use the products table.", "40", "lamp"),
+    sql("How much is the desk? Check the products table.", "240", "desk"),
+    sql("How much stock does the chair have? Use the products table.", "12", "chair"),
+    sql("Which customer lives in Oslo? Use the customers table.", "Dana"),
+    sql("Who is the customer in Paris? Check the customers table.", "Bo"),
+    sql("Which city does Bo live in? Use the customers table.", "Paris", "Bo"),
+    sql("What is the price of the lamp in the products table?", "40", "lamp"),
+    sql("How many desks are left in stock? Use the products table.", "5", "desk"),
+    sql("What is the total of order 7 in the orders table?", "70"),
+    sql("Which customer has id 4 in the customers table?", "Dana"),
+    sql("How many customers live in Paris? Check the customers table.", "1"),
+    chain("What is (8 + 4) * 3?", "36"),
+    chain("What is (60 / 6) + 5?", "15"),
+]
+
+
 def _canon(n: str) -> str:
     return n.rstrip("0").rstrip(".") if "." in n else n
 
@@ -542,6 +584,102 @@ def _fluency(answer: str, question: str, results: list[str]) -> list[str]:
     return found
 
 
+_CLAUSE_CUT = re.compile(r"[,;:!?]|\.(?!\d)")
+_SENTENCE_CUT = re.compile(r"[.!?](?!\d)")
+_LABEL_WORDS = 6
+
+
+def _tables(results: list[str]) -> list[tuple[list[str], list[list[object]]]]:
+    """The (columns, rows) of every table result (``{"columns": [...], "rows": [...]}``)."""
+    found = []
+    for content in results:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("columns"), list):
+            rows = [r for r in data.get("rows") or [] if isinstance(r, list)]
+            found.append(([str(c).lower() for c in data["columns"]], rows))
+    return found
+
+
+def _names_column(word: str, column: str) -> bool:
+    parts = re.findall(r"[a-z]+", column)
+    return any(
+        len(p) >= 3 and (word.startswith(p) or (len(word) >= 4 and p.startswith(word)))
+        for p in parts
+    )
+
+
+def _cell(value: object) -> str:
+    return _canon(json.dumps(value)) if isinstance(value, int | float) else str(value).lower()
+
+
+def _row_claims(answer: str, case: Case, results: list[str]) -> list[str]:
+    """Numbers stated about a table row that are not that row's value of the column the
+    sentence names (the strict check, added after "The chair cost is $12." passed for
+    the chair's price, 85: 12 is its stock). The column a word names: a column whose
+    name it starts (or starts with), else, for a word of the question that names no
+    column, the column holding the asked value in the asked row ("cost" -> price, where
+    the chair's 85 is). The row: the one the sentence names by a text value, else the
+    case's subject row."""
+    found: list[str] = []
+    asked_numbers = {_canon(n) for n in _NUMBER.findall(case.question)}
+    for columns, rows in _tables(results):
+        texts = [[_cell(v) for v in row] for row in rows]
+        subject = [t for t in texts if case.subject and case.subject.lower() in t]
+        # the question's words that name no column, mapped through the asked value
+        mapped: dict[str, str] = {}
+        if subject and case.facts and _NUMBER.fullmatch(case.facts[0]):
+            at = [i for i, v in enumerate(subject[0]) if v == _canon(case.facts[0])]
+            for word in re.findall(r"[a-z]+", case.question.lower()):
+                cells = {v for t in texts for v in t}
+                if (
+                    len(at) == 1
+                    and len(word) >= 4
+                    and word.rstrip("s") not in cells
+                    and not any(_names_column(word, c) for c in columns)
+                ):
+                    mapped[word] = columns[at[0]]
+        for sentence in _SENTENCE_CUT.split(answer.lower()):
+            words = set(re.findall(r"[a-z]+", sentence))
+            named = [t for t in texts if any(v in words or f"{v}s" in words for v in t)]
+            if len(named) > 1:
+                continue  # several rows in one sentence: which number is whose is open
+            row = named[0] if named else (subject[0] if subject else None)
+            if row is None and len(texts) == 1:
+                row = texts[0]
+            if row is None:
+                continue
+            for m in _NUMBER.finditer(sentence):
+                number = _canon(m.group(0))
+                if number in asked_numbers:
+                    continue
+                head = _CLAUSE_CUT.split(sentence[: m.start()])[-1]
+                before = list(reversed(re.findall(r"[a-z]+", head)))[:_LABEL_WORDS]
+                after = re.findall(r"[a-z]+", _CLAUSE_CUT.split(sentence[m.end() :])[0])
+                column = _label(before, columns, mapped) or _label(after[:3], columns, {})
+                if column is None:
+                    continue
+                value = row[columns.index(column)]
+                if value != number:
+                    found.append(f"row {row[0]}: {column} is {value}, not {number}")
+    return found
+
+
+def _label(words: list[str], columns: list[str], mapped: dict[str, str]) -> str | None:
+    for word in words:
+        if word in ("and", "or", "but", "with"):
+            return None
+        for column in columns:
+            if _names_column(word, column):
+                return column
+        for asked, column in mapped.items():
+            if word[:4] == asked[:4]:
+                return column
+    return None
+
+
 def _states(answer: str, fact: str) -> bool:
     """``fact`` appears in ``answer``; a number must stand alone ("7", not "1,7")."""
     if _NUMBER.fullmatch(fact):
@@ -551,7 +689,10 @@ def _states(answer: str, fact: str) -> bool:
     return fact.lower() in answer.lower()
 
 
-def check(case: Case, result: RunResult) -> dict[str, object]:
+def check(case: Case, result: RunResult, *, strict: bool = True) -> dict[str, object]:
+    """The verdict on one answer; ``strict`` adds the row-and-column check
+    (:func:`_row_claims`), which the checker before it lacked (``strict=False`` gives
+    that older check, for figures comparable with earlier rounds)."""
     calls = [(c.name, dict(c.arguments)) for m in result.messages for c in m.tool_calls]
     answer = result.answer or ""
     fallback = any("grounding" in m.provider_meta for m in result.messages)
@@ -570,6 +711,8 @@ def check(case: Case, result: RunResult) -> dict[str, object]:
         parts = [p.content for m in result.messages for p in m.tool_results_parts]
         contents = [unwrap_untrusted(c) or c for c in parts]
         bad += _fluency(answer, case.question, contents)
+        if strict:
+            bad += _row_claims(answer, case, contents)
     ok = right_call and states and not bad and not fallback
     return {
         "pass": ok,
@@ -622,7 +765,7 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
     """Run ``cases`` grouped by tool set (as a user with one tool set would: the prompt
     prefix stays in llama.cpp's cache between questions)."""
     cases = sorted(cases, key=lambda c: c.tools)
-    passed = fallbacks = trimmed = 0
+    passed = passed_old = fallbacks = trimmed = 0
     run_s: list[float] = []
     single_s: list[float] = []
     single_cpu: list[float] = []
@@ -640,6 +783,7 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
         run_cpu = time.process_time() - cpu
         verdict = check(case, result)
         passed += bool(verdict["pass"])
+        passed_old += bool(check(case, result, strict=False)["pass"])
         fallbacks += bool(verdict["fallback"])
         trimmed += bool(verdict["trimmed"])
         answers = [t for t in timed.turns if t[0] == "answer"]
@@ -664,6 +808,7 @@ def evaluate(cases: list[Case], config: BuiltinConfig, base: LocalModel) -> dict
     return {
         "questions": len(cases),
         "passed": passed,
+        "passed_old_check": passed_old,
         "accuracy": round(passed / len(cases), 3),
         "fallbacks": fallbacks,
         "trimmed": trimmed,
@@ -693,6 +838,7 @@ def main() -> None:
             "held_out_4",
             "dev_3",
             "held_out_5",
+            "dev_4",
             "all",
         ],
         default="all",
@@ -713,6 +859,7 @@ def main() -> None:
             ("held_out_4", HELD_OUT_4),
             ("held_out_5", HELD_OUT_5),
             ("dev_3", DEV_3),
+            ("dev_4", DEV_4),
         ):
             chosen = [c for c in cases if re.search(args.match, c.question)]
             if args.set in (name, "all") and chosen:

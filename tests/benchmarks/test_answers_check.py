@@ -130,3 +130,27 @@ def test_a_number_written_with_a_decimal_zero_states_it(bench: ModuleType) -> No
     assert verdict["pass"], verdict
     wrong = _sql(bench, question, "280", rows, "The sum of all order totals is 2800.")
     assert not wrong["states"], wrong
+
+
+CHAIR_ROW = json.dumps({"columns": ["name", "price", "stock"], "rows": [["chair", 85, 12]]})
+
+
+@pytest.mark.parametrize(
+    ("answer", "passes"),
+    [
+        # 12 is the chair's stock; "cost" is the column holding the asked 85 (price)
+        ("The chair cost is $12. The price is $85 and the stock is 12.", False),
+        ("The chair costs $85.", True),
+        ("The price of the chair is $85 and the stock is 12.", True),
+        ("The stock of the chair is 85.", False),
+    ],
+)
+def test_a_number_about_a_row_is_that_rows_value_of_the_named_column(
+    bench: ModuleType, answer: str, passes: bool
+) -> None:
+    question = "How much does the chair cost? Check the products table."
+    case = bench.sql(question, "85", "chair")
+    run = _run(question, "sql_query", {"query": "SELECT"}, CHAIR_ROW, answer)
+    assert bench.check(case, run)["pass"] is passes
+    # the check before this rule passed each of them (the figures' old column)
+    assert bench.check(case, run, strict=False)["pass"] is True

@@ -629,7 +629,7 @@ def test_a_one_number_result_once_stated_ends_the_numbers_of_the_sentence() -> N
     count = '{"columns": ["COUNT(*)"], "rows": [[1]]}'
     gbnf = la.answer_grammar(la.grounding(_history("How many customers live in Paris?", count)))
     assert f'rnum "°"? (end | (c | ". ") c{{0,{la.MAX_TAIL_ITEMS}}} end)' in gbnf
-    assert f"first ::= ([{la._SIGNS}] c{{0,{la.MAX_SENTENCE_ITEMS}}})? (rnum" in gbnf
+    assert f"first ::= ({la._LEAD} c{{0,{la.MAX_SENTENCE_ITEMS}}})? (rnum" in gbnf
     # the question's own numbers stay writable, in words too ("12 squared is 144.")
     squared = la.answer_grammar(la.grounding(_history("What is 12 squared?", "144")))
     assert 'qnum ::= "12"' in squared and "(rnum" in squared
@@ -657,3 +657,17 @@ def test_a_question_asking_for_one_text_column_is_answered_by_its_value() -> Non
     # a numeric column is the field binder's: unchanged
     price = '{"columns": ["name", "price"], "rows": [["desk", 240]]}'
     assert la.grounding(_history("What is the price of the desk?", price)).latest == ("240",)
+
+
+def test_an_answer_sentence_does_not_start_with_the_word_i() -> None:
+    """'I renewed the passport.' for the to-do item 'Renew the passport': a sentence of
+    the answer may start with "It" or "In", not with the word "I"."""
+    import re
+
+    lead = re.compile(
+        la._LEAD.replace('"I" ', "I").replace(" | ", "|").replace(r"\x", r"\x"), re.ASCII
+    )
+    assert lead.fullmatch("T") and lead.fullmatch("It") and lead.fullmatch("In")
+    assert not lead.fullmatch("I ") and not lead.fullmatch("I'")
+    todo = la.grounding(_history("What is the last item in todo.txt?", "1. Buy\n2. Renew it\n"))
+    assert la._LEAD in la.answer_grammar(todo)

@@ -323,7 +323,7 @@ def test_an_answer_naming_another_list_item_first_is_not_grounded() -> None:
     assert ungrounded("The second item is: call the plumber.", turn) is None
     assert ungrounded("Call the plumber, then renew the passport.", turn) is None
     first = _turn("Read todo.txt and tell me the first item.", todo)
-    assert ungrounded("I bought milk, I called the plumber.", first) is None
+    assert ungrounded("Buy milk, then call the plumber.", first) is None
 
 
 def test_numbers_of_a_formula_the_calls_sent_are_grounded() -> None:
@@ -367,13 +367,19 @@ async def test_a_whole_text_result_written_out_is_cut_to_the_asked_clause(
     [
         (
             "What is the second item in todo.txt?",
-            "I bought milk, I called the plumber, and I renewed the passport.",
-            "I called the plumber.",
+            "Buy milk, call the plumber, and renew the passport.",
+            "Call the plumber.",
         ),
         (
             "What is the last item on todo.txt?",
+            "Buy milk, call the plumber, and renew the passport.",
+            "Renew the passport.",
+        ),
+        # each clause claims an act done that the list only names: the fallback
+        (
+            "What is the last item on todo.txt?",
             "I bought milk, I called the plumber, and I renewed the passport.",
-            "I renewed the passport.",
+            None,
         ),
         # a clause mixing two items: nothing to cut to, the fallback shows the list
         (

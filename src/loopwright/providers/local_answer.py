@@ -78,7 +78,10 @@ MAX_LABELS = 48
 # Letters and words outside ASCII reach an answer through ``rval`` (the result's words).
 _SIGNS = r"\x23-\x2D\x2F\x3A\x3B\x3D\x41-\x5A\x61-\x7A"
 _FREE = f"[\\x20{_SIGNS}]"
-_LEAD = f"[{_SIGNS}]"
+# A sentence does not start with the word "I": an answer about a result says what the
+# result states, and a small model's "I renewed the passport." for the to-do item "Renew
+# the passport" claims an act (words starting with "I": "It", "In", "If" stay).
+_LEAD = r'([\x23-\x2D\x2F\x3A\x3B\x3D\x41-\x48\x4A-\x5A\x61-\x7A] | "I" [\x61-\x7A])'
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,14 @@ from loopwright.core.messages import Message, StopReason, TextPart, ToolResultPa
 from loopwright.core.polarity import contradiction, verdict, yes_no
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
+from loopwright.strategies.embedded.claims import (
+    first_statement,
+    mislabeled_number,
+    records,
+    restated_value,
+    unstated_action,
+    unstated_thing,
+)
 from loopwright.strategies.embedded.focus import focused_request, shown_part
 from loopwright.strategies.embedded.wrapper import ModelWrapper
 
@@ -170,6 +178,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     stray = said - known - _numbers(turn.question) - _call_numbers(turn)
     if stray:
         return f"numbers not in any result or the question: {sorted(stray)}"
+    claimed = _claims(answer, turn, ok)
+    if claimed:
+        return claimed
     labels = {w.lower() for w in result_labels((r.content for r in ok), turn.question)}
     stated = {w.lower() for w in label_words(answer)}
     if (known or labels) and not said & known and not _states_a_label(labels, stated):
@@ -204,6 +215,33 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
         return "repeats itself"
     if " ".join(words) in " ".join(_words(turn.question)):
         return "echoes the question"
+    return None
+
+
+def _protected(turn: Turn) -> set[str]:
+    """Numbers an answer may state more than once: the question's and the calls' (a
+    formula restated with its steps: "3 + 5 = 8, 8 * 8 = 64")."""
+    return _numbers(turn.question).union(*(_numbers(c) for c in turn.calls))
+
+
+def _claims(answer: str, turn: Turn, ok: Sequence[ToolResultPart]) -> str | None:
+    """Why ``answer`` claims what the results do not say (see :mod:`.claims`): a number
+    under another field's label, one value stated again and again, an act done that a
+    result only names, a thing no result, question or call names after a table's rows."""
+    contents = [r.content for r in ok]
+    mislabeled = mislabeled_number(answer, turn.question, contents)
+    if mislabeled:
+        return f"labels a number wrongly: {mislabeled}"
+    again = restated_value(answer, _protected(turn))
+    if again:
+        return f"repeats the value {again}"
+    act = unstated_action(answer, turn.question, contents)
+    if act:
+        return f"claims an act no result states: {act!r}"
+    if any(r.table for r in records(contents)):
+        thing = unstated_thing(answer, turn.question, [*contents, *turn.calls])
+        if thing:
+            return f"names {thing!r}, which neither the results nor the question name"
     return None
 
 
@@ -469,12 +507,23 @@ class GroundedAnswers(ModelWrapper):
         elif reason is None:
             return done
         else:
-            head = grounded_head(answer, turn)
+            head = _first_statement(answer, turn) or grounded_head(answer, turn)
         if head is not None:
             self.trimmed += 1
             return _rewritten(done, head, reason, trimmed=True)
         self.replaced += 1
         return _rewritten(done, fallback_text(turn), reason)
+
+
+def _first_statement(answer: str, turn: Turn) -> str | None:
+    """``answer`` up to its first statement of a value it states again, when that part
+    is grounded ("Manila is 63 pct, 63% humidity, 63 pct is 63" -> "Manila is 63
+    pct.")."""
+    again = restated_value(answer, _protected(turn))
+    head = first_statement(answer, again) if again else None
+    if head is None or len(_words(head)) < MIN_KEPT_WORDS or ungrounded(head, turn):
+        return None
+    return head
 
 
 def _rewritten(

@@ -1,0 +1,188 @@
+"""What an answer claims beyond quoting the results (``strategies.embedded.claims``),
+checked through ``ungrounded`` and the answer wrapper, on answers the embedded model
+wrote."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopwright.core.messages import Message, ToolResultPart
+from loopwright.core.protocols import ModelRequest
+from loopwright.providers.scripted import FunctionModel
+from loopwright.strategies.embedded import GroundedAnswers, ungrounded
+from loopwright.strategies.embedded.claims import (
+    first_statement,
+    mislabeled_number,
+    restated_value,
+    unstated_action,
+    unstated_thing,
+)
+from loopwright.strategies.embedded.grounded import Turn, current_turn
+
+MANILA = json.dumps(
+    {
+        "city": "Manila",
+        "temperature_c": 23,
+        "condition": "foggy",
+        "humidity_pct": 63,
+        "wind_kph": 38,
+        "source": "demo data, not a real forecast",
+    }
+)
+BEIJING = json.dumps(
+    {
+        "city": "Beijing",
+        "temperature_c": 26,
+        "condition": "rain",
+        "humidity_pct": 62,
+        "wind_kph": 30,
+        "source": "demo data, not a real forecast",
+    }
+)
+CHAIR = json.dumps({"columns": ["name", "price", "stock"], "rows": [["chair", 85, 12]]})
+PRODUCTS = json.dumps(
+    {
+        "columns": ["name", "price", "stock"],
+        "rows": [["lamp", 40, 3], ["chair", 85, 12], ["desk", 240, 5]],
+    }
+)
+PARIS = json.dumps({"columns": ["id", "name", "city"], "rows": [[2, "Bo", "Paris"]]})
+ORDER = json.dumps({"columns": ["total"], "rows": [[50.0]]})
+TODO = "1. Buy milk\n2. Call the plumber\n3. Renew the passport\n"
+
+
+def _turn(question: str, *results: str) -> Turn:
+    parts = [Message.user(question)] + [
+        Message.tool_results([ToolResultPart(f"c{i}", "t", r)]) for i, r in enumerate(results)
+    ]
+    return current_turn(parts)
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "result", "wrong"),
+    [
+        # the number after "cost" is the chair's stock; "cost" names no column
+        (
+            "The chair cost is $12. The price is $85 and the stock is 12.",
+            "How much does the chair cost? Check the products table.",
+            CHAIR,
+            True,
+        ),
+        ("The price is $85 and the stock is 12.", "How much is the chair?", CHAIR, False),
+        ("The stock of the chair is 85.", "How many chairs are in stock?", PRODUCTS, True),
+        ("There are 12 chairs in stock.", "How many chairs are in stock?", PRODUCTS, False),
+        ("The product named chair has 12 in stock.", "Chairs in stock?", PRODUCTS, False),
+        ("The price of the desk is $240.", "What is the desk's price?", PRODUCTS, False),
+        # the question's own number is restated ("order 5"), the total labelled
+        ("The total of order 5 is 50.", "What is the total of order 5?", ORDER, False),
+        # a percent sign names the pct field: 30 is the wind's
+        (
+            "The weather in Beijing is 26 degrees Celsius, 30% of the wind speed.",
+            "What's the weather in Beijing?",
+            BEIJING,
+            True,
+        ),
+        (
+            "The weather in Beijing is 26 degrees Celsius, 62% humidity and 30 kph wind.",
+            "What's the weather in Beijing?",
+            BEIJING,
+            False,
+        ),
+        ("The wind is 38 kph and a source of 38.", "How windy is Manila?", MANILA, True),
+        ("The humidity in Manila is 63 pct.", "How humid is Manila?", MANILA, False),
+        ("The humidity in Manila is 38 pct.", "How humid is Manila?", MANILA, True),
+        ("It is 23 degrees Celsius in Manila.", "How hot is Manila?", MANILA, False),
+    ],
+)
+def test_a_number_must_be_the_value_of_the_field_its_label_names(
+    answer: str, question: str, result: str, wrong: bool
+) -> None:
+    assert (mislabeled_number(answer, question, [result]) is not None) is wrong
+    reason = ungrounded(answer, _turn(question, result))
+    assert (reason is not None and "labels a number" in reason) is wrong
+
+
+def test_a_value_stated_again_is_cut_to_its_first_statement() -> None:
+    said = "Manila is 63 pct, 63% humidity, 63 pct is 63"
+    assert restated_value(said, set()) == "63"
+    assert restated_value("3 + 5 = 8, 8 * 8 = 64.", {"8", "3", "5"}) is None
+    assert first_statement(said, "63") == "Manila is 63 pct."
+    assert first_statement("It is windy in Oslo, 22 kph and 22kph.", "22") == (
+        "It is windy in Oslo, 22 kph."
+    )
+    reason = ungrounded(said, _turn("How humid is Manila right now?", MANILA))
+    assert reason is not None and "repeats the value 63" in reason
+
+
+async def test_the_wrapper_keeps_the_first_statement_of_a_repeated_value() -> None:
+    said = "Manila is 63 pct, 63% humidity, 63 pct is 63"
+    history = [
+        Message.user("How humid is Manila right now?"),
+        Message.tool_results([ToolResultPart("c1", "get_weather", MANILA)]),
+    ]
+
+    async def reply(_messages: object, _info: object) -> str:
+        return said
+
+    model = GroundedAnswers(FunctionModel(reply))
+    done = [e async for e in model.stream(ModelRequest(history))][-1]
+    assert done.message.text == "Manila is 63 pct."
+    assert done.message.provider_meta["grounding_trimmed"]["answer"] == said
+
+
+@pytest.mark.parametrize(
+    ("answer", "act"),
+    [
+        ("I renewed the passport.", "i"),
+        ("The passport was renewed last week.", None),  # a state, not an act claimed
+        ("Renewed the passport.", "renewed"),
+        ("The last item is: renew the passport.", None),
+        ("We called the plumber.", "we"),
+    ],
+)
+def test_an_act_the_result_only_names_is_not_claimed(answer: str, act: str | None) -> None:
+    question = "What is the last item in todo.txt?"
+    assert unstated_action(answer, question, [TODO]) == act
+    reason = ungrounded(answer, _turn(question, TODO))
+    assert (reason is not None and "claims an act" in reason) is (act is not None)
+
+
+def test_a_first_person_question_allows_a_first_person_answer() -> None:
+    question = "If I have 120 apples and give away 35, how many do I have left?"
+    assert unstated_action("I have 85 apples left.", question, ["85"]) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "thing"),
+    [
+        ("Paris is in the 2nd floor of the building.", "floor"),
+        ("The customer who lives in Paris is Bo.", None),
+        ("Bo lives in the city of Paris.", None),
+        ("Bo is the only customer in Paris.", None),
+    ],
+)
+def test_things_no_result_names_are_not_grounded_after_a_table(
+    answer: str, thing: str | None
+) -> None:
+    question = "Which customer lives in Paris? Use the customers table."
+    assert unstated_thing(answer, question, [PARIS]) == thing
+    reason = ungrounded(answer, _turn(question, PARIS))
+    assert (reason is not None and "neither the results" in reason) is (thing is not None)
+
+
+def test_a_word_the_question_numbers_keeps_its_number() -> None:
+    """'What is the total of order 5?' answered 'The total of order 50.0 is 5.'"""
+    question = "What is the total of order 5 in the orders table?"
+    said = "The total of order 50.0 is 5 in the orders table."
+    assert mislabeled_number(said, question, [ORDER]) == (
+        "order 50 where the question says order 5"
+    )
+    assert mislabeled_number("The total of order 5 is 50.", question, [ORDER]) is None
+
+
+def test_a_thing_is_named_by_its_last_word() -> None:
+    question = "Which product costs 85? Use the products table."
+    assert unstated_thing("It is a 12-inch chair.", question, [PRODUCTS]) is None
+    assert unstated_thing("It is the big chair shop.", question, [PRODUCTS]) == "big"
