@@ -175,3 +175,13 @@ def test_a_failing_answer_is_cut_to_its_leading_clauses_that_pass() -> None:
     )
     assert grounded_head("There are 1,  respectively .", turn) == "There are 1."
     assert grounded_head("It is,  respectively .", turn) is None  # too short, no value
+
+
+def test_the_shown_part_of_a_list_is_the_item_the_question_names() -> None:
+    """A fallback for 'What is the last item in todo.txt?' showed the whole list."""
+    from loopwright.strategies.embedded.focus import shown_part
+
+    todo = "1. Buy milk\n2. Call the plumber\n3. Renew the passport\n"
+    assert shown_part("What is the last item in todo.txt?", todo) == "3. Renew the passport"
+    assert shown_part("What is the second item in todo.txt?", todo) == "2. Call the plumber"
+    assert shown_part("What does todo.txt say?", todo) == todo

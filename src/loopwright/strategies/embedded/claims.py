@@ -404,8 +404,8 @@ def unstated_thing(answer: str, question: str, sources: Sequence[str]) -> str | 
             if not low.isalpha() or low in STOPWORDS or low in _DETERMINERS:
                 break
             phrase.append(low)
-        if not phrase or _base(phrase[-1]) in known or phrase[-1] in _RESULT_WORDS:
-            continue  # its head noun is the last word ("the only customer")
+        if not phrase or any(_base(w) in known or w in _RESULT_WORDS for w in phrase):
+            continue  # a word of it is named: "the only customer", "the desk costs"
         head = next((w for w in phrase if len(w) >= MIN_KEY_WORD), None)
         if head is not None:
             return head

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from loopwright.core.grounding import STOPWORDS, label_words
+from loopwright.core.grounding import STOPWORDS, asked_item, label_words
 from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
@@ -146,15 +146,24 @@ def _is_text(content: str) -> bool:
 
 
 def shown_part(question: str, content: str) -> str:
-    """The part of a tool result's ``content`` that ``question`` asks about: of a plain
+    """The part of a tool result's ``content`` that ``question`` asks about: of a list,
+    the item it names by position ("the last item": "3. Renew the passport"); of a plain
     text, :func:`relevant_text`; of a table, the rows the question names by a text
     value (:func:`named_rows`); anything else whole."""
     if _is_text(content):
+        found = asked_item(question, [content])
+        if found is not None:
+            # the item the question names by position, as the list writes it
+            lines = [m.group(0).strip() for m in _ITEM_LINE.finditer(content)]
+            if len(lines) == len(found[0]):
+                return lines[found[1]]
         return relevant_text(question, content)
     return named_rows(question, content) or content
 
 
 _CELL_WORD = re.compile(r"[a-z0-9]+")
+# A line of a listed result ("1. Buy milk", "- Buy milk"), as core.grounding reads one.
+_ITEM_LINE = re.compile(r"^[ \t]*(?:\d{1,2}[.)]|[-*\u2022])[ \t]+\S.*$", re.MULTILINE)
 
 
 def named_rows(question: str, content: str) -> str | None:
