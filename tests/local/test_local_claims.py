@@ -186,3 +186,24 @@ def test_a_thing_is_named_by_its_last_word() -> None:
     question = "Which product costs 85? Use the products table."
     assert unstated_thing("It is a 12-inch chair.", question, [PRODUCTS]) is None
     assert unstated_thing("It is the big glass shop.", question, [PRODUCTS]) == "big"
+
+
+def test_a_short_name_in_a_table_is_the_value_a_who_question_asks_for() -> None:
+    """'Which customer lives in Paris?' over the customers table had to state a number
+    (Bo's id 2: the name 'Bo' was too short to be a label) and came out as 'Paris is in
+    the 2nd floor of the building.'"""
+    from loopwright.core.messages import ToolCallPart
+    from loopwright.providers import local_answer as la
+
+    table = json.dumps(
+        {"columns": ["id", "name", "city"], "rows": [[1, "Ana", "Berlin"], [2, "Bo", "Paris"]]}
+    )
+    question = "Which customer lives in Paris? Use the customers table."
+    history = [
+        Message.user(question),
+        Message("assistant", (ToolCallPart("c1", "sql_query", {"query": "SELECT *"}, "{}"),)),
+        Message.tool_results([ToolResultPart("c1", "sql_query", table)]),
+    ]
+    ground = la.grounding(history)
+    assert ground.labels == ("Bo",) and ground.by_label and ground.latest == ()
+    assert ungrounded("Bo lives in Paris.", _turn(question, table)) is None

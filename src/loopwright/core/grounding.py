@@ -115,9 +115,56 @@ def _strings(data: object, found: list[str], depth: int) -> None:
 def result_labels(contents: Iterable[str], question: str) -> list[str]:
     """The words of ``contents`` (tool results) that the question does not use, in
     order, once each: the labels and names an answer can state ("cloudy", "Oslo")."""
-    asked = {w.lower() for w in label_words(question)}
-    words = (w for c in contents for t in result_texts(c) for w in label_words(t))
+    asked = {w.lower() for w in _LABEL.findall(question)}
+    words = (w for c in contents for t in result_texts(c) for w in _text_labels(t))
     return list(dict.fromkeys(w for w in words if w.lower() not in asked))
+
+
+# Two-letter words that are no name ("to", "in"): a value of a result that is one short
+# word is a label (a name: "Bo", "Li") unless it is one of these.
+_SHORT_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "to",
+        "in",
+        "on",
+        "at",
+        "of",
+        "is",
+        "it",
+        "by",
+        "or",
+        "as",
+        "be",
+        "we",
+        "he",
+        "me",
+        "my",
+        "no",
+        "so",
+        "up",
+        "us",
+        "do",
+        "go",
+        "if",
+        "am",
+    ]
+)
+
+
+def _text_labels(text: str) -> list[str]:
+    """The labels of one text value of a result: its :func:`label_words`, or the value
+    itself when it is one capitalized word shorter than those ("Bo", a name)."""
+    word = text.strip()
+    if (
+        2 <= len(word) < MIN_LABEL_CHARS
+        and word.isalpha()
+        and word[0].isupper()
+        and word.lower() not in _SHORT_WORDS
+    ):
+        return [word]
+    return label_words(text)
 
 
 def unstated_words(question: str, contents: Iterable[str]) -> list[str]:

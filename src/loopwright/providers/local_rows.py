@@ -134,7 +134,7 @@ def _focus(
         # An identifier column's number is not such a value ("Bo ... in 2nd place").
         cells = {v for row in named for v in row}
         kept = [w for w in labels if w.lower() in cells]
-        ids = _identifiers(texts) if kept else set()
+        ids = _identifiers(texts)
         numbers = [n for n in latest if canonical_number(n) in cells and n not in ids]
         if kept or numbers:
             labels, latest = kept, numbers

@@ -182,7 +182,7 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     if claimed:
         return claimed
     labels = {w.lower() for w in result_labels((r.content for r in ok), turn.question)}
-    stated = {w.lower() for w in label_words(answer)}
+    stated = {w.lower() for w in label_words(answer)} | set(_words(answer))
     if (known or labels) and not said & known and not _states_a_label(labels, stated):
         return "states no value of the results"
     denied = _contradiction(answer, ok)
