@@ -207,3 +207,34 @@ def test_a_short_name_in_a_table_is_the_value_a_who_question_asks_for() -> None:
     ground = la.grounding(history)
     assert ground.labels == ("Bo",) and ground.by_label and ground.latest == ()
     assert ungrounded("Bo lives in Paris.", _turn(question, table)) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "wrong"),
+    [
+        ("The desk is $12,5.", True),  # 12 is the chair's stock
+        ("The desk is $240.", False),
+        ("The lamp cost is $40. The lamp is 12", True),
+    ],
+)
+def test_a_sentence_naming_one_row_states_that_rows_numbers(answer: str, wrong: bool) -> None:
+    question = "How much is the desk? Check the products table."
+    assert (mislabeled_number(answer, question, [PRODUCTS]) is not None) is wrong
+
+
+def test_words_of_the_search_are_no_field() -> None:
+    """'The cheapest product in the products table is Lamp 40, 3.': 'table' names what
+    the query searched (the tool's description says "tables"), not a field of 40."""
+    question = "What is the cheapest product in the products table?"
+    lamp = json.dumps({"columns": ["name", "price", "stock"], "rows": [["lamp", 40, 3]]})
+    said = "The cheapest product in the products table is Lamp 40."
+    described = ["Query the database tables products(name TEXT, price INTEGER) with SQL."]
+    assert mislabeled_number(said, question, [lamp], described) is None
+    assert mislabeled_number(said, question, [lamp]) is not None
+
+
+def test_a_list_named_by_final_is_its_last_item() -> None:
+    from loopwright.core.grounding import asked_item
+
+    found = asked_item("What is the final task in todo.txt?", [TODO])
+    assert found is not None and found[1] == 2

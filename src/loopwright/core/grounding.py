@@ -196,7 +196,7 @@ def asked_item(question: str, contents: Iterable[str]) -> tuple[list[str], int] 
     position (or several) or no result is such a list long enough."""
     asked = set(_ITEM_WORD.findall(question.lower()))
     places = [i for i, w in enumerate(_ORDINALS) if w in asked]
-    if "last" in asked:
+    if asked & {"last", "final"}:
         places.append(-1)
     if len(places) != 1:
         return None

@@ -65,7 +65,8 @@ class Record:
 def key_words(key: str) -> tuple[str, ...]:
     """The words of a key (``humidity_pct`` -> humidity, pct; ``windSpeed`` -> wind,
     speed), lower-cased, of at least :data:`MIN_KEY_WORD` letters."""
-    return tuple(w.lower() for w in _KEY_WORD.findall(key) if len(w) >= MIN_KEY_WORD)
+    words = tuple(w.lower() for w in _KEY_WORD.findall(key) if len(w) >= MIN_KEY_WORD)
+    return words or ((key.strip().lower(),) if key.strip() else ())  # "id" is a field too
 
 
 def records(contents: Iterable[str]) -> list[Record]:
@@ -158,6 +159,13 @@ def stated_numbers(answer: str) -> list[Stated]:
     return found
 
 
+def _sentence_row(stated: Stated, kept: list[Record]) -> Record | None:
+    """The one table row the number's sentence names by a text value, if exactly one."""
+    words = set(re.findall(r"[a-z]+", stated.sentence))
+    named = [r for r in kept if r.table and any(_mentions(words, v) for v in r.texts())]
+    return named[0] if len(named) == 1 else None
+
+
 def _candidates(stated: Stated, kept: list[Record], answer: str, question: str) -> list[Record]:
     """The records a number is about: those its sentence names by a text value, else
     those the whole answer names, else those the question names, else all."""
@@ -169,7 +177,9 @@ def _candidates(stated: Stated, kept: list[Record], answer: str, question: str) 
     return kept
 
 
-def mislabeled_number(answer: str, question: str, contents: Sequence[str]) -> str | None:
+def mislabeled_number(
+    answer: str, question: str, contents: Sequence[str], context: Sequence[str] = ()
+) -> str | None:
     """A number of ``answer`` glued to a label that is not its field, or ``None``.
 
     The label of a number is the nearest word before it in its clause that names a
@@ -181,11 +191,21 @@ def mislabeled_number(answer: str, question: str, contents: Sequence[str]) -> st
     source of 17"). A word of the question that names no field ("cost" over the
     columns price and stock) as the only word before a number of a table row holding
     several numbers cannot say which of them it is: refused too. The question's own
-    numbers ("order 5") are restated, not labelled."""
+    numbers ("order 5") are restated, not labelled; words the calls or the tools'
+    descriptions (``context``) use name what was searched ("the products table"), not a
+    field. A number stated in a sentence naming one table row is a value of that row
+    ("The lamp is 12." when the lamp's price is 40 and its stock 3)."""
     kept = records(contents)
     if not kept:
         return None
-    asked = {w for w in _words(question) if len(w) >= MIN_KEY_WORD and w not in STOPWORDS}
+    searched = {w for text in context for w in _words(_split_keys(text))}
+    asked = {
+        w
+        for w in _words(question)
+        if len(w) >= MIN_KEY_WORD
+        and w not in STOPWORDS
+        and not any(_same_stem(w, x) for x in searched)
+    }
     protected = {canonical_number(n) for n in _NUMBER.findall(question)}
     # what the question numbers ("order 5"): the answer may not give that word another
     paired = {w: canonical_number(n) for w, n in _PAIRED.findall(question.lower())}
@@ -196,6 +216,9 @@ def mislabeled_number(answer: str, question: str, contents: Sequence[str]) -> st
         if paired.get(word, stated.number) != stated.number:
             return f"{word} {stated.number} where the question says {word} {paired[word]}"
         rows = _candidates(stated, kept, answer, question)
+        named = _sentence_row(stated, kept)
+        if named is not None and stated.number not in (v for _, v in named.fields):
+            return f"{stated.number} is no value of the row its sentence names"
         labels = _labels(stated, rows)
         for word, named in labels:
             if stated.number not in named:
@@ -321,15 +344,17 @@ def first_statement(answer: str, number: str) -> str | None:
 
 # Pronouns by which an answer speaks of itself or the user as doing something.
 _PERSONAL = frozenset(["i", "i'm", "i've", "i'd", "i'll", "we", "we've", "we're", "my", "our"])
-# Words before a past participle that make it a state, not an act done ("is renewed").
-_STATE = frozenset(["is", "are", "was", "were", "be", "been", "being", "get", "gets", "got"])
+# Subjects of an act done ("they renewed"); a past form after another word is read as
+# a state ("the port used", "is renewed"), at the answer's start as an act.
+_SUBJECTS = frozenset(["he", "she", "they", "you", "someone", "somebody", "user"])
 
 
 def unstated_action(answer: str, question: str, contents: Sequence[str]) -> str | None:
     """An act the answer claims that no result states, or ``None``: a first-person
     pronoun neither the question nor a result uses ("I renewed the passport."), or a
-    result's verb turned into the past ("renewed" where the result writes "Renew"), not
-    as a state ("is renewed")."""
+    result's verb turned into the past ("renewed" where the result writes "Renew") at
+    the answer's start or after a subject ("they renewed"), not as a state ("is
+    renewed", "the port used")."""
     source = " ".join([question, *contents]).lower()
     known = set(re.findall(r"[a-z][a-z']*", source))
     words = re.findall(r"[a-z][a-z']*", answer.lower())
@@ -337,8 +362,10 @@ def unstated_action(answer: str, question: str, contents: Sequence[str]) -> str 
         if word in _PERSONAL and word not in known:
             return word
     for i, word in enumerate(words):
-        if word in known or not word.endswith("ed") or (i and words[i - 1] in _STATE):
+        if word in known or not word.endswith("ed"):
             continue
+        if i and words[i - 1] not in _SUBJECTS:
+            continue  # "the port used", "is renewed": a state, not an act claimed
         for base in (word[:-2], word[:-1], word[:-3] if word[-3:-2] == word[-4:-3] else ""):
             if len(base) >= MIN_KEY_WORD and base in known:
                 return word
@@ -347,8 +374,8 @@ def unstated_action(answer: str, question: str, contents: Sequence[str]) -> str 
 
 # Words after which an answer names a thing: determiners, and a number or ordinal
 # ("the building", "2nd floor").
-_DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those", "its", "their"])
-_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)?$")
+_DETERMINERS = frozenset(["the", "a", "an", "its", "their"])
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
 MAX_THING_WORDS = 3
 # Words an answer about a result may use of the result itself.
 _RESULT_WORDS = frozenset(
@@ -376,6 +403,8 @@ _RESULT_WORDS = frozenset(
         "database",
         "column",
         "columns",
+        "file",
+        "line",
     ]
 )
 
@@ -403,12 +432,13 @@ def unstated_thing(answer: str, question: str, sources: Sequence[str]) -> str | 
                 continue  # "a 12-inch chair"
             if not low.isalpha() or low in STOPWORDS or low in _DETERMINERS:
                 break
-            phrase.append(low)
-        if not phrase or any(_base(w) in known or w in _RESULT_WORDS for w in phrase):
+            # a name in capitals stays as written ("the US"), to tell it from a word
+            phrase.append(word if word.isupper() and len(word) > 1 else low)
+        if not phrase or any(_base(w.lower()) in known or w in _RESULT_WORDS for w in phrase):
             continue  # a word of it is named: "the only customer", "the desk costs"
-        head = next((w for w in phrase if len(w) >= MIN_KEY_WORD), None)
+        head = next((w for w in phrase if len(w) >= MIN_KEY_WORD or w.isupper()), None)
         if head is not None:
-            return head
+            return head.lower()
     return None
 
 

@@ -229,7 +229,7 @@ def _claims(answer: str, turn: Turn, ok: Sequence[ToolResultPart]) -> str | None
     under another field's label, one value stated again and again, an act done that a
     result only names, a thing no result, question or call names after a table's rows."""
     contents = [r.content for r in ok]
-    mislabeled = mislabeled_number(answer, turn.question, contents)
+    mislabeled = mislabeled_number(answer, turn.question, contents, turn.calls)
     if mislabeled:
         return f"labels a number wrongly: {mislabeled}"
     again = restated_value(answer, _protected(turn))
