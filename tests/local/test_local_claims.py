@@ -238,3 +238,14 @@ def test_a_list_named_by_final_is_its_last_item() -> None:
 
     found = asked_item("What is the final task in todo.txt?", [TODO])
     assert found is not None and found[1] == 2
+
+
+def test_an_answer_names_the_position_the_question_names() -> None:
+    """'What is the second item in todo.txt?' -> 'The third is call the plumber.'"""
+    from loopwright.strategies.embedded.claims import other_position
+
+    question = "What is the second item in todo.txt?"
+    assert other_position("The third is call the plumber.", question, [TODO]) == "third"
+    assert other_position("The second item is call the plumber.", question, [TODO]) is None
+    reason = ungrounded("The third is call the plumber.", _turn(question, TODO))
+    assert reason is not None and "third" in reason

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from loopwright.core.grounding import (
     MIN_STEM,
     STOPWORDS,
+    asked_item,
     canonical_number,
     cell_text,
     is_number,
@@ -372,6 +373,25 @@ def unstated_action(answer: str, question: str, contents: Sequence[str]) -> str 
     return None
 
 
+_ORDINAL_WORDS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def other_position(answer: str, question: str, contents: Sequence[str]) -> str | None:
+    """An ordinal word ("third") of ``answer`` other than the one the question names a
+    list item by ("What is the second item?" -> "The third is call the plumber."),
+    when the question names one and a result is such a list; else ``None``."""
+    if asked_item(question, contents) is None:
+        return None
+    asked = set(re.findall(r"[a-z]+", question.lower()))
+    said = re.findall(r"[a-z]+", answer.lower())
+    for word in said:
+        if (word in _ORDINAL_WORDS or word in ("last", "final")) and word not in asked:
+            if word in ("last", "final") and asked & {"last", "final"}:
+                continue
+            return word
+    return None
+
+
 # Words after which an answer names a thing: determiners, and a number or ordinal
 # ("the building", "2nd floor").
 _DETERMINERS = frozenset(["the", "a", "an", "its", "their"])
@@ -462,6 +482,7 @@ __all__ = [
     "first_statement",
     "key_words",
     "mislabeled_number",
+    "other_position",
     "records",
     "restated_value",
     "stated_numbers",

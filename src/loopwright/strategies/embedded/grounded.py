@@ -72,6 +72,7 @@ from loopwright.core.untrusted import unwrap_untrusted
 from loopwright.strategies.embedded.claims import (
     first_statement,
     mislabeled_number,
+    other_position,
     records,
     restated_value,
     unstated_action,
@@ -235,6 +236,9 @@ def _claims(answer: str, turn: Turn, ok: Sequence[ToolResultPart]) -> str | None
     again = restated_value(answer, _protected(turn))
     if again:
         return f"repeats the value {again}"
+    position = other_position(answer, turn.question, contents)
+    if position:
+        return f"names the {position} item where the question names another"
     act = unstated_action(answer, turn.question, contents)
     if act:
         return f"claims an act no result states: {act!r}"
