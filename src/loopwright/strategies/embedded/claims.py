@@ -217,12 +217,12 @@ def mislabeled_number(
         if paired.get(word, stated.number) != stated.number:
             return f"{word} {stated.number} where the question says {word} {paired[word]}"
         rows = _candidates(stated, kept, answer, question)
-        named = _sentence_row(stated, kept)
-        if named is not None and stated.number not in (v for _, v in named.fields):
+        own = _sentence_row(stated, kept)
+        if own is not None and stated.number not in (v for _, v in own.fields):
             return f"{stated.number} is no value of the row its sentence names"
         labels = _labels(stated, rows)
-        for word, named in labels:
-            if stated.number not in named:
+        for word, values in labels:
+            if stated.number not in values:
                 return f"{stated.number} is not the {word!r} of the result"
         if labels:
             continue
