@@ -230,6 +230,9 @@ def test_strict_already_nullable_is_not_doubled():
         obj(m={"type": "object", "additionalProperties": {"type": "string"}}),
         obj(m={"type": "object", "patternProperties": {"x": {}}}),
         obj() | {"additionalProperties": True},
+        obj(a=True),  # a boolean subschema: was an AttributeError out of the request build
+        obj(a=False),
+        obj(a={"type": "array", "items": True}),
     ],
 )
 def test_strict_impossible_returns_none(schema):

@@ -336,7 +336,7 @@ def _strict(node: Any) -> Any:
         return [_strict(n) for n in node]
     if not isinstance(node, Mapping):
         return node
-    if "patternProperties" in node:
+    if "patternProperties" in node or isinstance(node.get("items"), bool):
         raise _NotStrict
     out: Schema = {k: _strict(v) for k, v in node.items() if k not in _STRICT_DROP}
     is_object = out.get("type") == "object" or "properties" in out
@@ -345,6 +345,10 @@ def _strict(node: Any) -> Any:
         if extra not in (None, False):
             raise _NotStrict
         props: dict[str, Any] = out.get("properties", {})
+        if not all(isinstance(v, Mapping) for v in props.values()):
+            # a boolean subschema ({"a": true}: any value) has no strict form, and
+            # _nullable(True) was an AttributeError out of the request build
+            raise _NotStrict
         required = set(node.get("required", []))
         out["properties"] = {k: v if k in required else _nullable(v) for k, v in props.items()}
         out["required"] = list(props)
