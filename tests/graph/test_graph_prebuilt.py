@@ -75,6 +75,41 @@ def test_agent_node_needs_a_user_message_last() -> None:
         g.compile().invoke({"messages": [Message.assistant("hi")]})
 
 
+def test_agent_node_fails_when_its_run_ends_without_an_answer() -> None:
+    # was: the node returned the run's messages as if it had answered (a model error
+    # returned nothing, the graph ended "successfully" without an answer; a limit left
+    # a tool call with no result in the conversation)
+    from loopwright import Limits, RunStop
+    from loopwright.graph.prebuilt import AgentRunFailed
+    from loopwright.store import MemoryStore
+
+    def down(messages: Any, request: Any) -> str:
+        raise RuntimeError("model down")
+
+    for agent, stop in (
+        (Agent(FunctionModel(down)), RunStop.MODEL_ERROR),
+        (
+            Agent(
+                ScriptedModel([[tool_call("add", {"a": 1, "b": 2})], "3"]),
+                tools=[add],
+                limits=Limits(max_turns=1),
+            ),
+            RunStop.MAX_TURNS,
+        ),
+    ):
+        g = StateGraph(Chat)
+        g.add_node("agent", agent_node(agent))
+        g.add_edge(START, "agent")
+        app = g.compile(checkpointer=MemoryStore())
+        thread = {"configurable": {"thread_id": stop.value}}
+        with pytest.raises(AgentRunFailed, match=f"stopped with {stop.value}") as caught:
+            app.invoke({"messages": ["What is 1 + 2?"]}, thread)
+        assert caught.value.result.stop is stop
+        state = app.get_state(thread)  # the conversation is as it was; the node is next
+        assert [m.role for m in state.values["messages"]] == ["user"]
+        assert state.next == ("agent",)
+
+
 def test_model_node_and_tool_node_loop_with_tools_condition() -> None:
     def reply(messages: Any, request: Any) -> Any:
         if messages[-1].role == "tool":

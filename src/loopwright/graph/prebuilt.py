@@ -20,10 +20,10 @@ from loopwright.core.errors import UserError
 from loopwright.core.events import ResponseDone, RunFinished
 from loopwright.core.messages import Message
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
-from loopwright.core.run import RunResult
+from loopwright.core.run import RunResult, RunStop
 from loopwright.graph.messages import as_messages
 from loopwright.graph.pregel import current_task_emit
-from loopwright.graph.types import END
+from loopwright.graph.types import END, GraphError
 from loopwright.loop import Agent
 from loopwright.tools import DispatchConfig, Dispatcher, Tool, ToolRegistry
 from loopwright.tools.taint import taint_in
@@ -38,11 +38,26 @@ def _messages(state: Any, key: str) -> list[Message]:
     return [m for m in as_messages(raw) if isinstance(m, Message)]
 
 
+class AgentRunFailed(GraphError):
+    """An :func:`agent_node`'s run ended without a final answer (a model error, a limit,
+    calls waiting for approval ...): the node fails, the state keeps the conversation it
+    had (a graph with a checkpointer re-runs the node on resume; a ``RetryPolicy``
+    applies). ``result`` is the run's :class:`~loopwright.core.run.RunResult`, with the
+    messages it added."""
+
+    def __init__(self, result: RunResult) -> None:
+        detail = f": {result.detail}" if result.detail else ""
+        super().__init__(f"agent_node: the agent's run stopped with {result.stop.value}{detail}")
+        self.result = result
+
+
 def agent_node(agent: Agent, *, messages_key: str = "messages") -> NodeFn:
     """A node that runs ``agent`` on the conversation in ``state[messages_key]``.
 
     The conversation must end with the user's message; the node returns the messages
-    the run added (assistant turns, tool results) for an ``add_messages`` key.
+    the run added (assistant turns, tool results) for an ``add_messages`` key. A run
+    that ends without a final answer raises :class:`AgentRunFailed` (its messages would
+    leave the conversation without an answer, or with calls no result follows).
     """
 
     async def run_agent(state: Any) -> dict[str, Any]:
@@ -57,6 +72,8 @@ def agent_node(agent: Agent, *, messages_key: str = "messages") -> NodeFn:
             result = await agent.arun(prompt, history=before)
         else:
             result = await _streamed(agent, prompt, before, emit)
+        if result.stop is not RunStop.FINAL_ANSWER:
+            raise AgentRunFailed(result)
         return {messages_key: list(result.messages[len(history) :])}
 
     run_agent.__name__ = "agent"
