@@ -220,6 +220,29 @@ def test_recursive_dataclass_uses_defs() -> None:
     }
 
 
+class Branch(TypedDict, total=False):
+    value: int
+    kids: list[Branch]
+
+
+def test_recursive_typeddict_uses_defs_and_takes_arguments() -> None:
+    """A TypedDict that refers to itself was a RecursionError when the tool was built."""
+    assert type_schema(Branch)["$defs"]["Branch"]["properties"]["kids"] == {
+        "type": "array",
+        "items": {"$ref": "#/$defs/Branch"},
+    }
+
+    @tool
+    def size(tree: Branch) -> int:
+        """Count the nodes."""
+        return 1 + sum(size.fn(k) for k in tree.get("kids", []))
+
+    assert size.validate({"tree": {"value": 1, "kids": [{"value": 2}]}}) == []
+    assert [v.pointer for v in size.validate({"tree": {"kids": [{"value": "x"}]}})] == [
+        "/tree/kids/0/value"
+    ]
+
+
 class Item(BaseModel):
     name: str = Field(description="item name")
     qty: int = 1

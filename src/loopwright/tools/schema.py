@@ -276,13 +276,26 @@ class SchemaBuilder:
                 )
         return strip_titles(raw)
 
-    def _dataclass(self, cls: type, where: str) -> dict[str, Any]:
+    def _named(self, cls: Any, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The schema ``body()`` builds for the class ``cls``, inline; a class that refers
+        to itself (``kids: list[Tree]``) is put in ``defs`` and referenced by name
+        instead (a recursive TypedDict was a RecursionError when the tool was built)."""
         ref = {"$ref": f"#/$defs/{cls.__name__}"}
         if cls in self._expanding:
             self._recursive.add(cls)
             return ref
         self._expanding.add(cls)
         try:
+            out = body()
+        finally:
+            self._expanding.discard(cls)
+        if cls in self._recursive:
+            self.defs[cls.__name__] = out
+            return ref
+        return out
+
+    def _dataclass(self, cls: type, where: str) -> dict[str, Any]:
+        def body() -> dict[str, Any]:
             hints = get_type_hints(cls, include_extras=True)
             doc = parse_docstring(_own_doc(cls))
             props: dict[str, Any] = {}
@@ -300,25 +313,24 @@ class SchemaBuilder:
                 elif f.default_factory is dataclasses.MISSING:
                     required.append(f.name)
                 props[f.name] = prop
-        finally:
-            self._expanding.discard(cls)
-        body = _object_schema(doc.description, props, required)
-        if cls in self._recursive:
-            self.defs[cls.__name__] = body
-            return ref
-        return body
+            return _object_schema(doc.description, props, required)
+
+        return self._named(cls, body)
 
     def _typeddict(self, cls: Any, where: str) -> dict[str, Any]:
-        hints = get_type_hints(cls, include_extras=True)
-        doc = parse_docstring(_own_doc(cls))
-        props = {}
-        for name, tp in hints.items():
-            prop = self.build(tp, where=f"{where}.{name}")
-            if "description" not in prop and doc.params.get(name):
-                prop = {"description": doc.params[name], **prop}
-            props[name] = prop
-        required = [k for k in hints if k in cls.__required_keys__]
-        return _object_schema(doc.description, props, required)
+        def body() -> dict[str, Any]:
+            hints = get_type_hints(cls, include_extras=True)
+            doc = parse_docstring(_own_doc(cls))
+            props = {}
+            for name, tp in hints.items():
+                prop = self.build(tp, where=f"{where}.{name}")
+                if "description" not in prop and doc.params.get(name):
+                    prop = {"description": doc.params[name], **prop}
+                props[name] = prop
+            required = [k for k in hints if k in cls.__required_keys__]
+            return _object_schema(doc.description, props, required)
+
+        return self._named(cls, body)
 
 
 def _object_schema(description: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -508,18 +520,24 @@ def _to_float(value: Any) -> Any:
     return float(value) if type(value) is int else value
 
 
-def _json_native(tp: Any) -> bool:
+def _json_native(tp: Any, seen: frozenset[Any] = frozenset()) -> bool:
+    """Whether JSON values already are ``tp``'s Python values. ``seen``: the TypedDicts
+    being checked, so a recursive one (``kids: list[Tree]``) ends (it was a RecursionError);
+    a type met again adds nothing its first visit does not decide."""
     if tp in (str, int, bool, _NONE_TYPE, None, Any, object, list, dict):
         return True
     origin = get_origin(tp)
     if origin is Annotated:
-        return _json_native(get_args(tp)[0])
+        return _json_native(get_args(tp)[0], seen)
     if origin is Literal:
         return True
     if origin in (Union, types.UnionType):
-        return all(_json_native(a) for a in get_args(tp))
+        return all(_json_native(a, seen) for a in get_args(tp))
     if origin in (list, dict, Sequence, Mapping, typing.Sequence, typing.Mapping):
-        return all(_json_native(a) for a in get_args(tp))
+        return all(_json_native(a, seen) for a in get_args(tp))
     if typing.is_typeddict(tp):
-        return all(_json_native(a) for a in get_type_hints(tp).values())
+        if tp in seen:
+            return True
+        inner = seen | {tp}
+        return all(_json_native(a, inner) for a in get_type_hints(tp).values())
     return False
