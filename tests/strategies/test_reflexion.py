@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright import Agent, FunctionModel, ModelRequest
+from loopwright import Agent, FunctionModel, ModelRequest, RunStop
 from loopwright.core.errors import UserError
 from loopwright.core.events import StrategyStep
 from loopwright.core.messages import Message
@@ -59,6 +59,20 @@ def test_an_evaluator_may_return_a_bool_and_anything_else_is_named() -> None:
     ]
     with pytest.raises(UserError, match="evaluator returned NoneType None; return an Evaluation"):
         Reflexion(actor, lambda task, answer: None, memory, key="n").run("Q?")  # type: ignore[arg-type, return-value]
+
+
+def test_an_actor_whose_model_fails_ends_the_run_as_model_error() -> None:
+    # was: the failed run's empty answer was evaluated and reflected on (by a working
+    # reflector), and every trial failed the same way
+    def down(messages: Sequence[Message], request: ModelRequest) -> str:
+        raise RuntimeError("model down")
+
+    reflector = FunctionModel(lambda messages, request: "Try harder.")
+    memory = ReflectionMemory(MemoryStore())
+    strategy = Reflexion(Agent(FunctionModel(down)), upper, memory, key="down", reflector=reflector)
+    result = strategy.run("Q?")
+    assert result.stop is RunStop.MODEL_ERROR and "model down" in result.detail
+    assert reflector.calls == 0 and memory.recall("down") == []
 
 
 def test_an_empty_reflection_is_not_kept_as_a_lesson() -> None:

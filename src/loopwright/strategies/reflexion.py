@@ -130,6 +130,10 @@ class Reflexion(Strategy):
         assert result is not None
         ctx.add_usage(result.usage)
         ctx.calls += result.turns
+        if result.stop in _ACTOR_FAILURES:
+            # the model (or the context) failed, not the attempt: another trial and a
+            # reflection on an empty answer would fail the same way
+            raise BudgetExhausted(result.stop, f"the actor's run failed: {result.detail}")
         cap = self.limits.max_turns
         if cap is not None and ctx.calls > cap:
             raise BudgetExhausted(
@@ -151,6 +155,9 @@ class Reflexion(Strategy):
             f"the Reflexion evaluator returned {type(verdict).__name__} {verdict!r:.80}; "
             "return an Evaluation(passed, feedback) or a bool"
         )
+
+
+_ACTOR_FAILURES = frozenset({RunStop.MODEL_ERROR, RunStop.CONTEXT_ERROR})
 
 
 def _listed(lessons: list[str]) -> str:

@@ -58,8 +58,9 @@ _SETTINGS = ModelSettings()
 
 
 class BudgetExhausted(Exception):
-    """Raised inside a strategy when a limit is reached; :class:`Strategy` turns it into
-    a result with the best answer so far and the limit's stop reason."""
+    """Raised inside a strategy when a limit is reached (or an agent run it started
+    failed); :class:`Strategy` turns it into a result with the best answer so far and
+    the stop reason."""
 
     def __init__(self, stop: RunStop, detail: str) -> None:
         super().__init__(detail)
@@ -114,6 +115,7 @@ _NOT_LIMITS = (
     RunStop.MODEL_ERROR,
     RunStop.AWAITING_CONFIRMATION,
     RunStop.OUTPUT_INVALID,
+    RunStop.CONTEXT_ERROR,
 )
 
 
