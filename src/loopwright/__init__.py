@@ -99,6 +99,18 @@ def _agent(
     )
 
 
+def _check_order(model: object, prompt: object, helper: str) -> None:
+    """``run("What is 2 + 2?", model)`` read the question as a model string ("needs a
+    provider prefix"); name the swap instead."""
+    if isinstance(model, str) and callable(getattr(prompt, "stream", None)):
+        from loopwright.core.errors import UserError
+
+        raise UserError(
+            f"loopwright.{helper}(model, prompt, ...) takes the model first; the arguments "
+            f"look swapped: {helper}(model, {model[:40]!r})"
+        )
+
+
 # The one-shot helpers are overloaded like Agent: ``result.output`` is ``T`` for
 # ``output_type=T`` and ``str`` without one.
 @overload
@@ -137,6 +149,7 @@ def run(
     output_mode: OutputMode = "auto",
 ) -> RunResult[T] | RunResult[str]:
     """One-shot synchronous run: ``Agent(model, tools, ...).run(prompt)``."""
+    _check_order(model, prompt, "run")
     agent = _agent(model, tools, system, limits, output_type, output_mode)
     return agent.run(prompt, history=history)
 
@@ -177,6 +190,7 @@ async def arun(
     output_mode: OutputMode = "auto",
 ) -> RunResult[T] | RunResult[str]:
     """One-shot async run: ``await Agent(model, tools, ...).arun(prompt)``."""
+    _check_order(model, prompt, "arun")
     agent = _agent(model, tools, system, limits, output_type, output_mode)
     return await agent.arun(prompt, history=history)
 
@@ -193,6 +207,7 @@ async def stream(
     output_mode: OutputMode = "auto",
 ) -> AsyncIterator[RunEvent]:
     """One-shot event stream: ``Agent(model, tools, ...).stream(prompt)``."""
+    _check_order(model, prompt, "stream")
     agent = _agent(model, tools, system, limits, output_type, output_mode)
     async for event in agent.stream(prompt, history=history):
         yield event

@@ -256,3 +256,18 @@ def test_facade_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_the_one_shot_helpers_name_swapped_arguments() -> None:
+    """run("What is 2 + 2?", model) said "model string ... needs a provider prefix"."""
+    import loopwright
+
+    model = ScriptedModel(["4"])
+    with pytest.raises(UserError, match=r"loopwright.run\(model, prompt, ...\) takes the model"):
+        await asyncio.to_thread(loopwright.run, "What is 2 + 2?", model)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"look swapped: arun\(model, 'hi'\)"):
+        await loopwright.arun("hi", model)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="stream"):
+        async for _ in loopwright.stream("hi", model):  # type: ignore[arg-type]
+            pass
+    assert (await loopwright.arun(model, "What is 2 + 2?")).answer == "4"
