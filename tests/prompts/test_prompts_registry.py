@@ -150,3 +150,18 @@ def test_a_prompt_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
         reg.get("legacy")
     with pytest.raises(RegistryError, match=r"changelog\.md is not UTF-8"):
         reg.changelog("legacy")
+
+
+def test_a_prompt_folder_without_version_files_is_named_with_the_layout(tmp_path: Path) -> None:
+    """greet/1.0/template.txt was skipped silently: "known prompts: (none)" and nothing
+    about the folder that is there."""
+    (tmp_path / "greet" / "1.0").mkdir(parents=True)
+    (tmp_path / "greet" / "1.0" / "template.txt").write_text("Hello {name}")
+    registry = PromptRegistry(tmp_path)
+    with pytest.raises(
+        RegistryError, match=r"its folder greet/ holds no version file.*greet/v1\.0\.txt"
+    ):
+        registry.get("greet")
+    with pytest.raises(RegistryError) as info:
+        registry.get("other")  # no folder: no layout hint
+    assert "holds no version file" not in str(info.value)

@@ -185,8 +185,16 @@ class PromptRegistry:
             return self._versions[name]
         except KeyError:
             known = ", ".join(self.names()) or "(none)"
+            hint = ""
+            folder = self.root / name
+            if isinstance(name, str) and name and folder.is_dir():
+                # a folder laid out another way (greet/1.0/template.txt) was skipped silently
+                hint = (
+                    f"; its folder {name}/ holds no version file: put each version directly "
+                    f"in it as v<MAJOR>.<MINOR>.txt, e.g. {name}/v1.0.txt"
+                )
             raise RegistryError(
-                f"no prompt named {name!r} in {str(self.root)!r}; known prompts: {known}"
+                f"no prompt named {name!r} in {str(self.root)!r}; known prompts: {known}{hint}"
             ) from None
 
     def _find(self, name: str, version: str) -> PromptVersion:
