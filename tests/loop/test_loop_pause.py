@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from loop_helpers import add, well_formed
 
 from loopwright import (
@@ -102,3 +103,25 @@ async def test_unknown_decision_ids_are_rejected() -> None:
     await run.result()
     with pytest.raises(ValueError, match="unknown call ids"):
         await agent.resume(run.state, {"zzz": Confirmation.approve()}).result()
+
+
+async def test_decisions_that_are_not_confirmations_are_refused_before_anything_runs() -> None:
+    """{id: True} was taken: the call was answered "confirmation handler returned bool"
+    and the run went on to its final answer; a list of ids was an AttributeError."""
+    from loopwright import UserError
+
+    model = ScriptedModel([_batch(), "done"])
+    agent = _agent(model)
+    run = agent.start("go", events=False)
+    await run.result()
+    with pytest.raises(UserError, match=r"decisions for \['d1'\] are not Confirmation"):
+        agent.resume(run.state, {"d1": True, "d2": Confirmation.approve()})  # type: ignore[dict-item]
+    with pytest.raises(UserError, match=r"takes a dict \{call_id: Confirmation\}, got list"):
+        agent.resume(run.state, ["d1"])  # type: ignore[arg-type]
+    assert [c.id for c in run.state.pending_calls] == ["d1", "d2"]  # nothing was decided
+    done = {"d1": Confirmation.approve(), "d2": Confirmation.approve()}
+    assert (await agent.resume(run.state, done).result()).ok
+    with pytest.raises(
+        UserError, match=r"not paused on pending calls \(its run ended: final_answer\)"
+    ):
+        agent.resume(run.state, done)

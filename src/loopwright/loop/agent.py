@@ -710,10 +710,15 @@ def _continuation(
             f"Agent.resume(state=...) needs a RunState (run.state, or one loaded from a "
             f"store), got {type(state).__name__}; to start a new run use agent.start(prompt)"
         )
+    _check_decisions(decisions)
     if state.paused or state.pending_calls:
         return Resume(dict(decisions or {})), message
     if decisions:
-        raise UserError("decisions= given, but the state is not paused on pending calls")
+        ended = f" (its run ended: {state.stop.value})" if state.stop is not None else ""
+        raise UserError(
+            f"decisions= given, but the state is not paused on pending calls{ended}; "
+            "continue it with a prompt instead"
+        )
     if message is None and not state.steering and not state.follow_ups:
         # a restored state whose history ends with a user message or tool results owes a
         # model turn: continue without a prompt (resuming after a crash, docs/durable.md)
@@ -723,6 +728,25 @@ def _continuation(
     if message is None and not state.steering:  # continue with the next follow-up
         message = state.next_follow_up()
     return None, message
+
+
+def _check_decisions(decisions: object) -> None:
+    """``{call_id: Confirmation}`` or ``None``: ``{id: True}`` was taken and the call
+    answered "confirmation handler returned bool", and a list of ids was an
+    AttributeError."""
+    if decisions is None:
+        return
+    if not isinstance(decisions, Mapping):
+        raise UserError(
+            f"Agent.resume(decisions=...) takes a dict {{call_id: Confirmation}}, got "
+            f"{type(decisions).__name__}"
+        )
+    bad = [k for k, v in decisions.items() if not isinstance(v, Confirmation)]
+    if bad:
+        raise UserError(
+            f"Agent.resume: the decisions for {bad} are not Confirmation values; give "
+            "Confirmation.approve(), Confirmation.deny(reason) or Confirmation.later()"
+        )
 
 
 def _output(
