@@ -255,6 +255,18 @@ def test_server_crash_mid_call_is_a_transient_error_and_the_next_call_reconnects
     assert faulty.connections["faulty"].sessions_started == 2
 
 
+def test_a_closed_toolset_starts_no_new_server() -> None:
+    # was: the next call reconnected, starting a server process nobody closed
+    server = MCPServerConfig("faulty", command=(sys.executable, str(FAULTY)), timeout=4)
+    toolset = MCPToolset.connect([server])
+    registry = toolset.attach(ToolRegistry())
+    toolset.close()
+    part = call(registry, "echo", {"text": "a"})
+    assert part.is_error and part.error_kind == "permanent"
+    assert "its connection was closed" in part.content
+    assert toolset.connections["faulty"].sessions_started == 1
+
+
 def test_a_hung_tool_times_out_and_the_session_stays_usable(faulty: MCPToolset) -> None:
     registry = faulty.attach(ToolRegistry())
     started = time.monotonic()

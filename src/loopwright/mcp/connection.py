@@ -108,6 +108,9 @@ class MCPConnection:
         self._task: asyncio.Task[None] | None = None
         self._connecting: asyncio.Future[Client] | None = None
         self._stop: asyncio.Event | None = None
+        self.closed = False
+        """Set by :meth:`close`: no new session is started (a call would otherwise start
+        a server process nobody closes)."""
         self.root_uris = [Path(r).resolve().as_uri() for r in config.roots]
 
     # ---------------------------------------------------------------- public, any loop
@@ -178,6 +181,12 @@ class MCPConnection:
         return tools
 
     async def _ensure(self) -> Client:
+        if self.closed:
+            raise ToolError(
+                f"MCP server {self.config.name!r}: its connection was closed (the toolset "
+                "was closed); open a new MCPToolset to use its tools again",
+                kind=ToolErrorKind.PERMANENT,
+            )
         if self._client is not None and self._task is not None and not self._task.done():
             return self._client
         if self._task is not None and not self._task.done():
@@ -280,6 +289,7 @@ class MCPConnection:
         self.on_tools(tools)
 
     async def _close(self) -> None:
+        self.closed = True
         task, stop = self._task, self._stop
         if task is None or stop is None:
             return
