@@ -164,6 +164,19 @@ async def test_a_stored_session_of_an_agent_no_longer_served_is_a_clear_409() ->
     await manager.close()
 
 
+async def test_a_factory_that_returns_no_agent_is_a_named_error() -> None:
+    # was: AttributeError ('int' object has no attribute 'config'): a plain-text 500
+    from loopwright.serve import ApiError
+    from loopwright.serve.sessions import SessionManager
+
+    manager = SessionManager({"odd": lambda: 5}, MemoryStore())  # type: ignore[dict-item]
+    with pytest.raises(ApiError) as err:
+        await manager.create("alpha", "odd", "hi")
+    assert err.value.status == 500 and err.value.code == "agent_factory_failed"
+    assert "returned int, not an Agent" in err.value.message
+    await manager.close()
+
+
 async def test_listing_shows_only_the_tenants_own_sessions() -> None:
     manager = _manager()
     mine = manager.live[await manager.create("alpha", "echo", "a")]

@@ -454,6 +454,14 @@ class SessionManager:
                 f"the factory of agent {live.agent!r} raised {type(exc).__name__}: {exc}",
                 fix="fix the factory in the server's --agents module",
             ) from None
+        if not isinstance(agent, Agent):  # was an AttributeError: a plain-text 500
+            raise ApiError(
+                500,
+                "agent_factory_failed",
+                f"the factory of agent {live.agent!r} returned {type(agent).__name__}, "
+                "not an Agent",
+                fix="make the factory in the server's --agents module return an Agent",
+            )
         config = agent.config
         user_on_event = config.hooks.on_event
         if user_on_event is None:
