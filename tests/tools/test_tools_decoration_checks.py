@@ -149,3 +149,44 @@ def test_a_lambda_needs_a_name_and_a_class_is_named_as_unreadable() -> None:
     assert make_tool(name="ident")(lambda x: x).spec.name == "ident"
     with pytest.raises(ValueError, match=r"tool 'int': cannot read the parameters .*wrap it"):
         make_tool(int)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"validators": [1]}, r"validators\[0\] must be a function \(arguments\), got int"),
+        ({"validators": lambda args: None}, r"validators must be a list of functions"),
+        ({"validators": [lambda: None]}, r"validators\[0\] is called with \(arguments\)"),
+        ({"idempotency_key": "to"}, r"idempotency_key must be a function \(arguments\)"),
+        ({"outcome_check": 1}, r"outcome_check must be a function \(key\)"),
+        ({"unknown_outcome": "retry"}, r"unknown_outcome must be one of 'report', 'ask_tool'"),
+    ],
+)
+def test_a_tools_helpers_are_checked_when_it_is_built(
+    options: dict[str, Any], message: str
+) -> None:
+    """validators=[1] and idempotency_key="to" were accepted and failed on every call; a bare
+    validator function was "'function' object is not iterable"."""
+
+    def send(to: str) -> str:
+        """Send."""
+        return to
+
+    with pytest.raises(ValueError, match=rf"tool 'send': {message}"):
+        tool(**options)(send)
+
+
+@pytest.mark.parametrize(
+    ("retry", "message"),
+    [
+        ({"base_delay": float("nan")}, r"base_delay must be a finite number of seconds"),
+        ({"retry_on": "timeout"}, r"retry_on must be a set of error kinds"),  # a substring test
+        ({"retry_on": frozenset({"transiet"})}, r"unknown error kinds \['transiet'\]"),
+    ],
+)
+def test_a_retry_policy_refuses_what_it_would_misread(retry: dict[str, Any], message: str) -> None:
+    from loopwright.tools import RetryPolicy
+
+    with pytest.raises(ValueError, match=message):
+        RetryPolicy(**retry)
+    assert RetryPolicy(retry_on=["transient", "timeout"]).retry_on == {"transient", "timeout"}

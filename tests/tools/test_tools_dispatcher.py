@@ -99,9 +99,13 @@ async def test_a_permission_given_as_text_is_enforced() -> None:
     ("field", "handler", "message"),
     [
         ("confirm", "yes", r"DispatchConfig.confirm must be a function \(call, spec\), got str"),
-        ("confirm", lambda call: True, r"called as confirm\(call, spec\)"),
-        ("confirm_tainted", lambda call, spec: True, r"confirm_tainted\(call, spec, sources\)"),
-        ("before_tool_call", lambda: None, r"before_tool_call\(call, spec\)"),
+        ("confirm", lambda call: True, r"confirm is called with \(call, spec\)"),
+        (
+            "confirm_tainted",
+            lambda call, spec: True,
+            r"confirm_tainted is called with \(call, spec, sources\)",
+        ),
+        ("before_tool_call", lambda: None, r"before_tool_call is called with \(call, spec\)"),
         ("after_tool_call", print, None),  # takes *args: fine
     ],
 )

@@ -70,7 +70,7 @@ def check_function(owner: str, value: object, params: Sequence[str]) -> None:
         signature.bind(*params)
     except TypeError as exc:
         raise ConfigError(
-            f"{owner} is called as {owner.rsplit('.', 1)[-1]}({', '.join(params)}), which "
+            f"{owner} is called with ({', '.join(params)}), which "
             f"{getattr(value, '__qualname__', type(value).__name__)}{signature} cannot take "
             f"({exc})"
         ) from None

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, get_origin, overload
 
+from loopwright.core.checks import check_function
+from loopwright.core.errors import ConfigError
 from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 from loopwright.tools.execution import Execution, SyncProfile, run_tool
 from loopwright.tools.invocation import ToolContext
@@ -124,6 +126,7 @@ class Tool:
                 f"tool {name!r}: fn is a generator function (it uses yield); a tool returns "
                 "its result: collect the items and return a list"
             )
+        _check_helpers(self)
         if self.check_parameters:
             check_schema(self.spec.parameters, owner=f"tool {name!r}")
             _check_signature(name, self.fn, self.spec.parameters, self.context_param)
@@ -175,7 +178,7 @@ class Tool:
         return cls(
             opts.spec(name, description, parameters),
             fn,
-            tuple(opts.validators),
+            _validator_list(name, opts.validators),
             opts.idempotency_key,
             opts.outcome_check,
             opts.inline,
@@ -278,8 +281,50 @@ class _ToolOptions:
             idempotent=self.idempotent,
             timeout=self.timeout,
             max_result_chars=self.max_result_chars,
-            unknown_outcome=UnknownOutcomePolicy(self.unknown_outcome),
+            unknown_outcome=_outcome_policy(name, self.unknown_outcome),
         )
+
+
+def _outcome_policy(name: str, value: UnknownOutcomePolicy | str) -> UnknownOutcomePolicy:
+    try:
+        return UnknownOutcomePolicy(value)
+    except ValueError:  # "'bogus' is not a valid UnknownOutcomePolicy" named no choice
+        choices = ", ".join(repr(p.value) for p in UnknownOutcomePolicy)
+        raise ValueError(
+            f"tool {name!r}: unknown_outcome must be one of {choices}, got {value!r}"
+        ) from None
+
+
+def _validator_list(name: str, validators: object) -> tuple[BusinessValidator, ...]:
+    """``validators`` as a tuple; a bare function (``validators=check``) was iterated
+    ("'function' object is not iterable")."""
+    if isinstance(validators, str) or not isinstance(validators, Sequence):
+        raise ValueError(
+            f"tool {name!r}: validators must be a list of functions, e.g. validators=[check], "
+            f"got {type(validators).__name__}"
+        )
+    return tuple(validators)
+
+
+def _check_helpers(t: Tool) -> None:
+    """The tool's helper functions are functions of what they are given: a validator or an
+    idempotency key that is not (``validators=[1]``, ``idempotency_key="to"``) was accepted
+    and failed on every call. ``validators`` must be a sequence (a bare function would be
+    iterated)."""
+    name = t.spec.name
+    _validator_list(name, t.validators)
+    helpers: list[tuple[str, object, tuple[str, ...]]] = [
+        (f"validators[{i}]", v, ("arguments",)) for i, v in enumerate(t.validators)
+    ]
+    if t.idempotency_key is not None:
+        helpers.append(("idempotency_key", t.idempotency_key, ("arguments",)))
+    if t.outcome_check is not None:
+        helpers.append(("outcome_check", t.outcome_check, ("key",)))
+    for field_name, value, params in helpers:
+        try:
+            check_function(f"tool {name!r}: {field_name}", value, params)
+        except ConfigError as exc:  # a ValueError like every other bad tool definition
+            raise ValueError(str(exc)) from None
 
 
 @overload
@@ -370,7 +415,7 @@ def tool(
         return Tool(
             opts.spec(tool_name, description or derived.description, derived.parameters),
             func,
-            tuple(opts.validators),
+            _validator_list(tool_name, opts.validators),
             opts.idempotency_key,
             opts.outcome_check,
             opts.inline,

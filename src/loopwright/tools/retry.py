@@ -8,6 +8,8 @@ dispatcher timeout is not retried by default because the tool may still be runni
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from loopwright.core.errors import ToolErrorKind
@@ -31,8 +33,17 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise ValueError("RetryPolicy.base_delay and max_delay must be >= 0 seconds")
+        for name in ("base_delay", "max_delay"):
+            value = getattr(self, name)  # nan slept for nan seconds (an error per retry)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0 <= value < math.inf)
+            ):
+                raise ValueError(
+                    f"RetryPolicy.{name} must be a finite number of seconds >= 0, got {value!r}"
+                )
+        object.__setattr__(self, "retry_on", _kinds(self.retry_on))
 
     def delay(self, retry_number: int, rand: float = 1.0) -> float:
         """Seconds to wait before retry ``retry_number`` (1-based); ``rand`` in [0, 1)."""
@@ -42,6 +53,25 @@ class RetryPolicy:
     def should_retry(self, kind: str, attempt: int, *, repeatable: bool) -> bool:
         """Whether a call that failed with ``kind`` on ``attempt`` (1-based) runs again."""
         return repeatable and attempt < self.max_attempts and kind in self.retry_on
+
+
+def _kinds(value: object) -> frozenset[str]:
+    """``retry_on`` as a set of error kinds: a str was tested by substring (``"timeout"``
+    matched nothing, ``"transient"`` only by luck) and a misspelt kind never retried."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValueError(
+            f"RetryPolicy.retry_on must be a set of error kinds, e.g. "
+            f"retry_on=frozenset({{'transient', 'timeout'}}), got {value!r}"
+        )
+    kinds = frozenset(value)
+    known = {k.value for k in ToolErrorKind}
+    unknown = sorted(map(str, kinds - known))
+    if unknown:
+        raise ValueError(
+            f"RetryPolicy.retry_on names unknown error kinds {unknown}; use "
+            f"{', '.join(sorted(known))}"
+        )
+    return kinds
 
 
 NO_RETRY = RetryPolicy(max_attempts=1)
