@@ -9,7 +9,10 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 
+import pytest
+
 from loopwright import FunctionModel, Limits, ModelRequest, Reply, RunStop
+from loopwright.core.errors import UserError
 from loopwright.core.events import StrategyStep
 from loopwright.core.messages import Message
 from loopwright.strategies import SearchConfig, ThoughtHooks, TreeOfThoughts
@@ -139,3 +142,10 @@ def test_a_generator_that_proposes_nothing_is_output_invalid_not_an_empty_answer
         result = TreeOfThoughts(model, search=SearchConfig(method=method, depth=2)).run("q")
         assert result.stop is RunStop.OUTPUT_INVALID and not result.ok, method
         assert "proposed no thought" in result.detail and result.data["path"] == []
+
+
+def test_an_evaluate_hook_that_returns_no_number_is_named() -> None:
+    # was: TypeError "float() argument must be a string or a real number, not 'NoneType'"
+    hooks = ThoughtHooks(generate=lambda p, s: ["a"], evaluate=lambda p, s: None)  # type: ignore[arg-type, return-value]
+    with pytest.raises(UserError, match=r"ThoughtHooks.evaluate returned None for \['a'\]"):
+        TreeOfThoughts(hooks=hooks, search=SearchConfig(depth=1)).run("q")

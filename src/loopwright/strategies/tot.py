@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal, TypeAlias
 
 from loopwright.core.checks import check_choice, check_count, check_score
+from loopwright.core.errors import UserError
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
@@ -293,7 +294,15 @@ class _Search:
         fn = self.hooks.evaluate
         if fn is not None:
             value = fn(self.problem, steps)
-            return float(await value if inspect.isawaitable(value) else value)
+            value = await value if inspect.isawaitable(value) else value
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                # float(None) would be a TypeError naming neither the hook nor the state;
+                # nan would sort anywhere
+                raise UserError(
+                    f"ThoughtHooks.evaluate returned {value!r:.80} for {list(steps)!r:.120}; "
+                    "return a number (a higher score is a better state)"
+                )
+            return float(value)
         prompt = self.ctx.prepare(
             strategy_prompt("tot_value", problem=self.problem, steps=_show(steps)),
             settings=self.settings,
