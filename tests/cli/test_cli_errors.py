@@ -278,3 +278,23 @@ def test_a_decision_for_a_session_with_no_pending_calls_says_it_decided_nothing(
     )
     plain = invoke("resume", sid)  # no decision given: nothing to say
     assert "note:" not in plain.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--db", "shop.db"], "--db configures the sql_query tool, which is not among the tools"),
+        (["--tools", "add", "--root", "."], "add it: --tools add,read_file"),
+        (
+            ["--tools", "", "--outbox", "o.jsonl"],
+            "send_email tool, which is not among the tools (none)",
+        ),
+    ],
+)
+def test_a_path_flag_for_a_tool_the_agent_lacks_is_a_usage_error(
+    flags: list[str], message: str
+) -> None:
+    """`run --db shop.db "How many orders?"` ran with the default tools and never read the
+    database: nothing said the flag applied to a tool that was not there."""
+    data = check_failure(invoke("run", "--json", *flags, "How many orders?"), USAGE_ERROR, message)
+    assert data is not None and data["turns"] == 0

@@ -225,6 +225,31 @@ def command_line_and_defaults(
     return typed, recipe_from(given_fields(ctx, params, _FROM_ENVIRONMENT))
 
 
+# the path flags of the built-in tools: (recipe field, flag, the tool it configures)
+_PATH_FLAGS: Final = (
+    ("root", "--root", "read_file"),
+    ("database", "--db", "sql_query"),
+    ("outbox", "--outbox", "send_email"),
+)
+
+
+def check_path_flags(ctx: click.Context, params: Mapping[str, object], recipe: AgentRecipe) -> None:
+    """A path flag typed for a built-in tool the agent does not have is a usage error:
+    ``loopwright run --db shop.db "How many orders?"`` (no ``--tools sql_query``) ran with
+    the default tools and never read the database. An ``--agent`` builds its own tools;
+    a value from the environment is a default, not a request."""
+    if recipe.agent is not None:
+        return
+    typed = given_fields(ctx, params, _FROM_COMMAND_LINE)
+    for field_name, flag, tool_name in _PATH_FLAGS:
+        if field_name in typed and tool_name not in recipe.tools:
+            tools = ",".join(recipe.tools) or "none"
+            raise click.UsageError(
+                f"{flag} configures the {tool_name} tool, which is not among the tools "
+                f"({tools}); add it: --tools {','.join((*recipe.tools, tool_name))}"
+            )
+
+
 def recipe_from(fields: Mapping[str, object]) -> AgentRecipe:
     """The defaults with ``fields`` given now on top. Relative paths and the default tool
     set are fixed here, so a stored recipe means the same from any folder."""

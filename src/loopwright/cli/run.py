@@ -24,6 +24,7 @@ from loopwright.cli.options import (
     NonEmptyPath,
     agent_options,
     as_json,
+    check_path_flags,
     given_fields,
     recipe_from,
 )
@@ -161,6 +162,7 @@ def run_command(
     **agent_params: object,
 ) -> None:
     recipe = recipe_from(given_fields(ctx, agent_params))
+    check_path_flags(ctx, agent_params, recipe)
     if yes and deny:
         raise CliError("--yes and --no exclude each other; pass one of them")
     if mcp:  # the servers' tools join the agent's registry (cli/mcp_tools.py)
