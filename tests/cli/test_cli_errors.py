@@ -298,3 +298,23 @@ def test_a_path_flag_for_a_tool_the_agent_lacks_is_a_usage_error(
     database: nothing said the flag applied to a tool that was not there."""
     data = check_failure(invoke("run", "--json", *flags, "How many orders?"), USAGE_ERROR, message)
     assert data is not None and data["turns"] == 0
+
+
+def test_stdin_turns_left_unsent_by_a_pause_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`chat` reading turns from stdin stopped at a pause and dropped the rest without a
+    word."""
+    (tmp_path / "pausing_agent.py").write_text(
+        "from loopwright import Agent, ScriptedModel, tool, tool_call\n\n\n"
+        "@tool(requires_confirmation=True)\ndef send(to: str) -> str:\n"
+        '    """Send."""\n    return to\n\n\n'
+        "def build():\n"
+        "    return Agent(ScriptedModel([[tool_call('send', {'to': 'ann'})], 'ok']), [send])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = invoke(
+        "chat", "--agent", "pausing_agent:build", input="mail ann\n\nthen bob\nand cy\n"
+    )
+    assert result.exit_code == exit_code(RunStop.AWAITING_CONFIRMATION)
+    assert "note: 2 more stdin line(s) are not sent: session s-" in result.stderr

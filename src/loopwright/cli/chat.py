@@ -67,6 +67,27 @@ def _stdin_turns() -> Iterator[str]:
             yield text
 
 
+def _unsent(turns: Iterator[str], session_id: str) -> None:
+    """Say which stdin turns a pause left unsent (they were dropped without a word): a
+    session waiting for approval takes no new turn until it is decided."""
+    if sys.stdin.isatty():
+        count = "the next lines are"
+    else:
+        try:
+            left = sum(1 for _ in turns)
+        except CliError:  # a later line that is not UTF-8: still not sent
+            left = -1
+        if left == 0:
+            return
+        count = "the remaining stdin lines are" if left < 0 else f"{left} more stdin line(s) are"
+    say(
+        f"note: {count} not sent: session {session_id} waits for approval; decide with "
+        f"`loopwright resume {session_id} --approve` (or --deny REASON), then send them with "
+        f"`loopwright chat --session {session_id}`",
+        err=True,
+    )
+
+
 @click.command("chat", help=CHAT_HELP)
 @click.argument("prompt", required=False)
 @click.option(
@@ -114,11 +135,14 @@ def chat(
         sid = new_session_id() if session_id is None else session_id
         if not as_json and session_id is None:
             say(f"session_id: {sid}", err=True)
-        for text in [prompt] if prompt else _stdin_turns():
+        turns = iter([prompt]) if prompt else _stdin_turns()
+        for text in turns:
             result = run_durably(agent, text, store, recipe, session_id=sid)
             print_result(result, as_json=as_json)
             code = exit_code(result.stop)
             if result.stop is RunStop.AWAITING_CONFIRMATION:
+                if not prompt:
+                    _unsent(turns, sid)
                 break
     finally:
         store.close()
