@@ -3,8 +3,8 @@
 Re-exports the error mapping (:mod:`._errors`) and the stream driver with its partial
 JSON parser (:mod:`._stream`), holds the reversible tool-name mapping (below), and adds the request-side pieces: the ``on_payload`` hook, id
 normalisation for cross-provider histories, the foreign-reasoning policy, the one
-``stream()`` every adapter runs (:func:`stream_call`) and per-event-loop SDK clients
-(:class:`PerLoop`).
+``stream()`` every adapter runs (:func:`stream_call`), per-event-loop SDK clients
+(:class:`PerLoop`) and what every remote adapter is whatever its wire (:class:`RemoteModel`).
 
 **Reversible tool-name mapping.**
 
@@ -18,6 +18,7 @@ of one request so calls coming back are renamed to the canonical name.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import copy
 import functools
@@ -35,7 +36,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from loopwright.core.errors import BadRequest, ProviderError
 from loopwright.core.events import ModelEvent, StreamError
@@ -61,9 +62,12 @@ from loopwright.providers._stream import (
     parse_final,
     parse_partial,
 )
-from loopwright.providers.pricing import Prices
+from loopwright.providers.pricing import Prices, prices_for
 from loopwright.providers.schema import UnsupportedSchema
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
+
+if TYPE_CHECKING:
+    from loopwright.providers.registry import Vendor
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -71,6 +75,7 @@ T = TypeVar("T")
 __all__ = [
     "AdapterCall",
     "PerLoop",
+    "RemoteModel",
     "StreamAccumulator",
     "StreamPlan",
     "EncodeCache",
@@ -499,6 +504,57 @@ class PerLoop(Generic[T]):
             self._value = value
             self._loop = loop
         return value
+
+
+class RemoteModel(abc.ABC):
+    """The identity and per-model state every remote adapter shares, whatever its wire.
+
+    ``model`` and ``vendor`` make the :attr:`name`; ``base_url`` and the api key reach the
+    SDK client, which :meth:`_sdk` builds with :meth:`_new_client` once per running event
+    loop (a client's connection pool must not cross loops, see :class:`PerLoop`).
+    ``on_payload`` is the request/response hook, ``call_limits`` the deadlines of every
+    call (see :mod:`.transport`), ``prices`` the vendor's row of the price table (``None``
+    when the model has none, so ``Usage.cost`` stays unset). The :class:`EncodeCache`
+    keeps the encoded prefix of a growing conversation between calls; ``on_payload``
+    sees a copy of the payload, so the cache serves with or without the hook.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        vendor: Vendor,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        on_payload: PayloadHook | None,
+        call_limits: CallLimits | None,
+    ) -> None:
+        self.model = model
+        self.vendor = vendor
+        self.base_url = base_url
+        self._api_key = api_key
+        self.on_payload = on_payload
+        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
+        self.prices = prices_for(vendor.name, model)
+        self._cache = EncodeCache()
+        self._clients: PerLoop[Any] = PerLoop()
+
+    @property
+    def name(self) -> str:
+        return f"{self.vendor.name}:{self.model}"
+
+    @property
+    def reports_cost(self) -> bool:
+        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
+        return self.prices is not None
+
+    def _sdk(self) -> Any:
+        """The SDK client of the running event loop (built on first use in it)."""
+        return self._clients.get(self._new_client)
+
+    @abc.abstractmethod
+    def _new_client(self) -> Any:
+        """A new SDK client, with the SDK's own retries off (the loop owns retries)."""
 
 
 VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

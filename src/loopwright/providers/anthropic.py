@@ -63,7 +63,7 @@ from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
-    PerLoop,
+    RemoteModel,
     StreamAccumulator,
     ToolNameMap,
     error_from_exception,
@@ -77,10 +77,9 @@ from loopwright.providers._common import (
     tool_name_map,
 )
 from loopwright.providers._stream import refuse_non_stream
-from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import claude_native_output, closed_schema
-from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, bounded_client
+from loopwright.providers.transport import CallLimits, bounded_client
 
 PROVIDER = "anthropic"
 
@@ -490,7 +489,7 @@ def classify(exc: BaseException) -> ProviderError:
 # ----------------------------------------------------------------------------- adapter
 
 
-class AnthropicModel:
+class AnthropicModel(RemoteModel):
     """:class:`~loopwright.core.protocols.Model` over the Anthropic Messages API.
 
     Constructor follows the registry convention (see :mod:`loopwright.providers.registry`);
@@ -510,32 +509,19 @@ class AnthropicModel:
         options: AnthropicOptions | None = None,
         call_limits: CallLimits | None = None,
     ) -> None:
-        self.model = model
-        self.vendor = vendor or VENDORS["anthropic"]
-        self.base_url = base_url
-        self._api_key = api_key
-        self.on_payload = on_payload
+        super().__init__(
+            model,
+            vendor or VENDORS["anthropic"],
+            base_url=base_url,
+            api_key=api_key,
+            on_payload=on_payload,
+            call_limits=call_limits,
+        )
         self.options = options or AnthropicOptions()
-        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
-        self.prices = prices_for(self.vendor.name, model)
-        self._cache = EncodeCache()  # on_payload sees a copy: one path either way
-        self._client: PerLoop[Any] = PerLoop()
-
-    @property
-    def name(self) -> str:
-        return f"{self.vendor.name}:{self.model}"
-
-    @property
-    def reports_cost(self) -> bool:
-        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
-        return self.prices is not None
 
     def supports_native_output(self, with_tools: bool) -> bool:
         """``output_config.format`` (with or without tools) on Claude 4.5 and later."""
         return claude_native_output(self.model)
-
-    def _sdk(self) -> Any:
-        return self._client.get(self._new_client)
 
     def _new_client(self) -> Any:
         from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient

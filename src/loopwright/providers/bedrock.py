@@ -66,6 +66,7 @@ from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
+    RemoteModel,
     StreamAccumulator,
     ToolNameMap,
     foreign_reasoning_text,
@@ -85,10 +86,9 @@ from loopwright.providers.bedrock_wire import (
     coded_error,
     events,
 )
-from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import claude_native_output, closed_schema
-from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
+from loopwright.providers.transport import CallLimits
 
 STOP_REASONS: Mapping[str, StopReason] = {
     "end_turn": StopReason.FINAL_ANSWER,
@@ -592,7 +592,7 @@ def _client_for(base_url: str | None, opts: BedrockOptions, limits: CallLimits) 
         return client
 
 
-class BedrockModel:
+class BedrockModel(RemoteModel):
     """:class:`~loopwright.core.protocols.Model` over Bedrock ``ConverseStream``.
 
     Constructor follows the registry convention (``api_key`` is unused: boto3 resolves
@@ -612,25 +612,17 @@ class BedrockModel:
         options: BedrockOptions | None = None,
         call_limits: CallLimits | None = None,
     ) -> None:
-        self.model = model
-        self.vendor = vendor or VENDORS["bedrock"]
-        self.base_url = base_url
-        self.on_payload = on_payload
-        self.options = options or BedrockOptions()
-        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
-        self.prices = prices_for(self.vendor.name, model)
-        self._cache = EncodeCache()  # on_payload sees a copy: one path either way
-        self._client: Any = None
         del api_key  # boto3 reads AWS_BEARER_TOKEN_BEDROCK from the environment itself
-
-    @property
-    def name(self) -> str:
-        return f"{self.vendor.name}:{self.model}"
-
-    @property
-    def reports_cost(self) -> bool:
-        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
-        return self.prices is not None
+        super().__init__(
+            model,
+            vendor or VENDORS["bedrock"],
+            base_url=base_url,
+            api_key=None,
+            on_payload=on_payload,
+            call_limits=call_limits,
+        )
+        self.options = options or BedrockOptions()
+        self._client: Any = None
 
     def supports_native_output(self, with_tools: bool) -> bool:
         """``outputConfig.textFormat`` for Claude 4.5 and later. Bedrock documents it for
@@ -639,9 +631,14 @@ class BedrockModel:
         return claude_native_output(self.model)
 
     def _sdk(self) -> Any:
+        # boto3 is synchronous and runs in a worker thread (no event loop there): one
+        # client a model, itself shared through the module's cache (see _client_for).
         if self._client is None:
-            self._client = _client_for(self.base_url, self.options, self.call_limits)
+            self._client = self._new_client()
         return self._client
+
+    def _new_client(self) -> Any:
+        return _client_for(self.base_url, self.options, self.call_limits)
 
     def _call(self, kwargs: dict[str, Any]) -> Any:
         """Runs in a worker thread: the HTTP call up to the response headers."""

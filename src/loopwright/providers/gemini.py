@@ -64,7 +64,7 @@ from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
-    PerLoop,
+    RemoteModel,
     ToolNameMap,
     error_from_exception,
     foreign_reasoning_text,
@@ -86,7 +86,6 @@ from loopwright.providers.gemini_stream import (
     synthesize_call_id,
     wire_chunk,
 )
-from loopwright.providers.pricing import prices_for
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import (
     UnsupportedSchema,
@@ -95,7 +94,6 @@ from loopwright.providers.schema import (
     gemini_version,
 )
 from loopwright.providers.transport import (
-    DEFAULT_CALL_LIMITS,
     CallLimits,
     bounded_client,
     default_httpx_client_class,
@@ -456,7 +454,7 @@ def classify(exc: BaseException) -> ProviderError:
 # ----------------------------------------------------------------------------- adapter
 
 
-class GeminiModel:
+class GeminiModel(RemoteModel):
     """:class:`~loopwright.core.protocols.Model` over Gemini ``streamGenerateContent``.
 
     Constructor follows the registry convention; ``options`` holds the Gemini knobs. The
@@ -475,33 +473,20 @@ class GeminiModel:
         options: GeminiOptions | None = None,
         call_limits: CallLimits | None = None,
     ) -> None:
-        self.model = model
-        self.vendor = vendor or VENDORS["gemini"]
-        self.base_url = base_url
-        self._api_key = api_key
-        self.on_payload = on_payload
+        super().__init__(
+            model,
+            vendor or VENDORS["gemini"],
+            base_url=base_url,
+            api_key=api_key,
+            on_payload=on_payload,
+            call_limits=call_limits,
+        )
         self.options = options or GeminiOptions()
-        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
-        self.prices = prices_for(self.vendor.name, model)
-        self._cache = EncodeCache()  # on_payload sees a copy: one path either way
-        self._client: PerLoop[Any] = PerLoop()
-
-    @property
-    def name(self) -> str:
-        return f"{self.vendor.name}:{self.model}"
-
-    @property
-    def reports_cost(self) -> bool:
-        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
-        return self.prices is not None
 
     def supports_native_output(self, with_tools: bool) -> bool:
         """``responseJsonSchema``: without tools on every Gemini model, with them on
         Gemini 3 and later."""
         return gemini_native_output(self.model, with_tools)
-
-    def _sdk(self) -> Any:
-        return self._client.get(self._new_client)
 
     def _new_client(self) -> Any:
         from google import genai

@@ -31,7 +31,6 @@ foreign event loop).
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -61,7 +60,7 @@ from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
-    PerLoop,
+    RemoteModel,
     StreamAccumulator,
     ToolNameMap,
     encode_items,
@@ -74,10 +73,10 @@ from loopwright.providers._common import (
     tool_result_text,
 )
 from loopwright.providers._stream import is_arguments_json, refuse_non_stream
-from loopwright.providers.pricing import count, prices_for
+from loopwright.providers.pricing import count
 from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, PLACEHOLDER_KEY, VENDORS, Vendor
 from loopwright.providers.schema import openai_output_schema, openai_strict_schema
-from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, bounded_client
+from loopwright.providers.transport import CallLimits, bounded_client
 
 PROTOCOL = "openai-chat"
 MAX_ID = 40  # OpenAI rejects tool_call ids longer than 40 characters
@@ -399,7 +398,7 @@ def decode_chunk(chunk: Any, acc: StreamAccumulator) -> Iterator[ModelEvent | No
 # ----------------------------------------------------------------- the model
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(RemoteModel):
     """A :class:`~loopwright.core.protocols.Model` speaking Chat Completions.
 
     ``vendor`` carries the quirk flags (see :data:`loopwright.providers.registry.VENDORS`);
@@ -419,29 +418,15 @@ class OpenAIChatModel:
     ) -> None:
         if vendor is None:
             vendor = GENERIC_OPENAI_COMPAT if base_url else VENDORS["openai"]
-        self.model = model
-        self.vendor = vendor
-        cache = EncodeCache()  # on_payload sees a copy: one path either way
-        self.encoder = ChatEncoder(model, vendor, stream, cache)
-        self._on_payload = on_payload
-        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
-        self.prices = prices_for(self.vendor.name, model)
-        self._clients: PerLoop[Any] = PerLoop()
-        self._new_client = functools.partial(
-            make_client,
-            ClientConfig(
-                base_url or vendor.base_url, api_key, self.call_limits, vendor.extra_headers
-            ),
+        super().__init__(
+            model,
+            vendor,
+            base_url=base_url,
+            api_key=api_key,
+            on_payload=on_payload,
+            call_limits=call_limits,
         )
-
-    @property
-    def name(self) -> str:
-        return f"{self.vendor.name}:{self.model}"
-
-    @property
-    def reports_cost(self) -> bool:
-        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
-        return self.prices is not None
+        self.encoder = ChatEncoder(model, vendor, stream, self._cache)
 
     def supports_native_output(self, with_tools: bool) -> bool:
         """``response_format`` json_schema, with or without tools, where the vendor takes
@@ -451,8 +436,18 @@ class OpenAIChatModel:
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
         return self.encoder.encode(request)
 
+    def _new_client(self) -> Any:
+        return make_client(
+            ClientConfig(
+                self.base_url or self.vendor.base_url,
+                self._api_key,
+                self.call_limits,
+                self.vendor.extra_headers,
+            )
+        )
+
     async def _open(self, payload: dict[str, Any]) -> Any:
-        client = self._clients.get(self._new_client)
+        client = self._sdk()
         create = client.chat.completions.create
         kwargs = split_payload(payload, known_params(type(client.chat.completions).create))
         result = await create(**kwargs)
@@ -468,7 +463,7 @@ class OpenAIChatModel:
                 encode=lambda: self.encode(request),
                 open=self._open,
                 decode=decode_chunk,
-                hook=self._on_payload,
+                hook=self.on_payload,
                 limits=self.call_limits,
                 prices=self.prices,
                 response=_response_payload,

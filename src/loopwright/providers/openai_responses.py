@@ -27,7 +27,6 @@ has no place for reasoning without its item id.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -56,7 +55,7 @@ from loopwright.providers import openai_chat as _openai  # the shared openai SDK
 from loopwright.providers._common import (
     AdapterCall,
     EncodeCache,
-    PerLoop,
+    RemoteModel,
     StreamAccumulator,
     ToolNameMap,
     encode_items,
@@ -68,10 +67,10 @@ from loopwright.providers._common import (
     tool_definitions,
 )
 from loopwright.providers._stream import is_arguments_json, refuse_non_stream
-from loopwright.providers.pricing import count, prices_for
+from loopwright.providers.pricing import count
 from loopwright.providers.registry import VENDORS, Vendor
 from loopwright.providers.schema import openai_output_schema, openai_strict_schema
-from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits
+from loopwright.providers.transport import CallLimits
 
 PROTOCOL = "openai-responses"
 _REASONING_KEYS = ("id", "type", "summary", "content", "encrypted_content")
@@ -442,7 +441,7 @@ def decode_event(event: Any, acc: StreamAccumulator) -> Iterator[ModelEvent | No
 # ----------------------------------------------------------------- the model
 
 
-class OpenAIResponsesModel:
+class OpenAIResponsesModel(RemoteModel):
     """A :class:`~loopwright.core.protocols.Model` speaking the Responses API."""
 
     def __init__(
@@ -457,29 +456,15 @@ class OpenAIResponsesModel:
         call_limits: CallLimits | None = None,
     ) -> None:
         vendor = vendor or VENDORS["openai-responses"]
-        self.model = model
-        self.vendor = vendor
-        cache = EncodeCache()  # on_payload sees a copy: one path either way
-        self.encoder = ResponsesEncoder(model, vendor, stream, cache)
-        self._on_payload = on_payload
-        self.call_limits = call_limits or DEFAULT_CALL_LIMITS
-        self.prices = prices_for(self.vendor.name, model)
-        self._clients: PerLoop[Any] = PerLoop()
-        self._new_client = functools.partial(
-            _openai.make_client,
-            _openai.ClientConfig(
-                base_url or vendor.base_url, api_key, self.call_limits, vendor.extra_headers
-            ),
+        super().__init__(
+            model,
+            vendor,
+            base_url=base_url,
+            api_key=api_key,
+            on_payload=on_payload,
+            call_limits=call_limits,
         )
-
-    @property
-    def name(self) -> str:
-        return f"{self.vendor.name}:{self.model}"
-
-    @property
-    def reports_cost(self) -> bool:
-        """Whether ``Usage.cost`` is filled (the model has a row in the price table)."""
-        return self.prices is not None
+        self.encoder = ResponsesEncoder(model, vendor, stream, self._cache)
 
     def supports_native_output(self, with_tools: bool) -> bool:
         """``text.format`` json_schema, with or without tools."""
@@ -488,8 +473,18 @@ class OpenAIResponsesModel:
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
         return self.encoder.encode(request)
 
+    def _new_client(self) -> Any:
+        return _openai.make_client(
+            _openai.ClientConfig(
+                self.base_url or self.vendor.base_url,
+                self._api_key,
+                self.call_limits,
+                self.vendor.extra_headers,
+            )
+        )
+
     async def _open(self, payload: dict[str, Any]) -> Any:
-        client = self._clients.get(self._new_client)
+        client = self._sdk()
         kwargs = _openai.split_payload(payload, _openai.known_params(type(client.responses).create))
         result = await client.responses.create(**kwargs)
         if not payload.get("stream"):
@@ -504,7 +499,7 @@ class OpenAIResponsesModel:
                 encode=lambda: self.encode(request),
                 open=self._open,
                 decode=decode_event,
-                hook=self._on_payload,
+                hook=self.on_payload,
                 limits=self.call_limits,
                 prices=self.prices,
                 prepare=_prepare,
