@@ -44,7 +44,7 @@ from typing import Protocol, runtime_checkable
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import RunState
 from loopwright.core.run import new_session_id as fresh_session_id
-from loopwright.store.errors import SessionNotFound
+from loopwright.store.errors import HistoryRewritten, SessionNotFound
 from loopwright.store.state import (
     CheckpointRef,
     Claim,
@@ -183,6 +183,25 @@ def save_rounds(writes: Sequence[Write]) -> list[list[int]]:
         rounds[k].append(i)
         seen[k].add(sid)
     return rounds
+
+
+def write_start(sid: str, stored: int, n: int, rewrite_from: int | None) -> int:
+    """The first message index a save of ``n`` messages writes when ``stored`` are
+    stored: ``stored`` (an append), or ``rewrite_from`` (capped at both lengths) when the
+    caller rewrote history from there. A history shorter than the stored one without
+    ``rewrite_from`` raises :class:`HistoryRewritten`, a negative ``rewrite_from``
+    ``ValueError`` (see the contract above)."""
+    if rewrite_from is not None:
+        if rewrite_from < 0:
+            raise ValueError(f"rewrite_from must be >= 0, got {rewrite_from}")
+        return min(rewrite_from, stored, n)
+    if n < stored:
+        raise HistoryRewritten(
+            f"session {sid!r}: the state has {n} messages but {stored} are stored; "
+            "pass rewrite_from=<first changed index> to rewrite history, or fork the "
+            "session (loopwright.store.fork) to branch from an earlier checkpoint"
+        )
+    return stored
 
 
 def save_one(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import RunState
-from loopwright.store.base import DEFAULT_LOCK_TTL, claim_each, write_each
+from loopwright.store.base import DEFAULT_LOCK_TTL, claim_each, write_each, write_start
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -25,7 +25,6 @@ from loopwright.store.codec import (
 from loopwright.store.codec import encoded as encoded_state
 from loopwright.store.errors import (
     CheckpointNotFound,
-    HistoryRewritten,
     SessionLocked,
     SessionNotFound,
 )
@@ -69,16 +68,7 @@ class MemoryStore:
         with self._mutex:
             sess = self._sessions.get(sid)
             stored = len(sess.messages) if sess else 0
-            start = stored
-            if rewrite_from is not None:
-                if rewrite_from < 0:
-                    raise ValueError(f"rewrite_from must be >= 0, got {rewrite_from}")
-                start = min(rewrite_from, stored, n)
-            elif n < stored:
-                raise HistoryRewritten(
-                    f"session {sid!r}: the state has {n} messages but {stored} are stored; "
-                    "pass rewrite_from=<first changed index> or fork the session"
-                )
+            start = write_start(sid, stored, n, rewrite_from)
             if start > 0 and sess is not None:
                 check_continues(sid, start - 1, (sess.messages[start - 1],), enc.rows[start - 1])
             rows = enc.rows

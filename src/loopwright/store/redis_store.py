@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from loopwright.core.checks import check_seconds
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds
+from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds, write_start
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -230,7 +230,7 @@ class RedisStore:
             stored_raw, last_raw, created_raw, count_raw, last_row = got[5 * k : 5 * k + 5]
             stored, last = int(stored_raw or 0), int(last_raw or 0)
             try:
-                start = self._start(state.session_id, stored, len(state.messages), w.rewrite_from)
+                start = write_start(state.session_id, stored, len(state.messages), w.rewrite_from)
             except (HistoryRewritten, ValueError) as exc:
                 outcomes[i] = exc
                 continue
@@ -274,19 +274,6 @@ class RedisStore:
                 staged[k], before=before, drop=tuple(_stale(checkpoints, staged[k].start))
             )
         return staged
-
-    @staticmethod
-    def _start(sid: str, stored: int, n: int, rewrite_from: int | None) -> int:
-        if rewrite_from is not None:
-            if rewrite_from < 0:
-                raise ValueError(f"rewrite_from must be >= 0, got {rewrite_from}")
-            return min(rewrite_from, stored, n)
-        if n < stored:
-            raise HistoryRewritten(
-                f"session {sid!r}: the state has {n} messages but {stored} are stored; "
-                "pass rewrite_from=<first changed index> or fork the session"
-            )
-        return stored
 
     def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         (outcome,) = self._loads([(session_id, checkpoint)])

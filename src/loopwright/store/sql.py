@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds
+from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds, write_start
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -248,9 +248,7 @@ class SqlStore:
             assert state is not None
             stored, last = known.get(state.session_id, (0, 0))
             try:
-                start = self._append_start(
-                    state.session_id, stored, len(state.messages), w.rewrite_from
-                )
+                start = write_start(state.session_id, stored, len(state.messages), w.rewrite_from)
             except (HistoryRewritten, ValueError) as exc:
                 outcomes[i] = exc
                 continue
@@ -364,20 +362,6 @@ class SqlStore:
             "checkpoints = (SELECT COUNT(*) FROM lw_checkpoints c "
             "WHERE c.session_id = excluded.session_id)",
         )
-
-    @staticmethod
-    def _append_start(sid: str, stored: int, n: int, rewrite_from: int | None) -> int:
-        if rewrite_from is not None:
-            if rewrite_from < 0:
-                raise ValueError(f"rewrite_from must be >= 0, got {rewrite_from}")
-            return min(rewrite_from, stored, n)
-        if n < stored:
-            raise HistoryRewritten(
-                f"session {sid!r}: the state has {n} messages but {stored} are stored; "
-                "pass rewrite_from=<first changed index> to rewrite history, or fork the "
-                "session (loopwright.store.fork) to branch from an earlier checkpoint"
-            )
-        return stored
 
     def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         with self._read() as cur:
