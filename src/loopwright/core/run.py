@@ -4,11 +4,14 @@ run returns.
 :class:`RunState` is the only state type: the loop mutates it while a run goes on, stores
 persist it (``loopwright.store.codec`` is its one versioned codec), and a later run in
 any process continues from it. :func:`new_session_id` is the one session-id factory and
-:func:`check_session_id` the one check of an id a caller chose.
+:func:`check_session_id` the one check of an id a caller chose. :func:`in_running_loop` is the
+one check a synchronous entry point (``Agent.run``, ``Strategy.run``, a graph's ``invoke``)
+makes before starting its own event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import itertools
 import os
@@ -62,6 +65,21 @@ def check_session_id(session_id: object) -> str:
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in session_id):
         raise UserError(f"session_id {session_id!r} holds a control character")
     return session_id
+
+
+def in_running_loop() -> bool:
+    """Whether this thread is running an event loop (so ``asyncio.run`` would refuse).
+
+    A bool rather than the ``try: get_running_loop() except RuntimeError`` callers used to
+    write out: the caller then runs its coroutine *after* the check, not inside the
+    ``except`` block, where every exception the run raised would carry this RuntimeError
+    as its context ("During handling of the above exception ...: no running event loop"
+    atop every logged traceback and error chain)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class LoopState(enum.StrEnum):

@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from loopwright.core.run import in_running_loop
 from loopwright.graph.checkpoint import GraphSaver, Saved
 from loopwright.graph.messages import add_messages
 from loopwright.graph.pregel import Emit, Next, _Run, _Task, subgraph_thread
@@ -661,13 +662,7 @@ def _run_sync(coro: Any) -> Any:
     (kept between calls: creating one per call costs more than a short graph run), or,
     when called from inside a running loop (a sync node invoking a graph), on a helper
     thread so the caller's loop is not re-entered."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        running = False
-    else:
-        running = True
-    if not running:  # outside the ``except``: errors must not carry its RuntimeError
+    if not in_running_loop():
         loop = getattr(_LOCAL, "loop", None)
         if loop is None or loop.is_closed():
             loop = _LOCAL.loop = asyncio.new_event_loop()
@@ -688,9 +683,7 @@ def _durability(value: object) -> str:
 
 
 def _no_running_loop(name: str, alternative: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not in_running_loop():
         return
     raise GraphError(f"graph.{name}() was called inside a running event loop; use {alternative}()")
 

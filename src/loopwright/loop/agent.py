@@ -28,7 +28,13 @@ from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind, UserEr
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
 from loopwright.core.messages import Message, Usage
 from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
-from loopwright.core.run import RunResult, RunState, check_session_id, new_session_id
+from loopwright.core.run import (
+    RunResult,
+    RunState,
+    check_session_id,
+    in_running_loop,
+    new_session_id,
+)
 from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
@@ -517,18 +523,11 @@ class Agent(Generic[OutputT]):
         deps: object = None,
     ) -> RunResult[OutputT]:
         """Synchronous :meth:`arun` (uses ``asyncio.run``). Inside async code use ``arun``."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass  # no loop: run below, outside this handler (see below)
-        else:
+        if in_running_loop():
             raise UserError(
                 "Agent.run() was called inside a running event loop; use `await "
                 "agent.arun(...)` (or agent.start(...) / agent.stream(...)) there"
             )
-        # not inside the ``except``: everything the run raises would carry this
-        # RuntimeError as its context ("During handling of the above exception ...: no
-        # running event loop" atop every logged traceback and error chain)
         return asyncio.run(self.arun(prompt, history=history, session_id=session_id, deps=deps))
 
     async def stream(
@@ -662,13 +661,11 @@ class Agent(Generic[OutputT]):
         events: bool,
         deps: object = None,
     ) -> Run[OutputT]:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
+        if not in_running_loop():
             raise UserError(
                 "Agent.start()/resume() need a running event loop; call them from async "
                 "code, or use agent.run(...) from synchronous code"
-            ) from None
+            )
         feed = _EventFeed() if events else None
         engine = self._engine(state, resume, feed, deps)
         if feed is not None:

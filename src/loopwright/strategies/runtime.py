@@ -43,7 +43,14 @@ from loopwright.core.events import (
 )
 from loopwright.core.messages import JSONValue, Message, ToolCallPart, Usage
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
-from loopwright.core.run import TAINT_LOG_SIZE, RunResult, RunStop, TaintSource, new_session_id
+from loopwright.core.run import (
+    TAINT_LOG_SIZE,
+    RunResult,
+    RunStop,
+    TaintSource,
+    in_running_loop,
+    new_session_id,
+)
 from loopwright.loop.agent import running_as_parent
 from loopwright.loop.limits import Limits
 from loopwright.prompts.patterns import OutputParseError
@@ -385,16 +392,11 @@ class Strategy(ABC):
         self, prompt: str, *, on_event: EventSink | None = None, session_id: str | None = None
     ) -> StrategyResult:
         """Synchronous :meth:`arun` (``asyncio.run``); inside async code use ``arun``."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+        if in_running_loop():
             raise UserError(
                 f"{type(self).__name__}.run() was called inside a running event loop; use "
                 "`await strategy.arun(...)` there"
             )
-        # outside the ``except``: the run's errors must not carry its RuntimeError as context
         return asyncio.run(self.arun(prompt, on_event=on_event, session_id=session_id))
 
     async def stream(self, prompt: str) -> AsyncIterator[RunEvent]:

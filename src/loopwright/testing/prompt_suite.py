@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from loopwright.core.protocols import Model
+from loopwright.core.run import in_running_loop
 from loopwright.prompts.testing import SuiteReport, load_suite, run_suite
 
 ENV_MODEL = "LOOPWRIGHT_PROMPT_MODEL"
@@ -65,13 +66,7 @@ def check_suite(
 
 
 def _run(coro):  # type: ignore[no-untyped-def]
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        running = False
-    else:
-        running = True
-    if not running:  # outside the ``except``: errors must not carry its RuntimeError
+    if not in_running_loop():
         return asyncio.run(coro)
     # called from an async test: run in a private loop on a worker thread
     import concurrent.futures
