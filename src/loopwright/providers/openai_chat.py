@@ -31,6 +31,7 @@ foreign event loop).
 
 from __future__ import annotations
 
+import abc
 import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -123,11 +124,13 @@ def _content(texts: list[str]) -> str | list[dict[str, str]]:
     return [{"type": "text", "text": t} for t in texts]
 
 
-class ChatEncoder:
-    """Canonical request -> Chat Completions JSON body (pure; no SDK needed).
+class OpenAIEncoder(abc.ABC):
+    """What the encoders of the two APIs over the ``openai`` SDK share (Chat Completions
+    here, Responses in :mod:`.openai_responses`): the history's wire items, the tool list
+    and the request's tool-name map.
 
-    ``cache`` memoises encoded history messages (see :class:`EncodeCache`); pass ``None``
-    to encode everything every time.
+    ``cache`` memoises encoded history messages and tool definitions (see
+    :class:`EncodeCache`); pass ``None`` to encode everything every time.
     """
 
     def __init__(
@@ -137,6 +140,44 @@ class ChatEncoder:
         self.vendor = vendor
         self.stream = stream
         self.cache = cache
+
+    @abc.abstractmethod
+    def message(self, message: Message, names: ToolNameMap) -> list[dict[str, Any]]:
+        """The wire items of one canonical message."""
+
+    @abc.abstractmethod
+    def tool(self, spec: ToolSpec, names: ToolNameMap, strict: bool) -> dict[str, Any]:
+        """The wire definition of one tool."""
+
+    def _names(self, request: ModelRequest) -> ToolNameMap:
+        cache = self.cache
+        if cache is None:
+            return name_map_for(request.tools, request.messages)
+        else:  # history names are registered as the messages are encoded
+            return cache.tool_names(request.tools)
+
+    def _items(self, messages: Sequence[Message], names: ToolNameMap) -> list[dict[str, Any]]:
+        if self.cache is not None:
+            return encode_items(messages, names, self.cache, self.message)
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            out.extend(self.message(message, names))
+        return out
+
+    def _tools(
+        self, tools: Sequence[ToolSpec], strict: bool, names: ToolNameMap
+    ) -> list[dict[str, Any]]:
+        return tool_definitions(
+            tools,
+            names,
+            self.cache,
+            lambda specs, seeded: [self.tool(t, seeded, strict) for t in specs],
+            strict,
+        )
+
+
+class ChatEncoder(OpenAIEncoder):
+    """Canonical request -> Chat Completions JSON body (pure; no SDK needed)."""
 
     def _reasoning_text(self, part: ReasoningPart) -> str | None:
         if not part.provider_meta or own_meta(part.provider_meta, PROTOCOL):
@@ -200,23 +241,8 @@ class ChatEncoder:
         out: list[dict[str, Any]] = []
         if request.system:
             out.append({"role": self.vendor.system_role, "content": request.system})
-        if self.cache is not None:
-            out += encode_items(request.messages, names, self.cache, self.message)
-            return out
-        for message in request.messages:
-            out.extend(self.message(message, names))
+        out += self._items(request.messages, names)
         return out
-
-    def _tools(
-        self, tools: Sequence[ToolSpec], strict: bool, names: ToolNameMap
-    ) -> list[dict[str, Any]]:
-        return tool_definitions(
-            tools,
-            names,
-            self.cache,
-            lambda specs, seeded: [self.tool(t, seeded, strict) for t in specs],
-            strict,
-        )
 
     def tool(self, spec: ToolSpec, names: ToolNameMap, strict: bool) -> dict[str, Any]:
         function: dict[str, Any] = {"name": names.to_wire(spec.name)}
@@ -260,11 +286,7 @@ class ChatEncoder:
         return out
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
-        cache = self.cache
-        if cache is None:
-            names = name_map_for(request.tools, request.messages)
-        else:  # history names are registered as the messages are encoded
-            names = cache.tool_names(request.tools)
+        names = self._names(request)
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": self.messages(request, names),
@@ -398,7 +420,22 @@ def decode_chunk(chunk: Any, acc: StreamAccumulator) -> Iterator[ModelEvent | No
 # ----------------------------------------------------------------- the model
 
 
-class OpenAIChatModel(RemoteModel):
+class OpenAISDKModel(RemoteModel):
+    """A remote adapter over the ``openai`` SDK (Chat Completions or Responses): its
+    ``AsyncOpenAI`` client talks to ``base_url``, else the vendor's URL."""
+
+    def _new_client(self) -> Any:
+        return make_client(
+            ClientConfig(
+                self.base_url or self.vendor.base_url,
+                self._api_key,
+                self.call_limits,
+                self.vendor.extra_headers,
+            )
+        )
+
+
+class OpenAIChatModel(OpenAISDKModel):
     """A :class:`~loopwright.core.protocols.Model` speaking Chat Completions.
 
     ``vendor`` carries the quirk flags (see :data:`loopwright.providers.registry.VENDORS`);
@@ -435,16 +472,6 @@ class OpenAIChatModel(RemoteModel):
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
         return self.encoder.encode(request)
-
-    def _new_client(self) -> Any:
-        return make_client(
-            ClientConfig(
-                self.base_url or self.vendor.base_url,
-                self._api_key,
-                self.call_limits,
-                self.vendor.extra_headers,
-            )
-        )
 
     async def _open(self, payload: dict[str, Any]) -> Any:
         client = self._sdk()

@@ -28,7 +28,7 @@ has no place for reasoning without its item id.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from loopwright.core.errors import BadRequest, MalformedResponse
@@ -54,17 +54,12 @@ from loopwright.core.tools import ToolSpec
 from loopwright.providers import openai_chat as _openai  # the shared openai SDK helpers
 from loopwright.providers._common import (
     AdapterCall,
-    EncodeCache,
-    RemoteModel,
     StreamAccumulator,
     ToolNameMap,
-    encode_items,
     error_from_http,
-    name_map_for,
     normalize_call_id,
     own_meta,
     stream_call,
-    tool_definitions,
 )
 from loopwright.providers._stream import is_arguments_json, refuse_non_stream
 from loopwright.providers.pricing import count
@@ -103,19 +98,8 @@ def _arguments(call: ToolCallPart) -> str:
     return json.dumps(dict(call.arguments), ensure_ascii=False)
 
 
-class ResponsesEncoder:
-    """Canonical request -> Responses JSON body (pure; no SDK needed).
-
-    ``cache`` memoises encoded history messages (see :class:`EncodeCache`).
-    """
-
-    def __init__(
-        self, model: str, vendor: Vendor, stream: bool = True, cache: EncodeCache | None = None
-    ) -> None:
-        self.model = model
-        self.vendor = vendor
-        self.stream = stream
-        self.cache = cache
+class ResponsesEncoder(_openai.OpenAIEncoder):
+    """Canonical request -> Responses JSON body (pure; no SDK needed)."""
 
     @staticmethod
     def _text(part: TextPart) -> dict[str, Any] | None:
@@ -181,23 +165,7 @@ class ResponsesEncoder:
         return [{"role": role, "content": message.text}]
 
     def items(self, request: ModelRequest, names: ToolNameMap) -> list[dict[str, Any]]:
-        if self.cache is not None:
-            return encode_items(request.messages, names, self.cache, self.message)
-        out: list[dict[str, Any]] = []
-        for message in request.messages:
-            out.extend(self.message(message, names))
-        return out
-
-    def _tools(
-        self, tools: Sequence[ToolSpec], strict: bool, names: ToolNameMap
-    ) -> list[dict[str, Any]]:
-        return tool_definitions(
-            tools,
-            names,
-            self.cache,
-            lambda specs, seeded: [self.tool(t, seeded, strict) for t in specs],
-            strict,
-        )
+        return self._items(request.messages, names)
 
     def tool(self, spec: ToolSpec, names: ToolNameMap, strict: bool) -> dict[str, Any]:
         params = dict(spec.parameters)
@@ -243,11 +211,7 @@ class ResponsesEncoder:
         return out
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
-        cache = self.cache
-        if cache is None:
-            names = name_map_for(request.tools, request.messages)
-        else:  # history names are registered as the messages are encoded
-            names = cache.tool_names(request.tools)
+        names = self._names(request)
         payload: dict[str, Any] = {"model": self.model}
         if request.system:
             payload["instructions"] = request.system
@@ -441,7 +405,7 @@ def decode_event(event: Any, acc: StreamAccumulator) -> Iterator[ModelEvent | No
 # ----------------------------------------------------------------- the model
 
 
-class OpenAIResponsesModel(RemoteModel):
+class OpenAIResponsesModel(_openai.OpenAISDKModel):
     """A :class:`~loopwright.core.protocols.Model` speaking the Responses API."""
 
     def __init__(
@@ -472,16 +436,6 @@ class OpenAIResponsesModel(RemoteModel):
 
     def encode(self, request: ModelRequest) -> tuple[dict[str, Any], ToolNameMap]:
         return self.encoder.encode(request)
-
-    def _new_client(self) -> Any:
-        return _openai.make_client(
-            _openai.ClientConfig(
-                self.base_url or self.vendor.base_url,
-                self._api_key,
-                self.call_limits,
-                self.vendor.extra_headers,
-            )
-        )
 
     async def _open(self, payload: dict[str, Any]) -> Any:
         client = self._sdk()
