@@ -43,6 +43,9 @@ MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024
 """Largest single streamed HTTP message accepted (the SDK's default, 1 MiB, would turn a
 large tool result into a transport error; the dispatcher truncates what the model sees)."""
 _LIST_PAGES = 100
+UNBOUNDED_CONNECT_SECONDS = 30.0
+"""How long connecting (and each tools listing) may take for a server whose ``timeout``
+is ``None`` (its calls are unbounded; a server that never answers must still fail)."""
 
 ToolsListener = Callable[[list["mcp_types.Tool"]], None]
 
@@ -117,6 +120,13 @@ class MCPConnection:
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         return await run_async(self._call(name, arguments))
 
+    @property
+    def connect_timeout(self) -> float:
+        """Seconds that starting a session may take (transport, process start, MCP
+        handshake) and that each tools listing may take: the server's ``timeout``."""
+        timeout = self.config.timeout
+        return UNBOUNDED_CONNECT_SECONDS if timeout is None else timeout
+
     async def list_tools(self) -> list[mcp_types.Tool]:
         return await run_async(self._list())
 
@@ -171,7 +181,14 @@ class MCPConnection:
         cursor: str | None = None
         for _ in range(_LIST_PAGES):
             try:
-                page = await client.list_tools(cursor=cursor)
+                async with asyncio.timeout(self.connect_timeout):
+                    page = await client.list_tools(cursor=cursor)
+            except TimeoutError:
+                raise ToolError(
+                    f"MCP server {self.config.name!r} did not list its tools within "
+                    f"{self.connect_timeout:g} s (its timeout)",
+                    kind=ToolErrorKind.TIMEOUT,
+                ) from None
             except Exception as exc:
                 raise self._failed(exc) from exc
             tools.extend(page.tools)
@@ -205,6 +222,12 @@ class MCPConnection:
         )
         try:
             return await asyncio.shield(ready)
+        except _ConnectTimeout:
+            raise ToolError(
+                f"MCP server {self.config.name!r} did not start and complete the MCP "
+                f"handshake within {self.connect_timeout:g} s (its timeout)",
+                kind=ToolErrorKind.TIMEOUT,
+            ) from None
         except Exception as exc:
             raise ToolError(
                 f"cannot connect to MCP server {self.config.name!r}: {_describe(exc)}",
@@ -219,15 +242,22 @@ class MCPConnection:
         mine: list[Client] = []  # this session's client, once it exists
         try:
             async with AsyncExitStack() as stack:
-                transport = await _transport(self.config, stack)
-                client = await stack.enter_async_context(
-                    Client(
-                        transport,
-                        message_handler=self._on_message,
-                        list_roots_callback=self._roots if self.config.roots else None,  # type: ignore[arg-type]
-                        cache=None,  # tool listings must be fresh after list_changed
-                    )
-                )
+                # the server's timeout bounds the whole start (the SDK's handshake has no
+                # deadline of its own): a server that never answers is given up on here,
+                # by the task that owns the session, so its process is stopped too
+                try:
+                    async with asyncio.timeout(self.connect_timeout):
+                        transport = await _transport(self.config, stack)
+                        client = await stack.enter_async_context(
+                            Client(
+                                transport,
+                                message_handler=self._on_message,
+                                list_roots_callback=self._roots if self.config.roots else None,  # type: ignore[arg-type]
+                                cache=None,  # tool listings must be fresh after list_changed
+                            )
+                        )
+                except TimeoutError as exc:
+                    raise _ConnectTimeout() from exc
                 self._client = client
                 mine.append(client)
                 if not ready.done():
@@ -301,6 +331,10 @@ class MCPConnection:
         except Exception:
             pass
         self._task = None
+
+
+class _ConnectTimeout(TimeoutError):
+    """A session did not start within its server's timeout."""
 
 
 async def _transport(config: MCPServerConfig, stack: AsyncExitStack) -> Any:

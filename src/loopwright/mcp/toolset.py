@@ -285,25 +285,17 @@ def _schedule(loop: asyncio.AbstractEventLoop | None, fn: Any) -> None:
     fn()
 
 
+# The connection bounds connecting and each listing page by the server's timeout and
+# names both in its error (see MCPConnection.connect_timeout).
 def _listing(connection: MCPConnection) -> list[mcp_types.Tool]:
     try:
-        return connection.list_tools_sync(timeout=_connect_timeout(connection))
-    except (ToolError, TimeoutError) as exc:
-        raise ConfigError(_no_listing(connection, exc)) from None
+        return connection.list_tools_sync()
+    except ToolError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 async def _alisting(connection: MCPConnection) -> list[mcp_types.Tool]:
     try:
-        return await asyncio.wait_for(connection.list_tools(), timeout=_connect_timeout(connection))
-    except (ToolError, TimeoutError) as exc:
-        raise ConfigError(_no_listing(connection, exc)) from None
-
-
-def _no_listing(connection: MCPConnection, exc: BaseException) -> str:
-    if isinstance(exc, ToolError):
-        return str(exc)
-    return f"MCP server {connection.config.name!r} did not list its tools in time"
-
-
-def _connect_timeout(connection: MCPConnection) -> float:
-    return max(30.0, connection.config.timeout or 0.0)
+        return await connection.list_tools()
+    except ToolError as exc:
+        raise ConfigError(str(exc)) from None
