@@ -556,6 +556,37 @@ class RemoteModel(abc.ABC):
     def _new_client(self) -> Any:
         """A new SDK client, with the SDK's own retries off (the loop owns retries)."""
 
+    @abc.abstractmethod
+    async def _open(self, payload: dict[str, Any]) -> AsyncIterable[Any]:
+        """Send the (encoded, hooked) request; the wire chunks, errors mapped."""
+
+    def _stream(
+        self,
+        provider: str,
+        encode: Callable[[], tuple[dict[str, Any], ToolNameMap]],
+        decode: Callable[[Any, StreamAccumulator], Iterable[ModelEvent | None]],
+        *,
+        model: str = "",
+        prepare: Callable[[StreamAccumulator], None] | None = None,
+        response: Callable[[list[JSONValue]], dict[str, Any]] = _events_payload,
+    ) -> AsyncIterator[ModelEvent]:
+        """One ``stream()`` call (see :class:`AdapterCall`): :func:`stream_call` over
+        :meth:`_open`, with this model's ``on_payload`` hook, call limits and prices."""
+        return stream_call(
+            AdapterCall(
+                provider=provider,
+                encode=encode,
+                open=self._open,
+                decode=decode,
+                hook=self.on_payload,
+                model=model,
+                prepare=prepare,
+                response=response,
+                limits=self.call_limits,
+                prices=self.prices,
+            )
+        )
+
 
 VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_CHAR = re.compile(r"[^a-zA-Z0-9_-]")

@@ -61,7 +61,6 @@ from loopwright.core.messages import (
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
-    AdapterCall,
     EncodeCache,
     RemoteModel,
     StreamAccumulator,
@@ -72,7 +71,6 @@ from loopwright.providers._common import (
     normalize_call_id,
     own_meta,
     resume_merged,
-    stream_call,
     tool_definitions,
     tool_name_map,
 )
@@ -552,17 +550,11 @@ class AnthropicModel(RemoteModel):
         return _events(stream)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        return stream_call(
-            AdapterCall(
-                provider=PROVIDER,
-                encode=lambda: encode_request(self.model, request, self.options, self._cache),
-                open=self._open,
-                decode=decode_event,
-                hook=self.on_payload,
-                limits=self.call_limits,
-                prices=self.prices,
-                model=self.model,
-            )
+        return self._stream(
+            PROVIDER,
+            lambda: encode_request(self.model, request, self.options, self._cache),
+            decode_event,
+            model=self.model,
         )
 
 

@@ -64,7 +64,6 @@ from loopwright.core.protocols import (
 )
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
-    AdapterCall,
     EncodeCache,
     RemoteModel,
     StreamAccumulator,
@@ -73,7 +72,6 @@ from loopwright.providers._common import (
     normalize_call_id,
     own_meta,
     resume_merged,
-    stream_call,
     tool_definitions,
     tool_name_map,
     tool_result_text,
@@ -654,18 +652,12 @@ class BedrockModel(RemoteModel):
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         states: list[_Blocks] = []  # one per attempt: the decoding state of the current one
-        return stream_call(
-            AdapterCall(
-                provider=PROVIDER,
-                encode=lambda: encode_request(self.model, request, self.options, self._cache),
-                open=self._open,
-                decode=lambda event, acc: decode_event(event, acc, states[-1]),
-                hook=self.on_payload,
-                limits=self.call_limits,
-                prices=self.prices,
-                model=self.model,
-                prepare=lambda acc: states.append(_Blocks()),
-            )
+        return self._stream(
+            PROVIDER,
+            lambda: encode_request(self.model, request, self.options, self._cache),
+            lambda event, acc: decode_event(event, acc, states[-1]),
+            model=self.model,
+            prepare=lambda acc: states.append(_Blocks()),
         )
 
 

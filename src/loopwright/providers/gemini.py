@@ -62,7 +62,6 @@ from loopwright.core.messages import (
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool, PayloadHook
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
-    AdapterCall,
     EncodeCache,
     RemoteModel,
     ToolNameMap,
@@ -70,7 +69,6 @@ from loopwright.providers._common import (
     foreign_reasoning_text,
     own_meta,
     resume_merged,
-    stream_call,
     tool_definitions,
     tool_name_map,
     tool_result_text,
@@ -517,19 +515,13 @@ class GeminiModel(RemoteModel):
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         turns: list[_Turn] = []  # the call's decoding state (set on its accumulator)
-        return stream_call(
-            AdapterCall(
-                provider=PROVIDER,
-                encode=lambda: encode_request(self.model, request, self._cache),
-                open=self._open,
-                decode=lambda chunk, acc: decode_sdk_chunk(chunk, acc, turns[-1]),
-                hook=self.on_payload,
-                limits=self.call_limits,
-                prices=self.prices,
-                model=self.model,
-                prepare=lambda acc: turns.append(_Turn(_assistant_turns(request.messages))),
-                response=_response_payload,
-            )
+        return self._stream(
+            PROVIDER,
+            lambda: encode_request(self.model, request, self._cache),
+            lambda chunk, acc: decode_sdk_chunk(chunk, acc, turns[-1]),
+            model=self.model,
+            prepare=lambda acc: turns.append(_Turn(_assistant_turns(request.messages))),
+            response=_response_payload,
         )
 
 

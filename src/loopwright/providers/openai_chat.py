@@ -59,7 +59,6 @@ from loopwright.core.protocols import (
 )
 from loopwright.core.tools import ToolSpec
 from loopwright.providers._common import (
-    AdapterCall,
     EncodeCache,
     RemoteModel,
     StreamAccumulator,
@@ -69,7 +68,6 @@ from loopwright.providers._common import (
     name_map_for,
     normalize_call_id,
     own_meta,
-    stream_call,
     tool_definitions,
     tool_result_text,
 )
@@ -484,17 +482,8 @@ class OpenAIChatModel(OpenAISDKModel):
         return result
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        return stream_call(
-            AdapterCall(
-                provider=PROTOCOL,
-                encode=lambda: self.encode(request),
-                open=self._open,
-                decode=decode_chunk,
-                hook=self.on_payload,
-                limits=self.call_limits,
-                prices=self.prices,
-                response=_response_payload,
-            )
+        return self._stream(
+            PROTOCOL, lambda: self.encode(request), decode_chunk, response=_response_payload
         )
 
 

@@ -53,13 +53,11 @@ from loopwright.core.protocols import (
 from loopwright.core.tools import ToolSpec
 from loopwright.providers import openai_chat as _openai  # the shared openai SDK helpers
 from loopwright.providers._common import (
-    AdapterCall,
     StreamAccumulator,
     ToolNameMap,
     error_from_http,
     normalize_call_id,
     own_meta,
-    stream_call,
 )
 from loopwright.providers._stream import is_arguments_json, refuse_non_stream
 from loopwright.providers.pricing import count
@@ -447,18 +445,12 @@ class OpenAIResponsesModel(_openai.OpenAISDKModel):
         return result
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        return stream_call(
-            AdapterCall(
-                provider=PROTOCOL,
-                encode=lambda: self.encode(request),
-                open=self._open,
-                decode=decode_event,
-                hook=self.on_payload,
-                limits=self.call_limits,
-                prices=self.prices,
-                prepare=_prepare,
-                response=_response_payload,
-            )
+        return self._stream(
+            PROTOCOL,
+            lambda: self.encode(request),
+            decode_event,
+            prepare=_prepare,
+            response=_response_payload,
         )
 
 
