@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pytest
 
 from loopwright import FunctionModel, Limits, ModelRequest, Reply, RunStop
-from loopwright.core.errors import UserError
+from loopwright.core.errors import ConfigError, UserError
 from loopwright.core.events import StrategyStep
 from loopwright.core.messages import Message
 from loopwright.strategies import SearchConfig, ThoughtHooks, TreeOfThoughts
@@ -149,3 +149,52 @@ def test_an_evaluate_hook_that_returns_no_number_is_named() -> None:
     hooks = ThoughtHooks(generate=lambda p, s: ["a"], evaluate=lambda p, s: None)  # type: ignore[arg-type, return-value]
     with pytest.raises(UserError, match=r"ThoughtHooks.evaluate returned None for \['a'\]"):
         TreeOfThoughts(hooks=hooks, search=SearchConfig(depth=1)).run("q")
+
+
+def test_a_threshold_on_the_value_evaluators_scale_prunes_what_it_says() -> None:
+    # was: SearchConfig refused any threshold above 1, while "value" scores likely 1 and
+    # sure 20: no threshold could prune "likely" states and keep "sure" ones
+    events: list[object] = []
+    tot = TreeOfThoughts(
+        FunctionModel(model_reply), search=SearchConfig(method="dfs", depth=3, threshold=10)
+    )
+    tot.run(PROBLEM, on_event=events.append)
+    pruned = [e for e in events if isinstance(e, StrategyStep) and e.kind == "pruned"]
+    # +2, +3, +4 are judged "likely" (1 < 10) and +1 "impossible": all four are pruned
+    assert sorted(e.detail["score"] for e in pruned) == [0.001, 1.0, 1.0, 1.0]
+
+
+def test_a_vote_threshold_counts_votes() -> None:
+    events: list[object] = []
+    tot = TreeOfThoughts(
+        FunctionModel(model_reply),
+        evaluator="vote",
+        search=SearchConfig(method="dfs", depth=1, n_generate=4, n_evaluate=2, threshold=2),
+    )
+    tot.run(PROBLEM, on_event=events.append)
+    pruned = [e for e in events if isinstance(e, StrategyStep) and e.kind == "pruned"]
+    # both votes go to choice 3 (+3): the states with no vote are below 2
+    assert sorted(str(e.detail["steps"]) for e in pruned) == ["['+1']", "['+2']", "['+4']"]
+
+
+@pytest.mark.parametrize(
+    ("evaluator", "search", "scale"),
+    [
+        ("value", SearchConfig(threshold=20.5), "0-20"),
+        ("value", SearchConfig(threshold=-1), "0-20"),
+        ("vote", SearchConfig(n_evaluate=3, threshold=4), "0-3"),
+    ],
+)
+def test_a_threshold_outside_the_evaluators_scores_is_refused(
+    evaluator: str, search: SearchConfig, scale: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        TreeOfThoughts(FunctionModel(model_reply), evaluator=evaluator, search=search)  # type: ignore[arg-type]
+    assert "SearchConfig.threshold" in str(info.value) and scale in str(info.value)
+    assert evaluator in str(info.value)
+
+
+def test_an_evaluate_function_sets_its_own_scale() -> None:
+    hooks = ThoughtHooks(evaluate=lambda problem, steps: 100.0)
+    tot = TreeOfThoughts(FunctionModel(model_reply), hooks=hooks, search=SearchConfig(threshold=50))
+    assert tot.search.threshold == 50

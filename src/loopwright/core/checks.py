@@ -39,6 +39,22 @@ def check_seconds(owner: str, value: object, *, zero: bool = False) -> float:
     return float(value)
 
 
+def check_number(
+    owner: str, value: object, low: float = -math.inf, high: float = math.inf, why: str = ""
+) -> float:
+    """``value`` when it is a finite number in ``low``-``high``; ``why`` ends the error
+    (what sets the range, e.g. the scale of the scores a threshold is compared with)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        bounds = f" in {low:g}-{high:g}" if math.isfinite(low) and math.isfinite(high) else ""
+        raise ConfigError(f"{owner} must be a finite number{bounds}{why}, got {value!r}")
+    return float(value)
+
+
 def check_score(owner: str, value: object) -> float:
     """``value`` when it is a number in 0-1 (a threshold on scores); nan is refused."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:

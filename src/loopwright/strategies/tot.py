@@ -14,7 +14,9 @@ Search: ``"bfs"`` keeps the ``beam`` best states at each depth; every frontier s
 expanded concurrently and every new state evaluated concurrently (a level costs about
 two model latencies, not one per node). ``"dfs"`` goes deepest-first through the
 children in score order, prunes states scoring below ``threshold`` and backtracks, up
-to ``max_nodes`` evaluated states. Evaluations are cached by ``state_key(steps)``
+to ``max_nodes`` evaluated states. ``threshold`` is on the evaluator's own scale (0-20 for
+``"value"``, 0-``n_evaluate`` votes for ``"vote"``, any number for a function), and is
+checked against it when the strategy is built. Evaluations are cached by ``state_key(steps)``
 (default: the steps themselves), so identical states reached by different paths are
 scored once. ``is_solution(problem, steps)`` ends the search early; ``answer(problem,
 steps)`` turns the chosen path into the answer (default: its last step).
@@ -29,7 +31,7 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal, TypeAlias
 
-from loopwright.core.checks import check_choice, check_count, check_score
+from loopwright.core.checks import check_choice, check_count, check_number
 from loopwright.core.errors import UserError
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
@@ -83,6 +85,8 @@ class SearchConfig:
     n_generate: int = 5
     n_evaluate: int = 1
     threshold: float = 0.5
+    """``"dfs"`` prunes states scoring below it, on the evaluator's scale (module
+    docstring; the default prunes states judged ``impossible`` and states with no vote)."""
     max_nodes: int = 200
     max_concurrency: int = 32
     settings: ModelSettings | None = None
@@ -92,7 +96,8 @@ class SearchConfig:
         check_choice("SearchConfig.method", self.method, ("bfs", "dfs"))
         for name in ("depth", "beam", "n_generate", "n_evaluate", "max_nodes", "max_concurrency"):
             check_count(f"SearchConfig.{name}", getattr(self, name))
-        check_score("SearchConfig.threshold", self.threshold)
+        # its range depends on the evaluator: TreeOfThoughts checks it against the one in use
+        check_number("SearchConfig.threshold", self.threshold)
 
 
 def _default_key(steps: Steps) -> Hashable:
@@ -141,6 +146,7 @@ class TreeOfThoughts(Strategy):
         self.generator = generator
         self.evaluator = evaluator
         self.search = search or SearchConfig()
+        _check_threshold(self.search, evaluator, self.hooks)
 
     # -- search -----------------------------------------------------------------------
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
@@ -333,6 +339,21 @@ class _Search:
             prompt = self.ctx.prepare(prompt, settings=self.settings)
         async with self.sem:
             return await self.ctx.ask(self.owner.model, prompt)
+
+
+def _check_threshold(search: SearchConfig, evaluator: str, hooks: ThoughtHooks) -> None:
+    """Refuse a threshold outside the scores the evaluator in use can give: above them
+    it would prune every state, so it cannot be what was meant (a function's scores
+    have no known range)."""
+    if hooks.evaluate is not None:
+        return
+    if evaluator == "value":
+        high = VALUE_SCORES["sure"]
+        why = " for evaluator='value' (it scores sure 20, likely 1, impossible 0.001)"
+    else:
+        high = float(search.n_evaluate)
+        why = f" for evaluator='vote' (a state scores its votes, 0-n_evaluate={search.n_evaluate})"
+    check_number("SearchConfig.threshold", search.threshold, 0.0, high, why)
 
 
 def _show(steps: Steps) -> str:
