@@ -300,3 +300,12 @@ def test_too_many_steps_states_the_limit_briefly() -> None:
     message = _plan_problem(*[_step(i, [], {"e": "x" * 100}) for i in range(1, 13)])
     assert "at /plan: has 12 items; at most 8 are allowed (remove 4)" in message
     assert len(message) < 400, len(message)
+
+
+def test_extract_json_does_not_take_a_nested_object_of_a_fence_cut_short() -> None:
+    # Three backticks inside a key end the fence's match early; the fence's text fails
+    # to decode from its first brace, and the object nested in it must not be returned.
+    value = {"0": {}, "```": None}
+    body = json.dumps(value, indent=2)
+    found, _ = extract_json(f"a\n```\n{body}\n```\nb")
+    assert found == value

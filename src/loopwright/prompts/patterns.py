@@ -84,13 +84,20 @@ def extract_json(text: str) -> tuple[dict[str, JSONValue] | None, str | None]:
     candidates.append(text)
     decoder = _DECODER
     last_error: str | None = None
-    for chunk in candidates:
+    whole = len(candidates) - 1
+    for index, chunk in enumerate(candidates):
         start = chunk.find("{")
         while start != -1:
             try:
                 value, _ = decoder.raw_decode(chunk, start)
             except ValueError as exc:
                 last_error = str(exc)
+                if index != whole:
+                    # A tag or fence holds one object from its first brace; a brace after
+                    # a failed start is inside that object (a fence cut short by ``` in
+                    # one of its strings leaves the nested {} of a key), so the next
+                    # candidate is tried instead.
+                    break
                 start = chunk.find("{", start + 1)
                 continue
             if isinstance(value, dict):
