@@ -350,6 +350,15 @@ def test_a_bad_mcp_server_is_a_usage_error_before_any_prompt(tmp_path: Path, mon
     assert "no-such-mcp-server-xyz" in out.stderr and not (tmp_path / "r.jsonl").exists()
 
 
+def test_bad_prompt_lines_are_all_named_before_any_prompt_runs(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('"hi"\n{"prompt": "a", "id": ""}\nnot json\n')
+    out = _cli(tmp_path, monkeypatch, str(prompts), "--out", "r.jsonl")
+    assert out.exit_code == 2, out.output
+    assert "p.jsonl:2: 'id' is empty" in out.stderr and "p.jsonl:3: not JSON" in out.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
 def test_a_source_giving_a_context_manager_holds_it_for_the_whole_batch() -> None:
     events: list[str] = []
 

@@ -69,8 +69,20 @@ class TaskOutcome:
 
 
 # ------------------------------------------------------------------ reading tasks
+MAX_LISTED_ERRORS: Final = 50
+"""How many bad lines one error lists (the count of the rest follows)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreadable:
+    """A line that is not JSON (or too long): its error, reported with the others."""
+
+    message: str
+
+
 def read_tasks(path: Path) -> list[BatchTask]:
-    """The tasks of a prompts file (JSONL); a bad line raises :class:`UserError` naming it.
+    """The tasks of a prompts file (JSONL). Every bad line is found before anything
+    runs: one :class:`UserError` lists them all, each as ``path:LINE: what is wrong``.
 
     Each line is a JSON string (the prompt) or an object ``{"prompt": ..., "id": ...,
     "limits": {...}}`` (``id`` and ``limits`` optional). Blank lines are skipped."""
@@ -84,36 +96,67 @@ def read_tasks(path: Path) -> list[BatchTask]:
             continue
         where = f"{path}:{number}"
         if len(line) > MAX_LINE_BYTES:
-            raise UserError(f"{where}: the line is longer than {MAX_LINE_BYTES} bytes")
+            records.append(
+                (where, _Unreadable(f"{where}: the line is longer than {MAX_LINE_BYTES} bytes"))
+            )
+            continue
         try:
             records.append((where, json.loads(line)))
         except ValueError:
-            raise UserError(
-                f'{where}: not JSON; write one JSON string or {{"prompt": ...}} per line'
-            ) from None
+            records.append(
+                (
+                    where,
+                    _Unreadable(
+                        f'{where}: not JSON; write one JSON string or {{"prompt": ...}} per line'
+                    ),
+                )
+            )
     if not records:
         raise UserError(f"{path}: no prompts in the file")
-    return _tasks(records)
+    return _tasks(records, str(path))
 
 
 def make_tasks(prompts: Iterable[str | Mapping[str, object]]) -> list[BatchTask]:
-    """Tasks from Python values: prompt strings or mappings shaped like a file's lines."""
-    return _tasks([(f"prompt {i}", value) for i, value in enumerate(prompts)])
+    """Tasks from Python values: prompt strings or mappings shaped like a file's lines
+    (every bad one is listed in one :class:`UserError`, as ``prompt N: ...``)."""
+    return _tasks([(f"prompt {i}", value) for i, value in enumerate(prompts)], "prompts")
 
 
-def _tasks(records: list[tuple[str, object]]) -> list[BatchTask]:
+def _tasks(records: list[tuple[str, object]], source: str) -> list[BatchTask]:
     tasks: list[BatchTask] = []
+    errors: list[str] = []
     seen: dict[str, str] = {}
-    for where, value in records:
-        task = _task(len(tasks), value, where)
+    for index, (where, value) in enumerate(records):
+        if isinstance(value, _Unreadable):
+            errors.append(value.message)
+            continue
+        try:
+            task = _task(index, value, where)
+        except UserError as exc:
+            errors.append(str(exc))
+            continue
         if task.key in seen:
-            raise UserError(
+            errors.append(
                 f"{where}: task id {task.key!r} repeats {seen[task.key]}; every task needs "
                 "its own id (results are recorded once per id)"
             )
+            continue
         seen[task.key] = where
         tasks.append(task)
+    if errors:
+        raise UserError(_bad_lines(source, errors))
     return tasks
+
+
+def _bad_lines(source: str, errors: list[str]) -> str:
+    """One error for every bad line: a whole file can be fixed in one pass."""
+    if len(errors) == 1:
+        return errors[0]
+    listed = errors[:MAX_LISTED_ERRORS]
+    more = len(errors) - len(listed)
+    tail = [f"  ... and {more} more"] if more else []
+    head = f"{source}: {len(errors)} bad lines, nothing was run:"
+    return "\n".join([head, *(f"  {e}" for e in listed), *tail])
 
 
 def _task(index: int, data: object, where: str) -> BatchTask:
@@ -126,6 +169,13 @@ def _task(index: int, data: object, where: str) -> BatchTask:
         ident = data.get("id")
         if ident is not None and (not isinstance(ident, str | int) or isinstance(ident, bool)):
             raise UserError(f"{where}: 'id' must be a string or an integer")
+        if isinstance(ident, str) and not ident.strip():
+            # a blank id is no identity to record results under; leaving 'id' out is
+            # what gives a task its position as id
+            raise UserError(
+                f"{where}: 'id' is empty; give the task a non-empty id, or leave 'id' out "
+                "(the task id is then its position, #N)"
+            )
         limits = _limits_of(data.get("limits"), where)
         data = data.get("prompt")
     if not isinstance(data, str) or not data.strip() or "\x00" in data:
