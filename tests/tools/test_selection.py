@@ -284,6 +284,26 @@ async def test_two_stage_falls_back_to_retrieval_when_the_reply_names_nothing() 
     assert model.requests[1].tool_names == ("get_weather",)
 
 
+@pytest.mark.parametrize(
+    ("selection", "shown"),
+    [
+        # k <= choose: the retrieved candidates are the whole choice
+        (TwoStage(k=1, choose=2, always=("calculator",)), ("get_weather", "calculator")),
+        # fewer tools than choose: nothing to choose among
+        (TwoStage(k=20, choose=len(SPECS)), tuple(s.name.replace(".", "_") for s in SPECS)),
+    ],
+)
+async def test_two_stage_makes_no_choosing_call_when_there_is_nothing_to_choose(
+    selection: TwoStage, shown: tuple[str, ...]
+) -> None:
+    # was: a choosing call was spent (and its reply ignored) even then
+    model = ScriptedModel(["Sunny."])
+    agent = Agent(model, _registry(), tool_selection=selection)
+    result = await agent.arun("What's the weather in Oslo today?")
+    assert result.answer == "Sunny."
+    assert model.calls == 1 and model.requests[0].tool_names == shown
+
+
 def test_the_same_spec_objects_find_their_index_without_serialising_schemas(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -251,8 +251,10 @@ class TwoStage:
     one-line summaries, then show the chosen tools' full schemas (plus ``always``).
 
     The choice costs one extra, small model call per user request (it is remembered
-    while the request stays the same). If the model's reply names no candidate, the top
-    ``choose`` retrieved tools are shown instead. The prompt is
+    while the request stays the same); when retrieval finds no more than ``choose``
+    candidates there is nothing to choose, so they are all shown without that call. If
+    the model's reply names no candidate, the top ``choose`` retrieved tools are shown
+    instead. The prompt is
     ``loopwright/tools/selection_prompt.txt``.
     """
 
@@ -274,8 +276,9 @@ class TwoStage:
     ) -> list[ToolSpec]:
         query = request_text(messages, self.turns)
         candidates = TopK(self.k, self.always, self.method, self.turns).pick(messages, specs)
-        if not candidates:
-            return _keep(specs, [], self.always)
+        if len(candidates) <= self.choose:
+            # every candidate would be shown whatever the model replied: no model call
+            return _keep(specs, candidates, self.always)
         key = (query, tuple(candidates))
         chosen = self.memo.get(key)
         if chosen is None:
