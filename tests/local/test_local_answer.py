@@ -670,3 +670,11 @@ def test_an_answer_sentence_does_not_start_with_the_word_i() -> None:
     assert not lead.fullmatch("Ib")  # "Ibought milk": the claim glued
     todo = la.grounding(_history("What is the last item in todo.txt?", "1. Buy\n2. Renew it\n"))
     assert la._LEAD in la.answer_grammar(todo)
+
+
+def test_a_word_the_question_numbers_takes_that_number_again() -> None:
+    """'What is the total of order 5?' was answered 'The total of order 50.0 is 5.': the
+    binder wrote the total after 'order' (the last field word before it was 'total')."""
+    binder = la.FieldBinder((("total", "50.0"),), "What is the total of order 5?")
+    assert binder(' {"answer": "The total of order ') == "5"
+    assert binder(' {"answer": "The total is ') == "50.0"

@@ -337,6 +337,8 @@ def _walk(data: object, found: list[tuple[str, str]], depth: int) -> None:
 
 
 _ANSWER_HEAD = re.compile(r'\{\s*"answer"\s*:\s*"')
+# A word and the number the question writes right after it ("order 5", "customer 3").
+_PAIRED = re.compile(r"\b([a-z]{3,})\s+#?(\d+(?:\.\d+)?)(?![\d.])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +355,8 @@ class FieldBinder:
     knows what the fields mean. A field whose key is ``word_unit`` is written with
     that unit (``22 kph``). When the word names a column of several rows, the one row
     the answer (else the question) names by a text value takes it ("How many chairs are
-    in stock?": the ``chair`` row's stock, not the first row's)."""
+    in stock?": the ``chair`` row's stock, not the first row's). A word the question
+    numbers ("order 5") takes that number again ("the total of order 5")."""
 
     fields: tuple[tuple[str, str], ...]
     question: str = ""
@@ -363,6 +366,12 @@ class FieldBinder:
     def __call__(self, text: str) -> str | None:
         head = _ANSWER_HEAD.search(text)
         answer = text[head.end() :] if head else text
+        words = WORD.findall(answer.lower())
+        paired = dict(_PAIRED.findall(self.question.lower()))
+        if words and words[-1] in paired and answer.endswith(" "):
+            # the question numbers this word ("order 5"): the same number follows it
+            # ("The total of order 50.0 is 5." wrote the total's value after "order")
+            return paired[words[-1]]
         parts = re.split(r"\d", answer)
         row = self._row(answer) or self._row(self.question)
         found = self._named(parts[-1], row)
