@@ -249,3 +249,51 @@ def test_an_answer_names_the_position_the_question_names() -> None:
     assert other_position("The second item is call the plumber.", question, [TODO]) is None
     reason = ungrounded("The third is call the plumber.", _turn(question, TODO))
     assert reason is not None and "third" in reason
+
+
+CUSTOMERS = json.dumps(
+    {
+        "columns": ["id", "name", "city"],
+        "rows": [[1, "Ana", "Berlin"], [2, "Bo", "Paris"], [4, "Dana", "Oslo"]],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        # the ordinal states no number and Bo is not said
+        ("Paris is in the 1st column of the rows.", "row"),
+        ("Bo lives in Paris.", None),
+        ("The customer in Paris is Bo.", None),
+    ],
+)
+def test_an_answer_states_a_value_of_the_row_the_question_names(
+    answer: str, why: str | None
+) -> None:
+    reason = ungrounded(answer, _turn("Which customer lives in Paris?", CUSTOMERS))
+    assert (reason is None) is (why is None)
+    if why:
+        assert reason is not None and why in reason
+
+
+def test_an_ordinal_states_no_number_of_the_results() -> None:
+    reason = ungrounded("It is the 2nd one.", _turn("Which one?", '{"a": 2, "b": "x y"}'))
+    assert reason is not None and "states no value" in reason
+
+
+def test_a_one_row_table_named_by_the_question_is_answered_by_its_name() -> None:
+    """'Who lives in Paris?' after WHERE city = 'Paris' (one row) was answered 'The
+    customer lives in Paris, and they are in the 2nd row': the first sentence had to
+    state a number (the id) or any word; a one-row table is named like a longer one."""
+    from loopwright.core.messages import ToolCallPart
+    from loopwright.providers import local_answer as la
+
+    table = json.dumps({"columns": ["id", "name", "city"], "rows": [[2, "Bo", "Paris"]]})
+    history = [
+        Message.user("Who lives in Paris? Check the customers table."),
+        Message("assistant", (ToolCallPart("c1", "sql_query", {"query": "SELECT *"}, "{}"),)),
+        Message.tool_results([ToolResultPart("c1", "sql_query", table)]),
+    ]
+    ground = la.grounding(history)
+    assert ground.labels == ("Bo",) and ground.by_label and ground.latest == ()

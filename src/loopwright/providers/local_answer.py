@@ -170,7 +170,7 @@ def grounding(messages: Sequence[Message]) -> Grounding:
     allowed = set(keep)
     bound = tuple(dict.fromkeys((w, v) for w, v in fields if v in allowed))
     labels = result_labels(words or (), asked)
-    rows = [row for t in words or () for row in row_values(t)]
+    rows = [row for t in words or () for row in row_values(t, 1)]
     named = named_rows(rows, asked)
     # What a "Yes" would claim: the words of the yes/no question itself when the
     # message asks one ("Is the lamp in stock? Use the products table." claims

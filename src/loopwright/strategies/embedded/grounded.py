@@ -184,7 +184,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
         return claimed
     labels = {w.lower() for w in result_labels((r.content for r in ok), turn.question)}
     stated = {w.lower() for w in label_words(answer)} | set(_words(answer))
-    if (known or labels) and not said & known and not _states_a_label(labels, stated):
+    # an ordinal ("the 2nd floor", "the 1st column") states no number of the results
+    valued = _numbers(_ORDINAL.sub("", answer))
+    if (known or labels) and not valued & known and not _states_a_label(labels, stated):
         return "states no value of the results"
     denied = _contradiction(answer, ok)
     if denied:
@@ -207,6 +209,9 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     other = _other_row(answer, turn.question, rows)
     if other:
         return f"names the row of {other!r}, not the one the question names"
+    missed = _named_row_unstated(answer, turn.question, ok)
+    if missed:
+        return f"states nothing of the row of {missed!r} the question names"
     item = other_item_first(answer, turn.question, (r.content for r in ok))
     if item:
         return f"names another list item ({item!r}) before the one the question names"
@@ -217,6 +222,30 @@ def ungrounded(answer: str, turn: Turn) -> str | None:
     if " ".join(words) in " ".join(_words(turn.question)):
         return "echoes the question"
     return None
+
+
+_ORDINAL = re.compile(r"\b\d+(?:st|nd|rd|th)\b", re.IGNORECASE)
+
+
+def _named_row_unstated(
+    answer: str, question: str, results: Sequence[ToolResultPart]
+) -> str | None:
+    """The value by which the question names the one table row it asks about, when the
+    answer states none of that row's other values ("Which customer lives in Paris?" ->
+    "Paris is in the 1st column of the rows.": Bo is not said); else ``None``."""
+    rows = [row for r in results for row in row_values(r.content, 1)]
+    asked = set(_words(question))
+    named = [row for row in rows if any(_names(asked, v) for v in row if not is_number(v))]
+    if len(named) != 1 or len(rows) < 1:
+        return None
+    row = named[0]
+    others = [v for v in row if not _names(asked, v) and not (is_number(v) and v in asked)]
+    if not others:
+        return None
+    numbers, words = _numbers(_ORDINAL.sub("", answer)), set(_words(answer))
+    if any(_said(v, numbers, words) for v in others):
+        return None
+    return next(v for v in row if _names(asked, v))
 
 
 def _protected(turn: Turn) -> set[str]:
