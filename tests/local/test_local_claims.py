@@ -297,3 +297,19 @@ def test_a_one_row_table_named_by_the_question_is_answered_by_its_name() -> None
     ]
     ground = la.grounding(history)
     assert ground.labels == ("Bo",) and ground.by_label and ground.latest == ()
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "text", "wrong"),
+    [
+        ("There are 0 tests left in the queue.", "How many tests failed?", "0 tests failed.", True),
+        ("There are 0 tests failed.", "How many tests failed?", "0 tests failed.", False),
+        ("The meeting in room 4 is in the office.", "Which room?", "Meeting in room 4.", True),
+        ("The meeting is in room 4.", "Which room is the meeting in?", "Meeting in room 4.", False),
+    ],
+)
+def test_things_no_text_result_names_are_not_grounded(
+    answer: str, question: str, text: str, wrong: bool
+) -> None:
+    reason = ungrounded(answer, _turn(question, text))
+    assert (reason is not None and "neither the results" in reason) is wrong

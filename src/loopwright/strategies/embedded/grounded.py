@@ -58,6 +58,7 @@ from loopwright.core.grounding import (
     STOPWORDS,
     asked_item,
     canonical_number,
+    is_json,
     is_number,
     label_words,
     other_item_first,
@@ -271,7 +272,7 @@ def _claims(answer: str, turn: Turn, ok: Sequence[ToolResultPart]) -> str | None
     act = unstated_action(answer, turn.question, contents)
     if act:
         return f"claims an act no result states: {act!r}"
-    if any(r.table for r in records(contents)):
+    if any(r.table for r in records(contents)) or any(not is_json(c) for c in contents):
         thing = unstated_thing(answer, turn.question, [*contents, *turn.calls])
         if thing:
             return f"names {thing!r}, which neither the results nor the question name"
