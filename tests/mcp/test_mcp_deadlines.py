@@ -1,5 +1,6 @@
 """An MCP server's ``timeout`` bounds connecting (starting the server, the handshake)
-and listing, not only tool calls: a server that never answers fails within it."""
+and listing, not only tool calls: a server that never answers fails within it. A reply
+the SDK cannot parse fails the call at once instead of waiting out the timeout."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-import mcp_helpers  # noqa: F401  (skips without the mcp extra)
 import pytest
+from mcp_helpers import FAULTY
 
 from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind
 from loopwright.mcp import MCPConnection, MCPServerConfig, MCPToolset
@@ -81,3 +82,26 @@ async def test_a_call_that_must_connect_first_is_a_timeout_result(tmp_path: Path
     assert "'mute'" in str(failed.value) and "within 1 s" in str(failed.value)
     assert time.monotonic() - started < 6
     await conn.aclose()
+
+
+async def test_a_reply_that_cannot_be_parsed_fails_the_call_at_once() -> None:
+    # was: the SDK dropped the line and the call waited out its whole timeout
+    conn = MCPConnection(
+        MCPServerConfig("garbler", command=(sys.executable, str(FAULTY)), timeout=30)
+    )
+    try:
+        started = time.monotonic()
+        with pytest.raises(ToolError) as failed:
+            await conn.call_tool("garble", {})
+        assert time.monotonic() - started < 10
+        assert failed.value.kind is ToolErrorKind.PERMANENT
+        message = str(failed.value)
+        assert "'garbler'" in message and "not valid JSON-RPC" in message and "[1, 2]" in message
+        # an unreadable notification is no reply: the call it arrives during goes on
+        answered = await conn.call_tool("garbled_notice", {})
+        assert "answered" in str(answered.content)
+        echoed = await conn.call_tool("echo", {"text": "still here"})
+        assert "still here" in str(echoed.content)
+        assert conn.sessions_started == 1
+    finally:
+        await conn.aclose()

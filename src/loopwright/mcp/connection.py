@@ -115,6 +115,9 @@ class MCPConnection:
         """Set by :meth:`close`: no new session is started (a call would otherwise start
         a server process nobody closes)."""
         self.root_uris = [Path(r).resolve().as_uri() for r in config.roots]
+        self._unread: set[asyncio.Future[str]] = set()
+        """One per call in flight: resolved (with what the SDK said) when the server
+        sends a message that cannot be read and may be that call's reply."""
 
     # ---------------------------------------------------------------- public, any loop
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
@@ -149,11 +152,21 @@ class MCPConnection:
         call = asyncio.ensure_future(
             client.call_tool(name, arguments, read_timeout_seconds=self.config.timeout)
         )
+        unread: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._unread.add(unread)
         try:
-            done, _ = await asyncio.wait({call, session}, return_when=asyncio.FIRST_COMPLETED)
+            waits: set[asyncio.Future[Any]] = {call, session, unread}
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self._unread.discard(unread)
             if not call.done():
                 call.cancel()
+        if unread in done and call not in done:
+            raise ToolError(
+                f"MCP server {self.config.name!r} sent a reply that is not valid JSON-RPC "
+                f"({unread.result()}); the call was abandoned",
+                kind=ToolErrorKind.PERMANENT,
+            )
         if call not in done:
             raise ToolError(
                 f"MCP server {self.config.name!r} went away during the call "
@@ -303,10 +316,26 @@ class MCPConnection:
     async def _on_message(self, message: object) -> None:
         import mcp_types
 
-        if isinstance(message, mcp_types.ToolListChangedNotification):
+        if isinstance(message, Exception):
+            self._on_unreadable(message)
+        elif isinstance(message, mcp_types.ToolListChangedNotification):
             # not awaited here: the handler runs on the session's receive path, and the
             # listing it triggers needs that path to deliver its response
             asyncio.get_running_loop().create_task(self._refresh())
+
+    def _on_unreadable(self, exc: Exception) -> None:
+        """A message from the server the SDK could not parse reaches here (over stdio;
+        over HTTP the SDK answers the request with a parse error itself). Its request id
+        is lost with it, so the calls in flight are failed now: one of them was waiting
+        for it and would otherwise wait out its whole timeout. A message that names a
+        ``method`` is a notification or a request, no reply, and is only logged."""
+        text, is_reply = _unparsed(exc)
+        log.warning("MCP %s: unreadable message or transport fault: %s", self.config.name, text)
+        if not is_reply:
+            return
+        for waiting in self._unread:
+            if not waiting.done():
+                waiting.set_result(text)
 
     async def _refresh(self) -> None:
         if self.on_tools is None:
@@ -405,6 +434,25 @@ def tool_error(server: str, exc: BaseException) -> ToolError:
     if isinstance(exc, (ConnectionError, OSError, EOFError)):
         return ToolError(f"MCP server {server!r}: {_describe(exc)}", kind=ToolErrorKind.TRANSIENT)
     return ToolError(f"MCP server {server!r}: {_describe(exc)}", kind=ToolErrorKind.PERMANENT)
+
+
+def _unparsed(exc: Exception) -> tuple[str, bool]:
+    """What was wrong with a message the SDK could not parse, and whether it may have
+    been a reply: not when it was a JSON object with a ``method`` (a notification or a
+    request). pydantic's error keeps the input it could not validate; any other
+    exception the transport reports (a failed read) is no unparsable reply: the session
+    ending is what fails the calls then."""
+    errors = getattr(exc, "errors", None)
+    found: list[Any] = []
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            found = list(errors())
+    if not found:
+        return _describe(exc)[:300], False
+    first = found[0]
+    value = first.get("input")
+    text = f"{first.get('msg', 'unreadable')} in {value!r:.120}"
+    return text, not any(isinstance(e.get("input"), dict) and "method" in e["input"] for e in found)
 
 
 def _ended(task: asyncio.Task[None]) -> str:

@@ -1,6 +1,6 @@
 """A small MCP server (stdio, or streamable HTTP with ``--http PORT``) whose tools
 misbehave on purpose: one exits the process mid-call, one never answers, one returns
-megabytes. Used by the MCP client tests."""
+megabytes, one answers with a reply that is not JSON-RPC. Used by the MCP client tests."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
 server = MCPServer("faulty")
+WIRE = os.dup(1)
+"""stdout as the client reads it (the SDK's stdio server moves fd 1 to stderr when it
+starts, so a stray print cannot corrupt the stream; the garbling tools need it)."""
 
 
 @server.tool()
@@ -61,6 +64,26 @@ async def grow(ctx: Context) -> str:
     server.add_tool(grown)
     await ctx.notify_tools_changed()
     return "added"
+
+
+@server.tool()
+async def garble(ctx: Context) -> str:
+    """Answer with a reply that is not valid JSON-RPC (a list as result), then hang."""
+    import json
+
+    import anyio
+
+    line = json.dumps({"jsonrpc": "2.0", "id": ctx.request_id, "result": [1, 2]})
+    os.write(WIRE, line.encode() + b"\n")
+    await anyio.sleep(3600)
+    return "unreachable"
+
+
+@server.tool()
+def garbled_notice() -> str:
+    """Send a notification that is not valid JSON-RPC, then answer normally."""
+    os.write(WIRE, b'{"jsonrpc": "2.0", "method": 5}\n')
+    return "answered"
 
 
 if __name__ == "__main__":
