@@ -271,3 +271,37 @@ async def test_the_one_shot_helpers_name_swapped_arguments() -> None:
         async for _ in loopwright.stream("hi", model):  # type: ignore[arg-type]
             pass
     assert (await loopwright.arun(model, "What is 2 + 2?")).answer == "4"
+
+
+@pytest.mark.parametrize("entry", ["durable", "batch", "plan_resume"])
+def test_sync_entry_points_refuse_a_running_loop_by_name(entry: str, tmp_path) -> None:
+    # Each synchronous twin names itself and the awaitable to use inside async code,
+    # before building its coroutine (asyncio.run's RuntimeError left a never-awaited one).
+    import warnings
+
+    from loopwright.batch.driver import run_batch
+    from loopwright.durable import Durable
+    from loopwright.store.memory import MemoryStore
+    from loopwright.strategies.plan_execute import PlanAndExecute
+
+    model = ScriptedModel(["done"])
+    calls = {
+        "durable": lambda: Durable(Agent(model), MemoryStore()).run("hi"),
+        "batch": lambda: run_batch(Agent(model), [], tmp_path / "out.jsonl"),
+        "plan_resume": lambda: PlanAndExecute(model, []).resume({}),
+    }
+    expected = {
+        "durable": "Durable.run()",
+        "batch": "run_batch()",
+        "plan_resume": "PlanAndExecute.resume()",
+    }
+
+    async def inside() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(UserError, match="running event loop") as info:
+                calls[entry]()
+        assert expected[entry] in str(info.value)
+        assert "await " in str(info.value)
+
+    asyncio.run(inside())

@@ -26,6 +26,7 @@ from loopwright.batch.tasks import (
     TaskOutcome,
     failure_record,
 )
+from loopwright.core.run import run_sync
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,8 +192,10 @@ def run_batch(
     progress: IO[str] | None = None,
 ) -> BatchSummary:
     """Synchronous :func:`arun_batch` (uses ``asyncio.run``)."""
-    return asyncio.run(
-        arun_batch(agent, tasks, out, engine=engine, config=config, progress=progress)
+    return run_sync(
+        lambda: arun_batch(agent, tasks, out, engine=engine, config=config, progress=progress),
+        "run_batch()",
+        "arun_batch(...)",
     )
 
 

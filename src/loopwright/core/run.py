@@ -16,7 +16,7 @@ import enum
 import itertools
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -80,6 +80,22 @@ def in_running_loop() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+_T = TypeVar("_T")
+
+
+def run_sync(start: Callable[[], Coroutine[Any, Any, _T]], call: str, instead: str) -> _T:
+    """Run the coroutine ``start()`` builds with ``asyncio.run``: the one way a synchronous
+    entry point (``Agent.run``, ``Strategy.run``, ``DurableRunner.run`` ...) runs its async
+    twin. Inside a running event loop it is a :class:`UserError` naming ``call`` and the
+    awaitable to use ``instead``, raised before the coroutine exists (``asyncio.run``'s
+    own RuntimeError left a never-awaited coroutine warning behind it)."""
+    if in_running_loop():
+        raise UserError(
+            f"{call} was called inside a running event loop; use `await {instead}` there"
+        )
+    return asyncio.run(start())
 
 
 class LoopState(enum.StrEnum):

@@ -32,6 +32,7 @@ from loopwright.core.run import (
     RunStop,
     check_session_id,
     new_session_id,
+    run_sync,
 )
 from loopwright.core.tools import ToolSpec
 from loopwright.durable.checkpointer import (
@@ -165,8 +166,12 @@ class Durable:
         metadata: Mapping[str, object] | None = None,
     ) -> RunResult:
         """Synchronous :meth:`arun`."""
-        return asyncio.run(
-            self.arun(prompt, session_id=session_id, break_lock=break_lock, metadata=metadata)
+        return run_sync(
+            lambda: self.arun(
+                prompt, session_id=session_id, break_lock=break_lock, metadata=metadata
+            ),
+            "Durable.run()",
+            "durable.arun(...)",
         )
 
     def resume(
@@ -179,10 +184,12 @@ class Durable:
         break_lock: bool = False,
     ) -> RunResult:
         """Synchronous :meth:`aresume`."""
-        return asyncio.run(
-            self.aresume(
+        return run_sync(
+            lambda: self.aresume(
                 session_id, approve=approve, deny=deny, prompt=prompt, break_lock=break_lock
-            )
+            ),
+            "Durable.resume()",
+            "durable.aresume(...)",
         )
 
     # ---------------------------------------------------------------- internals

@@ -34,6 +34,7 @@ from loopwright.core.run import (
     check_session_id,
     in_running_loop,
     new_session_id,
+    run_sync,
 )
 from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
 from loopwright.loop.hooks import Hooks
@@ -523,12 +524,11 @@ class Agent(Generic[OutputT]):
         deps: object = None,
     ) -> RunResult[OutputT]:
         """Synchronous :meth:`arun` (uses ``asyncio.run``). Inside async code use ``arun``."""
-        if in_running_loop():
-            raise UserError(
-                "Agent.run() was called inside a running event loop; use `await "
-                "agent.arun(...)` (or agent.start(...) / agent.stream(...)) there"
-            )
-        return asyncio.run(self.arun(prompt, history=history, session_id=session_id, deps=deps))
+        return run_sync(
+            lambda: self.arun(prompt, history=history, session_id=session_id, deps=deps),
+            "Agent.run()",
+            "agent.arun(...)` (or agent.start(...) / agent.stream(...))",
+        )
 
     async def stream(
         self,

@@ -36,7 +36,7 @@ from loopwright.core.errors import ToolErrorKind
 from loopwright.core.events import RunStarted
 from loopwright.core.messages import JSONValue, Message, ToolCallPart
 from loopwright.core.protocols import Model
-from loopwright.core.run import TaintSource
+from loopwright.core.run import TaintSource, run_sync
 from loopwright.loop.agent import ToolLike
 from loopwright.loop.limits import Limits
 from loopwright.prompts import OutputParseError, Pattern, PromptText, load_pattern
@@ -379,10 +379,12 @@ class PlanAndExecute(Strategy):
         session_id: str | None = None,
     ) -> StrategyResult:
         """Synchronous :meth:`aresume` (``asyncio.run``)."""
-        return asyncio.run(
-            self.aresume(
+        return run_sync(
+            lambda: self.aresume(
                 state, guidance, decision=decision, on_event=on_event, session_id=session_id
-            )
+            ),
+            f"{type(self).__name__}.resume()",
+            "strategy.aresume(...)",
         )
 
     # -- the cycle --------------------------------------------------------------------

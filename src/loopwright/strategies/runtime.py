@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from loopwright.core.errors import ProviderError, UserError
+from loopwright.core.errors import ProviderError
 from loopwright.core.events import (
     LimitReached,
     ModelCallFailed,
@@ -48,8 +48,8 @@ from loopwright.core.run import (
     RunResult,
     RunStop,
     TaintSource,
-    in_running_loop,
     new_session_id,
+    run_sync,
 )
 from loopwright.loop.agent import running_as_parent
 from loopwright.loop.limits import Limits
@@ -392,12 +392,11 @@ class Strategy(ABC):
         self, prompt: str, *, on_event: EventSink | None = None, session_id: str | None = None
     ) -> StrategyResult:
         """Synchronous :meth:`arun` (``asyncio.run``); inside async code use ``arun``."""
-        if in_running_loop():
-            raise UserError(
-                f"{type(self).__name__}.run() was called inside a running event loop; use "
-                "`await strategy.arun(...)` there"
-            )
-        return asyncio.run(self.arun(prompt, on_event=on_event, session_id=session_id))
+        return run_sync(
+            lambda: self.arun(prompt, on_event=on_event, session_id=session_id),
+            f"{type(self).__name__}.run()",
+            "strategy.arun(...)",
+        )
 
     async def stream(self, prompt: str) -> AsyncIterator[RunEvent]:
         """Every event of one run, ending with ``RunFinished``."""
