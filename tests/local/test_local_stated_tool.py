@@ -95,6 +95,16 @@ def test_a_copied_example_file_name_is_replaced_by_the_request_one() -> None:
     assert held_to_file_name(reply, "Compare status.txt and poem.txt.", TOOLS) is reply
 
 
+def test_a_file_name_written_in_another_case_is_the_requests() -> None:
+    reply = Message("assistant", (ToolCallPart("c1", "read_file", {"path": "README.txt"}, "{}"),))
+    question = "What version is the project according to readme.txt?"
+    fixed = held_to_file_name(reply, question, TOOLS)
+    assert dict(fixed.tool_calls[0].arguments) == {"path": "readme.txt"}
+    # as the request writes it: left alone
+    same = Message("assistant", (ToolCallPart("c1", "read_file", {"path": "readme.txt"}, "{}"),))
+    assert held_to_file_name(same, question, TOOLS) is same
+
+
 class _Tokenizer:
     """A stand-in llama that records the prompt prefixes it tokenizes."""
 

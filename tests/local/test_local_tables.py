@@ -13,13 +13,15 @@ from loopwright.core.messages import Message
 from loopwright.core.protocols import ModelRequest
 from loopwright.providers import local_prompt as lp
 from loopwright.strategies.embedded.tables import (
+    asked_tables,
     held_to_tables,
     query_shape,
     request_held_to_tables,
     request_literals,
+    request_values,
 )
 from loopwright.tools.builtin import BuiltinConfig, make_tools
-from loopwright.tools.builtin.sql import described_tables, select_pattern
+from loopwright.tools.builtin.sql import described_tables, described_values, select_pattern
 
 
 @pytest.fixture()
@@ -304,3 +306,137 @@ def test_the_shape_of_a_request() -> None:
     assert query_shape("the 3 largest orders", tables).order == "DESC"
     assert query_shape("the smallest total", tables).sort_columns == ("total",)
     assert query_shape("a total of 5", tables).keys == ()
+
+
+@pytest.fixture()
+def staff(tmp_path: Path):  # type: ignore[no-untyped-def]
+    db = tmp_path / "staff.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TABLE employees (id INTEGER, name TEXT, department TEXT, salary INTEGER,"
+            " city TEXT)"
+        )
+        conn.execute("CREATE TABLE books (id INTEGER, title TEXT, author TEXT, pages INTEGER)")
+        conn.executemany(
+            "INSERT INTO employees VALUES (?, ?, ?, ?, ?)",
+            [(1, "Alice", "Sales", 52000, "Denver"), (2, "Marco", "Engineering", 91000, "Austin")],
+        )
+        conn.execute("INSERT INTO books VALUES (1, 'Dune', 'Herbert', 412)")
+    (tool,) = make_tools(["sql_query"], BuiltinConfig(root=tmp_path, database=db))
+    return tool.spec
+
+
+@pytest.mark.parametrize(
+    ("asked", "query", "fits"),
+    [
+        # a value a column lists selects the rows holding it, in that column only
+        ("What is Alice's salary?", "SELECT * FROM employees WHERE name = 'Alice'", True),
+        ("What is Alice's salary?", "SELECT * FROM employees", False),
+        (
+            "What is Alice's salary?",
+            "SELECT * FROM employees WHERE name = 'Alice' AND city = 'Alice'",
+            False,
+        ),
+        ("Which department is Marco in?", "SELECT * FROM employees WHERE city = 'Marco'", False),
+        (
+            "Which department is Marco in?",
+            "SELECT department FROM employees WHERE name = 'Marco'",
+            True,
+        ),
+        # in the case the column holds it
+        (
+            "How many employees work in engineering?",
+            "SELECT COUNT(*) FROM employees WHERE department = 'Engineering'",
+            True,
+        ),
+        # the table holding the value is the one read
+        ("Who wrote Dune?", "SELECT * FROM books WHERE title = 'Dune'", True),
+        ("Who wrote Dune?", "SELECT * FROM employees", False),
+        # a value of a row, not a count of rows
+        ("How many pages does Dune have?", "SELECT pages FROM books WHERE title = 'Dune'", True),
+        (
+            "How many pages does Dune have?",
+            "SELECT COUNT(*) FROM books WHERE title = 'Dune'",
+            False,
+        ),
+        # a superlative among the rows a value selects
+        (
+            "Who earns the most in Sales?",
+            "SELECT * FROM employees WHERE department = 'Sales' ORDER BY salary DESC LIMIT 1",
+            True,
+        ),
+        (
+            "Who earns the most in Sales?",
+            "SELECT * FROM employees WHERE department = 'Sales'",
+            False,
+        ),
+    ],
+)
+def test_a_value_the_columns_hold_selects_its_rows(
+    staff, asked: str, query: str, fits: bool
+) -> None:  # type: ignore[no-untyped-def]
+    pattern = held_to_tables(staff, asked).parameters["properties"]["query"]["pattern"]
+    assert (re.fullmatch(pattern, query) is not None) is fits
+
+
+def test_the_listed_values_are_read_and_the_model_is_not_shown_them(staff) -> None:  # type: ignore[no-untyped-def]
+    described = staff.parameters["properties"]["query"]["description"]
+    assert described_values(described)[("employees", "department")] == ("Sales", "Engineering")
+    assert ("employees", "salary") not in described_values(described)
+    held = held_to_tables(staff, "What is Alice's salary?")
+    assert "Alice" not in held.parameters["properties"]["query"]["description"]
+    assert request_values("What is Alice's salary?", described_values(described)) == (
+        ("employees", "name", "Alice"),
+    )
+
+
+def test_a_request_about_the_tables_is_held_to_the_tool_that_queries_them(staff) -> None:  # type: ignore[no-untyped-def]
+    from loopwright.strategies.embedded.requested import stated_tool
+
+    (calculator,) = make_tools(["calculator"])
+    tools = [staff, calculator.spec]
+    assert asked_tables(staff, "Who wrote Dune?")
+    assert asked_tables(staff, "Which book is the longest?")
+    assert stated_tool("Who wrote Dune?", tools) == "sql_query"
+    assert stated_tool("Where is Marco based?", tools) == "sql_query"
+    assert not asked_tables(staff, "What is the weather in Paris?")
+    assert stated_tool("What is 4 * 5?", tools) == "calculator"
+
+
+@pytest.mark.parametrize(
+    ("asked", "query", "fits"),
+    [
+        # a word for a column's kind names it, and the table holding it is read
+        ("Which item has the lowest price?", "SELECT * FROM products ORDER BY price LIMIT 1", True),
+        ("Which item has the lowest price?", "SELECT * FROM customers ORDER BY id LIMIT 1", False),
+        (
+            "What is the most expensive item we sell?",
+            "SELECT * FROM products ORDER BY price DESC LIMIT 1",
+            True,
+        ),
+        (
+            "What is the most expensive item we sell?",
+            "SELECT * FROM products ORDER BY stock DESC LIMIT 1",
+            False,
+        ),
+        # a quantity is not compared with a key
+        ("How many orders are over 50?", "SELECT COUNT(*) FROM orders WHERE total > 50", True),
+        (
+            "How many orders are over 50?",
+            "SELECT COUNT(*) FROM orders WHERE customer_id > 50",
+            False,
+        ),
+    ],
+)
+def test_a_column_named_by_a_word_for_its_kind(shop, asked: str, query: str, fits: bool) -> None:  # type: ignore[no-untyped-def]
+    pattern = held_to_tables(shop, asked).parameters["properties"]["query"]["pattern"]
+    assert (re.fullmatch(pattern, query) is not None) is fits
+
+
+def test_the_oldest_row_by_a_point_in_time_or_an_age() -> None:
+    books = {"books": {"title": "TEXT", "year": "INTEGER", "pages": "INTEGER"}}
+    shape = query_shape("What is the oldest book?", books)
+    assert (shape.order, shape.sort_columns) == ("ASC", ("year",))
+    people = {"people": {"name": "TEXT", "age": "INTEGER"}}
+    assert query_shape("Who is the oldest person?", people).order == "DESC"
+    assert query_shape("Who is the youngest person?", people).order == "ASC"

@@ -21,7 +21,9 @@ delta is re-emitted to match.
 Before the first call, a request that states such a value is also held to the one
 offered tool that takes it (:func:`stated_tool`): when exactly one tool has a required
 string parameter whose examples are all formulas, or all file names, and the request
-states a value of that kind, the turn's ``tool_choice`` names that tool. Left to choose,
+states a value of that kind, or one tool queries tables the request asks about (by a
+table's name or a value its columns hold: :func:`.tables.asked_tables`), the turn's
+``tool_choice`` names that tool. Left to choose,
 the model answered "What do you get when you multiply 13 by 7?" with "13 * 7" and
 "Which build number is mentioned in status.txt?" from nothing, without a call.
 
@@ -51,7 +53,7 @@ from loopwright.strategies.embedded.formula import (
     question_formula,
     request_formula,
 )
-from loopwright.strategies.embedded.tables import request_held_to_tables
+from loopwright.strategies.embedded.tables import asked_tables, request_held_to_tables
 from loopwright.strategies.embedded.wrapper import ModelWrapper
 
 FILE_META_KEY = "file_name"
@@ -101,9 +103,14 @@ def held_to_file_name(message: Message, request: str, tools: Sequence[ToolSpec] 
             for key, value in part.arguments.items():
                 if not isinstance(value, str) or file_names(value.strip()) != [value.strip()]:
                     continue
-                if value.strip().lower() in lowered:
+                if value.strip() in request:
                     continue
-                same = [g for g in given if _extension(g) == _extension(value.strip())]
+                # a name the request writes in another case is the request's (the model
+                # wrote "README.txt" for "readme.txt": another file on most systems)
+                same = [g for g in given if g.lower() == value.strip().lower()]
+                if not same and value.strip().lower() in lowered:
+                    continue
+                same = same or [g for g in given if _extension(g) == _extension(value.strip())]
                 if not same and len(given) == 1 and value in _examples(tools, part.name, key):
                     same = given
                 if len(same) == 1:
@@ -171,6 +178,7 @@ def stated_tool(request: str, tools: Sequence[ToolSpec]) -> str | None:
         takers = [t.name for t in tools if _takes(t, is_kind)]
         if takers and states(request):
             chosen.update(takers)
+    chosen.update(t.name for t in tools if asked_tables(t, request))
     return chosen.pop() if len(chosen) == 1 else None
 
 

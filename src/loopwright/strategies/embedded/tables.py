@@ -33,8 +33,10 @@ from loopwright.strategies.embedded.examples import example_parameter
 from loopwright.tools.builtin.sql import (
     QueryShape,
     described_tables,
+    described_values,
     select_pattern,
     without_kinds,
+    without_values,
 )
 
 
@@ -198,8 +200,103 @@ _ASCENDING = frozenset(
     ["least", "lowest", "smallest", "cheapest", "fewest", "minimum", "min", "shortest", "earliest"]
 )
 _EITHER = frozenset(["oldest", "youngest", "best", "worst"])
+# Words that name a kind of column without its name: a column whose name holds the key
+# ("unit_price", "salary") is named by any of the words. Common English only, the
+# kinds of column most tables have.
+_COLUMN_WORDS: Mapping[str, frozenset[str]] = {
+    "price": frozenset(
+        [
+            "cost",
+            "costs",
+            "costing",
+            "expensive",
+            "cheap",
+            "cheaper",
+            "cheapest",
+            "pricey",
+            "priciest",
+            "costliest",
+            "priced",
+        ]
+    ),
+    "cost": frozenset(["price", "prices", "priced", "expensive", "cheap", "cheaper", "cheapest"]),
+    "salary": frozenset(
+        ["earn", "earns", "earned", "earning", "earnings", "paid", "pay", "wage", "wages"]
+    ),
+    "age": frozenset(["old", "older", "oldest", "young", "younger", "youngest", "aged"]),
+    "city": frozenset(["where", "live", "lives", "living", "based", "located"]),
+    "year": frozenset(
+        ["when", "old", "older", "oldest", "newest", "latest", "earliest", "published", "founded"]
+    ),
+    "date": frozenset(["when", "old", "older", "oldest", "newest", "latest", "earliest"]),
+}
+# The parts of a column's name that say it holds a point in time: the oldest row has
+# its smallest value (an age column's largest).
+_TIME_PARTS = frozenset(
+    ["year", "date", "born", "founded", "published", "created", "established", "time"]
+)
+
+
+def _age_order(order: str, words: Sequence[str], columns: Iterable[str]) -> str:
+    """The direction of "oldest"/"youngest" on ``columns`` (``order`` is "ANY"): by an
+    age column, the oldest is the largest; by a point in time, the smallest."""
+    old = bool({"oldest", "older"} & set(words))
+    young = bool({"youngest", "younger"} & set(words))
+    if order != "ANY" or old == young:
+        return order
+    parts = {p for c in columns for p in c.lower().split("_")}
+    if "age" in parts:
+        return "DESC" if old else "ASC"
+    if parts & _TIME_PARTS:
+        return "ASC" if old else "DESC"
+    return order
+
+
+def named_columns(request: str, columns: Iterable[str]) -> tuple[str, ...]:
+    """The ``columns`` ``request`` names: by the column's name or one of its parts
+    ("price" names ``unit_price``) in either number, or by a word for its kind
+    (:data:`_COLUMN_WORDS`: "cost" names ``price``, "earn" names ``salary``)."""
+    words = set(_words(request))
+    named: list[str] = []
+    for column in columns:
+        parts = [p for p in column.lower().split("_") if p and p != "id"] or [column.lower()]
+        if column.lower() in words or any(
+            any(_names(w, p) for w in words) or words & _COLUMN_WORDS.get(p, frozenset())
+            for p in parts
+        ):
+            named.append(column)
+    return tuple(named)
+
+
 # A name: a capitalized word inside a sentence ("Who lives in Oslo?").
 _NAME = re.compile(r"(?<=[^\s.!?]) +([A-Z][\w'-]+)")
+
+
+def request_values(
+    request: str,
+    listed: Mapping[tuple[str, str], Sequence[str]],
+    names: Iterable[str] = (),
+) -> tuple[tuple[str, str, str], ...]:
+    """(table, column, value) for each value of ``listed`` (by table and column, as
+    :func:`~loopwright.tools.builtin.sql.described_values` reads them) that ``request``
+    writes as whole words, in any case, also with a plural or possessive ending
+    ("chairs", "Alice's"); not a function word, a word of order or of the database's
+    parts, nor one of ``names`` (the tables' and columns')."""
+    taken = {n.lower() for n in names}
+    found: list[tuple[str, str, str]] = []
+    for (table, column), values in listed.items():
+        for value in values:
+            low = value.strip().lower()
+            if (
+                len(low) < 2
+                or low in STOPWORDS | _SCHEMA_WORDS | _ORDER_WORDS | _OPENERS
+                or any(_names(low, n) for n in taken)
+            ):
+                continue
+            written = re.compile(rf"(?<![\w'-]){re.escape(low)}(?:'s|s|es)?(?![\w'-])", re.I)
+            if written.search(request):
+                found.append((table, column, value))
+    return tuple(found)
 
 
 def query_shape(request: str, tables: Mapping[str, Mapping[str, str]]) -> QueryShape:
@@ -235,8 +332,8 @@ def query_shape(request: str, tables: Mapping[str, Mapping[str, str]]) -> QueryS
     return QueryShape(
         keys=keys,
         limits=tuple(n for n in limits if n not in {k for _, k in keys}),
-        order=order,
-        sort_columns=tuple(c for c in columns if c.lower() in words),
+        order=_age_order(order, words, columns),
+        sort_columns=named_columns(request, columns),
         counted=counted,
         names=tuple(n for n in named if n.lower() not in {c.lower() for c in columns}),
         asked_columns=tuple(asked),
@@ -277,21 +374,49 @@ def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
     tables = described_tables(spec.description) if name is not None else {}
     if name is None or not tables:
         return spec
-    if request is not None:
-        # A request that names some of the tables reads one of them ("Use the customers
-        # table": a query of the orders table answered "How many customers ...?").
-        named = {t: k for t, k in tables.items() if any(_names(w, t) for w in _words(request))}
-        tables = named or tables
-    names = [*tables, *(c for kinds in tables.values() for c in kinds)]
-    literals = request_literals(request, names) if request is not None else None
-    shape = query_shape(request, tables) if request is not None else None
     props: dict[str, Any] = dict(spec.parameters["properties"])
-    props[name] = {**props[name], "pattern": select_pattern(tables, literals, shape)}
+    described = str(props[name].get("description", ""))
+    shape = literals = None
+    if request is not None:
+        everything = [*tables, *(c for kinds in tables.values() for c in kinds)]
+        values = request_values(request, described_values(described), everything)
+        # A request that names some of the tables reads one of them ("Use the customers
+        # table": a query of the orders table answered "How many customers ...?"), else
+        # one holding a value it writes ("Who wrote Dune?": the books table).
+        named = {t: k for t, k in tables.items() if any(_names(w, t) for w in _words(request))}
+        holding = {t: k for t, k in tables.items() if any(v[0] == t for v in values)}
+        # else one with a column it names ("Which item has the lowest price?")
+        columned = {t: k for t, k in tables.items() if named_columns(request, k)}
+        tables = named or holding or columned or tables
+        names = [*tables, *(c for kinds in tables.values() for c in kinds)]
+        literals = request_literals(request, names)
+        shape = replace(query_shape(request, tables), values=values)
+    props[name] = {
+        **props[name],
+        "pattern": select_pattern(tables, literals, shape),
+        "description": without_values(described),
+    }
     return replace(
         spec,
         description=without_kinds(spec.description),
         parameters={**spec.parameters, "properties": props},
     )
+
+
+def asked_tables(spec: ToolSpec, request: str) -> bool:
+    """Whether ``request`` asks about the tables ``spec`` describes (a tool whose query
+    parameter shows SELECT examples): it names one of them ("the oldest book") or
+    writes a value their columns hold (:func:`request_values`: "Who wrote Dune?").
+    Left to choose, the model answered such questions from nothing, without a call."""
+    name = example_parameter(spec, _is_select)
+    tables = described_tables(spec.description) if name is not None else {}
+    if name is None or not tables:
+        return False
+    if any(_names(w, t) for w in _words(request) for t in tables):
+        return True
+    listed = described_values(str(spec.parameters["properties"][name].get("description", "")))
+    everything = [*tables, *(c for kinds in tables.values() for c in kinds)]
+    return bool(request_values(request, listed, everything))
 
 
 def request_held_to_tables(request: ModelRequest) -> ModelRequest:
@@ -303,4 +428,11 @@ def request_held_to_tables(request: ModelRequest) -> ModelRequest:
     return replace(request, tools=tuple(tools))
 
 
-__all__ = ["held_to_tables", "query_shape", "request_held_to_tables", "request_literals"]
+__all__ = [
+    "asked_tables",
+    "held_to_tables",
+    "query_shape",
+    "request_held_to_tables",
+    "request_literals",
+    "request_values",
+]

@@ -94,7 +94,13 @@ def make_sql_query(config: BuiltinConfig | None = None) -> Tool:
     def sql_query(query: str, params: list[object] | None = None) -> dict[str, object]:
         return runner.query(query, params)
 
-    spec = replace(sql.SPEC, description=sql.description(runner.tables()))
+    props = dict(sql.SPEC.parameters["properties"])
+    props["query"] = {**props["query"], "description": sql.query_description(runner.values())}
+    spec = replace(
+        sql.SPEC,
+        description=sql.description(runner.tables()),
+        parameters={**sql.SPEC.parameters, "properties": props},
+    )
     return _from_spec(spec, sql_query, inline=False, untrusted_output=True)
 
 

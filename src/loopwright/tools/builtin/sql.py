@@ -210,6 +210,43 @@ class SqlRunner:
             conn.close()
         return ", ".join(listed)
 
+    def values(self) -> str:
+        """Some values of the database's text columns, e.g. ``customers.city: 'Berlin',
+        'Oslo'``, for the query parameter's description (:func:`query_description`): a
+        query that compares a name with a column that holds no names returns nothing
+        ("WHERE city = 'Alice'"), and neither a model nor a strategy holding its query
+        to the request (``strategies.embedded.tables``) can tell which column holds
+        "Alice" from the schema alone. At most :data:`MAX_COLUMN_VALUES` distinct values
+        per column, read from its first :data:`VALUE_SAMPLE_ROWS` rows (bounded on any
+        table), each short and without quotes; at most :data:`MAX_LISTED_VALUES` in all.
+        Empty when the file is missing or unreadable or holds no such values."""
+        try:
+            conn = self.connect()
+        except ToolError:
+            return ""
+        listed: list[str] = []
+        total = 0
+        try:
+            for table, kinds in described_tables(description(self.tables())).items():
+                for column, kind in kinds.items():
+                    if kind != "TEXT" or total >= MAX_LISTED_VALUES:
+                        continue
+                    rows = conn.execute(
+                        f'SELECT DISTINCT "{column}" FROM (SELECT "{column}" FROM "{table}" '
+                        f"LIMIT {VALUE_SAMPLE_ROWS}) LIMIT {MAX_COLUMN_VALUES}"
+                    ).fetchall()
+                    shown = [v for (v,) in rows if isinstance(v, str) and _VALUE.fullmatch(v)]
+                    shown = shown[: MAX_LISTED_VALUES - total]
+                    if shown:
+                        total += len(shown)
+                        quoted = ", ".join(f"'{v}'" for v in shown)
+                        listed.append(f"{table}.{column}: {quoted}")
+        except sqlite3.Error:
+            return ""
+        finally:
+            conn.close()
+        return "; ".join(listed)
+
 
 def _kind(value: object) -> str:
     """The SQL kind of a value as :meth:`SqlRunner.tables` writes it, or ""."""
@@ -232,6 +269,43 @@ def description(tables: str) -> str:
     if not tables:
         return SPEC.description
     return f"Query the database tables {tables} with one read-only SQL SELECT and return the rows."
+
+
+MAX_COLUMN_VALUES = 12
+MAX_LISTED_VALUES = 120
+VALUE_SAMPLE_ROWS = 1_000
+# A value listed as it is: short, on one line, no quotes or backslashes (a query's
+# literal holds none: see _LITERAL).
+_VALUE = re.compile(r"[^'\"\\\n\r;]{1,40}")
+VALUES_HEAD = " Values in the tables: "
+
+
+def query_description(values: str) -> str:
+    """The query parameter's description naming some of the tables' ``values`` (see
+    :meth:`SqlRunner.values`)."""
+    base = str(SPEC.parameters["properties"]["query"]["description"])
+    return f"{base}.{VALUES_HEAD}{values}." if values else base
+
+
+_LISTED = re.compile(r"([A-Za-z_]\w{0,63})\.([A-Za-z_]\w{0,63}): ((?:'[^']*'(?:, )?)+)")
+
+
+def described_values(text: str) -> dict[tuple[str, str], tuple[str, ...]]:
+    """The values :func:`query_description` lists, by (table, column); empty when it
+    lists none."""
+    if VALUES_HEAD not in text:
+        return {}
+    listed = text.split(VALUES_HEAD, 1)[1]
+    return {
+        (m.group(1), m.group(2)): tuple(re.findall(r"'([^']*)'", m.group(3)))
+        for m in _LISTED.finditer(listed)
+    }
+
+
+def without_values(text: str) -> str:
+    """``text`` without the values :func:`query_description` lists (what the embedded
+    model is shown: its prompt stays the schema's)."""
+    return text.split(VALUES_HEAD, 1)[0].removesuffix(".") if VALUES_HEAD in text else text
 
 
 _DESCRIBED = re.compile(r"\b([A-Za-z_]\w{0,63})\(((?:[A-Za-z_]\w{0,63}(?: [A-Z]+)?(?:, )?)+)\)")
@@ -299,7 +373,11 @@ class QueryShape:
     (the request says "named" or "called"). ``selects_named``: the request asks for a
     value of the row a name selects ("Who lives in Oslo?"): the query selects it by that
     name, as a count does. ``comparison``: the operator the
-    request's words give a number ("fewer than 10": ``<``), else any."""
+    request's words give a number ("fewer than 10": ``<``), else any. ``values``:
+    (table, column, value) for each value the query parameter's description lists
+    (:func:`described_values`) that the request writes: it selects the rows holding it
+    in that column ("Who wrote Dune?": ``WHERE title = 'Dune'``), and it is compared
+    with no other column ("WHERE city = 'Alice'")."""
 
     keys: tuple[tuple[str, str], ...] = ()
     limits: tuple[str, ...] = ()
@@ -311,6 +389,7 @@ class QueryShape:
     comparison: str = ""
     by_name: bool = False
     selects_named: bool = False
+    values: tuple[tuple[str, str, str], ...] = ()
 
 
 def select_pattern(
@@ -352,8 +431,16 @@ def _table_options(
     item = f"({agg}|{col})"
     picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
     taken = {n for _, n in shape.keys} | set(shape.limits)
-    values = None if literals is None else [v for v in literals if v not in taken]
-    condition = _condition(kinds, values)
+    # a value some column lists is compared with that column only (_valued)
+    listed = {v.lower() for _, _, v in shape.values}
+    values = (
+        None
+        if literals is None
+        else [v for v in literals if v not in taken and v.lower() not in listed]
+    )
+    valued = _valued(table, shape)
+    condition = "|".join(c for c in (_condition(kinds, values), valued) if c)
+    condition = f"({condition})" if condition else ""
     where = (
         f"( WHERE {condition}( AND {condition}){{0,{MAX_CONDITIONS - 1}}})?" if condition else ""
     )
@@ -372,6 +459,7 @@ def _table_options(
     ranked = _ranked(kinds, shape)
     for n in shape.limits:
         options.append(f"{head}{ranked or sort} LIMIT {_literal(n)}")
+    also = f"( AND {valued})?" if valued else ""
     if numbers:
         # The request's numbers are what it asks about ("a total below 30", "costs
         # 85"): the query compares one with a column (one the request names, when it
@@ -379,13 +467,18 @@ def _table_options(
         # row ("SELECT COUNT(*) FROM orders" -> 7) or compared another column.
         given = "(" + "|".join(_literal(n) for n in numbers) + ")"
         compared = [c for c, kind in kinds.items() if _literals(kind, numbers)]
-        compared = [c for c in compared if c in shape.sort_columns] or compared
+        # a key compared with a quantity is no question ("orders over 50" is not
+        # "customer_id > 50"), unless the request names it
+        named = [c for c in compared if c in shape.sort_columns]
+        compared = named or [c for c in compared if not _is_key(c)] or compared
         if compared:
             columns = "|".join(re.escape(c) for c in compared)
             first = f"({columns}) {re.escape(shape.comparison) or _COMPARISONS} {given}"
-            options.append(f"{head} WHERE {first}{sort}( LIMIT [0-9]{{1,4}})?")
+            options.append(f"{head} WHERE {first}{also}{sort}( LIMIT [0-9]{{1,4}})?")
     if options:
         return options  # a key, a count of rows or a value given: the query uses it
+    if valued:
+        return _valued_options(table, kinds, shape, valued, ranked)
     named = _condition(_compared(kinds, shape), [v for v in values or () if v in shape.names])
     if named and (table in shape.counted or shape.selects_named):
         # "How many customers live in Berlin?": the rows the name selects are counted,
@@ -400,6 +493,42 @@ def _table_options(
         limit = "" if table in shape.counted else "( LIMIT [0-9]{1,4})?"
         options.append(f"{head}{where}{sort}{limit}")
     return options
+
+
+def _valued(table: str, shape: QueryShape) -> str:
+    """The comparisons of ``table``'s columns with the listed values the request
+    writes (``shape.values``), as one alternative; "" for none."""
+    found = [
+        f"{re.escape(c)} = {_literal(v)}" for t, c, v in shape.values if t == table and v.strip()
+    ]
+    return "(" + "|".join(f"({c})" for c in dict.fromkeys(found)) + ")" if found else ""
+
+
+def _valued_options(
+    table: str, kinds: dict[str, str], shape: QueryShape, valued: str, ranked: str
+) -> list[str]:
+    """The queries of ``table`` for a request that writes values its columns hold
+    (``valued``, :func:`_valued`): the rows holding them ("How much does Marco
+    earn?", "Who wrote Dune?"), counted when the request counts the table's rows, the
+    first one sorted for a superlative ("Who earns the most in Sales?"). Read whole
+    or by columns, never by ``COUNT`` unless counted: "How many pages does Ulysses
+    have?" is a value of its row, not ``SELECT COUNT(*) ... WHERE title = 'Ulysses'``."""
+    col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
+    item = f"((SUM|MAX|MIN|AVG)\\(({col}|\\*)\\)|{col})"
+    picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
+    name = re.escape(table)
+    head = f"SELECT {picked} FROM {name}"
+    if table in shape.counted:
+        head = f"SELECT COUNT\\(\\*\\) FROM {name}"
+    # one condition per value written: the model otherwise repeated the one it had
+    # ("WHERE name = 'Alice' AND name = 'Alice'")
+    given = len({(c, v) for t, c, v in shape.values if t == table})
+    more = min(given, MAX_CONDITIONS) - 1
+    where = f" WHERE {valued}" + (f"( AND {valued}){{0,{more}}}" if more else "")
+    if ranked and table not in shape.counted:
+        extreme = f"{_extreme(shape.order)}\\({_numeric(kinds, shape)}\\)"
+        return [f"{head}{where}{ranked} LIMIT 1", f"SELECT {extreme} FROM {name}{where}"]
+    return [f"{head}{where}"]
 
 
 def _condition(kinds: dict[str, str], literals: Sequence[str] | None) -> str:
@@ -439,9 +568,13 @@ def _numeric(kinds: dict[str, str], shape: QueryShape) -> str:
     numeric one but keys (an id is no quantity), as one alternative; "" for none."""
     numeric = [c for c, kind in kinds.items() if any(k in kind.upper() for k in _NUMERIC)]
     named = [c for c in numeric if c in shape.sort_columns]
-    quantities = [c for c in numeric if c.lower() != "id" and not c.lower().endswith("_id")]
+    quantities = [c for c in numeric if not _is_key(c)]
     chosen = named or quantities
     return "(" + "|".join(re.escape(c) for c in chosen) + ")" if chosen else ""
+
+
+def _is_key(column: str) -> bool:
+    return column.lower() == "id" or column.lower().endswith("_id")
 
 
 def _ranked(kinds: dict[str, str], shape: QueryShape) -> str:
