@@ -469,8 +469,8 @@ def _table_options(
         compared = [c for c, kind in kinds.items() if _literals(kind, numbers)]
         # a key compared with a quantity is no question ("orders over 50" is not
         # "customer_id > 50"), unless the request names it
-        named = [c for c in compared if c in shape.sort_columns]
-        compared = named or [c for c in compared if not _is_key(c)] or compared
+        asked = [c for c in compared if c in shape.sort_columns]
+        compared = asked or [c for c in compared if not _is_key(c)] or compared
         if compared:
             columns = "|".join(re.escape(c) for c in compared)
             first = f"({columns}) {re.escape(shape.comparison) or _COMPARISONS} {given}"
