@@ -207,7 +207,7 @@ def shop(tmp_path: Path):  # type: ignore[no-untyped-def]
         ("Which product is the cheapest?", "SELECT * FROM products ORDER BY name LIMIT 1", False),
         (
             "Which product has the most stock?",
-            "SELECT * FROM products ORDER BY stock DESC LIMIT 1",
+            "SELECT name FROM products ORDER BY stock DESC LIMIT 1",
             True,
         ),
         (
@@ -407,11 +407,27 @@ def test_a_request_about_the_tables_is_held_to_the_tool_that_queries_them(staff)
     ("asked", "query", "fits"),
     [
         # a word for a column's kind names it, and the table holding it is read
-        ("Which item has the lowest price?", "SELECT * FROM products ORDER BY price LIMIT 1", True),
+        (
+            "Which item has the lowest price?",
+            "SELECT name FROM products ORDER BY price LIMIT 1",
+            True,
+        ),
+        # "which <row>" selects the row's name first
+        (
+            "Which item has the lowest price?",
+            "SELECT * FROM products ORDER BY price LIMIT 1",
+            False,
+        ),
+        ("Who is the oldest customer?", "SELECT name FROM customers ORDER BY id LIMIT 1", True),
+        (
+            "What is the highest order total?",
+            "SELECT total FROM orders ORDER BY total DESC LIMIT 1",
+            True,
+        ),
         ("Which item has the lowest price?", "SELECT * FROM customers ORDER BY id LIMIT 1", False),
         (
             "What is the most expensive item we sell?",
-            "SELECT * FROM products ORDER BY price DESC LIMIT 1",
+            "SELECT name, price FROM products ORDER BY price DESC LIMIT 1",
             True,
         ),
         (

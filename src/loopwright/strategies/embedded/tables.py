@@ -341,7 +341,33 @@ def query_shape(request: str, tables: Mapping[str, Mapping[str, str]]) -> QueryS
         by_name=bool({"named", "called"} & set(words)),
         # "who" asks for the name of the row another value selects
         selects_named="who" in words,
+        wants_name="who" if "who" in words else "which" if _asks_which_row(request, tables) else "",
     )
+
+
+# Nouns for a row of any table; a table's own noun is one too ("Which product ...").
+_ROW_NOUNS = frozenset(["item", "items", "one", "person", "people", "thing", "entry", "record"])
+_SKIPPED = frozenset(["is", "are", "was", "were", "the", "a", "an", "one", "of"])
+_ASKING = re.compile(r"\b(?:which|what)\b", re.I)
+
+
+def _asks_which_row(request: str, tables: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether ``request`` asks which row: the noun after "which"/"what" (past "is
+    the" and words of order: "What is the most expensive item ...?") is a row's noun,
+    a table's or a generic one, and not followed by a column's name ("the highest
+    order total" asks for the total)."""
+    found = _ASKING.search(request)
+    if found is None:
+        return False
+    after = _words(request[found.end() :])
+    words = [w for w in after if w not in _SKIPPED | _ORDER_WORDS | _DESCENDING | _ASCENDING]
+    if not words:
+        return False
+    noun, rest = words[0], words[1:2]
+    columns = [c for kinds in tables.values() for c in kinds]
+    row = noun in _ROW_NOUNS or any(_names(noun, t) for t in tables)
+    parts = {p for c in columns for p in c.lower().split("_") if p != "id"}
+    return row and not (rest and any(_names(rest[0], p) for p in parts))
 
 
 _COMPARED = (

@@ -32,7 +32,7 @@ import sqlite3
 import time
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from loopwright.core.errors import ToolError, ToolErrorKind
@@ -377,7 +377,10 @@ class QueryShape:
     (table, column, value) for each value the query parameter's description lists
     (:func:`described_values`) that the request writes: it selects the rows holding it
     in that column ("Who wrote Dune?": ``WHERE title = 'Dune'``), and it is compared
-    with no other column ("WHERE city = 'Alice'")."""
+    with no other column ("WHERE city = 'Alice'"). ``wants_name``: the request asks
+    who (``"who"``) or which row (``"which"``: "Which product ...?", "the most
+    expensive item"), not selecting rows by a value it writes: the query selects the
+    row's name column first (a person's ``name``; for "which", a ``title`` too)."""
 
     keys: tuple[tuple[str, str], ...] = ()
     limits: tuple[str, ...] = ()
@@ -390,6 +393,7 @@ class QueryShape:
     by_name: bool = False
     selects_named: bool = False
     values: tuple[tuple[str, str, str], ...] = ()
+    wants_name: str = ""
 
 
 def select_pattern(
@@ -427,9 +431,7 @@ def _table_options(
 ) -> list[str]:
     """The alternatives of :func:`select_pattern` that read ``table``."""
     col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
-    agg = f"{_AGGREGATES}\\(({col}|\\*)\\)"
-    item = f"({agg}|{col})"
-    picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
+    picked = _picked(kinds, shape, _AGGREGATES)
     taken = {n for _, n in shape.keys} | set(shape.limits)
     # a value some column lists is compared with that column only (_valued)
     listed = {v.lower() for _, _, v in shape.values}
@@ -495,6 +497,28 @@ def _table_options(
     return options
 
 
+def _picked(kinds: dict[str, str], shape: QueryShape, aggregates: str) -> str:
+    """What a query selects: ``*`` or up to :data:`MAX_SELECTED_COLUMNS` columns or
+    ``aggregates`` of them; a row's name column first when the request asks which row
+    (``shape.wants_name``: "Which item has the lowest price?" answered "The item has the
+    lowest price, 40 dollars" from every column)."""
+    col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
+    item = f"({aggregates}\\(({col}|\\*)\\)|{col})"
+    more = f"(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}}"
+    names = [c for c in kinds if _is_name(c, kinds[c], titles=shape.wants_name == "which")]
+    if shape.wants_name and names:
+        return "(" + "|".join(re.escape(c) for c in names) + f"){more}"
+    return f"(\\*|{item}{more})"
+
+
+def _is_name(column: str, kind: str, *, titles: bool) -> bool:
+    """Whether ``column`` holds a row's name: text named ``name`` or ``..._name``, or
+    with ``titles``, ``title`` ("Who wrote Dune?" asks for no title)."""
+    low = column.lower()
+    named = low == "name" or low.endswith("_name") or (titles and low == "title")
+    return kind in ("TEXT", "") and named
+
+
 def _valued(table: str, shape: QueryShape) -> str:
     """The comparisons of ``table``'s columns with the listed values the request
     writes (``shape.values``), as one alternative; "" for none."""
@@ -514,8 +538,8 @@ def _valued_options(
     or by columns, never by ``COUNT`` unless counted: "How many pages does Ulysses
     have?" is a value of its row, not ``SELECT COUNT(*) ... WHERE title = 'Ulysses'``."""
     col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
-    item = f"((SUM|MAX|MIN|AVG)\\(({col}|\\*)\\)|{col})"
-    picked = f"(\\*|{item}(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}})"
+    # the rows a value selects are read whole: the row is what the answer names
+    picked = _picked(kinds, replace(shape, wants_name=""), "(SUM|MAX|MIN|AVG)")
     name = re.escape(table)
     head = f"SELECT {picked} FROM {name}"
     if table in shape.counted:
