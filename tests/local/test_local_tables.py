@@ -400,6 +400,8 @@ def test_a_request_about_the_tables_is_held_to_the_tool_that_queries_them(staff)
     assert stated_tool("Who wrote Dune?", tools) == "sql_query"
     assert stated_tool("Where is Marco based?", tools) == "sql_query"
     assert not asked_tables(staff, "What is the weather in Paris?")
+    assert asked_tables(staff, "Who earns the most?")
+    assert not asked_tables(staff, "What do engineers earn in general?")
     assert stated_tool("What is 4 * 5?", tools) == "calculator"
 
 

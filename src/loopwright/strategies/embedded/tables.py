@@ -34,6 +34,7 @@ from loopwright.tools.builtin.sql import (
     QueryShape,
     described_tables,
     described_values,
+    is_quantity,
     select_pattern,
     without_kinds,
     without_values,
@@ -432,13 +433,18 @@ def held_to_tables(spec: ToolSpec, request: str | None = None) -> ToolSpec:
 def asked_tables(spec: ToolSpec, request: str) -> bool:
     """Whether ``request`` asks about the tables ``spec`` describes (a tool whose query
     parameter shows SELECT examples): it names one of them ("the oldest book") or
-    writes a value their columns hold (:func:`request_values`: "Who wrote Dune?").
+    writes a value their columns hold (:func:`request_values`: "Who wrote Dune?"), or
+    a superlative of a quantity a column holds ("the most expensive item": ``price``).
     Left to choose, the model answered such questions from nothing, without a call."""
     name = example_parameter(spec, _is_select)
     tables = described_tables(spec.description) if name is not None else {}
     if name is None or not tables:
         return False
     if any(_names(w, t) for w in _words(request) for t in tables):
+        return True
+    # a superlative of a quantity a column holds ("the most expensive item": price)
+    numeric = [c for kinds in tables.values() for c, k in kinds.items() if is_quantity(c, k)]
+    if query_shape(request, tables).order and named_columns(request, numeric):
         return True
     listed = described_values(str(spec.parameters["properties"][name].get("description", "")))
     everything = [*tables, *(c for kinds in tables.values() for c in kinds)]

@@ -537,7 +537,6 @@ def _valued_options(
     first one sorted for a superlative ("Who earns the most in Sales?"). Read whole
     or by columns, never by ``COUNT`` unless counted: "How many pages does Ulysses
     have?" is a value of its row, not ``SELECT COUNT(*) ... WHERE title = 'Ulysses'``."""
-    col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
     # the rows a value selects are read whole: the row is what the answer names
     picked = _picked(kinds, replace(shape, wants_name=""), "(SUM|MAX|MIN|AVG)")
     name = re.escape(table)
@@ -592,13 +591,19 @@ def _numeric(kinds: dict[str, str], shape: QueryShape) -> str:
     numeric one but keys (an id is no quantity), as one alternative; "" for none."""
     numeric = [c for c, kind in kinds.items() if any(k in kind.upper() for k in _NUMERIC)]
     named = [c for c in numeric if c in shape.sort_columns]
-    quantities = [c for c in numeric if not _is_key(c)]
+    quantities = [c for c in numeric if is_quantity(c, kinds[c])]
     chosen = named or quantities
     return "(" + "|".join(re.escape(c) for c in chosen) + ")" if chosen else ""
 
 
 def _is_key(column: str) -> bool:
     return column.lower() == "id" or column.lower().endswith("_id")
+
+
+def is_quantity(column: str, kind: str) -> bool:
+    """Whether ``column`` (of ``kind``, as :func:`described_tables` reads it) holds a
+    quantity a superlative sorts by: numeric and not a key (an id is no quantity)."""
+    return any(k in kind.upper() for k in _NUMERIC) and not _is_key(column)
 
 
 def _ranked(kinds: dict[str, str], shape: QueryShape) -> str:
