@@ -197,7 +197,9 @@ def shop(tmp_path: Path):  # type: ignore[no-untyped-def]
             "SELECT name FROM products ORDER BY price LIMIT 1",
             True,
         ),
-        ("Which product is the cheapest?", "SELECT MIN(price) FROM products", True),
+        # ... the row's name when the request asks which row
+        ("Which product is the cheapest?", "SELECT MIN(price) FROM products", False),
+        ("What is the lowest price?", "SELECT MIN(price) FROM products", True),
         ("Which product is the cheapest?", "SELECT * FROM products", False),
         (
             "Which product is the cheapest?",
@@ -429,8 +431,14 @@ def test_a_request_about_the_tables_is_held_to_the_tool_that_queries_them(staff)
         ("Which item has the lowest price?", "SELECT * FROM customers ORDER BY id LIMIT 1", False),
         (
             "What is the most expensive item we sell?",
-            "SELECT name, price FROM products ORDER BY price DESC LIMIT 1",
+            "SELECT name FROM products ORDER BY price DESC LIMIT 1",
             True,
+        ),
+        ("What is the most expensive item we sell?", "SELECT MAX(price) FROM products", False),
+        (
+            "What is the most expensive item we sell?",
+            "SELECT name, price FROM products ORDER BY price DESC LIMIT 1",
+            False,
         ),
         (
             "What is the most expensive item we sell?",

@@ -490,7 +490,9 @@ def _table_options(
         # "the cheapest product": the first row sorted, or the extreme value itself
         extreme = f"{_extreme(shape.order)}\\({_numeric(kinds, shape)}\\)"
         options.append(f"{head}{ranked} LIMIT 1")
-        options.append(f"SELECT {extreme} FROM {re.escape(table)}")
+        if not (shape.wants_name and _names_of(kinds, shape)):
+            # the extreme value itself, unless the request asks which row holds it
+            options.append(f"SELECT {extreme} FROM {re.escape(table)}")
     else:
         limit = "" if table in shape.counted else "( LIMIT [0-9]{1,4})?"
         options.append(f"{head}{where}{sort}{limit}")
@@ -505,10 +507,15 @@ def _picked(kinds: dict[str, str], shape: QueryShape, aggregates: str) -> str:
     col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
     item = f"({aggregates}\\(({col}|\\*)\\)|{col})"
     more = f"(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}}"
-    names = [c for c in kinds if _is_name(c, kinds[c], titles=shape.wants_name == "which")]
+    names = _names_of(kinds, shape)
     if shape.wants_name and names:
-        return "(" + "|".join(re.escape(c) for c in names) + f"){more}"
+        return "(" + "|".join(re.escape(c) for c in names) + ")"
     return f"(\\*|{item}{more})"
+
+
+def _names_of(kinds: dict[str, str], shape: QueryShape) -> list[str]:
+    """The columns of ``kinds`` holding a row's name, as ``shape.wants_name`` asks."""
+    return [c for c in kinds if _is_name(c, kinds[c], titles=shape.wants_name == "which")]
 
 
 def _is_name(column: str, kind: str, *, titles: bool) -> bool:
