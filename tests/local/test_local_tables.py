@@ -184,7 +184,7 @@ def shop(tmp_path: Path):  # type: ignore[no-untyped-def]
             False,
         ),
         ("What is the total of order 3?", "SELECT * FROM orders WHERE total = 3", False),
-        ("Which customer has id 2?", "SELECT name FROM customers WHERE id = 2", True),
+        ("Which customer has id 2?", "SELECT name, id FROM customers WHERE id = 2", True),
         ("Which customer has id 2?", "SELECT * FROM customers LIMIT 2", False),
         ("List the orders of customer 2.", "SELECT * FROM orders WHERE customer_id = 2", True),
         ("What is the name of customer 3?", "SELECT name FROM customers WHERE id = 3", True),
@@ -194,7 +194,7 @@ def shop(tmp_path: Path):  # type: ignore[no-untyped-def]
         # a superlative sorts by a quantity and takes the first row, or its MIN/MAX
         (
             "Which product is the cheapest?",
-            "SELECT name FROM products ORDER BY price LIMIT 1",
+            "SELECT name, price FROM products ORDER BY price LIMIT 1",
             True,
         ),
         # ... the row's name when the request asks which row
@@ -209,7 +209,7 @@ def shop(tmp_path: Path):  # type: ignore[no-untyped-def]
         ("Which product is the cheapest?", "SELECT * FROM products ORDER BY name LIMIT 1", False),
         (
             "Which product has the most stock?",
-            "SELECT name FROM products ORDER BY stock DESC LIMIT 1",
+            "SELECT name, stock FROM products ORDER BY stock DESC LIMIT 1",
             True,
         ),
         (
@@ -264,7 +264,7 @@ def shop(tmp_path: Path):  # type: ignore[no-untyped-def]
         ("Which city does Dana live in?", "SELECT * FROM customers", True),
         (
             "Who lives in Oslo? Use the customers table.",
-            "SELECT name FROM customers WHERE city = 'Oslo'",
+            "SELECT name, city FROM customers WHERE city = 'Oslo'",
             True,
         ),
         # a table the request names is the one read
@@ -413,7 +413,7 @@ def test_a_request_about_the_tables_is_held_to_the_tool_that_queries_them(staff)
         # a word for a column's kind names it, and the table holding it is read
         (
             "Which item has the lowest price?",
-            "SELECT name FROM products ORDER BY price LIMIT 1",
+            "SELECT name, price FROM products ORDER BY price LIMIT 1",
             True,
         ),
         # "which <row>" selects the row's name first
@@ -431,13 +431,13 @@ def test_a_request_about_the_tables_is_held_to_the_tool_that_queries_them(staff)
         ("Which item has the lowest price?", "SELECT * FROM customers ORDER BY id LIMIT 1", False),
         (
             "What is the most expensive item we sell?",
-            "SELECT name FROM products ORDER BY price DESC LIMIT 1",
+            "SELECT name, price FROM products ORDER BY price DESC LIMIT 1",
             True,
         ),
         ("What is the most expensive item we sell?", "SELECT MAX(price) FROM products", False),
         (
             "What is the most expensive item we sell?",
-            "SELECT name, price FROM products ORDER BY price DESC LIMIT 1",
+            "SELECT name FROM products ORDER BY price DESC LIMIT 1",
             False,
         ),
         (

@@ -503,13 +503,16 @@ def _picked(kinds: dict[str, str], shape: QueryShape, aggregates: str) -> str:
     """What a query selects: ``*`` or up to :data:`MAX_SELECTED_COLUMNS` columns or
     ``aggregates`` of them; a row's name column first when the request asks which row
     (``shape.wants_name``: "Which item has the lowest price?" answered "The item has the
-    lowest price, 40 dollars" from every column)."""
+    lowest price, 40 dollars" from every column), then the columns the request names."""
     col = "(" + "|".join(re.escape(c) for c in kinds) + ")"
     item = f"({aggregates}\\(({col}|\\*)\\)|{col})"
     more = f"(, {item}){{0,{MAX_SELECTED_COLUMNS - 1}}}"
     names = _names_of(kinds, shape)
     if shape.wants_name and names:
-        return "(" + "|".join(re.escape(c) for c in names) + ")"
+        # the name, then the columns the request names: the answer reads which row
+        # and why ("Which product has 12 in stock?": chair, 12)
+        named = "".join(f", {re.escape(c)}" for c in kinds if c in shape.sort_columns)
+        return "(" + "|".join(re.escape(c) for c in names) + f"){named}"
     return f"(\\*|{item}{more})"
 
 
