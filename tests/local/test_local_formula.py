@@ -268,3 +268,27 @@ async def test_a_worded_chain_is_planned_and_its_formula_quoted_by_the_answer() 
         Message.tool_results([ToolResultPart("c2", "divide", "5")]),
     ]
     assert la.grounding(history).formulas == ("(12 + 8) / 4",)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "formula"),
+    [
+        ("What is seven plus five?", "7 + 5"),
+        ("Add twenty-five and 17.", "25 + 17"),
+        ("What is twelve times three?", "12 * 3"),
+        # number words without an operation state no formula
+        ("What is the weather for two days in Paris?", None),
+    ],
+)
+def test_number_words_state_a_formula(request_text: str, formula: str | None) -> None:
+    found = request_formula(request_text)
+    assert (found.text if found is not None else None) == formula
+
+
+def test_a_call_on_number_words_is_held_to_them() -> None:
+    found = request_formula("What is seven plus five?")
+    assert found is not None
+    assert repaired_arguments({"expression": "(7 + 5) * 7"}, found) == (
+        {"expression": "7 + 5"},
+        "(7 + 5) * 7",
+    )

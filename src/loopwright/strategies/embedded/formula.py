@@ -110,8 +110,54 @@ def arithmetic(text: str) -> Formula | None:
     return Formula(ast.unparse(tree), value, frozenset(_numbers(text)))
 
 
+_UNITS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_WORD_NUMBER = re.compile(
+    rf"\b(?:({'|'.join(_TENS)})(?:[- ]({'|'.join(_UNITS[1:10])}))?|({'|'.join(_UNITS[2:])}))\b",
+    re.IGNORECASE,
+)
+
+
+def in_digits(request: str) -> str:
+    """``request`` with its number words in digits ("seven plus five": ``7 plus 5``,
+    "twenty-five": 25), from two to ninety-nine ("one" is as often a pronoun). The
+    model wrote ``(7 + 5) * 7`` for "What is seven plus five?": read in digits, the
+    request states the formula it means."""
+
+    def digits(m: re.Match[str]) -> str:
+        if m.group(3):
+            return str(_UNITS.index(m.group(3).lower()))
+        tens = 20 + 10 * _TENS.index(m.group(1).lower())
+        return str(tens + (_UNITS.index(m.group(2).lower()) if m.group(2) else 0))
+
+    return _WORD_NUMBER.sub(digits, request)
+
+
 def request_formula(request: str) -> Formula | None:
-    """The formula ``request`` states (see the module docstring), or ``None``."""
+    """The formula ``request`` states (see the module docstring; number words read
+    as digits, :func:`in_digits`), or ``None``."""
+    request = in_digits(request)
     given = _numbers(request)
     if len(given) < 1 or len(request) > 300:
         return None
