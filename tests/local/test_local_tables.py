@@ -416,7 +416,9 @@ def test_a_request_about_the_tables_is_held_to_the_tool_that_queries_them(staff)
             "SELECT name, price FROM products ORDER BY price LIMIT 1",
             True,
         ),
-        # "which <row>" selects the row's name first
+        # "which <row>" selects the row's name first; by a number the request gives,
+        # the row whole (its name and the number alone were echoed)
+        ("Which product costs 85?", "SELECT * FROM products WHERE price = 85", True),
         (
             "Which item has the lowest price?",
             "SELECT * FROM products ORDER BY price LIMIT 1",

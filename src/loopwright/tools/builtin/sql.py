@@ -449,9 +449,10 @@ def _table_options(
     # ORDER BY a column: an aggregate there, without GROUP BY, is an SQL error
     # ("ORDER BY COUNT(*) DESC": misuse of aggregate)
     sort = f"( ORDER BY {col}( ASC| DESC)?)?"
-    head = f"SELECT {picked} FROM {re.escape(table)}"
+    name = re.escape(table)
+    head = f"SELECT {picked} FROM {name}"
     if table in shape.counted:
-        head = f"SELECT COUNT\\(\\*\\) FROM {re.escape(table)}"
+        head = f"SELECT COUNT\\(\\*\\) FROM {name}"
     numbers = [v for v in values or () if _NUMBER_TEXT.fullmatch(v)]
     options = [
         f"{head} WHERE {k} = {_literal(n)}{sort}"
@@ -476,7 +477,12 @@ def _table_options(
         if compared:
             columns = "|".join(re.escape(c) for c in compared)
             first = f"({columns}) {re.escape(shape.comparison) or _COMPARISONS} {given}"
-            options.append(f"{head} WHERE {first}{also}{sort}( LIMIT [0-9]{{1,4}})?")
+            # which row holds the number: read whole, as when the request does not
+            # ask which (its name and the number alone were echoed: "The product is
+            # priced at 240, and it is in stock at 240.", or refused as an answer)
+            whole = _picked(kinds, replace(shape, wants_name=""), _AGGREGATES)
+            picks = head if table in shape.counted else f"SELECT {whole} FROM {name}"
+            options.append(f"{picks} WHERE {first}{also}{sort}( LIMIT [0-9]{{1,4}})?")
     if options:
         return options  # a key, a count of rows or a value given: the query uses it
     if valued:
