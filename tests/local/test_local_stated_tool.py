@@ -105,6 +105,21 @@ def test_a_file_name_written_in_another_case_is_the_requests() -> None:
     assert held_to_file_name(same, question, TOOLS) is same
 
 
+def test_a_phrase_of_the_request_given_for_a_file_parameter_is_the_requests_file() -> None:
+    # read_file's path takes file names (its examples); "build 512" is a phrase of the
+    # request, not a file: the request's one file name replaces it
+    reply = Message("assistant", (ToolCallPart("c1", "read_file", {"path": "build 512"}, "{}"),))
+    question = "What was the result of build 512? See status.txt."
+    fixed = held_to_file_name(reply, question, TOOLS)
+    assert dict(fixed.tool_calls[0].arguments) == {"path": "status.txt"}
+    assert fixed.provider_meta["file_name"] == [{"wrote": "build 512", "file_name": "status.txt"}]
+    # two file names in the request: which one is not known
+    assert held_to_file_name(reply, "Compare status.txt and poem.txt.", TOOLS) is reply
+    # a parameter that takes no file names keeps its phrase
+    city = Message("assistant", (ToolCallPart("c1", "get_weather", {"city": "Paris"}, "{}"),))
+    assert held_to_file_name(city, "Weather in Paris? See notes.txt.", TOOLS) is city
+
+
 class _Tokenizer:
     """A stand-in llama that records the prompt prefixes it tokenizes."""
 

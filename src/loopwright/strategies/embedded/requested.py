@@ -12,7 +12,9 @@ message against the request:
 * **the request's file name**: a string argument that is a file name (``name.ext``,
   optionally under directories) the request does not contain is replaced by the file
   name the request gives, when it gives exactly one with the same extension, or
-  exactly one at all and the argument is the parameter's example copied.
+  exactly one at all and the argument is the parameter's example copied; a parameter
+  whose examples are all file names, given no file name at all, takes the request's
+  one file name.
 
 Each change is recorded in the message's ``provider_meta`` (``"formula"``,
 ``"file_name"``: what the model wrote and what replaced it), and the call's streamed
@@ -101,6 +103,13 @@ def held_to_file_name(message: Message, request: str, tools: Sequence[ToolSpec] 
         if isinstance(part, ToolCallPart):
             args = dict(part.arguments)
             for key, value in part.arguments.items():
+                if _takes_file_names(tools, part.name, key) and _not_a_file_name(value, given):
+                    # a parameter that takes file names, given another phrase of the
+                    # request ("the result of build 512? See status.txt." ->
+                    # read_file("build 512")): the request's one file name
+                    args[key] = given[0]
+                    changed.append({"wrote": str(value), "file_name": given[0]})
+                    continue
                 if not isinstance(value, str) or file_names(value.strip()) != [value.strip()]:
                     continue
                 if value.strip() in request:
@@ -122,6 +131,17 @@ def held_to_file_name(message: Message, request: str, tools: Sequence[ToolSpec] 
     if not changed:
         return message
     return Message(message.role, tuple(parts), {**message.provider_meta, FILE_META_KEY: changed})
+
+
+def _takes_file_names(tools: Sequence[ToolSpec], name: str, key: str) -> bool:
+    """Whether the parameter's examples are all file names (what it takes)."""
+    examples = _examples(tools, name, key)
+    return bool(examples) and all(_is_file_name(e) for e in examples)
+
+
+def _not_a_file_name(value: object, given: Sequence[str]) -> bool:
+    """A string that has no file name in it, where the request writes exactly one."""
+    return isinstance(value, str) and len(given) == 1 and not file_names(value)
 
 
 def _request(messages: Sequence[Message]) -> tuple[str, bool]:
