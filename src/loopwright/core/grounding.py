@@ -15,6 +15,33 @@ MIN_LABEL_CHARS = 3
 # Two words share a stem when their first letters agree this far ("raining", "rain").
 MIN_STEM = 4
 
+# Number words from zero to nineteen (index = value) and the tens from twenty: what the
+# readers of numbers written as words share (local_numbers' values in requests,
+# formula's request read in digits).
+NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+)
+TENS_WORDS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+
 # A word; a dot inside it stays ("example.internal" is one name, "Oslo." is "Oslo").
 _LABEL = re.compile(r"[^\W\d_](?:[\w'-]|\.(?=\w))*")
 # Words too common to show that an answer used a result (it would start with them).

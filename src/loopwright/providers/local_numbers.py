@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from loopwright.core.grounding import NUMBER_WORDS
+
 # A number as people write it: "600", "-2.5", "85,000" (thousands separators), not the
 # "04" of "2023-04-25" as a negative number, nor the digits of a Latin-script word
 # ("network222"); scripts without spaces write numbers right after a word ("买10个").
@@ -20,23 +22,7 @@ _GROUND_NUMBER = re.compile(
 
 _NUMBER_WORDS = {
     w: float(i)
-    for i, w in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-        ]
-    )
+    for i, w in enumerate(NUMBER_WORDS[:13])
     if i >= 2  # "one" is as often a pronoun ("the one with ...") as a number
 }
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from loopwright.core.grounding import canonical_number
+from loopwright.core.grounding import NUMBER_WORDS, TENS_WORDS, canonical_number
 from loopwright.core.messages import Message, ReasoningPart, ToolCallPart
 from loopwright.core.tools import ToolSpec
 from loopwright.strategies.embedded.plan_steps import PLAN_META_KEY, RESULT_JSON
@@ -110,29 +110,8 @@ def arithmetic(text: str) -> Formula | None:
     return Formula(ast.unparse(tree), value, frozenset(_numbers(text)))
 
 
-_UNITS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_UNITS = NUMBER_WORDS
+_TENS = TENS_WORDS
 _WORD_NUMBER = re.compile(
     rf"\b(?:({'|'.join(_TENS)})(?:[- ]({'|'.join(_UNITS[1:10])}))?|({'|'.join(_UNITS[2:])}))\b",
     re.IGNORECASE,
