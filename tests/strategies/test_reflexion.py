@@ -90,12 +90,12 @@ def test_concurrent_writers_of_one_key_lose_no_lesson(tmp_path: Path) -> None:
     errors: list[BaseException] = []
 
     def writer(n: int) -> None:
-        memory = ReflectionMemory(SQLiteStore(db), limit=100)
-        for i in range(15):
-            try:
+        try:  # opening the store too: a writer that failed to open it lost its lessons
+            memory = ReflectionMemory(SQLiteStore(db), limit=100)
+            for i in range(15):
                 memory.remember("shared", f"lesson {n}-{i}")
-            except BaseException as exc:
-                errors.append(exc)
+        except BaseException as exc:
+            errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
     for thread in threads:

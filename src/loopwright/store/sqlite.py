@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,15 +74,35 @@ class SQLiteStore(SqlStore):
                 check_same_thread=False,
                 timeout=self._busy_ms / 1000,
             )
+        except sqlite3.Error as exc:
+            raise StoreUnavailable("sqlite", str(self.path), str(exc)) from None
+        try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._wal(conn)
             conn.execute(f"PRAGMA synchronous = {'FULL' if self._durable else 'NORMAL'}")
         except sqlite3.Error as exc:
+            conn.close()
             raise StoreUnavailable("sqlite", str(self.path), str(exc)) from None
         self._local.conn = conn
         with self._all_lock:
             self._all.append(conn)
         return conn
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL. SQLite answers "database is locked" to that switch at
+        once, without waiting ``busy_timeout``, while another connection opens the same
+        new file; so it is retried (with backoff) until the busy timeout, like a write."""
+        deadline = time.monotonic() + self._busy_ms / 1000
+        delay = 0.001
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
     @contextmanager
     def _tx(self) -> Iterator[Cursor]:
