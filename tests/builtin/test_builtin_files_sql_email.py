@@ -53,13 +53,33 @@ def test_read_file_refuses_symlink_leaving_root(root: Path) -> None:
         FileReader(root).read("link.txt")
 
 
-def test_read_file_refuses_binary_and_non_utf8(root: Path) -> None:
+def test_read_file_refuses_binary_as_a_file_it_cannot_read_not_a_denial(root: Path) -> None:
+    # was: permission_denied, which sends a model looking for access it does not lack
     (root / "bin.dat").write_bytes(b"\x00\x01\x02abc")
-    (root / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
-    with pytest.raises(ToolError, match="binary"):
-        FileReader(root).read("bin.dat")
-    with pytest.raises(ToolError, match="UTF-8"):
-        FileReader(root).read("latin.txt")
+    (root / "ctrl.dat").write_bytes(b"\xff\xd8\xff\xe0\x02\x10JFIF")  # not UTF-8, controls
+    (root / "undef.dat").write_bytes(b"abc\x81\x9d")  # bytes Windows-1252 leaves undefined
+    for name in ("bin.dat", "ctrl.dat", "undef.dat"):
+        with pytest.raises(ToolError, match="binary file") as info:
+            FileReader(root).read(name)
+        assert info.value.kind is ToolErrorKind.INVALID_ARGUMENTS, name
+        assert "pass a text file" in str(info.value)
+
+
+def test_read_file_decodes_latin1_text_as_windows_1252_with_a_note(root: Path) -> None:
+    # was: refused as permission_denied ("not UTF-8 text (binary file?)")
+    (root / "latin.txt").write_bytes("café\r\nnaïve \u20ac5\tok".encode("cp1252"))
+    text = FileReader(root).read("latin.txt")
+    assert text.startswith("café\r\nnaïve €5\tok")
+    assert text.endswith("[latin.txt is not UTF-8: decoded as Windows-1252]")
+    (root / "utf8.txt").write_bytes("café".encode())
+    assert FileReader(root).read("utf8.txt") == "café"  # UTF-8 first, no note
+
+
+def test_read_file_cut_latin1_text_keeps_both_notes(root: Path) -> None:
+    (root / "long.txt").write_bytes(("é" * 20).encode("latin-1"))
+    text = FileReader(root, max_bytes=5).read("long.txt")
+    assert text.startswith("ééééé\n[long.txt is not UTF-8")
+    assert text.endswith("[truncated: showing the first 5 of 20 bytes]")
 
 
 def test_read_file_refuses_directories_fifos_and_missing(root: Path) -> None:

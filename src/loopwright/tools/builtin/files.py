@@ -11,14 +11,21 @@ links that point out (or ``..`` above the root) are refused. The final file is o
 with ``O_NONBLOCK`` (a FIFO opens at once instead of blocking the worker), then the
 *opened* descriptor is checked with ``fstat``: only a regular file is read, and a file
 with more than one hard link is refused (a hard link can make a file outside the root
-appear inside it). Files with NUL bytes or invalid UTF-8 are refused as binary; at most
-``max_bytes`` are returned, with a note saying how much was cut.
+appear inside it). At most ``max_bytes`` are returned, with a note saying how much was cut.
+
+Text is UTF-8. A file that is not UTF-8 but reads as Windows-1252 (the superset of
+Latin-1 that legacy Western text files use) without control characters other than
+whitespace is returned decoded so, with a note saying so. Anything else (NUL bytes,
+control characters, bytes Windows-1252 leaves undefined) is binary and refused as
+``invalid_arguments``: the path names a file this tool cannot read, and retrying will
+not change that, whereas ``permission_denied`` would send the model looking for access.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +77,7 @@ class FileReader:
         truncated = len(data) > self.max_bytes
         data = data[: self.max_bytes]
         if b"\x00" in data:
-            raise _refuse(f"{path}: binary file (NUL bytes); only text files can be read")
+            raise _not_text(path, "NUL bytes")
         text = _decode_prefix(data, truncated, path)
         if truncated:
             text += f"\n[truncated: showing the first {len(data)} of {size} bytes]"
@@ -212,6 +219,28 @@ def _decode_prefix(data: bytes, truncated: bool, path: str) -> str:
         # A cut may split one multi-byte character at the very end: drop up to 3 bytes.
         if truncated and exc.start >= len(data) - 3:
             return data[: exc.start].decode("utf-8")
-        raise _refuse(
-            f"{path}: not UTF-8 text (binary file?); only text files can be read"
-        ) from None
+    legacy = _legacy_text(data)
+    if legacy is None:
+        raise _not_text(path, "not UTF-8, nor Windows-1252/Latin-1 text")
+    return legacy + f"\n[{path} is not UTF-8: decoded as Windows-1252]"
+
+
+# a C0 control other than the whitespace ones (tab, newline, vertical tab, form feed,
+# carriage return: 0x09-0x0d), or DEL: what text files do not hold
+_BINARY_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def _legacy_text(data: bytes) -> str | None:
+    """``data`` as Windows-1252 text, or ``None`` when it does not look like text."""
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8d, 0x8f, 0x90, 0x9d are undefined there
+        return None
+    return None if _BINARY_CONTROL.search(text) else text
+
+
+def _not_text(path: str, why: str) -> ToolError:
+    return _refuse(
+        f"{path}: binary file ({why}); only text files can be read, pass a text file",
+        ToolErrorKind.INVALID_ARGUMENTS,
+    )
