@@ -198,3 +198,40 @@ def test_an_evaluate_function_sets_its_own_scale() -> None:
     hooks = ThoughtHooks(evaluate=lambda problem, steps: 100.0)
     tot = TreeOfThoughts(FunctionModel(model_reply), hooks=hooks, search=SearchConfig(threshold=50))
     assert tot.search.threshold == 50
+
+
+def test_dfs_with_votes_falls_back_to_the_voted_state() -> None:
+    # was: votes were never recorded per state, so the depth-first fallback (no
+    # is_solution: every path ends at the depth bound) chose the first state seen (+1) and
+    # reported score 0, ignoring that both votes went to choice 3 (+3)
+    tot = TreeOfThoughts(
+        FunctionModel(model_reply),
+        evaluator="vote",
+        search=SearchConfig(method="dfs", depth=1, n_generate=4, n_evaluate=2, threshold=0),
+    )
+    result = tot.run(PROBLEM)
+    assert result.data["path"] == ["+3"] and result.data["score"] == 2.0
+
+
+def test_a_batch_whose_states_all_have_votes_is_not_voted_again() -> None:
+    calls: Counter[str] = Counter()
+
+    def reply(messages: Sequence[Message], request: ModelRequest) -> Reply:
+        calls["vote"] += "best choice is" in messages[-1].text
+        return model_reply(messages, request)
+
+    # every state proposes the same two steps, and the key is the set of steps taken:
+    # at depth 2, "+1 +2" and "+2 +1" are one state, already voted on via the first
+    hooks = ThoughtHooks(
+        generate=lambda p, s: ["+1", "+2"], state_key=lambda steps: frozenset(steps)
+    )
+    tot = TreeOfThoughts(
+        FunctionModel(reply),
+        evaluator="vote",
+        hooks=hooks,
+        search=SearchConfig(method="dfs", depth=2, n_evaluate=1, threshold=0),
+    )
+    result = tot.run(PROBLEM)
+    assert result.data["cache_hits"] >= 1
+    # votes: the root's children, then +1's (+1 +2 is new); none for +2's, all known
+    assert calls["vote"] == 2

@@ -16,9 +16,10 @@ two model latencies, not one per node). ``"dfs"`` goes deepest-first through the
 children in score order, prunes states scoring below ``threshold`` and backtracks, up
 to ``max_nodes`` evaluated states. ``threshold`` is on the evaluator's own scale (0-20 for
 ``"value"``, 0-``n_evaluate`` votes for ``"vote"``, any number for a function), and is
-checked against it when the strategy is built. Evaluations are cached by ``state_key(steps)``
-(default: the steps themselves), so identical states reached by different paths are
-scored once. ``is_solution(problem, steps)`` ends the search early; ``answer(problem,
+checked against it when the strategy is built. Scores (values and votes) are cached by
+``state_key(steps)`` (default: the steps themselves), so identical states reached by
+different paths are scored once (a batch is voted on again unless all of its states
+have a score: votes compare the states of one batch). ``is_solution(problem, steps)`` ends the search early; ``answer(problem,
 steps)`` turns the chosen path into the answer (default: its last step).
 """
 
@@ -319,6 +320,16 @@ class _Search:
         return sum(parse_value(r) for r in replies) / len(replies)
 
     async def vote(self, states: Sequence[Steps]) -> list[float]:
+        """The votes of ``states``, recorded per state (by ``state_key``) in ``scores``
+        like evaluations are: the search's result and the depth-first fallback
+        (:meth:`best_seen`) read them there. Votes compare the states of one batch, so a
+        batch is voted on unless every state in it already has a score."""
+        key = self.hooks.state_key
+        keys = [key(s) for s in states]
+        scores = self.scores
+        if all(k in scores for k in keys):
+            self.cache_hits += len(keys)
+            return [scores[k] for k in keys]
         choices = "\n".join(f"Choice {i}:\n{_show(s)}" for i, s in enumerate(states, 1))
         prompt = self.ctx.prepare(
             strategy_prompt("tot_vote", problem=self.problem, choices=choices),
@@ -331,6 +342,8 @@ class _Search:
             if choice is not None:
                 votes[choice] += 1
         self.evaluated += len(states)
+        for k, count in zip(keys, votes, strict=True):
+            scores.setdefault(k, count)  # a state's first score stays, as for evaluations
         return votes
 
     async def ask(self, prompt: str | Prepared) -> str:
