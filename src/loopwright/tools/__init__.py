@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from loopwright.tools.confirm import Confirmation, ConfirmHandler
     from loopwright.tools.decorator import BusinessValidator, IdempotencyKeyFn, Tool, as_tool, tool
     from loopwright.tools.dispatcher import (
-        ERROR_KINDS,
         AfterToolCall,
         BeforeToolCall,
         DispatchConfig,
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
         over_cap_result,
         skipped_result,
     )
+    from loopwright.tools.execution import ERROR_KINDS
     from loopwright.tools.invocation import ToolContext
     from loopwright.tools.ledger import IdempotencyLedger, MemoryLedger
     from loopwright.tools.registry import ToolRegistry
@@ -54,8 +54,8 @@ __getattr__, __dir__ = lazy_exports(
             "as_tool",
             "tool",
         ),
+        "loopwright.tools.execution": ("ERROR_KINDS",),
         "loopwright.tools.dispatcher": (
-            "ERROR_KINDS",
             "AfterToolCall",
             "BeforeToolCall",
             "DispatchConfig",

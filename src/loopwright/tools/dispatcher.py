@@ -26,6 +26,10 @@ result of a :class:`~loopwright.core.errors.ToolErrorKind`:
 11. render and cut the result to the tool's budget (JSON-aware);
 12. ``after_tool_call`` hook (may replace the result).
 
+The steps that end a call early or replace its result (1, 4, 5, 6 and 12) live in
+:mod:`loopwright.tools.gates`; running one attempt under its deadline in
+:mod:`loopwright.tools.execution`.
+
 Nothing a tool, hook, handler or ledger does escapes as an exception; only cancellation
 of the awaiting task propagates.
 """
@@ -33,8 +37,6 @@ of the awaiting task propagates.
 from __future__ import annotations
 
 import asyncio
-import difflib
-import inspect
 import logging
 import random
 import time
@@ -46,14 +48,13 @@ from loopwright.core.checks import check_function
 from loopwright.core.errors import ConfigError, ToolErrorKind
 from loopwright.core.messages import ToolCallPart, ToolResultPart
 from loopwright.core.run import TaintSource
-from loopwright.core.tools import Permission, ToolOutput, ToolSpec
+from loopwright.core.tools import Permission, ToolOutput
 from loopwright.core.untrusted import wrap_tool_result
 from loopwright.core.values import slot_init
-from loopwright.tools import inflight
+from loopwright.tools import gates, inflight
 from loopwright.tools.confirm import Confirmation, ConfirmHandler
 from loopwright.tools.decorator import Tool
 from loopwright.tools.execution import (
-    ERROR_KINDS,
     Attempt,
     Execution,
     attempt,
@@ -61,6 +62,7 @@ from loopwright.tools.execution import (
     describe,
     settled,
 )
+from loopwright.tools.gates import AfterToolCall, BeforeToolCall
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.ledger import IdempotencyLedger, MemoryLedger
 from loopwright.tools.registry import ToolRegistry
@@ -74,17 +76,9 @@ from loopwright.tools.results import (
 )
 from loopwright.tools.retry import RetryPolicy
 from loopwright.tools.taint import TaintConfirmHandler, gated, source_of
-from loopwright.tools.taint import describe as describe_taint
 from loopwright.tools.truncate import cut_text, truncate_result
 
 log = logging.getLogger("loopwright.tools")
-
-BeforeToolCall = Callable[[ToolCallPart, ToolSpec], "str | Awaitable[str | None] | None"]
-"""Return a string to block the call (the model sees it, kind ``permission_denied``)."""
-AfterToolCall = Callable[
-    [ToolCallPart, ToolResultPart], "ToolResultPart | Awaitable[ToolResultPart | None] | None"
-]
-"""Return a ``ToolResultPart`` to replace the result, ``None`` to keep it."""
 
 _T = TypeVar("_T")
 _DEFAULT_RETRY = RetryPolicy()
@@ -382,7 +376,7 @@ class Dispatcher:
             result = error_result(call, ToolErrorKind.PERMANENT, msg)
             attempts, repairs, cached = 0, (), False
         if config.after_tool_call is not None:
-            result = await self._after(call, result)
+            result = await gates.after(config.after_tool_call, call, result)
         source = None
         if attempts or cached:  # the tool's content reached the result (module doc, 8)
             plan = self._plans.get(call.name) or self._plan(call.name)
@@ -421,7 +415,7 @@ class Dispatcher:
             else None
         ) or self._plan(call.name)
         if plan is None:
-            return self._not_found(call), 0, (), False
+            return gates.not_found(call, self.registry, self.config.permission), 0, (), False
         t = plan.tool
         if not plan.allowed:
             return refuse_permission(call, t.spec, self.config.permission), 0, (), False
@@ -440,7 +434,12 @@ class Dispatcher:
         if accepts is None or not accepts(args):
             violations = t.validate(args)
             if violations:
-                return self._invalid(call, violations), 0, repairs, False
+                return (
+                    gates.invalid(call, violations, self.config.max_violations),
+                    0,
+                    repairs,
+                    False,
+                )
         key: str | None = None
         if taint and (not plan.gated or not self.config.confirm_when_tainted):
             taint = ()  # the gate does not apply to this call
@@ -547,7 +546,7 @@ class Dispatcher:
         if result.is_error and result.error_kind != ToolErrorKind.PERMANENT.value:
             return
         try:
-            await _maybe_await(self.ledger.put(key, result))
+            await gates.maybe_await(self.ledger.put(key, result))
         except Exception:
             log.exception("idempotency ledger put failed for key %r", key)
 
@@ -602,11 +601,11 @@ class Dispatcher:
         call is gated by it (one approval answers both that and ``requires_confirmation``)."""
         spec = t.spec
         if self.config.before_tool_call is not None:
-            blocked = await self._before(call, spec)
+            blocked = await gates.before(self.config.before_tool_call, call, spec)
             if blocked is not None:
                 return (blocked, False), None
         if taint or spec.requires_confirmation or confirmation is not None:
-            refused = await self._confirm(call, spec, confirmation, taint)
+            refused = await gates.confirm(self.config, call, spec, confirmation, taint)
             if refused is not None:
                 return (refused, False), None
         if t.idempotency_key is None:
@@ -620,7 +619,7 @@ class Dispatcher:
             return None, None
         key = str(key)
         try:
-            stored = await _maybe_await(self.ledger.get(key))
+            stored = await gates.maybe_await(self.ledger.get(key))
         except Exception as exc:
             msg = f"idempotency ledger failed ({describe(exc)}); the call was not run"
             return (error_result(call, ToolErrorKind.TRANSIENT, msg), False), key
@@ -683,111 +682,7 @@ class Dispatcher:
             res = error_result(call, kind, message)
             return replace(res, content=cut_text(res.content, budget)), n
 
-    # -- steps that end a call early --------------------------------------------------------
-    def _not_found(self, call: ToolCallPart) -> ToolResultPart:
-        level = self.config.permission
-        usable = [t.name for t in self.registry if t.spec.permission <= level]
-        hint = ""
-        if isinstance(call.name, str):
-            close = difflib.get_close_matches(call.name, usable, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-        names = ", ".join(usable) if usable else "(none)"
-        msg = f"unknown tool {call.name!r}.{hint} Available tools: {names}"
-        return error_result(call, ToolErrorKind.NOT_FOUND, msg)
-
-    def _invalid(self, call: ToolCallPart, violations: Sequence[Any]) -> ToolResultPart:
-        limit = self.config.max_violations
-        lines = [str(v) for v in violations[:limit]]
-        if len(violations) > limit:
-            lines.append(f"... and {len(violations) - limit} more")
-        msg = "arguments do not match the schema; fix these and call again:\n" + "\n".join(lines)
-        return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, msg)
-
-    async def _before(self, call: ToolCallPart, spec: ToolSpec) -> ToolResultPart | None:
-        hook = self.config.before_tool_call
-        assert hook is not None
-        try:
-            reason = await _maybe_await(hook(call, spec))
-        except Exception as exc:
-            msg = f"before_tool_call hook raised {describe(exc)}; the call was not run"
-            return error_result(call, ToolErrorKind.PERMANENT, msg)
-        if reason is None or reason is False:
-            return None
-        text = reason if isinstance(reason, str) and reason else "blocked by before_tool_call"
-        return error_result(call, ToolErrorKind.PERMISSION_DENIED, f"blocked: {text}")
-
-    async def _confirm(
-        self,
-        call: ToolCallPart,
-        spec: ToolSpec,
-        decision: Confirmation | None,
-        taint: Sequence[TaintSource],
-    ) -> ToolResultPart | None:
-        """The confirmation step: ``None`` when the call may run, else its result. A
-        tainted call is answered by ``confirm_tainted`` (never by ``confirm``, which may
-        approve everything) and waits when there is none."""
-        if decision is None:
-            try:
-                if taint:
-                    tainted = self.config.confirm_tainted
-                    if tainted is None:
-                        msg = f"waiting for a person to approve this call: {describe_taint(taint)}"
-                        return error_result(call, ToolErrorKind.AWAITING_CONFIRMATION, msg)
-                    decision = await _maybe_await(tainted(call, spec, tuple(taint)))
-                else:
-                    handler = self.config.confirm
-                    if handler is None:
-                        return None
-                    decision = await _maybe_await(handler(call, spec))
-            except Exception as exc:
-                msg = f"confirmation handler raised {describe(exc)}; the call was not run"
-                return error_result(call, ToolErrorKind.PERMANENT, msg)
-        if not isinstance(decision, Confirmation):
-            msg = (
-                f"confirmation handler returned {type(decision).__name__}, not a "
-                "Confirmation (return Confirmation.approve(), Confirmation.deny(reason) or "
-                "Confirmation.later()); the call was not run"
-            )
-            return error_result(call, ToolErrorKind.PERMANENT, msg)
-        suffix = f": {decision.reason}" if decision.reason else ""
-        if decision.defer:
-            msg = f"waiting for a person to approve this call; it was not run{suffix}"
-            return error_result(call, ToolErrorKind.AWAITING_CONFIRMATION, msg)
-        if not decision.approved:
-            return error_result(
-                call, ToolErrorKind.DENIED_BY_USER, f"the user denied this call{suffix}"
-            )
-        return None
-
-    async def _after(self, call: ToolCallPart, result: ToolResultPart) -> ToolResultPart:
-        hook = self.config.after_tool_call
-        assert hook is not None
-        try:
-            new = await _maybe_await(hook(call, result))
-        except Exception as exc:
-            msg = f"after_tool_call hook raised {describe(exc)}; the result was withheld"
-            return error_result(call, ToolErrorKind.PERMANENT, msg)
-        if new is None:
-            return result
-        if not isinstance(new, ToolResultPart):
-            msg = (
-                f"after_tool_call hook returned {type(new).__name__}, not a ToolResultPart; "
-                "the result was withheld"
-            )
-            return error_result(call, ToolErrorKind.PERMANENT, msg)
-        if new.call_id != call.id:
-            new = replace(new, call_id=call.id)
-        if new.is_error and new.error_kind not in ERROR_KINDS:
-            new = replace(new, error_kind=ToolErrorKind.PERMANENT.value)
-        return new
-
 
 # -- helpers ------------------------------------------------------------------------------
 async def _ready(value: _T) -> _T:
-    return value
-
-
-async def _maybe_await(value: _T | Awaitable[_T]) -> _T:
-    if inspect.isawaitable(value):
-        return await value
     return value
