@@ -430,6 +430,11 @@ class Dispatcher:
                     repairs,
                     False,
                 )
+            if args and not call.arguments:
+                # read from the raw text: hooks and confirmation handlers judge
+                # ``call.arguments``, so they must be the arguments that will run (left
+                # empty, a policy on them let a call through by its JSON being broken)
+                call = replace(call, arguments=args)
         accepts = plan.accepts  # fast path: the schema certainly accepts, no business rules
         if accepts is None or not accepts(args):
             violations = t.validate(args)

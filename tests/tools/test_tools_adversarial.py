@@ -1,0 +1,56 @@
+"""The dispatcher under hostile input: arguments that only parse after repair, tools
+that raise what a worker thread cannot hand back, and hook policies that must see what
+really runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopwright.core.messages import ToolCallPart
+from loopwright.core.tools import ToolSpec
+from loopwright.tools import Confirmation, DispatchConfig, Dispatcher, ToolRegistry, tool
+
+sent: list[str] = []
+
+
+@tool(inline=True, requires_confirmation=True)
+def send(to: str) -> str:
+    """Send a message to an address."""
+    sent.append(to)
+    return f"sent to {to}"
+
+
+def _dispatcher(**cfg: Any) -> Dispatcher:
+    return Dispatcher(ToolRegistry([send]), DispatchConfig(**cfg))
+
+
+# A reply whose arguments are not strict JSON: the provider leaves ``arguments`` empty
+# and keeps the text; the dispatcher repairs it and runs the tool with the result.
+_SINGLE_QUOTED = ToolCallPart("c1", "send", {}, "{'to': 'evil@example.com'}")
+
+
+async def test_before_hook_sees_the_repaired_arguments_and_blocks_them() -> None:
+    sent.clear()
+
+    def policy(call: ToolCallPart, spec: ToolSpec) -> str | None:
+        if str(call.arguments.get("to", "")).endswith("@example.com"):
+            return "external addresses are not allowed"
+        return None
+
+    out = await _dispatcher(before_tool_call=policy).run_one(_SINGLE_QUOTED)
+    assert out.result.error_kind == "permission_denied", out.result.content
+    assert sent == []
+
+
+async def test_confirmation_is_asked_about_the_arguments_that_run() -> None:
+    sent.clear()
+    seen: list[dict[str, Any]] = []
+
+    def ask(call: ToolCallPart, spec: ToolSpec) -> Confirmation:
+        seen.append(dict(call.arguments))
+        return Confirmation.approve()
+
+    out = await _dispatcher(confirm=ask).run_one(_SINGLE_QUOTED)
+    assert not out.result.is_error, out.result.content
+    assert seen == [{"to": "evil@example.com"}]
+    assert sent == ["evil@example.com"]
