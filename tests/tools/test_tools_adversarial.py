@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from loopwright.core.messages import ToolCallPart
 from loopwright.core.tools import ToolSpec
 from loopwright.tools import Confirmation, DispatchConfig, Dispatcher, ToolRegistry, tool
@@ -54,3 +56,42 @@ async def test_confirmation_is_asked_about_the_arguments_that_run() -> None:
     assert not out.result.is_error, out.result.content
     assert seen == [{"to": "evil@example.com"}]
     assert sent == ["evil@example.com"]
+
+
+class _Abort(BaseException):
+    """Not an ``Exception``: what a library's own control-flow signal may be."""
+
+
+@tool(inline=False, timeout=3.0)
+def stops() -> str:
+    """Raise StopIteration on a worker thread."""
+    raise StopIteration("no more items")
+
+
+@tool(inline=False, timeout=3.0)
+def aborts() -> str:
+    """Raise a BaseException subclass on a worker thread."""
+    raise _Abort("stop everything")
+
+
+async def test_stop_iteration_on_a_worker_is_a_permanent_failure_not_a_timeout() -> None:
+    # asyncio refuses StopIteration in a future: the call was never settled and ended
+    # as a timeout, with "Exception in callback" logged
+    out = await Dispatcher(ToolRegistry([stops])).run_one(ToolCallPart("c1", "stops", {}))
+    assert out.result.error_kind == "permanent", out.result.content
+    assert "StopIteration" in out.result.content
+    assert "no more items" in out.result.content
+
+
+@tool(inline=True)
+def aborts_inline() -> str:
+    """Raise a BaseException subclass on the event loop's thread."""
+    raise _Abort("stop everything")
+
+
+@pytest.mark.parametrize("name", ["aborts", "aborts_inline"])
+async def test_a_base_exception_raised_by_a_sync_tool_becomes_its_result(name: str) -> None:
+    dispatcher = Dispatcher(ToolRegistry([aborts, aborts_inline]))
+    out = await dispatcher.run_one(ToolCallPart("c1", name, {}))
+    assert out.result.error_kind == "permanent", out.result.content
+    assert "_Abort: stop everything" in out.result.content

@@ -260,8 +260,15 @@ def _run(job: _Job) -> tuple[Any, BaseException | None]:
         # thrown into the awaiting coroutine, GeneratorExit would close the whole run
         # instead of failing this call: deliver it as an ordinary exception
         return None, RuntimeError("the tool raised GeneratorExit")
-    except BaseException as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        if isinstance(exc, StopIteration):
+            # asyncio refuses it in a future: the call would never be settled
+            return None, RuntimeError(f"the tool raised {describe(exc)}")
         return None, exc
+    except BaseException as exc:
+        # raised on this worker thread, it is the tool's own fault whatever its class;
+        # re-raised in the awaiting task it would end the whole run, not this call
+        return None, RuntimeError(f"the tool raised {describe(exc)}")
 
 
 def _busy(job: _Job, stuck: int, abandoned: int) -> ToolError:
@@ -504,7 +511,9 @@ async def _rest(t: Tool, coro: Coroutine[Any, Any, Any], first: Any, started: fl
 
 def _failed(t: Tool, exc: BaseException) -> Attempt:
     """The outcome of a tool run that raised ``exc`` (re-raised when the caller's task is
-    being cancelled, or when it is not the tool's: ``BaseException`` outside the list)."""
+    being cancelled, or when it may not be the tool's: another ``BaseException`` out of
+    an async tool, which may be an event-loop library's own signal; a plain ``def`` has
+    no such thing, so whatever it raised is its fault)."""
     if isinstance(exc, _Expired):
         return (
             None,
@@ -519,6 +528,8 @@ def _failed(t: Tool, exc: BaseException) -> Attempt:
         # a tool raising sys.exit(), KeyboardInterrupt or GeneratorExit is a tool fault: a
         # real Ctrl-C under asyncio.run reaches the run as a cancellation (docs/loop.md)
         return (None, *classify(exc))
+    if not t.is_async:
+        return None, ToolErrorKind.PERMANENT.value, f"the tool raised {describe(exc)}"
     raise exc
 
 
