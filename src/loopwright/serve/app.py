@@ -65,6 +65,12 @@ class AppConfig:
         check_seconds("AppConfig.recover_every", self.recover_every, zero=True)
 
 
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is a plain decimal number: ``str.isdigit`` also accepts digits
+    ``int`` cannot read ("²"), which made a 500 of a bad query or header."""
+    return text.isascii() and text.isdigit()
+
+
 def json_response(data: Mapping[str, JSONValue], status: int = 200) -> Response:
     return Response(to_json(data), status, media_type="application/json")
 
@@ -153,6 +159,14 @@ class Api:
                 field="body",
                 fix="send a JSON object with Content-Type: application/json",
             ) from None
+        except RecursionError:  # "[[[[..." within the size limit
+            raise ApiError(
+                400,
+                "invalid_json",
+                "the body's JSON nests too deep",
+                field="body",
+                fix="send a flat JSON object (the fields of the request's schema)",
+            ) from None
 
     async def describe(self, state: RunState, *, history: bool = True) -> dict[str, JSONValue]:
         """The session's state; ``history=False``: its message count, not its messages."""
@@ -194,7 +208,7 @@ class Api:
     async def list(self, request: Request) -> Response:
         tenant = self.tenant(request)
         raw = request.query_params.get("limit", "100")
-        if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+        if not _is_number(raw) or not 1 <= int(raw) <= 1000:
             raise ApiError(
                 422, "invalid_field", f"limit={raw!r}", field="query.limit", fix="use 1..1000"
             )
@@ -225,7 +239,7 @@ class Api:
         raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
         after = 0
         if raw:
-            if not raw.strip().isdigit():
+            if not _is_number(raw.strip()):
                 raise ApiError(
                     422,
                     "invalid_field",
