@@ -358,6 +358,40 @@ async def test_usage_counts_cache_reads_writes_and_thinking(server):
     )
 
 
+@pytest.mark.parametrize(
+    "delta_usage",
+    [
+        # the SDK's MessageDeltaUsage dumped with its unset fields (a proxy re-emitting it)
+        {
+            "input_tokens": None,
+            "cache_creation_input_tokens": None,
+            "cache_read_input_tokens": None,
+            "output_tokens": 30,
+        },
+        # cumulative counts, some fields left out
+        {"input_tokens": 10, "output_tokens": 30},
+        {"cache_read_input_tokens": 100, "output_tokens": 30},
+    ],
+)
+async def test_message_delta_usage_keeps_what_it_does_not_restate(server, delta_usage):
+    usage = {
+        "input_tokens": 10,
+        "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 50,
+        "output_tokens": 1,
+    }
+    end = [
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": delta_usage},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    server.push(sse([start(usage), *block(0, {"type": "text", "text": "x"}, []), *end]))
+    u = done(await collect(model(server), request([USER]))).usage
+    assert (u.input_tokens, u.cached_tokens, u.output_tokens) == (160, 100, 30)
+
+
 async def test_empty_answer_is_an_error_not_a_silent_success(server):
     server.push(sse([start(), *stop("end_turn")]))
     err = failed(await collect(model(server), request([USER])))

@@ -334,24 +334,32 @@ def encode_request(
 # ----------------------------------------------------------------------------- response
 
 
-def _usage(raw: Mapping[str, Any], previous: Usage) -> Usage:
+_INPUT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _usage(raw: Mapping[str, Any], previous: Usage, inputs: dict[str, int]) -> Usage:
     """Anthropic reports uncached input, cache reads and cache writes separately; the
     canonical ``input_tokens`` is their sum (as OpenAI's ``prompt_tokens``). Reasoning
-    tokens come from ``output_tokens_details.thinking_tokens`` (included in output)."""
+    tokens come from ``output_tokens_details.thinking_tokens`` (included in output).
 
-    def n(key: str, default: int) -> int:
+    Counts are cumulative and every field of ``message_delta``'s usage is optional (null
+    or absent): a field it does not restate keeps its earlier value (``inputs`` holds the
+    three input counts seen so far), so a delta restating only some, or all as null,
+    loses none of ``message_start``'s."""
+    for key in _INPUT_KEYS:
         value = raw.get(key)
-        return value if isinstance(value, int) else default
-
-    cached = n("cache_read_input_tokens", previous.cached_tokens)
-    if "input_tokens" in raw or "cache_read_input_tokens" in raw:
-        total_in = n("input_tokens", 0) + cached + n("cache_creation_input_tokens", 0)
-    else:
-        total_in = previous.input_tokens
+        if isinstance(value, int):
+            inputs[key] = value
+    output = raw.get("output_tokens")
     details = raw.get("output_tokens_details")
     thinking = details.get("thinking_tokens") if isinstance(details, dict) else None
-    reasoning = thinking if isinstance(thinking, int) else previous.reasoning_tokens
-    return Usage(total_in, n("output_tokens", previous.output_tokens), cached, reasoning, 0.0)
+    return Usage(
+        sum(inputs.values()) if inputs else previous.input_tokens,
+        output if isinstance(output, int) else previous.output_tokens,
+        inputs.get("cache_read_input_tokens", previous.cached_tokens),
+        thinking if isinstance(thinking, int) else previous.reasoning_tokens,
+        0.0,
+    )
 
 
 def map_stop_reason(raw: object, event: Mapping[str, Any]) -> StopReason:
@@ -450,15 +458,20 @@ def _decode(event: Mapping[str, Any], acc: StreamAccumulator) -> Iterable[ModelE
         acc.model = str(message.get("model") or acc.model)
         if message.get("id"):
             acc.meta["id"] = message["id"]
-        acc.usage = _usage(message.get("usage") or {}, acc.usage)
+        acc.usage = _usage(message.get("usage") or {}, acc.usage, _inputs(acc))
     elif kind == "message_delta":
-        acc.usage = _usage(event.get("usage") or {}, acc.usage)
+        acc.usage = _usage(event.get("usage") or {}, acc.usage, _inputs(acc))
         raw_stop = (event.get("delta") or {}).get("stop_reason")
         if raw_stop is not None:
             acc.finish_reason(str(raw_stop), map_stop_reason(raw_stop, event))
     elif kind == "error":
         raise stream_error((event.get("error") or {}), json.dumps(event, default=str))
     return ()
+
+
+def _inputs(acc: StreamAccumulator) -> dict[str, int]:
+    inputs: dict[str, int] = acc.scratch.setdefault("inputs", {})
+    return inputs
 
 
 def stream_error(error: Mapping[str, Any], raw: str) -> ProviderError:
