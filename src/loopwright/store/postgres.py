@@ -82,10 +82,13 @@ class PostgresStore(SqlStore):
 
     def migrate(self) -> None:
         """Create the tables (idempotent; safe to run from several processes)."""
-        with self._tx() as cur:
-            # serialize concurrent first-time migrations on one advisory lock
-            cur.execute("SELECT pg_advisory_xact_lock(7419265)")
         self._create_tables()
+
+    def _lock_schema(self, cur: Cursor) -> None:
+        # Concurrent ``CREATE TABLE IF NOT EXISTS`` of one new table fail with a unique
+        # violation on pg_type: first-time migrations queue on one advisory lock, held
+        # by the transaction that creates the tables until it commits.
+        cur.execute("SELECT pg_advisory_xact_lock(7419265)")
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:

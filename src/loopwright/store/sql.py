@@ -124,8 +124,13 @@ class SqlStore:
     def _q(self, sql: str) -> str:
         return sql if self._placeholder == "?" else sql.replace("?", self._placeholder)
 
+    def _lock_schema(self, cur: Cursor) -> None:
+        """Serialize the creation of the tables between processes opening a new store at
+        once, inside the creating transaction (SQLite's ``BEGIN IMMEDIATE`` already does)."""
+
     def _create_tables(self) -> None:
         with self._tx() as cur:
+            self._lock_schema(cur)
             for stmt in SCHEMA:
                 cur.execute(stmt)
             cur.execute(
