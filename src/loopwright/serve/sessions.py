@@ -276,36 +276,43 @@ class SessionManager:
         """Steer or follow up a running run; start the next turn of an idle session.
         Returns what happened: ``"queued"`` or ``"started"``."""
         live = await self.live_session(tenant, session_id)
-        if live.running:
-            if live.run is None or live.run.done():
-                live.queued.append((mode, text))
-            else:
-                live.run.steer(text) if mode == "steer" else live.run.follow_up(text)
-            return "queued"
-        await self._check_not_elsewhere(session_id)
-        state = await self.state(tenant, session_id)
-        if state.awaiting_confirmation:
-            raise conflict(
-                f"session {session_id!r} is waiting for approval of "
-                f"{[c.id for c in state.pending_calls]}",
-                f"decide first: POST /v1/sessions/{session_id}/approvals",
-            )
-        self._start(live, lambda d: d.arun(text, session_id=session_id))
-        return "started"
+        if not live.running:
+            await self._check_not_elsewhere(session_id, live)
+            state = await self.state(tenant, session_id)
+            # checked again: a request that raced this one may have started a run while
+            # this one awaited the store; the message then joins that run
+            if not live.running:
+                if state.awaiting_confirmation:
+                    raise conflict(
+                        f"session {session_id!r} is waiting for approval of "
+                        f"{[c.id for c in state.pending_calls]}",
+                        f"decide first: POST /v1/sessions/{session_id}/approvals",
+                    )
+                self._start(live, lambda d: d.arun(text, session_id=session_id))
+                return "started"
+        if live.run is None or live.run.done():
+            live.queued.append((mode, text))
+        else:
+            live.run.steer(text) if mode == "steer" else live.run.follow_up(text)
+        return "queued"
 
     async def approve(self, tenant: str, session_id: str, approve: Approve, deny: Deny) -> None:
         live = await self.live_session(tenant, session_id)
-        if live.running:
+        if not live.running:
+            await self._check_not_elsewhere(session_id, live)
+            state = await self.state(tenant, session_id)
+        if live.running:  # (also: a racing request started a run while this one looked)
             raise conflict(f"session {session_id!r} is running", "wait for it to pause")
-        await self._check_not_elsewhere(session_id)
-        check_decisions(await self.state(tenant, session_id), approve, deny)
+        check_decisions(state, approve, deny)
         self._start(live, lambda d: d.aresume(session_id, approve=approve, deny=deny))
 
     async def cancel(self, tenant: str, session_id: str) -> None:
         live = await self.live_session(tenant, session_id)
         if not live.running:
-            await self._check_not_elsewhere(session_id)
-            raise nothing_to_cancel(await self.state(tenant, session_id))
+            await self._check_not_elsewhere(session_id, live)
+            state = await self.state(tenant, session_id)
+            if not live.running:  # else a racing request started a run meanwhile
+                raise nothing_to_cancel(state)
         cancel_live(live)
 
     async def resume_interrupted(self, stale_after: float = 0.0) -> list[str]:
@@ -410,10 +417,12 @@ class SessionManager:
             yield item
 
     # ------------------------------------------------------------------ internals
-    async def _check_not_elsewhere(self, session_id: str) -> None:
-        """409 when another process runs the session (it holds the session's lock)."""
+    async def _check_not_elsewhere(self, session_id: str, live: LiveSession) -> None:
+        """409 when another process runs the session (it holds the session's lock). A
+        lock taken while the store was asked, by a run ``live`` started here since, is
+        this process's own."""
         owner = await asyncio.to_thread(self.store.lock_owner, session_id)
-        if owner is not None:
+        if owner is not None and not live.running:
             raise conflict(
                 f"session {session_id!r} is running in another server process ({owner})",
                 "send steering, follow-ups and cancels to the process that runs it, or "
