@@ -25,6 +25,8 @@ import functools
 import hashlib
 import operator
 import re
+import threading
+import weakref
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -488,21 +490,34 @@ async def stream_call(call: AdapterCall[C]) -> AsyncIterator[ModelEvent]:
 
 class PerLoop(Generic[T]):
     """One lazily built value per running event loop: an SDK client (its connection
-    pool) must not be shared across loops, so ``make()`` runs again when the loop
-    changes. ``get`` must be called from inside a running loop. The factory is passed
-    per call (not stored), so a model's bound method does not make a reference cycle."""
+    pool) must not be shared across loops, so ``make()`` runs once for each loop that
+    asks. ``get`` must be called from inside a running loop. The factory is passed per
+    call (not stored), so a model's bound method does not make a reference cycle.
+
+    Values are held per live loop (a closed loop's value is dropped), not in one slot:
+    one model used from several threads, each with its own loop, built a new client at
+    every switch between them, and two threads switching at once could pair one loop
+    with the other's client."""
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._value: T | None = None
+        self._values: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
 
     def get(self, make: Callable[[], T]) -> T:
         loop = asyncio.get_running_loop()
-        value = self._value
-        if value is None or self._loop is not loop:
-            value = make()
-            self._value = value
-            self._loop = loop
+        value = self._values.get(loop)
+        if value is None:
+            with self._lock:
+                value = self._values.get(loop)
+                if value is None:
+                    # a client may hold its loop: entries of closed loops are dropped
+                    # here, so sequential ``asyncio.run`` calls keep one client, not all
+                    for closed in [k for k in self._values if k.is_closed()]:
+                        del self._values[closed]
+                    value = make()
+                    self._values[loop] = value
         return value
 
 
