@@ -11,12 +11,7 @@ from hypothesis import strategies as st
 
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
-from loopwright.providers.local_args import (
-    ArgumentGuard,
-    argument_guard,
-    joined_parameters,
-    span_ends,
-)
+from loopwright.providers.local_args import ArgumentGuard, argument_guard
 from loopwright.providers.local_dates import date_format, dates_in
 from loopwright.providers.local_ground import (
     Grounding,
@@ -30,7 +25,9 @@ from loopwright.providers.local_ground import (
     named_values,
     numbers_in,
 )
+from loopwright.providers.local_params import joined_parameters
 from loopwright.providers.local_prompt import render_prefix
+from loopwright.providers.local_spans import span_ends
 
 
 def _tool(name: str, props: dict, required: list[str]) -> ToolSpec:

@@ -1,7 +1,10 @@
 """What the embedded model's tool arguments may be, and guards on them while they decode.
 
 **Grounding** of the schema before it becomes the call grammar lives in
-``local_ground`` (:func:`grounded_arguments`); its names are importable from here too.
+``local_ground`` (``grounded_arguments``). What each parameter's schema tells the guard
+(identifiers, lists, shapes, names a value may not echo) is read by ``local_params``;
+where a copied span of the request may end, and where in the partial JSON the decoder
+is, by ``local_spans``.
 
 **Guards**:
 
@@ -20,7 +23,7 @@ conversation):
 * **cutting a copied word**: a string value copying the request may not end, or
   turn into other text, in the middle of one of the request's words (``"f"`` of
   "fahrenheit", ``netwlan`` of "netsh wlan");
-* **copying a span badly** (:func:`span_ends`): a copied string may not go on past a
+* **copying a span badly** (``local_spans.span_ends``): a copied string may not go on past a
   clause or sentence break, stop inside a run of capitalized words or (for a
   parameter whose description joins a place to its region) before ", France", nor
   start inside a request word (``123456`` of "U123456"); a value may not begin with a
@@ -46,20 +49,40 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.providers.local_dates import dates_in, times_in
-from loopwright.providers.local_decide import codes_in, value_kind
-from loopwright.providers.local_ground import JOINED_EXAMPLE, request_context
+from loopwright.providers.local_ground import request_context
+from loopwright.providers.local_params import (
+    FROM_CUE,
+    TEXT_WORDS,
+    TO_CUE,
+    coded_parameters,
+    direction,
+    echoed_names,
+    joined_parameters,
+    known_words,
+    listed_parameters,
+    name_parts,
+    shaped_parameters,
+)
+from loopwright.providers.local_spans import (
+    MIN_COPY_CHARS,
+    current_key,
+    cuts_quote,
+    open_array_items,
+    open_string,
+    span_ends,
+    stray_quote,
+)
 
 MAX_FREE_DIGITS = 3
 # Numbers no text gives that one string value may hold: a formula's constant or two
 # ("20 / 100 * 150"), not a made-up code that counts on ("100-101-102-...").
 MAX_FREE_NUMBERS = 3
-MIN_COPY_CHARS = 2
 MIN_SENTENCE_WORDS = 4
 _CALL_LINE = re.compile(r'^Assistant: (\{"tool": .*\})$', re.MULTILINE)
 _DIGITS = re.compile(r"\d+$")
@@ -87,12 +110,12 @@ class ArgumentGuard:
     iso_dates: tuple[str, ...] = ()  # the request's dates as YYYY-MM-DD
 
     def __call__(self, text: str, piece: str) -> bool:
-        inside, value = _open_string(text)
+        inside, value = open_string(text)
         if inside:
             head = piece.split('"', 1)[0]
             grown = value + head
             so_far, longer = value.lstrip(" ").lower(), grown.lstrip(" ").lower()
-            if self._before_own_name(_current_key(text), so_far):
+            if self._before_own_name(current_key(text), so_far):
                 # only the closing quote, unless the value is a name of the schema
                 closing = not head and '"' in piece
                 return not closing or self._echoes(text, longer)
@@ -102,20 +125,20 @@ class ArgumentGuard:
                 return True
             if head and self._starts_inside_word(longer):
                 return True
-            if head and _stray_quote(so_far, longer, self.context):
+            if head and stray_quote(so_far, longer, self.context):
                 return True
             if self._bad_item(text, so_far, longer, closes='"' in piece):
                 return True
             if '"' in piece and self._echoes(text, longer):
                 return True
-            shaped = _current_key(text) in self.shaped  # the grammar holds its form
+            shaped = current_key(text) in self.shaped  # the grammar holds its form
             if not shaped and self._not_a_date(longer, closes='"' in piece):
                 return True
-            if self._not_a_code(_current_key(text), longer, closes='"' in piece):
+            if self._not_a_code(current_key(text), longer, closes='"' in piece):
                 return True
-            if '"' in piece and not head and _cuts_quote(so_far, self.context):
+            if '"' in piece and not head and cuts_quote(so_far, self.context):
                 return True
-            if head and self._crosses(_current_key(text), longer):
+            if head and self._crosses(current_key(text), longer):
                 return True
             if self.signs and any(_sign(ch) and ch not in self.signs for ch in head):
                 return True
@@ -127,8 +150,8 @@ class ArgumentGuard:
             if head and self._repeats(so_far, longer):
                 return True
             raw = (value.lstrip(" "), grown.lstrip(" "))
-            free = _current_key(text) in self.shaped
-            joined = _current_key(text) in self.joined
+            free = current_key(text) in self.shaped
+            joined = current_key(text) in self.joined
             if not free and not joined and self._leaves_span(so_far, longer, head):
                 return True
             if self.words and not free and self._invents_word(*raw, closes='"' in piece):
@@ -170,7 +193,7 @@ class ArgumentGuard:
             and value in self.context
         ):
             return bool(head)  # the sentence has ended
-        comma = _current_key(text) in self.joined
+        comma = current_key(text) in self.joined
         ends = span_ends(self.source, self.context, value, comma=comma)
         if ends is None:
             return False
@@ -179,7 +202,7 @@ class ArgumentGuard:
             # a sentence of several words keeps the mark that ends it ("Hello, how
             # are you?" to translate); a name does not ("New York City?")
             mark = head in ".!?" and len(value.split()) >= MIN_SENTENCE_WORDS
-            texty = bool(_TEXT_WORDS & set(_name_parts(_current_key(text) or "")))
+            texty = bool(TEXT_WORDS & set(name_parts(current_key(text) or "")))
             return not (mark and texty and value + head in self.context)
         return closes and not head and not may_end
 
@@ -205,10 +228,10 @@ class ArgumentGuard:
         "from", or the other way round: "Translate ... from English to French" gave
         ``"source_language": "French"``, "Convert 200 euros to US dollars" gave
         ``"from_currency": "US dollars"``."""
-        side = _direction(key) if key else None
+        side = direction(key) if key else None
         if side is None or len(value) < MIN_COPY_CHARS:
             return False
-        own, other = (_FROM, _TO) if side == "from" else (_TO, _FROM)
+        own, other = (FROM_CUE, TO_CUE) if side == "from" else (TO_CUE, FROM_CUE)
         after = re.escape(value)
         crossed = re.search(rf"\b{other}\s+(?:the\s+)?{after}", self.context)
         return (
@@ -239,7 +262,7 @@ class ArgumentGuard:
         (``"project": "project"``, ``"start_location": "start location"``), its tool's
         name (``"identifier": "reschedule"``) or a value another parameter of the tool
         takes (``"location": "fahrenheit"`` beside ``unit``)."""
-        key = _current_key(text)
+        key = current_key(text)
         item = value.strip(" ,.;:").replace("_", " ")
         return any(k == key and item in names for k, names in self.echoes)
 
@@ -251,7 +274,7 @@ class ArgumentGuard:
         does a name holding the word ("Premier League" for ``league``)."""
         if key is None or len(value) < MIN_COPY_CHARS or not value[-1:].isalnum():
             return False
-        names = [w for w in _name_parts(key) if len(w) > 3]
+        names = [w for w in name_parts(key) if len(w) > 3]
         if not names:
             return False
         name = "|".join(names)
@@ -296,9 +319,9 @@ class ArgumentGuard:
         an earlier item again: ``["vegan", "gluten-free", "milk-free", ...]`` for "a
         vegan menu" (the later items came from the description's examples), a
         number list written as one string item, ``["getting", "getting"]``."""
-        if not self.listed or _current_key(text) not in self.listed:
+        if not self.listed or current_key(text) not in self.listed:
             return False
-        items = _open_array_items(text)
+        items = open_array_items(text)
         if items is None:
             return False
         if grown and grown not in self.context:
@@ -375,43 +398,6 @@ class ArgumentGuard:
 
 
 _CAPITALS = re.compile(r"[A-Z]+")
-_QUOTES = "'’"
-
-
-def _stray_quote(value: str, grown: str, context: str) -> bool:
-    """The candidate writes a quotation mark that closes no quote the value opened and
-    is no apostrophe inside a word of the request: the model copied a quoted span with
-    its closing mark ("what is the weather like'" of "'what is the weather like'") or
-    ran on from a described example ("CA' for California" of "such as 'CA' for
-    California"). "McDonald's" is the request's own word; "= 'engineer'" closes the
-    quote it opened."""
-    for i in range(len(value), len(grown)):
-        mark = grown[i]
-        before = grown[:i]
-        if mark not in _QUOTES or not before[-1:].isalnum() or before.count(mark) % 2:
-            continue
-        tail = _TAIL_WORD.search(before)
-        word = tail.group(0) if tail is not None else ""
-        if not re.search(re.escape(word + mark) + r"[^\W\d_]", context):
-            return True
-    return False
-
-
-# A span the request quotes: the quote marks stand apart from words (not "I'd").
-_QUOTED_SPAN = re.compile(r"(?<!\w)(['\"‘“`])([^'\"’”`]{1,200}?)['\"’”`](?!\w)")
-
-
-def _cuts_quote(value: str, context: str) -> bool:
-    """``value`` would end as the start of a span the request quotes, and the request
-    has it nowhere else: "https" of "the URL 'https://api.insights.com/groups'". A
-    quoted span is one value; a copy that starts where it starts ends where it ends."""
-    if len(value) < MIN_COPY_CHARS:
-        return False
-    spans = list(_QUOTED_SPAN.finditer(context))
-    starts = {m.start(2) for m in spans if m.group(2).startswith(value) and m.group(2) != value}
-    if not starts:
-        return False
-    return all(m.start() in starts for m in re.finditer(re.escape(value), context))
 
 
 def argument_guard(
@@ -453,79 +439,6 @@ def argument_guard(
 _ISO_START = re.compile(r"(\d{4}-)\d{1,2}(?:-\d{0,2})?")
 
 
-# A description that opens by saying the value is an identifier.
-_ID_DESCRIPTION = re.compile(r"^\s*(?:the\s+|an?\s+)?(?:unique\s+)?(?:identifier|id|uuid)\b", re.I)
-
-
-def coded_parameters(
-    tools: Sequence[ToolSpec], source: str
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """For each top-level free string parameter that is an identifier (its name's head
-    noun, ``local_decide.value_kind``, or its description's first words), the codes
-    ``source`` gives (``local_decide.codes_in``, lower case) that are not words of the
-    tool's own text ("UUID" in "project with UUID SUPERFANCY" names the kind, not
-    the value). Empty when the request gives none."""
-    found: list[tuple[str, tuple[str, ...]]] = []
-    for spec in tools:
-        own = set(
-            _WORD.findall(f"{spec.name} {spec.description} {json.dumps(spec.parameters)}".lower())
-        )
-        codes = tuple(c.lower() for c in codes_in(source) if c.lower() not in own)
-        for key, sub in (spec.parameters.get("properties") or {}).items():
-            if not isinstance(sub, Mapping) or sub.get("type") != "string" or "enum" in sub:
-                continue
-            described = _ID_DESCRIPTION.search(str(sub.get("description") or ""))
-            if codes and (value_kind(key) == "id" or described):
-                found.append((key, _named_codes(key, codes, source) or codes))
-    return tuple(found)
-
-
-# Words between a parameter's name and its code in the request ("project with UUID
-# SUPERFANCY", "component AB1010CD").
-CODE_WINDOW = 4
-
-
-def _named_codes(key: str, codes: tuple[str, ...], source: str) -> tuple[str, ...]:
-    """The codes the request writes within :data:`CODE_WINDOW` words after a word of
-    the parameter's name: with three identifiers to fill, each takes its own."""
-    names = {w for w in _name_parts(key) if len(w) > 2}
-    words = [(m.group(0).lower(), m.group(0)) for m in re.finditer(r"\S+", source)]
-    near: list[str] = []
-    for i, (word, _) in enumerate(words):
-        if word.strip(".,;:!?'\"") not in names:
-            continue
-        for _, raw in words[i + 1 : i + 1 + CODE_WINDOW]:
-            near += [c for c in codes if c in raw.lower() and c not in near]
-    return tuple(c for c in codes if c in near)
-
-
-# Words of a parameter's name that say its value is prose (a sentence keeps its mark);
-# not "query" or "expression": a formula or a search ends without one.
-_TEXT_WORDS = {"text", "message", "statement", "sentence", "content", "question", "prompt"}
-
-
-def _name_parts(key: str) -> list[str]:
-    return re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", key).lower())
-
-
-_FROM = "(?:from|desde)"
-_TO = "(?:to|into|hacia)"
-_FROM_WORDS = {"from", "source", "origin", "start", "departure", "base", "src", "begin"}
-_TO_WORDS = {"to", "target", "destination", "end", "arrival", "dest", "into"}
-
-
-def _direction(key: str) -> str | None:
-    """``"from"`` or ``"to"`` when a parameter's name says which end of a move it is
-    (``from_currency``, ``target_language``), else ``None``."""
-    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", key).lower()
-    words = set(re.findall(r"[a-z]+", spaced))
-    if words & _FROM_WORDS and not words & _TO_WORDS:
-        return "from"
-    if words & _TO_WORDS and not words & _FROM_WORDS:
-        return "to"
-    return None
-
-
 def _sign(ch: str) -> bool:
     """A character that is neither a letter, a digit, a plain space nor part of one
     (a surrogate escape: see :meth:`ArgumentGuard._spelled`)."""
@@ -546,162 +459,6 @@ def _joins_token(ch: str) -> bool:
 # Bytes of a character split over tokens, as ``bytes.decode(errors="surrogateescape")``
 # writes them.
 _SURROGATE = re.compile("[\udc80-\udcff]+")
-
-
-def echoed_names(tools: Sequence[ToolSpec]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """For each top-level string parameter, the names its value may not be (lower
-    case, ``_`` as a space): its own name, its tool's name and the enum values of the
-    tool's other parameters (see :meth:`ArgumentGuard._echoes`)."""
-    found: list[tuple[str, tuple[str, ...]]] = []
-    for spec in tools:
-        props = spec.parameters.get("properties") or {}
-        values = {
-            str(v).lower().replace("_", " ")
-            for sub in props.values()
-            if isinstance(sub, Mapping) and isinstance(sub.get("enum"), list)
-            for v in sub["enum"]
-        }
-        for key, sub in props.items():
-            if not isinstance(sub, Mapping) or sub.get("type") != "string" or "enum" in sub:
-                continue
-            spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", key)
-            names = {key.lower(), spaced.lower().replace("_", " "), spec.name.lower()}
-            names |= {spec.name.lower().replace("_", " "), *values}
-            found.append((key, tuple(sorted(names))))
-    return tuple(found)
-
-
-def listed_parameters(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
-    """The names of the parameters (at any depth) that are lists of free strings:
-    items with no ``enum``, ``const``, ``examples`` or shape of their own."""
-    found: set[str] = set()
-
-    def visit(props: object) -> None:
-        if not isinstance(props, Mapping):
-            return
-        for key, sub in props.items():
-            if not isinstance(sub, Mapping):
-                continue
-            items = sub.get("items")
-            if (
-                sub.get("type") == "array"
-                and isinstance(items, Mapping)
-                and items.get("type") == "string"
-                and not any(k in items for k in ("enum", "const", "examples", "pattern"))
-            ):
-                found.add(key)
-            visit(sub.get("properties"))
-            if isinstance(items, Mapping):
-                visit(items.get("properties"))
-
-    for spec in tools:
-        visit(spec.parameters.get("properties"))
-    return tuple(sorted(found))
-
-
-def shaped_parameters(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
-    """The names of the top-level parameters whose values the grammar holds to the
-    shape their examples share (``local_prompt.example_pattern``: ``Area/City`` for
-    "e.g., 'America/New_York', 'Europe/London'"). Their words are free of the word
-    rule: such a value names something from a vocabulary the model knows and no text
-    spells out (``Asia/Tokyo``), in a form the grammar already fixes."""
-    from loopwright.providers import local_prompt  # imports this module: import late
-
-    found = set()
-    for spec in tools:
-        for key, sub in (spec.parameters.get("properties") or {}).items():
-            shape = isinstance(sub, Mapping) and local_prompt.example_pattern(
-                local_prompt.schema_examples(sub)
-            )
-            if shape:
-                found.add(key)
-    return tuple(sorted(found))
-
-
-# What follows a span that ends a value: a clause ("…, USA, and I can wait"), or a
-# sentence ("…shopping. Then"); a name of capitals goes on ("Gibson Les Paul").
-_CLAUSE_BREAK = re.compile(
-    r",?\s+(?:and|but|so|which|while|then|because|if|when)\s+(?:i|we|you|it|they|he|she|my|please)\b"
-    r"|,\s+(?:and|or|but|so|which|while|then|because|if|when|i|we|please)\b"
-    r"|[.!?](?:\s|$)"
-)
-# A capitalized word that starts the next clause, not more of a name ("Riga, Latvia,
-# Can you tell me ...", "in New York City, I would like ...").
-_CLAUSE_START = (
-    r"(?!(?:I|I'm|Im|Can|Could|Would|Will|What|When|Where|Which|Who|Why|How|Please|Is|"
-    r"Are|Do|Does|Did|Tell|Show|Give|Find|Get|And|But|So|Then|Also|It|We|You|My|The|"
-    r"This|That|There|Let|Make|Set)\b)"
-)
-_NAME_GOES_ON = re.compile(r" " + _CLAUSE_START + r"[A-Z][\w&.'-]*")
-_COMMA_NAME_GOES_ON = re.compile(r", ?" + _CLAUSE_START + r"[A-Z][\w&.'-]*")
-
-
-def span_ends(
-    source: str, context: str, value: str, *, comma: bool = False
-) -> tuple[bool, bool] | None:
-    """Where a value copying the request (``value``, lower-cased, found in
-    ``context``, the lower-cased ``source``) may end: ``(must_end, may_end)``, or
-    ``None`` when the value is not a span of the request that starts at a word. Every
-    place the request has the span counts: it must end when each is followed by a
-    clause or sentence break and the span has several words; it may not end when
-    each is followed by more of a name
-    (a capitalized word after a capitalized one; with ``comma``, a capitalized word
-    after a comma: "Paris, France", "Berkeley, CA")."""
-    if len(source) != len(context) or not value[-1:].isalnum():
-        return None
-    start = r"(?<![a-z0-9])" if value[0].isalnum() else ""
-    ends = [m.end() for m in re.finditer(start + re.escape(value), context)]
-    if not ends:
-        return None
-    # Only a span of several words: a formula or query reuses single words of the
-    # request ("1024" of "Subtract 199 from 1024.") and goes on with its own text.
-    several = " " in value.strip()
-    must = several and all(_CLAUSE_BREAK.match(context, end) for end in ends)
-    names = [_NAME_GOES_ON] + ([_COMMA_NAME_GOES_ON] if comma else [])
-    goes_on = all(
-        _capitalized_before(source, end) and any(p.match(source, end) for p in names)
-        for end in ends
-    )
-    return must, not goes_on
-
-
-_TAIL_LETTERS = re.compile(r"[^\W_]+$")
-
-
-def _capitalized_before(source: str, end: int) -> bool:
-    """Whether the word ending at ``end`` (any script: "Divinópolis") starts with a
-    capital or is a number."""
-    word = _TAIL_LETTERS.search(source[:end])
-    return word is not None and (word.group(0)[0].isupper() or word.group(0)[0].isdigit())
-
-
-def _current_key(text: str) -> str | None:
-    """The object key whose value ``text`` (partial JSON) is writing."""
-    keys = re.findall(r'"((?:[^"\\]|\\.)*)"\s*:', text)
-    return keys[-1] if keys else None
-
-
-def joined_parameters(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
-    """The names of the string parameters (top level) whose description writes a name
-    joined to its region with a comma (see ``local_ground.JOINED_EXAMPLE``)."""
-    found = []
-    for spec in tools:
-        for key, sub in (spec.parameters.get("properties") or {}).items():
-            if isinstance(sub, Mapping) and JOINED_EXAMPLE.search(str(sub.get("description", ""))):
-                found.append(key)
-    return tuple(sorted(set(found)))
-
-
-def known_words(*texts: str) -> tuple[str, ...]:
-    """The words of ``texts`` (already lower-cased), sorted: each word of letters,
-    digits and ``_``, and each ``_``-separated part of one (``product`` of
-    ``product_name``)."""
-    found: set[str] = set()
-    for text in texts:
-        for word in _WORD.findall(text):
-            found.add(word)
-            found.update(p for p in word.split("_") if p)
-    return tuple(sorted(found))
 
 
 def _example_values(prefix: str) -> list[str]:
@@ -730,55 +487,4 @@ def _strings(value: object) -> Iterable[str]:
 _JOINERS = ("-", "_", "/")
 
 
-def _open_array_items(text: str) -> list[str] | None:
-    """When ``text`` (partial JSON) is writing an item of an array, the earlier items
-    of that array that are strings (stripped, lower-cased); ``None`` otherwise."""
-    stack: list[int] = []
-    inside = escaped = False
-    for i, ch in enumerate(text):
-        if escaped:
-            escaped = False
-        elif inside:
-            escaped, inside = ch == "\\", ch != '"'
-        elif ch == '"':
-            inside = True
-        elif ch in "[{":
-            stack.append(i)
-        elif ch in "]}" and stack:
-            stack.pop()
-    if not stack or text[stack[-1]] != "[":
-        return None
-    head = text[stack[-1] :]
-    done = head[: head.rfind('"')].rstrip().rstrip(",") + "]"
-    try:
-        earlier = json.loads(done)
-    except ValueError:
-        return []
-    return [v.strip().lower() for v in earlier if isinstance(v, str)]
-
-
-def _open_string(text: str) -> tuple[bool, str]:
-    """Whether ``text`` (partial JSON) ends inside a string, and that string so far."""
-    inside, escaped, start = False, False, 0
-    for i, ch in enumerate(text):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == '"':
-            inside = not inside
-            start = i + 1
-    return inside, text[start:] if inside else ""
-
-
-__all__ = [
-    "ArgumentGuard",
-    "MAX_FREE_DIGITS",
-    "argument_guard",
-    "echoed_names",
-    "joined_parameters",
-    "known_words",
-    "listed_parameters",
-    "shaped_parameters",
-    "span_ends",
-]
+__all__ = ["MAX_FREE_DIGITS", "ArgumentGuard", "argument_guard"]
