@@ -167,7 +167,9 @@ async def run_confined(
             _pump(proc.stderr, limits.max_output_bytes, err, proc),
         )
         try:
-            cut = await asyncio.wait_for(pumps, limits.wall_time)
+            # the exit under the same deadline: a program that closes its output streams
+            # ends the pumps at once and would otherwise run on unbounded
+            cut, _ = await asyncio.wait_for(asyncio.gather(pumps, proc.wait()), limits.wall_time)
         except TimeoutError:
             timed_out, cut = True, (False, False)
             await _stop(proc)
