@@ -143,7 +143,8 @@ class SqlRunner:
         text = query.strip() if isinstance(query, str) else ""
         if not text:
             raise _invalid("query is empty; pass one SELECT statement")
-        if not sqlite3.complete_statement(text if text.endswith(";") else text + ";"):
+        # the ';' goes on a line of its own: a trailing "-- comment" would swallow it
+        if not sqlite3.complete_statement(text if text.endswith(";") else text + "\n;"):
             raise _invalid("query is not a complete SQL statement; check quotes and parentheses")
         conn = self.connect()
         deadline = time.monotonic() + self.timeout

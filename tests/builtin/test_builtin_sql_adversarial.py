@@ -1,0 +1,37 @@
+"""sql_query under queries a model really writes: comments, stray statements, writes
+dressed as other statements. Each either runs read-only or is refused with a message
+that says what to send instead."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from loopwright.tools.builtin.sql import SqlRunner
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> SqlRunner:
+    path = tmp_path / "shop.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE orders (id INTEGER, total REAL)")
+    conn.executemany("INSERT INTO orders VALUES (?, ?)", [(1, 10.0), (2, 25.5)])
+    conn.commit()
+    conn.close()
+    return SqlRunner(path)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT COUNT(*) FROM orders -- how many orders",
+        "SELECT COUNT(*) FROM orders; -- how many orders",
+        "-- count them\nSELECT COUNT(*) FROM orders",
+    ],
+)
+def test_a_query_with_a_line_comment_runs(runner: SqlRunner, query: str) -> None:
+    # a comment at the end swallowed the ';' appended to test completeness: refused as
+    # "not a complete SQL statement"
+    assert runner.query(query)["rows"] == [[2]]
