@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from loopwright.core.errors import ToolError
 from loopwright.tools.builtin.sql import SqlRunner
 
 
@@ -35,3 +36,16 @@ def test_a_query_with_a_line_comment_runs(runner: SqlRunner, query: str) -> None
     # a comment at the end swallowed the ';' appended to test completeness: refused as
     # "not a complete SQL statement"
     assert runner.query(query)["rows"] == [[2]]
+
+
+def test_a_second_statement_is_refused_with_the_fix(runner: SqlRunner) -> None:
+    # ProgrammingError is a DatabaseError: caught as such, the hint was never shown
+    with pytest.raises(ToolError) as err:
+        runner.query("SELECT 1; DELETE FROM orders")
+    assert "send exactly one SELECT statement" in str(err.value)
+
+
+def test_missing_parameters_are_named_as_such(runner: SqlRunner) -> None:
+    with pytest.raises(ToolError) as err:
+        runner.query("SELECT * FROM orders WHERE id = ?")
+    assert "pass one value in params for each ? placeholder" in str(err.value)

@@ -164,10 +164,11 @@ class SqlRunner:
             total = len(rows)
             for _ in cursor:
                 total += 1
+        except (sqlite3.ProgrammingError, sqlite3.Warning) as exc:
+            # before DatabaseError, of which ProgrammingError is a kind
+            raise _invalid(_misuse(exc)) from None
         except sqlite3.DatabaseError as exc:
             raise _invalid(_explain(exc, text)) from None
-        except (sqlite3.ProgrammingError, sqlite3.Warning) as exc:
-            raise _invalid(f"{exc}; send exactly one SELECT statement") from None
         out: dict[str, object] = {"columns": columns, "rows": rows}
         if total > 1:
             out["row_count"] = total
@@ -681,6 +682,14 @@ def _explain(exc: sqlite3.DatabaseError, text: str = "") -> str:
     if "interrupted" in message:
         return "query took too long and was stopped; add a LIMIT or a WHERE clause"
     return f"SQL error: {message}"
+
+
+def _misuse(exc: Exception) -> str:
+    """The fix for a query the driver refused before running it."""
+    message = str(exc)
+    if "bindings" in message:
+        return f"{message}; pass one value in params for each ? placeholder"
+    return f"{message}; send exactly one SELECT statement"
 
 
 def _cell(value: object) -> object:
