@@ -49,3 +49,13 @@ def test_missing_parameters_are_named_as_such(runner: SqlRunner) -> None:
     with pytest.raises(ToolError) as err:
         runner.query("SELECT * FROM orders WHERE id = ?")
     assert "pass one value in params for each ? placeholder" in str(err.value)
+
+
+def test_vacuum_into_is_refused_as_a_write(runner: SqlRunner, tmp_path: Path) -> None:
+    # refused by the authorizer while running ("authorization denied"), not while
+    # compiling ("not authorized"): the message was a bare "SQL error"
+    copy = tmp_path / "copy.db"
+    with pytest.raises(ToolError) as err:
+        runner.query(f"VACUUM INTO '{copy}'")
+    assert "only read-only SELECT statements are allowed" in str(err.value)
+    assert not copy.exists()

@@ -668,7 +668,7 @@ def _literal(value: str) -> str:
 
 def _explain(exc: sqlite3.DatabaseError, text: str = "") -> str:
     message = str(exc)
-    if "not authorized" in message or "readonly" in message:
+    if "not authorized" in message or "authorization denied" in message or "readonly" in message:
         used = sorted(f for f in _SLOW_FUNCTIONS if re.search(rf"\b{f}\s*\(", text, re.I))
         if used:
             names = ", ".join(f"{f}()" for f in used)
