@@ -137,7 +137,10 @@ def _open_root(root: Path) -> int:
 def _parts(text: str, root: Path, shown: str) -> list[str]:
     """The components of ``text`` relative to the root (absolute paths must name a
     place inside it, compared without touching the file system)."""
-    candidate = Path(text).expanduser() if text.startswith("~") else Path(text)
+    # only "~" and "~/..." name the home directory: "~notes.txt" is a file name (as
+    # "~user" it raised RuntimeError for want of such a user)
+    home = text == "~" or text.startswith("~/")
+    candidate = Path(text).expanduser() if home else Path(text)
     if candidate.is_absolute():
         if not candidate.is_relative_to(root):
             raise _refuse(f"{shown}: outside the allowed directory {root}; use a path inside it")
