@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         StepFinished,
         TaskFinished,
         TaskStarted,
+        ThreadBusy,
     )
 
 __getattr__, __dir__ = lazy_exports(
@@ -64,6 +65,7 @@ __getattr__, __dir__ = lazy_exports(
             "StepFinished",
             "TaskFinished",
             "TaskStarted",
+            "ThreadBusy",
         ),
     },
 )
@@ -91,6 +93,7 @@ __all__ = [
     "StepFinished",
     "TaskFinished",
     "TaskStarted",
+    "ThreadBusy",
     "add_messages",
     "get_stream_writer",
     "interrupt",

@@ -22,6 +22,7 @@ from loopwright.graph.checkpoint import GraphSaver, Saved
 from loopwright.graph.messages import add_messages
 from loopwright.graph.pregel import Emit, Next, _Run, _Task, subgraph_thread
 from loopwright.graph.schema import schema_kind
+from loopwright.graph.thread_lock import thread_held
 from loopwright.graph.types import (
     END,
     INTERRUPT_KEY,
@@ -431,7 +432,9 @@ class CompiledStateGraph:
         config (``get_state(config, subgraphs=True)``) updates that subgraph run, which
         the parent's next resume continues from."""
         graph, saver, thread, checkpoint_id, ns = self._where(config)
-        return graph._update(saver, thread, checkpoint_id, ns, values, as_node)
+        top = thread[: -len(ns) - 1] if ns else thread  # a subgraph's runs hold the top thread
+        with thread_held(saver.store, top):
+            return graph._update(saver, thread, checkpoint_id, ns, values, as_node)
 
     def _update(
         self,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from loopwright.graph.checkpoint import Change, GraphSaver, PendingResult, Saved, now
 from loopwright.graph.pending import PendingWrites
+from loopwright.graph.thread_lock import ThreadLock
 from loopwright.graph.types import (
     END,
     START,
@@ -251,8 +252,16 @@ class _Run:
             if self.tracer is None
             else self.tracer.invocation(self.graph.name, self.conversation)
         )
+        # a top-level run holds its thread (thread_lock.py); a subgraph runs under its parent's
+        lock = (
+            ThreadLock(self.saver.aio, self.thread)
+            if self.saver is not None and self.parent is None
+            else None
+        )
         with span as failed:
             try:
+                if lock is not None:
+                    await lock.claim()
                 return await self._supersteps(input)
             except (GraphInterrupt, ParentCommand):
                 raise  # a subgraph pausing or handing a command to its parent: no failure
@@ -260,7 +269,11 @@ class _Run:
                 failed(exc)
                 raise
             finally:
-                await self._settle()  # the last checkpoint is stored before the run returns
+                try:
+                    await self._settle()  # the last checkpoint is stored before returning
+                finally:
+                    if lock is not None:
+                        await lock.release()
 
     async def _supersteps(self, input: Any) -> dict[str, Any]:
         tasks = await self._start(input)

@@ -341,6 +341,21 @@ def refuse_options(where: str, options: Mapping[str, Any], harmless: Sequence[st
         )
 
 
+class ThreadBusy(GraphError):
+    """Another ``invoke``/``stream`` is running the thread (a thread runs one run at a
+    time: two would interleave their checkpoints, each continuing its own idea of the
+    thread's latest state)."""
+
+    def __init__(self, thread: str, holder: str) -> None:
+        self.thread = thread
+        self.holder = holder
+        super().__init__(
+            f"thread_id {thread!r} is already running (held by {holder}): wait for that "
+            "run to finish or use another thread_id; if the process running it died on "
+            f"another host, break its lock with store.break_lock({thread!r})"
+        )
+
+
 class EmptyInputError(GraphError):
     """``invoke`` got no input and the thread has nothing to continue."""
 
