@@ -20,6 +20,7 @@ pytest.importorskip("mcp", reason="needs the mcp extra: pip install -e '.[mcp]'"
 
 HERE = Path(__file__).parent
 FAULTY = HERE / "servers" / "faulty.py"
+LIBRARY = HERE / "servers" / "library.py"
 NODE_TOOLS = Path(
     os.environ.get("LOOPWRIGHT_NODE_TOOLS", Path.home() / ".cache/loopwright/node-tools")
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from mcp_helpers import FAULTY, python_bin
+from mcp_helpers import FAULTY, LIBRARY, python_bin
 
 from loopwright.cli import agents as agents_mod
 from loopwright.cli.main import main
@@ -137,3 +137,61 @@ def test_mcp_serve_on_a_bad_or_busy_port_is_a_usage_error() -> None:
         port = taken.getsockname()[1]
         code, _out, err = invoke("mcp", "serve", "--http", str(port))
     assert code == 2 and err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
+
+
+LIBRARY_CMD = f"{shlex.quote(sys.executable)} {shlex.quote(str(LIBRARY))}"
+
+
+def test_mcp_resources_and_prompts_list_what_a_server_offers() -> None:
+    code, out, err = invoke("mcp", "resources", LIBRARY_CMD)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[:2] == ["docs://readme  (readme, text/plain)", "  How the library works."]
+    assert "notes://{topic}  (template: notes, text/plain)" in lines
+    code, out, err = invoke("mcp", "resources", "--json", LIBRARY_CMD)
+    data = json.loads(out)
+    assert data["templates"][0]["uri_template"] == "notes://{topic}"
+    code, out, err = invoke("mcp", "prompts", LIBRARY_CMD)
+    assert code == 0, err
+    assert out.splitlines()[:4] == [
+        "review(code, language?)",
+        "  Ask for a review of some code.",
+        "    code (required)",
+        "    language",
+    ]
+    code, out, _ = invoke("mcp", "prompts", "--json", LIBRARY_CMD)
+    assert json.loads(out)[1]["arguments"] == [
+        {"name": "topic", "description": "", "required": True}
+    ]
+
+
+def test_mcp_read_prints_a_text_resource_and_refuses_a_binary_one() -> None:
+    code, out, err = invoke("mcp", "read", LIBRARY_CMD, "notes://owls")
+    assert code == 0, err
+    assert out == "Notes about owls: shelved in aisle 4.\n"
+    code, _out, err = invoke("mcp", "read", LIBRARY_CMD, "images://logo.png")
+    assert code == 2
+    assert err.startswith("error: resource 'images://logo.png' is binary (image/png, 70 bytes)")
+    code, _out, err = invoke("mcp", "read", LIBRARY_CMD, "nope://x")
+    assert code == 2 and "has no resource 'nope://x'" in err and "docs://readme" in err
+
+
+def test_mcp_help_teaches_resources_and_prompts() -> None:
+    code, out, _ = invoke("mcp", "--help")
+    assert code == 0
+    assert "loopwright mcp resources" in out and "loopwright mcp prompts" in out
+    assert "loopwright mcp read" in out
+    code, out, _ = invoke("mcp", "resources", "--help")
+    assert "read_resource tool" in out
+
+
+def test_run_with_a_resource_server_gives_the_agent_read_resource(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = ScriptedModel([[tool_call("read_resource", {"uri": "docs://readme"})], "Three weeks."])
+    monkeypatch.setattr(agents_mod, "resolve", lambda spec, base_url, on_payload: model)
+    code, out, err = invoke("run", "--json", "--tools", "", "--mcp", LIBRARY_CMD, "Loan period?")
+    assert code == 0, err
+    assert model.requests[0].tool_names == ("ping", "read_resource")
+    result = json.loads(out)["messages"][2]["parts"][0]
+    assert "three weeks" in result["content"] and "untrusted data" in result["content"]

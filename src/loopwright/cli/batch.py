@@ -108,7 +108,7 @@ class AgentFactory:
         need_sdk()
         agent = build_agent(replace(self.recipe, mcp=()), self.confirm)
         with MCPToolset.connect(server_configs(self.recipe.mcp)) as toolset:
-            toolset.attach(agent.tools)
+            toolset.attach(agent.tools, resources=True)
             yield self._limited(agent)
 
 

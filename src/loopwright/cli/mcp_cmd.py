@@ -1,5 +1,6 @@
-"""``loopwright mcp``: serve tools over MCP, list an MCP server's tools. (``loopwright
-run --mcp`` is :mod:`loopwright.cli.mcp_tools`.) See docs/mcp.md."""
+"""``loopwright mcp``: serve tools over MCP; list an MCP server's tools, resources and
+prompts, read a resource. (``loopwright run --mcp`` is :mod:`loopwright.cli.mcp_tools`.)
+See docs/mcp.md."""
 
 from __future__ import annotations
 
@@ -53,13 +54,17 @@ def _selected(registry: ToolRegistry, names: str | None) -> ToolRegistry:
 
 @click.group("mcp")
 def mcp_group() -> None:
-    """MCP: serve loopwright tools to any MCP client, or inspect an MCP server.
+    """MCP: serve loopwright tools to any MCP client, or inspect an MCP server (its
+    tools, resources and prompts).
 
     \b
     Examples:
       loopwright mcp serve --tools calculator,get_weather
       loopwright mcp serve --http 8000 --registry myapp.tools:registry
       loopwright mcp tools mcp-server-time
+      loopwright mcp resources servers.json#docs
+      loopwright mcp read servers.json#docs docs://readme
+      loopwright mcp prompts http://127.0.0.1:8000/mcp
     """
 
 
@@ -183,6 +188,110 @@ def tools_command(servers: tuple[str, ...], as_json: bool) -> None:
             flags.append("asks for confirmation")
         say(Painted(t.name, bold=True), f"  ({', '.join(flags)})")
         say(f"  {t.spec.summary.split(': ', 1)[-1]}")
+    sys.stdout.flush()
+
+
+@mcp_group.command("resources")
+@click.argument("servers", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def resources_command(servers: tuple[str, ...], as_json: bool) -> None:
+    """List the resources and resource templates of MCP SERVERS (commands, URLs or
+    config files): URI, name, type, description. An agent run with --mcp reads them
+    with its read_resource tool; `loopwright mcp read SERVER URI` prints one.
+
+    \b
+    Examples:
+      loopwright mcp resources "python -m myapp.mcp_server"
+      loopwright mcp resources --json http://127.0.0.1:8000/mcp
+    """
+    from dataclasses import asdict
+
+    from loopwright.mcp import MCPResource, MCPResourceTemplate, MCPToolset
+
+    need_sdk()
+    with MCPToolset.connect(server_configs(servers)) as toolset:
+        listed, templates = toolset.list_resources(), toolset.list_resource_templates()
+    if as_json:
+        data = {
+            "resources": [asdict(r) for r in listed],
+            "templates": [asdict(t) for t in templates],
+        }
+        click.echo(to_json(data, indent=2))
+        return
+    if not listed and not templates:
+        say("no resources (no server lists any, or none offers resources)", err=True)
+    rows: list[tuple[str, str, MCPResource | MCPResourceTemplate]] = [
+        (r.uri, "", r) for r in listed
+    ]
+    rows += [(t.uri_template, "template: ", t) for t in templates]
+    for uri, kind, item in rows:
+        about = ", ".join(x for x in (item.name, item.mime_type or "") if x)
+        where = f"  [{item.server}]" if len(servers) > 1 else ""
+        say(Painted(uri, bold=True), f"  ({kind}{about}){where}")
+        if item.description:
+            say(f"  {item.description}")
+    sys.stdout.flush()
+
+
+@mcp_group.command("read")
+@click.argument("server")
+@click.argument("uri")
+def read_command(server: str, uri: str) -> None:
+    """Print the resource URI of the MCP SERVER (a command, URL or FILE#NAME) as text.
+
+    \b
+    Examples:
+      loopwright mcp read servers.json#docs docs://readme
+      loopwright mcp read http://127.0.0.1:8000/mcp notes://owls
+    """
+    from loopwright.mcp import MCPToolset
+
+    need_sdk()
+    with MCPToolset.connect(server_configs([server])) as toolset:
+        read = toolset.read_resource(uri)
+    binary = next((c for c in read.contents if c.data is not None), None)
+    if binary is not None:
+        raise UserError(
+            f"resource {uri!r} is binary ({binary.mime_type or 'no type'}, "
+            f"{len(binary.data or b'')} bytes); `loopwright mcp read` prints text only "
+            "(in Python its bytes are toolset.read_resource(uri).contents[i].data)"
+        )
+    click.echo(read.text)
+
+
+@mcp_group.command("prompts")
+@click.argument("servers", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+def prompts_command(servers: tuple[str, ...], as_json: bool) -> None:
+    """List the prompts of MCP SERVERS (commands, URLs or config files) with their
+    arguments (`?` marks an optional one). In Python, toolset.get_prompt(NAME, {...})
+    renders one into messages for Agent.run (docs/mcp.md).
+
+    \b
+    Examples:
+      loopwright mcp prompts "python -m myapp.mcp_server"
+      loopwright mcp prompts --json servers.json#docs
+    """
+    from dataclasses import asdict
+
+    from loopwright.mcp import MCPToolset
+
+    need_sdk()
+    with MCPToolset.connect(server_configs(servers)) as toolset:
+        prompts = toolset.list_prompts()
+    if as_json:
+        click.echo(to_json([asdict(p) for p in prompts], indent=2))
+        return
+    if not prompts:
+        say("no prompts (no server lists any, or none offers prompts)", err=True)
+    for prompt in prompts:
+        where = f"  [{prompt.server}]" if len(servers) > 1 else ""
+        say(Painted(prompt.signature(), bold=True), where)
+        if prompt.description:
+            say(f"  {prompt.description}")
+        for arg in prompt.arguments:
+            about = f": {arg.description}" if arg.description else ""
+            say(f"    {arg.name}{' (required)' if arg.required else ''}{about}")
     sys.stdout.flush()
 
 

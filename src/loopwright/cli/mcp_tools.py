@@ -1,4 +1,4 @@
-"""MCP servers' tools for commands that run agents (``loopwright run --mcp``) and for
+"""MCP servers' tools (and resources) for commands that run agents (``loopwright run --mcp``) and for
 ``loopwright mcp tools``. See docs/mcp.md."""
 
 from __future__ import annotations
@@ -48,14 +48,15 @@ def recipe_values(values: Iterable[str]) -> tuple[str, ...]:
 
 
 def attach_mcp(agent: Agent, values: Sequence[str]) -> Agent:
-    """Add every tool of the ``--mcp`` servers to ``agent``'s registry and keep it
-    current while the process runs; the sessions end when it exits."""
+    """Add every tool of the ``--mcp`` servers to ``agent``'s registry (and
+    ``read_resource`` when a server lists resources) and keep it current while the
+    process runs; the sessions end when it exits."""
     from loopwright.mcp import MCPToolset
 
     need_sdk()
     toolset = MCPToolset.connect(server_configs(values))
     atexit.register(toolset.close)
-    toolset.attach(agent.tools)
+    toolset.attach(agent.tools, resources=True)
     return agent
 
 

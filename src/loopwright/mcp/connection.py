@@ -12,6 +12,13 @@ by the call waiting on it, which fails with a ``transient`` tool error; the next
 starts a new session. Server-side ``tools/list_changed`` notifications (and, on
 2026-07-28 sessions, ``subscriptions/listen`` events) trigger ``on_tools`` with the new
 listing.
+
+Besides tool calls and listings, a connection reads resources and renders prompts
+(``read_resource``, ``get_prompt``, the ``list_*`` methods): each is bounded by the
+server's timeout, fails at once when the session ends, and a server that does not
+declare the resources (prompts) capability is refused with an error saying so before
+anything is sent. Which server a URI or prompt goes to is
+:class:`loopwright.mcp.context.MCPContext`'s concern.
 """
 
 from __future__ import annotations
@@ -24,10 +31,10 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from loopwright.core.errors import ToolError, ToolErrorKind
 from loopwright.mcp.config import MCPServerConfig
@@ -48,6 +55,14 @@ UNBOUNDED_CONNECT_SECONDS = 30.0
 is ``None`` (its calls are unbounded; a server that never answers must still fail)."""
 
 ToolsListener = Callable[[list["mcp_types.Tool"]], None]
+Listing = Literal["tools", "resources", "resource templates", "prompts"]
+_LISTINGS: dict[str, tuple[str, str]] = {
+    "tools": ("list_tools", "tools"),
+    "resources": ("list_resources", "resources"),
+    "resource templates": ("list_resource_templates", "resource_templates"),
+    "prompts": ("list_prompts", "prompts"),
+}
+"""A listing's SDK method and the field of its result page that holds the items."""
 
 
 class _MCPLoop:
@@ -97,7 +112,8 @@ async def run_async(coro: Coroutine[Any, Any, _T]) -> _T:
 
 class MCPConnection:
     """A session with the server ``config`` names. Use :meth:`call_tool`,
-    :meth:`list_tools` and :meth:`close` from any thread or loop."""
+    :meth:`list_tools`, the resource and prompt requests and :meth:`close` from any
+    thread or loop."""
 
     drain_seconds = 5.0
     """How long a new session waits for a dropped one to close (its process to exit)."""
@@ -136,6 +152,30 @@ class MCPConnection:
     def list_tools_sync(self, timeout: float | None = None) -> list[mcp_types.Tool]:
         return run_sync(self._list(), timeout)
 
+    async def list_resources(self) -> list[mcp_types.Resource]:
+        return await run_async(self._pages("resources"))
+
+    async def list_resource_templates(self) -> list[mcp_types.ResourceTemplate]:
+        return await run_async(self._pages("resource templates"))
+
+    async def list_prompts(self) -> list[mcp_types.Prompt]:
+        return await run_async(self._pages("prompts"))
+
+    async def offers(self, feature: str) -> bool:
+        """Whether the server declares ``feature`` (``resources``, ``prompts``)."""
+        return await run_async(self._offers(feature))
+
+    async def require(self, feature: str) -> None:
+        """A ``not_found`` tool error naming the fix when the server does not declare
+        ``feature`` (what a resource or prompt request to it fails with)."""
+        await run_async(self._offers(feature, required=True))
+
+    async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
+        return await run_async(self._read(uri))
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> mcp_types.GetPromptResult:
+        return await run_async(self._prompt(name, arguments))
+
     def close(self) -> None:
         """End the session (and a stdio server's process). Idempotent."""
         with contextlib.suppress(RuntimeError):
@@ -146,12 +186,19 @@ class MCPConnection:
 
     # ---------------------------------------------------------------- on the MCP loop
     async def _call(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        return await self._request(
+            lambda client: client.call_tool(
+                name, arguments, read_timeout_seconds=self.config.timeout
+            )
+        )
+
+    async def _request(self, send: Callable[[Client], Awaitable[_T]], what: str = "call") -> _T:
+        """``send``'s request on the live session, failed at once (rather than after its
+        timeout) when the session ends or an unreadable reply arrives meanwhile."""
         client = await self._ensure()
         session = self._task
         assert session is not None
-        call = asyncio.ensure_future(
-            client.call_tool(name, arguments, read_timeout_seconds=self.config.timeout)
-        )
+        call = asyncio.ensure_future(send(client))
         unread: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._unread.add(unread)
         try:
@@ -164,12 +211,12 @@ class MCPConnection:
         if unread in done and call not in done:
             raise ToolError(
                 f"MCP server {self.config.name!r} sent a reply that is not valid JSON-RPC "
-                f"({unread.result()}); the call was abandoned",
+                f"({unread.result()}); the {what} was abandoned",
                 kind=ToolErrorKind.PERMANENT,
             )
         if call not in done:
             raise ToolError(
-                f"MCP server {self.config.name!r} went away during the call "
+                f"MCP server {self.config.name!r} went away during the {what} "
                 f"({_ended(session)}); the next call reconnects",
                 kind=ToolErrorKind.TRANSIENT,
             )
@@ -189,26 +236,78 @@ class MCPConnection:
         return error
 
     async def _list(self) -> list[mcp_types.Tool]:
+        return await self._pages("tools")  # type: ignore[return-value]
+
+    async def _pages(self, kind: Listing) -> list[Any]:
+        """Every item of one listing, page by page, each page bounded by the server's
+        timeout. A listing of resources, templates or prompts needs the capability."""
+        method, attribute = _LISTINGS[kind]
         client = await self._ensure()
-        tools: list[mcp_types.Tool] = []
+        if kind != "tools":
+            self._require(client, "prompts" if kind == "prompts" else "resources")
+        items: list[Any] = []
         cursor: str | None = None
         for _ in range(_LIST_PAGES):
             try:
                 async with asyncio.timeout(self.connect_timeout):
-                    page = await client.list_tools(cursor=cursor)
+                    page = await getattr(client, method)(cursor=cursor)
             except TimeoutError:
                 raise ToolError(
-                    f"MCP server {self.config.name!r} did not list its tools within "
+                    f"MCP server {self.config.name!r} did not list its {kind} within "
                     f"{self.connect_timeout:g} s (its timeout)",
                     kind=ToolErrorKind.TIMEOUT,
                 ) from None
             except Exception as exc:
                 raise self._failed(exc) from exc
-            tools.extend(page.tools)
+            items.extend(getattr(page, attribute))
             cursor = page.next_cursor
             if cursor is None:
                 break
-        return tools
+        return items
+
+    async def _offers(self, feature: str, *, required: bool = False) -> bool:
+        client = await self._ensure()
+        if required:
+            self._require(client, feature)
+        return getattr(client.server_capabilities, feature, None) is not None
+
+    def _require(self, client: Client, feature: str) -> None:
+        """A clear error for a server that does not declare ``feature`` (the SDK would
+        send the request anyway, and servers answer it with an opaque error)."""
+        if getattr(client.server_capabilities, feature, None) is None:
+            raise ToolError(
+                f"MCP server {self.config.name!r} offers no {feature} (it does not declare "
+                f"the {feature} capability); use a server that does "
+                f"(`loopwright mcp {feature} SERVER` lists them)",
+                kind=ToolErrorKind.NOT_FOUND,
+            )
+
+    async def _bounded(self, what: str, send: Awaitable[_T]) -> _T:
+        """``send`` within the server's timeout (the SDK bounds only tool calls itself)."""
+        try:
+            async with asyncio.timeout(self.config.timeout):
+                return await send
+        except TimeoutError:
+            raise ToolError(
+                f"MCP server {self.config.name!r} did not answer {what} within "
+                f"{self.config.timeout:g} s (its timeout); raise the server's 'timeout' "
+                "if it is just slow",
+                kind=ToolErrorKind.TIMEOUT,
+            ) from None
+
+    async def _read(self, uri: str) -> mcp_types.ReadResourceResult:
+        def send(client: Client) -> Awaitable[mcp_types.ReadResourceResult]:
+            self._require(client, "resources")
+            return self._bounded(f"resources/read {uri!r}", client.read_resource(uri))
+
+        return await self._request(send, "read")
+
+    async def _prompt(self, name: str, arguments: dict[str, str]) -> mcp_types.GetPromptResult:
+        def send(client: Client) -> Awaitable[mcp_types.GetPromptResult]:
+            self._require(client, "prompts")
+            return self._bounded(f"prompts/get {name!r}", client.get_prompt(name, arguments))
+
+        return await self._request(send, "request")
 
     async def _ensure(self) -> Client:
         if self.closed:
@@ -408,6 +507,10 @@ def _devnull() -> Any:
     return open(os.devnull, "w")
 
 
+RESOURCE_NOT_FOUND = -32002
+"""The MCP specification's error code for a resource URI the server does not know."""
+
+
 def tool_error(server: str, exc: BaseException) -> ToolError:
     """The typed tool error for a failure talking to ``server``."""
     from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
@@ -422,6 +525,7 @@ def tool_error(server: str, exc: BaseException) -> ToolError:
             CONNECTION_CLOSED: ToolErrorKind.TRANSIENT,
             INVALID_PARAMS: ToolErrorKind.INVALID_ARGUMENTS,
             METHOD_NOT_FOUND: ToolErrorKind.NOT_FOUND,
+            RESOURCE_NOT_FOUND: ToolErrorKind.NOT_FOUND,
         }.get(exc.code, ToolErrorKind.PERMANENT)
         message = exc.message
         if exc.code == CONNECTION_CLOSED:

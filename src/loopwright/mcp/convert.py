@@ -84,17 +84,17 @@ def _block_text(block: Any, media: list[MediaPart]) -> str:
     if kind == "text":
         return str(block.text)
     if kind in ("image", "audio"):
-        return _binary(f"{kind} {block.mime_type}", block.mime_type, block.data, media)
+        return binary_line(f"{kind} {block.mime_type}", block.mime_type, block.data, media)
     if kind == "resource":
         res = block.resource
         text = getattr(res, "text", None)
         if text is not None:
             return f"[resource {res.uri}]\n{text}"
         mime = res.mime_type or "application/octet-stream"
-        decoded = _text_blob(mime, res.blob)
+        decoded = text_blob(mime, res.blob)
         if decoded is not None:
             return f"[resource {res.uri} {mime}]\n{decoded}"
-        return _binary(f"resource {res.uri} {mime}", mime, res.blob, media)
+        return binary_line(f"resource {res.uri} {mime}", mime, res.blob, media)
     if kind == "resource_link":
         mime = f" {block.mime_type}" if block.mime_type else ""
         about = f": {block.description}" if block.description else ""
@@ -105,7 +105,7 @@ def _block_text(block: Any, media: list[MediaPart]) -> str:
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml")
 
 
-def _text_blob(mime: str, data: str) -> str | None:
+def text_blob(mime: str, data: str) -> str | None:
     """The text of a base64 blob whose type is textual (a server may send a text file as
     a blob), or ``None`` when it is not text or does not decode as UTF-8."""
     if not mime.startswith(_TEXT_TYPES) and not mime.endswith(("+json", "+xml")):
@@ -116,7 +116,7 @@ def _text_blob(mime: str, data: str) -> str | None:
         return None
 
 
-def _binary(label: str, mime: str | None, data: str, media: list[MediaPart]) -> str:
+def binary_line(label: str, mime: str | None, data: str, media: list[MediaPart]) -> str:
     """A line naming base64 ``data``; an image of a type models take is attached too
     (only if it is valid base64: a model API would refuse the whole request)."""
     if mime in IMAGE_TYPES:
@@ -128,10 +128,10 @@ def _binary(label: str, mime: str | None, data: str, media: list[MediaPart]) -> 
             media.append(MediaPart(str(mime), data))
             return f"[{label}, {size} bytes]"
         return f"[{label}, {size} bytes, not shown]"
-    return f"[{label}, {_decoded_size(data)} bytes, not shown]"
+    return f"[{label}, {decoded_size(data)} bytes, not shown]"
 
 
-def _decoded_size(data: str) -> int:
+def decoded_size(data: str) -> int:
     try:
         return len(base64.b64decode(data, validate=False))
     except ValueError:

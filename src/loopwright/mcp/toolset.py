@@ -25,7 +25,10 @@ from loopwright.core.tools import ToolOutput
 from loopwright.core.untrusted import wrap_tool_result
 from loopwright.mcp import convert
 from loopwright.mcp.config import MCPServerConfig
-from loopwright.mcp.connection import MCPConnection
+from loopwright.mcp.connection import MCPConnection, run_async, run_sync
+from loopwright.mcp.context import MCPContext
+from loopwright.mcp.prompts import MCPPrompt, RenderedPrompt
+from loopwright.mcp.resources import MCPResource, MCPResourceTemplate, ResourceRead
 from loopwright.tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
@@ -61,6 +64,7 @@ class MCPToolset:
         self._definitions: dict[tuple[str, str], str] = {}
         """(server, tool name) -> the listing that built the current Tool."""
         self.connections = {c.name: MCPConnection(c, on_tools=self._listener(c)) for c in configs}
+        self._context = MCPContext(self.connections)
 
     # ---------------------------------------------------------------- building
     @classmethod
@@ -93,20 +97,31 @@ class MCPToolset:
         with self._lock:
             return [t for per_server in self._tools.values() for t in per_server.values()]
 
-    def attach(self, registry: ToolRegistry) -> ToolRegistry:
+    def attach(self, registry: ToolRegistry, *, resources: bool = False) -> ToolRegistry:
         """Register the tools in ``registry`` and keep it current; returns ``registry``.
 
         A name already in the registry is a ``ConfigError`` naming the fix (a ``prefix``).
         Changes announced by a server are applied on the event loop that was running
-        when ``attach`` was called (if any), between the agent's steps."""
-        for t in self.tools:
+        when ``attach`` was called (if any), between the agent's steps. ``resources=True``
+        adds the ``read_resource`` tool when a server lists resources (see
+        :meth:`resource_tool`; it lists them, blocking, so async code registers
+        ``await toolset.aresource_tool()`` itself)."""
+        tools = self.tools
+        extra = self.resource_tool() if resources else None
+        for t in [*tools, *([extra] if extra is not None else [])]:
             if t.name in registry:
-                raise ConfigError(
-                    f"MCP tool {t.name!r} clashes with a tool already registered; give the "
-                    "server a prefix (config 'prefix', e.g. \"time_\")"
+                fix = (
+                    "pass another name: registry.register(toolset.resource_tool(name=...))"
+                    if t is extra
+                    else "give the server a prefix (config 'prefix', e.g. \"time_\")"
                 )
-        for t in self.tools:
+                raise ConfigError(
+                    f"MCP tool {t.name!r} clashes with a tool already registered; {fix}"
+                )
+        for t in tools:
             registry.register(t)
+        if extra is not None:
+            registry.register(extra)
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -114,6 +129,66 @@ class MCPToolset:
         with self._lock:
             self._registries.append((registry, loop))
         return registry
+
+    # ---------------------------------------------------------------- resources, prompts
+    # The work is MCPContext's (loopwright.mcp.context); each method has a blocking form
+    # and an ``a``-prefixed one for async code. Failures raise MCPRequestError.
+    def list_resources(self) -> list[MCPResource]:
+        """The resources every server offering resources lists."""
+        return run_sync(self._context.list_resources())
+
+    async def alist_resources(self) -> list[MCPResource]:
+        return await run_async(self._context.list_resources())
+
+    def list_resource_templates(self) -> list[MCPResourceTemplate]:
+        return run_sync(self._context.list_resource_templates())
+
+    async def alist_resource_templates(self) -> list[MCPResourceTemplate]:
+        return await run_async(self._context.list_resource_templates())
+
+    def read_resource(self, uri: str, *, server: str | None = None) -> ResourceRead:
+        """Read ``uri`` (from ``server``, or the server that lists it or a template of
+        it); ``.text`` is its text, ``.for_context()`` that text marked for a prompt."""
+        return run_sync(self._context.read(uri, server))
+
+    async def aread_resource(self, uri: str, *, server: str | None = None) -> ResourceRead:
+        return await run_async(self._context.read(uri, server))
+
+    def list_prompts(self) -> list[MCPPrompt]:
+        """The prompts every server offering prompts lists, with their arguments."""
+        return run_sync(self._context.list_prompts())
+
+    async def alist_prompts(self) -> list[MCPPrompt]:
+        return await run_async(self._context.list_prompts())
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        *,
+        server: str | None = None,
+    ) -> RenderedPrompt:
+        """Prompt ``name`` rendered with ``arguments`` (checked against its declared
+        arguments first): ``agent.run(rendered.prompt, history=rendered.history)``."""
+        return run_sync(self._context.get_prompt(name, arguments, server))
+
+    async def aget_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        *,
+        server: str | None = None,
+    ) -> RenderedPrompt:
+        return await run_async(self._context.get_prompt(name, arguments, server))
+
+    def resource_tool(self, name: str = "read_resource") -> Tool | None:
+        """A read-only tool reading the servers' resources by URI (its description lists
+        them), or ``None`` when no server lists any. Its results are untrusted data
+        unless every server it reads from is ``trusted``."""
+        return run_sync(self._context.resource_tool(name))
+
+    async def aresource_tool(self, name: str = "read_resource") -> Tool | None:
+        return await run_async(self._context.resource_tool(name))
 
     def close(self) -> None:
         for connection in self.connections.values():
