@@ -13,7 +13,9 @@ import json
 
 from loopwright.cli.exit_codes import exit_code
 from loopwright.cli.output import Painted, emit_json, say
+from loopwright.core.messages import ToolCallPart
 from loopwright.core.run import RunResult, RunStop
+from loopwright.tools.repair import call_arguments
 
 RERUN_HINT = (
     "a tool needs confirmation and there is no terminal to ask: re-run with --yes to "
@@ -34,10 +36,27 @@ def approve_hint(result: RunResult) -> str:
     return RERUN_HINT
 
 
+def pending_call(call: ToolCallPart) -> dict[str, object]:
+    """A paused call as a person approving it is shown it: the arguments it will run
+    with (read from the model's raw text when the provider could not parse it, as the
+    dispatcher does), and that raw text when it cannot be read at all."""
+    arguments, _, problem = call_arguments(call)
+    shown: dict[str, object] = {"id": call.id, "name": call.name, "arguments": arguments}
+    if problem is not None:
+        shown["raw_arguments"] = call.raw_arguments
+    return shown
+
+
+def call_line(shown: dict[str, object]) -> str:
+    """One line of :func:`pending_call`'s view: ``id: name({...})``."""
+    args = json.dumps(shown["arguments"], ensure_ascii=False, default=str)
+    raw = shown.get("raw_arguments")
+    unread = f" (unreadable arguments: {raw!r})" if raw is not None else ""
+    return f"{shown['id']}: {shown['name']}({args}){unread}"
+
+
 def pending_calls(result: RunResult) -> list[dict[str, object]]:
-    return [
-        {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in result.pending_calls
-    ]
+    return [pending_call(c) for c in result.pending_calls]
 
 
 def result_json(result: RunResult) -> dict[str, object]:
@@ -57,9 +76,8 @@ def print_result(result: RunResult, *, as_json: bool, streamed: bool = False) ->
     if result.answer and not streamed:
         say(result.answer)
     if result.stop is RunStop.AWAITING_CONFIRMATION:
-        for call in result.pending_calls:
-            args = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)
-            say(Painted("pending ", fg="yellow"), f"{call.id}: {call.name}({args})", err=True)
+        for shown in pending_calls(result):
+            say(Painted("pending ", fg="yellow"), call_line(shown), err=True)
         say(approve_hint(result), err=True)
         if result.session_id:
             say(f"session_id: {result.session_id}")

@@ -7,7 +7,6 @@ folder), on the group or on the subcommand.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ import click
 
 from loopwright.cli.options import POSITIVE_INT, as_json, store_options
 from loopwright.cli.output import CliError, Painted, emit_json, say
+from loopwright.cli.results import call_line, pending_call
 from loopwright.store import CheckpointStore, SessionInfo, fork, open_store
 
 SESSIONS_HELP = """List stored sessions with their status (newest first).
@@ -132,9 +132,7 @@ def show(
         }
         for r in refs
     ]
-    pending = [
-        {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in state.pending_calls
-    ]
+    pending = [pending_call(c) for c in state.pending_calls]
     if _json(ctx, as_json):
         emit_json({"session_id": session_id, "checkpoints": checkpoints, "pending_calls": pending})
         return
@@ -144,8 +142,7 @@ def show(
             f"{c['stop'] or '':<22} {c['messages']} messages"
         )
     for p in pending:
-        args = json.dumps(p["arguments"], ensure_ascii=False, default=str)
-        say(Painted("pending ", fg="yellow"), f"{p['id']}: {p['name']}({args})")
+        say(Painted("pending ", fg="yellow"), call_line(p))
 
 
 @sessions.command("delete")
