@@ -272,11 +272,18 @@ def _power(base: Fraction, exponent: Fraction) -> Fraction:
     if base == -1:
         return Fraction(-1 if e % 2 else 1)
     if abs(e) > MAX_EXPONENT:
-        raise CalculatorError(f"exponent {e} is too large; the limit is {MAX_EXPONENT}")
+        # the exponent may have hundreds of digits ("2**0.5**-1000"): its size, not it
+        raise CalculatorError(f"exponent {_short(e)} is too large; the limit is {MAX_EXPONENT}")
     size = max(base.numerator.bit_length(), base.denominator.bit_length())
     if (size - 1) * abs(e) > MAX_BITS:
         raise CalculatorError("result is too large; use a smaller base or exponent")
     return _checked(base**e)
+
+
+def _short(n: int) -> str:
+    """``n`` as written when short, else its digit count ("a 302-digit number")."""
+    text = str(n) if n.bit_length() < 64 else ""
+    return text or f"a {len(str(abs(n)))}-digit number"
 
 
 def _float_power(base: Fraction, exponent: Fraction) -> Fraction:
