@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from mcp_helpers import LIBRARY, free_port, serve
+from mcp_helpers import LIBRARY, free_port, node_bin, serve
 
 from loopwright import Agent, ScriptedModel, tool_call
 from loopwright.core.errors import ConfigError
@@ -261,6 +261,27 @@ def test_resources_and_prompts_over_streamable_http(library_http: str) -> None:
         registry = toolset.attach(ToolRegistry(), resources=True)
         part, _ = run_tool(registry, "docs://readme")
         assert "three weeks" in part.content and not part.is_error
+
+
+def test_the_reference_everything_server() -> None:
+    everything = MCPServerConfig("ev", command=(node_bin("mcp-server-everything"),))
+    with MCPToolset.connect([everything]) as toolset:
+        templates = [t.uri_template for t in toolset.list_resource_templates()]
+        assert "demo://resource/dynamic/text/{resourceId}" in templates
+        assert "args-prompt(city, state?)" in [p.signature() for p in toolset.list_prompts()]
+        read = toolset.read_resource("demo://resource/dynamic/text/3")
+        assert read.text.startswith("Resource 3: This is a plaintext resource")
+        with pytest.raises(MCPRequestError, match=r"demo://resource/dynamic/blob/\{resourceId\}"):
+            toolset.read_resource("demo://resource/dynamic/nothing/3")
+        rendered = toolset.get_prompt(
+            "resource-prompt", {"resourceType": "Text", "resourceId": "3"}
+        )
+        ask, _, quoted = rendered.prompt.text.partition("\n\n")
+        assert ask.startswith("This prompt includes the Text resource with id: 3")
+        body = unwrap_untrusted(quoted)  # the embedded resource is delimited as data
+        assert body is not None and body.startswith(
+            "[resource demo://resource/dynamic/text/3]\nResource 3: This is a plaintext"
+        )
 
 
 async def test_the_async_forms_work_from_a_running_loop() -> None:

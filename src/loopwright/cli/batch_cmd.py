@@ -139,7 +139,8 @@ RETRY_REASONS = tuple(stop.value for stop in RunStop if stop is not RunStop.FINA
     "--mcp",
     multiple=True,
     metavar="SERVER",
-    help="Add an MCP server's tools: a command (stdio), an http(s) URL, a config file "
+    help="Add an MCP server's tools (and read_resource for its resources): a command "
+    "(stdio), an http(s) URL, a config file "
     "(.json/.yaml: all its servers) or FILE#NAME (one). Repeatable. See docs/mcp.md.",
 )
 @click.option("--yes", "-y", is_flag=True, help="Approve every tool call that needs confirmation.")

@@ -121,7 +121,8 @@ def _payload_printer(direction: str, payload: Mapping[str, object]) -> None:
     "--mcp",
     multiple=True,
     metavar="SERVER",
-    help="Add an MCP server's tools: a command (stdio), an http(s) URL, a config file "
+    help="Add an MCP server's tools (and read_resource for its resources): a command "
+    "(stdio), an http(s) URL, a config file "
     "(.json/.yaml: all its servers) or FILE#NAME (one). Repeatable. See docs/mcp.md.",
 )
 @click.option(
