@@ -62,6 +62,23 @@ def _check_utf8(argv: Sequence[str]) -> None:
             ) from None
 
 
+def _command_path(argv: Sequence[str]) -> str:
+    """The command ``argv`` names (``loopwright sessions fork``), for a usage error Click
+    raised without a context (an option missing its value): its help is the one to read."""
+    words = ["loopwright"]
+    command: click.Command = main
+    ctx = click.Context(main, info_name="loopwright")
+    for arg in argv:
+        if arg.startswith("-") or not isinstance(command, click.Group):
+            break
+        sub = command.get_command(ctx, arg)
+        if sub is None:
+            break
+        words.append(arg)
+        command = sub
+    return " ".join(words)
+
+
 def _code_for(exc: BaseException) -> int:
     if isinstance(exc, UserError):
         return USAGE_ERROR
@@ -80,7 +97,7 @@ def _finish(exc: BaseException, argv: Sequence[str]) -> NoReturn:
         exc.show()  # type: ignore[attr-defined]  # a bare command prints its help
         sys.exit(USAGE_ERROR)
     if isinstance(exc, click.UsageError):
-        where = exc.ctx.command_path if exc.ctx is not None else "loopwright"
+        where = exc.ctx.command_path if exc.ctx is not None else _command_path(argv)
         report_failure(
             f"{exc.format_message()} (see: {where} --help)", USAGE_ERROR, as_json=as_json
         )

@@ -1,0 +1,27 @@
+"""A usage error points at the help of the command that was given, also when Click
+raised it without a context (an option missing its value)."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from loopwright.cli.exit_codes import USAGE_ERROR
+from loopwright.cli.main import main
+
+
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        (["resume", "s-1", "--deny"], "loopwright resume --help"),
+        (["run", "--tools"], "loopwright run --help"),
+        (["chat", "--session"], "loopwright chat --help"),
+        (["sessions", "fork", "s-1", "--checkpoint"], "loopwright sessions fork --help"),
+    ],
+)
+def test_an_option_without_its_value_points_at_its_command(args: list[str], where: str) -> None:
+    # pointed at "loopwright --help", which lists no option of any command
+    result = CliRunner().invoke(main, args, prog_name="loopwright")
+    assert result.exit_code == USAGE_ERROR
+    assert "requires an argument" in result.stderr
+    assert f"(see: {where})" in result.stderr, result.stderr
