@@ -27,3 +27,12 @@ def test_the_home_directory_is_still_outside_the_root(tmp_path: Path) -> None:
     with pytest.raises(ToolError) as err:
         FileReader(tmp_path / "root").read("~/notes.txt")
     assert "outside the allowed directory" in str(err.value)
+
+
+def test_a_name_too_long_for_the_file_system_is_an_invalid_argument(tmp_path: Path) -> None:
+    # was "permission_denied: cannot open (File name too long)": no permission is
+    # missing, the path is what to change
+    with pytest.raises(ToolError) as err:
+        FileReader(tmp_path).read("a" * 300 + ".txt")
+    assert err.value.kind.value == "invalid_arguments"
+    assert "too long" in str(err.value)

@@ -196,6 +196,12 @@ class _Walk:
             raise _refuse(
                 f"{self.shown}: no such file under {self.root}", ToolErrorKind.NOT_FOUND
             ) from None
+        if exc.errno == errno.ENAMETOOLONG:
+            raise _refuse(
+                f"{self.shown}: a name in the path is too long for the file system; "
+                "pass the path of an existing file",
+                ToolErrorKind.INVALID_ARGUMENTS,
+            ) from None
         try:
             target = os.readlink(name, dir_fd=self.dirs[-1])
         except OSError:  # not a symlink: a file where a directory was expected, EACCES...
