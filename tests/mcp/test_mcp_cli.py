@@ -195,3 +195,17 @@ def test_run_with_a_resource_server_gives_the_agent_read_resource(
     assert model.requests[0].tool_names == ("ping", "read_resource")
     result = json.loads(out)["messages"][2]["parts"][0]
     assert "three weeks" in result["content"] and "untrusted data" in result["content"]
+
+
+def test_mcp_prompt_renders_a_prompt_with_checked_arguments() -> None:
+    code, out, err = invoke("mcp", "prompt", LIBRARY_CMD, "review", "code=x = 1")
+    assert code == 0, err
+    assert out == "Review this python code:\nx = 1\n"  # one user message: its text alone
+    code, out, err = invoke("mcp", "prompt", "--json", LIBRARY_CMD, "recap", "topic=loans")
+    assert code == 0, err
+    assert [m["role"] for m in json.loads(out)] == ["user", "assistant", "user"]
+    code, _out, err = invoke("mcp", "prompt", LIBRARY_CMD, "review", "lang=c")
+    assert code == 2
+    assert err.strip().endswith("has no argument 'lang'; its arguments: code (required), language")
+    code, _out, err = invoke("mcp", "prompt", LIBRARY_CMD, "review", "code")
+    assert code == 2 and "prompt argument 'code' must be NAME=VALUE" in err

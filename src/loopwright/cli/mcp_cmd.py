@@ -1,5 +1,5 @@
 """``loopwright mcp``: serve tools over MCP; list an MCP server's tools, resources and
-prompts, read a resource. (``loopwright run --mcp`` is :mod:`loopwright.cli.mcp_tools`.)
+prompts, read a resource, render a prompt. (``loopwright run --mcp`` is :mod:`loopwright.cli.mcp_tools`.)
 See docs/mcp.md."""
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def mcp_group() -> None:
       loopwright mcp resources servers.json#docs
       loopwright mcp read servers.json#docs docs://readme
       loopwright mcp prompts http://127.0.0.1:8000/mcp
+      loopwright mcp prompt servers.json#docs summarise topic=loans | loopwright run -
     """
 
 
@@ -264,8 +265,9 @@ def read_command(server: str, uri: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
 def prompts_command(servers: tuple[str, ...], as_json: bool) -> None:
     """List the prompts of MCP SERVERS (commands, URLs or config files) with their
-    arguments (`?` marks an optional one). In Python, toolset.get_prompt(NAME, {...})
-    renders one into messages for Agent.run (docs/mcp.md).
+    arguments (`?` marks an optional one). `loopwright mcp prompt SERVER NAME ARG=VALUE`
+    renders one; in Python, toolset.get_prompt(NAME, {...}) renders it into messages
+    for Agent.run (docs/mcp.md).
 
     \b
     Examples:
@@ -293,6 +295,44 @@ def prompts_command(servers: tuple[str, ...], as_json: bool) -> None:
             about = f": {arg.description}" if arg.description else ""
             say(f"    {arg.name}{' (required)' if arg.required else ''}{about}")
     sys.stdout.flush()
+
+
+@mcp_group.command("prompt")
+@click.argument("server")
+@click.argument("name")
+@click.argument("arguments", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print the messages as a JSON array.")
+def prompt_command(server: str, name: str, arguments: tuple[str, ...], as_json: bool) -> None:
+    """Render the prompt NAME of the MCP SERVER with ARGUMENTS (NAME=VALUE each, checked
+    against the prompt's declared arguments) and print its messages. A prompt of one
+    user message prints just its text, ready to pipe into `loopwright run -`.
+
+    \b
+    Examples:
+      loopwright mcp prompt servers.json#docs review code="x = 1" language=python
+      loopwright mcp prompt servers.json#docs summarise topic=loans | loopwright run -
+      loopwright mcp prompt --json http://127.0.0.1:8000/mcp recap topic=loans
+    """
+    from loopwright.mcp import MCPToolset
+
+    values: dict[str, str] = {}
+    for item in arguments:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"prompt argument {item!r} must be NAME=VALUE, e.g. topic=loans")
+        values[key] = value
+    need_sdk()
+    with MCPToolset.connect(server_configs([server])) as toolset:
+        rendered = toolset.get_prompt(name, values)
+    if as_json:
+        out = [{"role": m.role, "text": m.text} for m in rendered.messages]
+        click.echo(to_json(out, indent=2))
+    elif len(rendered.messages) == 1:
+        click.echo(rendered.messages[0].text)
+    else:
+        for message in rendered.messages:
+            say(Painted(f"[{message.role}]", bold=True))
+            click.echo(message.text)
 
 
 COMMANDS = [mcp_group]
