@@ -4,6 +4,7 @@ forks and failed supersteps (each compared with LangGraph 1.2's behaviour)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import operator
 import os
@@ -351,10 +352,14 @@ def test_replay_from_the_input_checkpoint_applies_the_input_again(store: Any, th
 
 def test_a_stream_left_early_keeps_the_checkpoints_already_taken(tmp_path: Path) -> None:
     # was: the consumer's early exit cancelled the checkpoint write in flight, so the
-    # thread was left at its input checkpoint (and resuming it failed)
+    # thread was left at its input checkpoint (and resuming it failed). The consumer leaves
+    # at a fixed point: "a"'s checkpoint is held in the store until the run is cancelled,
+    # and the consumer leaves once it has "b"'s chunk -- by then the run (which writes a
+    # checkpoint while the next superstep runs) waits for that write before "b"'s.
     from loopwright.store import SQLiteStore
 
     ran: list[str] = []
+    cancelled = threading.Event()
 
     def node(name: str) -> Any:
         def run(state: Pair) -> dict:
@@ -363,24 +368,39 @@ def test_a_stream_left_early_keeps_the_checkpoints_already_taken(tmp_path: Path)
 
         return run
 
-    class SlowWrites(SQLiteStore):  # each checkpoint is still being written when
-        def save(self, state: Any, **kw: Any) -> Any:  # the next chunk arrives
-            time.sleep(0.1)
-            return super().save(state, **kw)
+    class HeldWrites(SQLiteStore):  # "a"'s checkpoint is written only once the run is
+        def write(self, writes: Any) -> Any:  # cancelled (runs save through write)
+            if any(
+                w.state is not None and w.state.metadata["graph"].get("step") == 1 for w in writes
+            ):
+                assert cancelled.wait(10), "the run was never cancelled"
+            return super().write(writes)
+
+    class OnCancel:  # a tracer: its failure callback sees the run's cancellation
+        @contextlib.contextmanager
+        def invocation(self, graph: str, thread: str) -> Any:
+            yield lambda exc: cancelled.set()
+
+        def node(self, name: str, step: int, task_id: str) -> Any:
+            return contextlib.nullcontext(lambda exc: None)
 
     g = StateGraph(Pair)
     g.add_sequence([("a", node("a")), ("b", node("b")), ("c", node("c"))])
     g.add_edge(START, "a")
-    store = SlowWrites(tmp_path / "stream.db")
+    store = HeldWrites(tmp_path / "stream.db")
     app = g.compile(checkpointer=store)
     thread = {"configurable": {"thread_id": "left-early"}}
-    for chunk in app.stream({"log": []}, thread):
-        assert chunk == {"a": {"log": ["a"]}}
-        break
+    chunks = []
+    for chunk in app.stream({"log": []}, {**thread, "tracer": OnCancel()}):
+        chunks.append(chunk)
+        if len(chunks) == 2:
+            break
+    assert chunks == [{"a": {"log": ["a"]}}, {"b": {"log": ["b"]}}] and cancelled.is_set()
     state = app.get_state(thread)
-    # the input was applied (step 0, "a" next); "a"'s superstep may have committed too
-    assert (state.metadata["step"], state.next) in ((0, ("a",)), (1, ("b",)))
+    # "a"'s superstep is stored; "b"'s never committed, so "b" runs again on resume
+    assert (state.metadata["step"], state.next, state.values) == (1, ("b",), {"log": ["a"]})
     assert app.invoke(None, thread) == {"log": ["a", "b", "c"]}
+    assert ran == ["a", "b", "b", "c"]
     store.close()
 
 
