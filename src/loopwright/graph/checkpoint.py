@@ -37,7 +37,7 @@ from typing import Any
 from loopwright.core.run import LoopState, RunState
 from loopwright.graph.codec import decode, encode
 from loopwright.graph.messages import add_messages
-from loopwright.graph.types import MISSING, Interrupt, Overwrite, Send
+from loopwright.graph.types import MISSING, GraphError, Interrupt, Overwrite, Send
 from loopwright.store import AsyncStore, CheckpointStore, SessionNotFound
 
 RECORD_VERSION = 1
@@ -182,7 +182,7 @@ class GraphSaver:
                 parent_values = self._values_at(thread, int(record["parent"]))
             values = dict(parent_values)
             for key, change in record["delta"].items():
-                values[key] = self._replay(key, values.get(key, MISSING), change)
+                values[key] = self._replay(thread, key, values.get(key, MISSING), change)
         saved = Saved(
             number=number,
             step=int(record["step"]),
@@ -223,13 +223,21 @@ class GraphSaver:
             values = {}
         for record in reversed(records):
             for key, change in record["delta"].items():
-                values[key] = self._replay(key, values.get(key, MISSING), change)
+                values[key] = self._replay(thread, key, values.get(key, MISSING), change)
         return values
 
-    def _replay(self, key: str, current: Any, change: list[Any]) -> Any:
+    def _replay(self, thread: str, key: str, current: Any, change: list[Any]) -> Any:
         if change[0] == "s":
             return decode(change[1])
-        reducer = self._reducers[key]
+        reducer = self._reducers.get(key)
+        if reducer is None:
+            # the graph changed since: the stored writes need the reducer that merged them
+            raise GraphError(
+                f"thread {thread!r} stores writes of state key {key!r} to be merged by a "
+                "reducer (operator.add or add_messages) this graph no longer gives that key; "
+                f"declare it again (Annotated[list, operator.add]) to read this thread, or "
+                "use a new thread_id"
+            )
         for write in change[1]:
             value = decode(write)
             current = value if current is MISSING else reducer(current, value)

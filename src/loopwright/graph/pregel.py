@@ -402,6 +402,7 @@ class _Run:
             results = {}  # time travel: the pending superstep runs again from scratch
             await self._save("fork", list(saved.next), {}, step=saved.step)
             self.step = saved.step + 1
+        self._check_pending(saved)
         tasks = self._tasks(list(saved.next))
         for task in tasks:
             if task.name == START:  # stopped before its input was applied: apply it now
@@ -417,6 +418,17 @@ class _Run:
             self._apply_command(command, tasks)
         self.emit("values", dict(self.values))
         return tasks
+
+    def _check_pending(self, saved: Saved) -> None:
+        nodes = self.graph.nodes
+        for pending in saved.next:
+            name = pending.node if isinstance(pending, Send) else pending
+            if name != START and name not in nodes:  # the graph changed since
+                raise GraphError(
+                    f"checkpoint {saved.number} of thread {self.thread!r} runs node {name!r} "
+                    "next, which this graph does not have: add the node back, or choose what "
+                    "runs next with update_state(config, values, as_node=...)"
+                )
 
     def _restore(self, task: _Task, result: PendingResult | None) -> None:
         if result is None:
