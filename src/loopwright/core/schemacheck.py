@@ -14,24 +14,23 @@ to ``None``. Within the subset: types, ``enum``/``const``, numeric and length bo
 root's ``$defs``, and ``if``/``then``/``else`` (the ``if`` is decided by a three-valued
 check, so a doubt never skips a ``then``).
 
-``format`` is an annotation except for ``date`` and ``date-time``, which are asserted
-(:data:`FORMATS` is their one definition; the ``jsonschema`` side of the tool validator
-registers the same functions), because ``@tool`` converts such strings to
-``datetime.date``/``datetime.datetime`` and a value that cannot convert must be refused
+``format`` is an annotation except for the formats of :mod:`loopwright.core.formats`
+(``date``, ``date-time``, ``time``, ``duration``, ``uuid``), which are asserted: ``@tool``
+converts such strings to Python values and a value that cannot convert must be refused
 with the pointer of its field.
 """
 
 from __future__ import annotations
 
-import datetime
 import math
 import re
 from collections.abc import Callable, Mapping
-from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # jsonschema is imported lazily: ~40 ms that most runs never need
-    from jsonschema import FormatChecker
+# re-exported: the prompt patterns and the tool validator import them from here
+from loopwright.core.formats import FORMATS, format_checker, format_hint
+
+__all__ = ["FORMATS", "Check", "compile_fast_check", "format_checker", "format_hint"]
 
 Check = Callable[[Any], bool]
 _ANNOTATIONS = frozenset(
@@ -71,69 +70,6 @@ _SUPPORTED = _ANNOTATIONS | {
     "then",
     "else",
 }
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-# RFC 3339 with the leniency of Python's own parser: seconds and the offset are optional
-# (a naive local time is a time a model can mean), a space may replace the "T".
-_DATE_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?"
-)
-
-
-def _iso_check(shape: re.Pattern[str], parse: Callable[[str], object]) -> Callable[[object], bool]:
-    """A format check: a string of ``shape`` that ``parse`` accepts (non-strings pass:
-    ``type`` decides those)."""
-
-    def check(value: object) -> bool:
-        if not isinstance(value, str):
-            return True
-        if shape.fullmatch(value) is None:
-            return False
-        try:
-            parse(value)
-        except ValueError:
-            return False
-        return True
-
-    return check
-
-
-is_date = _iso_check(_DATE, datetime.date.fromisoformat)
-"""``YYYY-MM-DD`` naming a real day."""
-is_date_time = _iso_check(_DATE_TIME, datetime.datetime.fromisoformat)
-"""An ISO 8601 date and time ``datetime.fromisoformat`` reads."""
-
-
-FORMATS: Mapping[str, Callable[[object], bool]] = {"date": is_date, "date-time": is_date_time}
-"""The asserted ``format`` values and their checks; every other format is an annotation."""
-FORMAT_EXAMPLES: Mapping[str, str] = {
-    "date": "2024-05-31",
-    "date-time": "2024-05-31T14:30:00+02:00",
-}
-"""A valid value of each asserted format, for error messages a model can act on."""
-
-
-@cache
-def format_checker() -> FormatChecker:
-    """The ``jsonschema`` side of :data:`FORMATS`: every full validator that may see a
-    ``date``/``date-time`` field takes this checker, so the slow path asserts exactly what
-    the fast check asserts. ``jsonschema``'s own set would also assert ``email``,
-    ``uri``... which Draft 2020-12 treats as annotations, and would refuse values the fast
-    check accepts; without any checker a bad date would pass the slow path."""
-    from jsonschema import FormatChecker
-
-    checker = FormatChecker(formats=())
-    for name, check in FORMATS.items():
-        checker.checks(name)(check)
-    return checker
-
-
-def format_hint(fmt: object) -> str:
-    """`` (write it like 2024-05-31)`` for an asserted format, ``""`` otherwise: appended to
-    a format violation so a model (or a person) sees a value that would pass."""
-    example = FORMAT_EXAMPLES.get(fmt) if isinstance(fmt, str) else None
-    return f" (write it like {example})" if example else ""
-
-
 _TOP_LEVEL_OK = frozenset({"$schema", "$defs"})
 _DEFS_PREFIX = "#/$defs/"
 

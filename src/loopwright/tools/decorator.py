@@ -29,7 +29,12 @@ from loopwright.core.tools import Permission, ToolSpec, UnknownOutcomePolicy
 from loopwright.tools.execution import Execution, SyncProfile, run_tool
 from loopwright.tools.invocation import ToolContext
 from loopwright.tools.schema import Converter, function_schema
-from loopwright.tools.validation import SchemaValidator, Violation, check_schema
+from loopwright.tools.validation import (
+    SchemaValidator,
+    Violation,
+    check_schema,
+    pointer_from_path,
+)
 
 BusinessValidator = Callable[[Mapping[str, Any]], "str | Iterable[Violation] | None"]
 """Checks validated arguments; returns ``None`` when fine, else a message or violations
@@ -100,6 +105,10 @@ class Tool:
     ``None`` decides from the spec (write/admin permission or not idempotent), ``True``
     always, ``False`` never (a tool without side effects that is not marked idempotent).
     See :func:`loopwright.tools.taint.gated`."""
+    argument_schema: Mapping[str, Any] | None = field(default=None, repr=False)
+    """The schema arguments are validated against when it is not ``spec.parameters``:
+    ``@tool`` advertises ``uniqueItems`` for a set but collapses repeated items instead of
+    refusing them (see :func:`loopwright.tools.schema.function_schema`)."""
     schema_validator: SchemaValidator = field(init=False, repr=False, compare=False)
     is_async: bool = field(init=False, repr=False, compare=False)
     profile: SyncProfile = field(init=False, repr=False, compare=False)
@@ -130,7 +139,8 @@ class Tool:
         if self.check_parameters:
             check_schema(self.spec.parameters, owner=f"tool {name!r}")
             _check_signature(name, self.fn, self.spec.parameters, self.context_param)
-        object.__setattr__(self, "schema_validator", SchemaValidator(self.spec.parameters))
+        checked = self.spec.parameters if self.argument_schema is None else self.argument_schema
+        object.__setattr__(self, "schema_validator", SchemaValidator(checked))
         object.__setattr__(self, "is_async", _is_async_callable(self.fn))
         object.__setattr__(self, "profile", SyncProfile(self.spec.name))
 
@@ -207,13 +217,19 @@ class Tool:
     def bind(self, arguments: Mapping[str, Any], ctx: ToolContext | None) -> dict[str, Any]:
         """Keyword arguments for ``fn``: converted values plus the context if wanted.
 
-        Raises ``ValueError`` (pydantic ``ValidationError``) when a value cannot be
-        converted to the parameter's Python type.
+        Raises :class:`ConversionError` (a ``ValueError``) listing, at its JSON pointer,
+        every value that cannot be converted to its parameter's Python type.
         """
         kwargs = dict(arguments)
+        failed: list[Violation] = []
         for name, convert in self.converters:
             if name in kwargs:
-                kwargs[name] = convert(kwargs[name])
+                try:
+                    kwargs[name] = convert(kwargs[name])
+                except Exception as exc:
+                    failed.extend(_conversion_violations(name, exc))
+        if failed:
+            raise ConversionError(failed)
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         return kwargs
@@ -238,6 +254,32 @@ class Tool:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+class ConversionError(ValueError):
+    """Validated arguments that do not convert to the function's Python types
+    (:meth:`Tool.bind`): one :class:`Violation` per failure, at its JSON pointer."""
+
+    def __init__(self, violations: Sequence[Violation]) -> None:
+        self.violations = tuple(violations)
+        lines = "\n".join(map(str, self.violations))
+        super().__init__(
+            f"arguments do not convert to the tool's types; fix these and call again:\n{lines}"
+        )
+
+
+def _conversion_violations(name: str, exc: Exception) -> list[Violation]:
+    """What a converter's failure says, at the pointer of the value that failed (a
+    pydantic ``ValidationError`` names a place inside the value for each of its errors)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            found = [(e["loc"], e["msg"]) for e in errors()]
+        except Exception:  # an ``errors`` that is not pydantic's
+            found = []
+        if found:
+            return [Violation(pointer_from_path([name, *loc]), msg) for loc, msg in found]
+    return [Violation(pointer_from_path([name]), str(exc) or type(exc).__name__)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,6 +466,7 @@ def tool(
             check_parameters=False,  # built by schema.py, valid by construction
             untrusted_output=opts.untrusted_output,
             confirm_when_tainted=opts.confirm_when_tainted,
+            argument_schema=derived.argument_schema,
         )
 
     if fn is not None:

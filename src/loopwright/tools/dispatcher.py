@@ -9,8 +9,8 @@ result of a :class:`~loopwright.core.errors.ToolErrorKind`:
    its schema, and hiding a tool from the model is never the only protection;
 3. arguments: the parsed dict, else the raw string through :func:`~loopwright.tools.repair.repair_arguments`
    (``invalid_arguments``);
-4. schema + business validation, every violation with its JSON pointer
-   (``invalid_arguments``);
+4. schema + business validation, every violation with its JSON pointer, then conversion
+   to the function's Python types, every failure with its pointer (``invalid_arguments``);
 5. ``before_tool_call`` hook: a returned string blocks the call (``permission_denied``);
 6. confirmation for ``requires_confirmation`` tools, and for side-effect tools while the
    run is tainted by an untrusted result (``denied_by_user`` / ``awaiting_confirmation``;
@@ -53,7 +53,7 @@ from loopwright.core.untrusted import wrap_tool_result
 from loopwright.core.values import slot_init
 from loopwright.tools import gates, inflight
 from loopwright.tools.confirm import Confirmation, ConfirmHandler
-from loopwright.tools.decorator import Tool
+from loopwright.tools.decorator import ConversionError, Tool
 from loopwright.tools.execution import (
     Attempt,
     Execution,
@@ -445,6 +445,14 @@ class Dispatcher:
                     repairs,
                     False,
                 )
+        if plan.direct:  # no converters, no context: ``fn(**args)`` copies, never mutates
+            kwargs = args
+        else:  # before the guard: nobody is asked to approve a call that cannot run
+            try:
+                kwargs = t.bind(args, None)
+            except ConversionError as exc:  # says each failure at its pointer
+                msg = str(exc)
+                return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, msg), 0, repairs, False
         key: str | None = None
         if taint and (not plan.gated or not self.config.confirm_when_tainted):
             taint = ()  # the gate does not apply to this call
@@ -452,14 +460,6 @@ class Dispatcher:
             early, key = await self._guard(call, t, args, confirmation, taint)
             if early is not None:
                 return early[0], 0, repairs, early[1]
-        if plan.direct:  # no converters, no context: ``fn(**args)`` copies, never mutates
-            kwargs = args
-        else:
-            try:
-                kwargs = t.bind(args, None)
-            except Exception as exc:
-                msg = f"arguments do not convert to the tool's types: {describe(exc)}"
-                return error_result(call, ToolErrorKind.INVALID_ARGUMENTS, msg), 0, repairs, False
         if key is not None:
             result, attempts, joined = await self._run_keyed(call, t, kwargs, key)
             return result, attempts, repairs, joined

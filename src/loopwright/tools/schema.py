@@ -1,7 +1,9 @@
 """Derive a Draft 2020-12 JSON Schema (and argument converters) from a typed function.
 
 Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``;
-``datetime.date``/``datetime.datetime`` (strings of ``format`` ``date``/``date-time``);
+``datetime.date``/``datetime``/``time``/``timedelta``, ``uuid.UUID``, ``decimal.Decimal``
+and ``pathlib.Path`` (strings of a ``format``, or number-or-string for ``Decimal``:
+:mod:`loopwright.tools.valuetypes`);
 ``Literal`` and ``Enum`` (as ``enum``); ``Optional``/unions (``anyOf``); ``list``,
 ``Sequence``, ``tuple`` (homogeneous or fixed, via ``prefixItems``), ``set``/``frozenset``
 (``uniqueItems``); ``dict[str, X]``; ``TypedDict``; dataclasses; pydantic models;
@@ -17,7 +19,6 @@ Anything else is a ``ValueError`` at decoration time that names the parameter an
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import enum
 import inspect
 import json
@@ -31,8 +32,8 @@ import annotated_types as at
 import docstring_parser
 
 from loopwright.tools.invocation import ToolContext
+from loopwright.tools.valuetypes import Converter, json_value, value_converter, value_schema
 
-Converter = Callable[[Any], Any]
 _NONE_TYPE = type(None)
 _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -40,12 +41,6 @@ _SCALARS: dict[Any, dict[str, Any]] = {
     float: {"type": "number"},
     bool: {"type": "boolean"},
     _NONE_TYPE: {"type": "null"},
-}
-# ``datetime`` first: it is a subclass of ``date``. The validator asserts these two formats
-# (``core.schemacheck.FORMATS``), so the converter only ever sees strings it can parse.
-_FORMATTED: dict[Any, dict[str, Any]] = {
-    datetime.datetime: {"type": "string", "format": "date-time"},
-    datetime.date: {"type": "string", "format": "date"},
 }
 _LIST_ORIGINS = (list, Sequence, typing.Sequence, typing.MutableSequence, typing.Iterable)
 _SET_ORIGINS = (set, frozenset, typing.AbstractSet, typing.MutableSet)
@@ -65,6 +60,9 @@ class FunctionSchema:
     parameters: dict[str, Any]
     context_param: str | None
     params: tuple[ParamPlan, ...]
+    argument_schema: dict[str, Any] | None = None
+    """What arguments are validated against, when not ``parameters``: without
+    ``uniqueItems`` (sets collapse repeated items, see :func:`function_schema`)."""
 
     @property
     def converters(self) -> tuple[tuple[str, Converter], ...]:
@@ -72,7 +70,14 @@ class FunctionSchema:
 
 
 def function_schema(fn: Callable[..., Any], *, owner: str | None = None) -> FunctionSchema:
-    """Schema, description and argument plan of ``fn`` (see module doc)."""
+    """Schema, description and argument plan of ``fn`` (see module doc).
+
+    A ``set``/``frozenset`` parameter is advertised with ``uniqueItems: true``, but an item
+    the model repeats is collapsed, not refused: the function receives a set either way,
+    and a refusal would cost a model turn for nothing. (pydantic, and the tool libraries
+    built on it, do the same: its schema says ``uniqueItems`` and its validation builds
+    the set.) ``argument_schema`` is the schema without ``uniqueItems`` that arguments
+    are validated against."""
     owner = owner or str(getattr(fn, "__name__", repr(fn)))
     try:
         hints = get_type_hints(fn, include_extras=True)
@@ -124,7 +129,9 @@ def function_schema(fn: Callable[..., Any], *, owner: str | None = None) -> Func
     if builder.defs:
         schema["$defs"] = builder.defs
     _check_defaults(owner, schema, defaults, hints)
-    return FunctionSchema(doc.description, schema, context_param, tuple(plans))
+    lenient = without_unique_items(schema)
+    checked = None if lenient == schema else lenient
+    return FunctionSchema(doc.description, schema, context_param, tuple(plans), checked)
 
 
 def _check_defaults(
@@ -155,6 +162,31 @@ def type_schema(annotation: Any) -> dict[str, Any]:
     out = builder.build(annotation, where="value")
     if builder.defs:
         out["$defs"] = builder.defs
+    return out
+
+
+# keywords whose values are named schemas (the names are not keywords) or instance data
+_NAMED_SCHEMAS = frozenset({"properties", "$defs", "patternProperties", "dependentSchemas"})
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
+def without_unique_items(schema: Any) -> Any:
+    """``schema`` with every ``uniqueItems`` keyword left out (a property *named*
+    ``uniqueItems`` and data values stay)."""
+    if isinstance(schema, list):
+        return [without_unique_items(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "uniqueItems":
+            continue
+        if key in _DATA_KEYWORDS:
+            out[key] = value
+        elif key in _NAMED_SCHEMAS and isinstance(value, dict):
+            out[key] = {k: without_unique_items(v) for k, v in value.items()}
+        else:
+            out[key] = without_unique_items(value)
     return out
 
 
@@ -197,8 +229,9 @@ class SchemaBuilder:
             return {}
         if tp in _SCALARS:
             return dict(_SCALARS[tp])
-        if tp in _FORMATTED:
-            return dict(_FORMATTED[tp])
+        value = value_schema(tp)  # date, time, UUID, Decimal, Path...: tools.valuetypes
+        if value is not None:
+            return value
         if tp is None:
             return {"type": "null"}
         origin = get_origin(tp)
@@ -221,8 +254,8 @@ class SchemaBuilder:
             return self._typeddict(tp, where)
         raise ValueError(
             f"tool {self.owner!r}: parameter {where!r} has type {tp!r}, which has no JSON "
-            "Schema mapping; use str/int/float/bool, datetime.date/datetime, Literal, Enum, "
-            "list, dict, a dataclass or a pydantic model"
+            "Schema mapping; use str/int/float/bool, datetime.date/datetime/time/timedelta, "
+            "UUID, Decimal, Path, Literal, Enum, list, dict, a dataclass or a pydantic model"
         )
 
     def _union(self, args: tuple[Any, ...], where: str) -> dict[str, Any]:
@@ -477,10 +510,11 @@ _NO_DEFAULT: Any = object()
 
 
 def _json_default(value: Any) -> Any:
+    shown: Any = json_value(value)  # date, UUID, Decimal...: the JSON form the schema takes
     if isinstance(value, enum.Enum):
         value = value.value
-    elif isinstance(value, datetime.date):  # and datetime: the JSON form the schema takes
-        value = value.isoformat()
+    elif shown is not value:
+        value = shown
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
     elif callable(getattr(value, "model_dump", None)):
@@ -504,8 +538,9 @@ def converter_for(annotation: Any) -> Converter | None:
         base = get_args(base)[0]
     if base is float:
         return _to_float
-    if base in _FORMATTED:  # the stdlib parser: standard tzinfo, no pydantic import
-        return base.fromisoformat  # type: ignore[no-any-return]
+    value = value_converter(base)  # stdlib parsers: standard tzinfo, no pydantic import
+    if value is not None:
+        return value
     if isinstance(base, type) and issubclass(base, enum.Enum):
         return base
     if isinstance(base, type) and _is_pydantic_model(base):
