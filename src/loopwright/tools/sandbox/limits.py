@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,18 +27,31 @@ class SandboxLimits:
     max_output_bytes: int = 64_000
 
     def __post_init__(self) -> None:
-        for name in (
-            "wall_time",
-            "cpu_time",
-            "memory_bytes",
-            "max_processes",
-            "max_file_bytes",
-            "max_open_files",
-            "max_output_bytes",
-        ):
+        # each value goes to prlimit or a timer: one it cannot take failed every run with
+        # prlimit's own message, as if the program had
+        for name in _WHOLE_LIMITS:
             value = getattr(self, name)
-            if not value > 0:  # also refuses NaN
-                raise ValueError(f"SandboxLimits.{name} must be > 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"SandboxLimits.{name} must be a whole number > 0, got {value!r}")
+        value = self.wall_time
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 < value < math.inf  # also refuses NaN
+        ):
+            raise ValueError(
+                f"SandboxLimits.wall_time must be a finite number of seconds > 0, got {value!r}"
+            )
+
+
+_WHOLE_LIMITS = (
+    "cpu_time",
+    "memory_bytes",
+    "max_processes",
+    "max_file_bytes",
+    "max_open_files",
+    "max_output_bytes",
+)
 
 
 @dataclass(frozen=True, slots=True)
