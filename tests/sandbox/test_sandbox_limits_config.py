@@ -3,9 +3,11 @@ one used to reach prlimit, which failed every run as if the program had."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from loopwright.tools.sandbox import SandboxLimits
+from loopwright.tools.sandbox import SandboxConfig, SandboxLimits
 
 
 @pytest.mark.parametrize(
@@ -29,3 +31,12 @@ def test_a_bad_limit_is_refused_naming_its_field(field: str, value: object) -> N
 def test_whole_numbers_and_a_fractional_wall_time_are_accepted() -> None:
     limits = SandboxLimits(wall_time=2.5, cpu_time=3, memory_bytes=2**28)
     assert (limits.wall_time, limits.cpu_time) == (2.5, 3)
+
+
+def test_two_read_only_paths_with_one_name_are_refused(tmp_path: Path) -> None:
+    # both were mounted at /input/data: the second hid the first without a word
+    first, second = tmp_path / "a" / "data", tmp_path / "b" / "data"
+    with pytest.raises(ValueError) as err:
+        SandboxConfig(readonly=(first, second))
+    assert "/input/data" in str(err.value)
+    assert str(first) in str(err.value) and str(second) in str(err.value)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopwright.core.errors import UserError
+from loopwright.tools.sandbox.limits import input_name
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 _ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -85,10 +86,6 @@ def _system_mounts() -> list[str]:
     return args
 
 
-def _input_name(path: Path) -> str:
-    return f"/input/{path.name or 'root'}"
-
-
 def _bwrap(argv: Sequence[str], workdir: Path, readonly: Sequence[Path]) -> list[str]:
     cmd = [
         "bwrap",
@@ -130,7 +127,7 @@ def _bwrap(argv: Sequence[str], workdir: Path, readonly: Sequence[Path]) -> list
         "/work",
     ]
     for shown in readonly:
-        cmd += ["--ro-bind", str(shown), _input_name(shown)]
+        cmd += ["--ro-bind", str(shown), input_name(shown)]
     # the root bwrap builds is a scratch tmpfs: make it read-only so /work and /tmp are the
     # only writable places
     return [*cmd, "--remount-ro", "/", "--chdir", "/work", "--", *argv]
@@ -198,7 +195,7 @@ def _nsjail(argv: Sequence[str], workdir: Path, readonly: Sequence[Path]) -> lis
     cmd += ["-B", "/dev/null", "-B", "/dev/zero", "-R", "/dev/urandom"]
     cmd += ["-m", "none:/tmp:tmpfs:size=67108864", "-B", f"{workdir}:/work"]
     for shown in readonly:
-        cmd += ["-R", f"{shown}:{_input_name(shown)}"]
+        cmd += ["-R", f"{shown}:{input_name(shown)}"]
     return [*cmd, "--cwd", "/work", "--", *argv]
 
 

@@ -74,6 +74,24 @@ class SandboxConfig:
     readonly: tuple[Path, ...] = ()
     python: str = "/usr/bin/python3"
 
+    def __post_init__(self) -> None:
+        # bwrap and nsjail mount each at its input_name: a second path of one name hid
+        # the first without a word
+        seen: dict[str, Path] = {}
+        for path in self.readonly:
+            shown = input_name(Path(path))
+            if shown in seen:
+                raise ValueError(
+                    f"SandboxConfig.readonly: {seen[shown]} and {path} would both be {shown}; "
+                    "give paths with different last names (e.g. link one under another name)"
+                )
+            seen[shown] = Path(path)
+
+
+def input_name(path: Path) -> str:
+    """Where a ``readonly`` host path shows inside the sandbox."""
+    return f"/input/{path.name or 'root'}"
+
 
 @dataclass(frozen=True, slots=True)
 class SandboxResult:
