@@ -35,6 +35,7 @@ from loopwright.graph.types import (
     Send,
     StateSnapshot,
     checkpoint_number,
+    configurable_of,
     refuse_options,
 )
 from loopwright.graph.writes import merge_writes
@@ -148,6 +149,11 @@ class CompiledStateGraph:
         """
         durability = _durability(options.pop("durability", None))
         refuse_options("stream", options)
+        if not isinstance(stream_mode, str | list | tuple):
+            raise GraphError(
+                f"stream_mode must be a mode name or a list of them ({', '.join(_MODES)}), "
+                f"got {stream_mode!r}"
+            )
         modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
         for mode in modes:
             if mode not in _MODES:
@@ -497,7 +503,7 @@ class CompiledStateGraph:
         path of ``NODE:TASK#CHECKPOINT`` segments, the end of its thread id)."""
         if self.saver is None:
             raise GraphError("this graph has no checkpointer: compile(checkpointer=MemoryStore())")
-        configurable = config.get("configurable") or {}
+        configurable = configurable_of(config)
         thread = configurable.get("thread_id")
         if not thread:
             raise GraphError('pass the thread: {"configurable": {"thread_id": "..."}}')

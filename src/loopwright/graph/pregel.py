@@ -54,6 +54,7 @@ from loopwright.graph.types import (
     TaskStarted,
     checkpoint_number,
     config_count,
+    configurable_of,
 )
 from loopwright.graph.writes import chain_changes, merge_writes
 from loopwright.tools.execution import call_sync
@@ -187,7 +188,7 @@ class _Run:
     ) -> None:
         self.graph = graph
         self.config = config
-        configurable = config.get("configurable") or {}
+        configurable = configurable_of(config)
         self.thread = str(configurable.get("thread_id", ""))
         """The thread this run checkpoints under (a subgraph's: its namespace)."""
         self.conversation: str = self.thread if parent is None else parent.run.conversation

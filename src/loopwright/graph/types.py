@@ -308,6 +308,25 @@ def config_count(config: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
+def configurable_of(config: object) -> Mapping[str, Any]:
+    """``config["configurable"]`` (``{}`` when absent) of a run's ``config``, which must be
+    a dict -- a bare thread id passed as the config is the usual slip."""
+    if not isinstance(config, Mapping):
+        raise GraphError(
+            f"config must be a dict, got {type(config).__name__} {config!r:.60}; pass "
+            '{"configurable": {"thread_id": "..."}}'
+        )
+    inner = config.get("configurable")
+    if inner is None:
+        return {}
+    if not isinstance(inner, Mapping):
+        raise GraphError(
+            f'config["configurable"] must be a dict, got {type(inner).__name__} '
+            f'{inner!r:.60}; pass {{"configurable": {{"thread_id": "..."}}}}'
+        )
+    return inner
+
+
 def checkpoint_number(thread: str, checkpoint_id: object) -> int:
     """The checkpoint ``config["configurable"]["checkpoint_id"]`` names: the ids a
     snapshot's ``config`` carries are whole numbers (``"5"``); anything else is a
