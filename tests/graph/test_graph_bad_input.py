@@ -5,6 +5,7 @@ inside a run)."""
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Annotated, Any
 
 import pytest
@@ -12,7 +13,10 @@ from typing_extensions import TypedDict
 
 from loopwright.graph import (
     START,
+    Command,
     GraphError,
+    InvalidUpdateError,
+    Send,
     StateGraph,
 )
 
@@ -46,3 +50,32 @@ def test_a_stream_mode_that_is_not_a_name_or_a_list(mode: Any) -> None:
     with pytest.raises(GraphError) as caught:
         list(app.stream({"log": []}, stream_mode=mode))
     assert "stream_mode" in str(caught.value) and "values" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        (Command(goto=5), "Command(goto=...)"),
+        (Command(goto=None), "Command(goto=...)"),  # type: ignore[arg-type]
+        (Command(goto=["b", 3]), "Command(goto=...)"),
+        (Command(update=[1, 2]), "Command(update=...)"),
+        (Command(goto=Send("nowhere", {})), "'nowhere'"),
+    ],
+)
+def test_a_command_of_the_wrong_shape_names_the_node(command: Command[Any], named: str) -> None:
+    app = one_node(lambda state: command, destinations=("b",))
+    with pytest.raises(InvalidUpdateError) as caught:
+        app.invoke({"log": []})
+    assert named in str(caught.value) and "'a'" in str(caught.value)
+
+
+def test_a_plain_node_returning_a_coroutine_is_told_to_be_async() -> None:
+    async def update(state: Log) -> dict:
+        return {"log": ["a"]}
+
+    app = one_node(lambda state: update(state), destinations=("b",))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the coroutine is closed, not left un-awaited
+        with pytest.raises(InvalidUpdateError) as caught:
+            app.invoke({"log": []})
+    assert "'a'" in str(caught.value) and "async def" in str(caught.value)

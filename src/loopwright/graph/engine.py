@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
@@ -269,7 +270,7 @@ class CompiledStateGraph:
             keys = self.keys
             return [(k, v) for k, v in out.items() if k in keys], []
         if isinstance(out, Command):
-            return self._command(out)
+            return self._command(out, node)
         if isinstance(out, (list, tuple)) and any(isinstance(o, Command) for o in out):
             writes: list[tuple[str, Any]] = []
             gotos: list[str | Send] = []
@@ -280,6 +281,13 @@ class CompiledStateGraph:
             return writes, gotos
         if schema_kind(type(out)) is not None:
             return [(k, v) for k, v in self.schema.object_updates(out) if k in self.keys], []
+        if inspect.isawaitable(out):
+            if inspect.iscoroutine(out):
+                out.close()  # never awaited: closed, so no "never awaited" warning follows
+            raise InvalidUpdateError(
+                f"node {node!r} returned {out!r:.60}, which is awaited only when the node "
+                "itself is an `async def` function: declare it `async def` and await inside"
+            )
         raise InvalidUpdateError(
             f"Expected dict, got {out!r} (node {node!r} must return a dict of state updates, "
             "a Command, a state object or None)"
@@ -288,18 +296,26 @@ class CompiledStateGraph:
     def filter_writes(self, items: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
         return [(k, v) for k, v in items if k in self.keys]
 
-    def _command(self, command: Command[Any]) -> tuple[list[tuple[str, Any]], list[str | Send]]:
+    def _command(
+        self, command: Command[Any], node: str
+    ) -> tuple[list[tuple[str, Any]], list[str | Send]]:
         if command.graph == Command.PARENT:
             raise ParentCommand(command)
+        where = f"node {node!r}"
         update = command.update
         if update is not None and schema_kind(type(update)) is not None:
             writes = self.schema.object_updates(update)
         else:
-            writes = command.update_items()
-        gotos = command.goto_targets()
+            writes = command.update_items(where)
+        gotos = command.goto_targets(where)
         for goto in gotos:
             if isinstance(goto, Send) and goto.node == END:
                 raise InvalidUpdateError("Cannot send a packet to the END node")
+            if isinstance(goto, Send) and goto.node not in self.nodes:
+                raise InvalidUpdateError(
+                    f"{where} sent Send({goto.node!r}, ...) to an unknown node; nodes: "
+                    f"{', '.join(self.nodes)}"
+                )
         return self.filter_writes(writes), gotos
 
     def check_node(self, name: str) -> None:

@@ -445,14 +445,14 @@ class _Run:
             self._give_answers(command.resume, tasks)
         for task in tasks:
             task.interrupts = ()
-        writes = self.graph.filter_writes(command.update_items())
+        writes = self.graph.filter_writes(command.update_items("the input"))
         if writes:
             null = _Task(self, "update", "__input__", None)
             null.writes = writes
             values = dict(self.values)
             self._pending_changes = self._merge(values, [null])
             self.values = values
-        for goto in command.goto_targets():
+        for goto in command.goto_targets("the input"):
             if isinstance(goto, Send):
                 tasks.append(self._task(len(tasks), goto.node, goto))
             elif goto != END and all(t.name != goto or t.send for t in tasks):

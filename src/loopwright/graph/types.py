@@ -77,25 +77,42 @@ class Command(Generic[_N]):
 
     PARENT: ClassVar[str] = "__parent__"
 
-    def update_items(self) -> list[tuple[str, Any]]:
-        """``update`` as ``(key, value)`` pairs."""
+    def update_items(self, where: str = "a Command") -> list[tuple[str, Any]]:
+        """``update`` as ``(key, value)`` pairs (``where`` names who gave it in errors)."""
         update = self.update
         if update is None:
             return []
         if isinstance(update, Mapping):
             return list(update.items())
         if isinstance(update, (list, tuple)):
+            for item in update:
+                if not (isinstance(item, (list, tuple)) and len(item) == 2):
+                    raise InvalidUpdateError(
+                        f"{where}: Command(update=...) must be a dict or a list of (key, value) "
+                        f"pairs, got the item {item!r:.60}"
+                    )
             return [(k, v) for k, v in update]
         raise InvalidUpdateError(
-            f"Command(update=...) must be a dict or a list of (key, value) pairs, "
+            f"{where}: Command(update=...) must be a dict or a list of (key, value) pairs, "
             f"got {type(update).__name__}"
         )
 
-    def goto_targets(self) -> list[str | Send]:
+    def goto_targets(self, where: str = "a Command") -> list[str | Send]:
+        """``goto`` as a list (``where`` names who gave it in errors)."""
         goto = self.goto
-        if isinstance(goto, (str, Send)):
-            return [goto]
-        return list(goto)
+        targets = (
+            [goto] if isinstance(goto, (str, Send)) else list(goto) if _is_list(goto) else None
+        )
+        if targets is None or not all(isinstance(t, (str, Send)) for t in targets):
+            raise InvalidUpdateError(
+                f"{where}: Command(goto=...) must be a node name, a Send or a list of them, "
+                f"got {goto!r:.80}"
+            )
+        return targets
+
+
+def _is_list(value: object) -> bool:
+    return isinstance(value, (list, tuple))
 
 
 @dataclass(frozen=True, slots=True)
