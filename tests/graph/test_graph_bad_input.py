@@ -14,6 +14,7 @@ from typing_extensions import TypedDict
 from loopwright.graph import (
     START,
     Command,
+    GraphBuildError,
     GraphError,
     InvalidUpdateError,
     Send,
@@ -79,3 +80,31 @@ def test_a_plain_node_returning_a_coroutine_is_told_to_be_async() -> None:
         with pytest.raises(InvalidUpdateError) as caught:
             app.invoke({"log": []})
     assert "'a'" in str(caught.value) and "async def" in str(caught.value)
+
+
+def test_building_refuses_values_that_would_fail_only_when_the_graph_runs() -> None:
+    g = StateGraph(Log)
+    g.add_node("a", lambda state: {})
+    with pytest.raises(GraphBuildError, match=r"add_conditional_edges\('a', path\).*function"):
+        g.add_conditional_edges("a", "b")  # type: ignore[arg-type]
+    with pytest.raises(GraphBuildError, match=r"destinations=.*\('bc',\)"):
+        g.add_node("c", lambda state: {}, destinations="bc")
+    with pytest.raises(GraphBuildError, match=r"retry_policy=.*RetryPolicy"):
+        g.add_node("d", lambda state: {}, retry_policy=5)  # type: ignore[arg-type]
+    with pytest.raises(GraphBuildError, match=r"retry_policy=.*RetryPolicy"):
+        g.add_node("e", lambda state: {}, retry_policy=[5])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("returned", [None, START, {"a": 1}, 2.5])
+def test_a_conditional_edge_returning_no_node_names_the_edge(returned: Any) -> None:
+    def route(state: Log) -> Any:
+        return returned
+
+    g = StateGraph(Log)
+    g.add_node("a", lambda state: {"log": ["a"]})
+    g.add_edge(START, "a")
+    g.add_conditional_edges("a", route)
+    with pytest.raises(InvalidUpdateError) as caught:
+        g.compile().invoke({"log": []})
+    message = str(caught.value)
+    assert "'route'" in message and "'a'" in message and "node name" in message

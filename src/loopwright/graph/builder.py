@@ -129,14 +129,16 @@ class StateGraph:
         elif not isinstance(node, str):
             raise GraphBuildError("add_node(name, action): the name must be a string")
         self._check_new_name(node)
+        if isinstance(destinations, str):  # tuple("bc") would be the nodes 'b' and 'c'
+            raise GraphBuildError(
+                f"add_node({node!r}, destinations={destinations!r}): give a list of node "
+                f"names, e.g. destinations=({destinations!r},)"
+            )
         spec = self._node_spec(node, action, destinations, input_schema)
         if inline is not None:
             spec = replace(spec, inline=inline)
         if retry_policy is not None:
-            policies = (
-                (retry_policy,) if isinstance(retry_policy, RetryPolicy) else tuple(retry_policy)
-            )
-            spec = replace(spec, retry=policies)
+            spec = replace(spec, retry=_policies(node, retry_policy))
         self.nodes[node] = spec
         return self
 
@@ -214,6 +216,11 @@ class StateGraph:
         """After ``source``, call ``path(state)``: it returns a node name, a list of names,
         or :class:`Send` objects. ``path_map`` maps its return values to node names (a
         list means identity); without it a ``-> Literal[...]`` annotation is used."""
+        if not callable(path):
+            raise GraphBuildError(
+                f"add_conditional_edges({source!r}, path): path must be a function of the "
+                f"state returning the next node name(s), got {path!r:.60}"
+            )
         if path_map is None:
             path_map = _literal_map(_hints(path).get("return"))
         elif not isinstance(path_map, Mapping):
@@ -356,6 +363,18 @@ def reachable(graph: StateGraph) -> set[str]:
 
 
 # ---------------------------------------------------------------------- introspection
+
+
+def _policies(node: str, given: object) -> tuple[RetryPolicy, ...]:
+    policies = (given,) if isinstance(given, RetryPolicy) else given
+    if not isinstance(policies, list | tuple) or not all(
+        isinstance(p, RetryPolicy) for p in policies
+    ):
+        raise GraphBuildError(
+            f"add_node({node!r}, retry_policy={given!r:.60}): give a RetryPolicy(...) or a "
+            "list of them"
+        )
+    return tuple(policies)
 
 
 def _name_of(action: Any) -> str:

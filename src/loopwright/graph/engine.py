@@ -340,6 +340,14 @@ class CompiledStateGraph:
             result = await result
         items = result if isinstance(result, (list, tuple)) else [result]
         for item in items:
+            if not isinstance(item, str | Send) and (
+                branch.path_map is None or not _hashable(item) or item not in branch.path_map
+            ):
+                raise InvalidUpdateError(
+                    f"conditional edge {branch.name!r} from {source!r} returned {item!r:.60}: "
+                    "return a node name (or END), a list of them, or Send objects -- or give "
+                    "add_conditional_edges a path_map for what it returns"
+                )
             if isinstance(item, Send):
                 if item.node == END:
                     raise InvalidUpdateError("Cannot send a packet to the END node")
@@ -355,7 +363,10 @@ class CompiledStateGraph:
                     )
                 dest = branch.path_map[item]
             if dest is None or dest == START:
-                raise InvalidUpdateError("Branch did not return a valid destination")
+                raise InvalidUpdateError(
+                    f"conditional edge {branch.name!r} from {source!r} returned {item!r}, which "
+                    "is no node name: return a node name (or END), a list of them, or Sends"
+                )
             if dest != END:
                 self.check_node(dest)
                 chosen.pulls[dest] = None
@@ -694,6 +705,14 @@ def _run_sync(coro: Any) -> Any:
         return loop.run_until_complete(coro)
     with ThreadPoolExecutor(1, thread_name_prefix="loopwright-graph-sync") as pool:
         return pool.submit(asyncio.run, coro).result()  # its loop closes with the call
+
+
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _durability(value: object) -> str:
