@@ -192,7 +192,7 @@ def test_run_with_a_resource_server_gives_the_agent_read_resource(
     monkeypatch.setattr(agents_mod, "resolve", lambda spec, base_url, on_payload: model)
     code, out, err = invoke("run", "--json", "--tools", "", "--mcp", LIBRARY_CMD, "Loan period?")
     assert code == 0, err
-    assert model.requests[0].tool_names == ("ping", "read_resource")
+    assert model.requests[0].tool_names == ("ping", "shelve", "read_resource")
     result = json.loads(out)["messages"][2]["parts"][0]
     assert "three weeks" in result["content"] and "untrusted data" in result["content"]
 

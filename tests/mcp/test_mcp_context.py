@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -173,10 +174,28 @@ def test_the_tool_attaches_images_and_refuses_other_binaries(library: MCPToolset
     assert part.is_error and part.error_kind == "not_found" and "docs://readme" in part.content
 
 
+def test_a_changed_resource_list_rewrites_the_tools_description() -> None:
+    with MCPToolset.connect([LIB]) as toolset:
+        registry = toolset.attach(ToolRegistry(), resources=True)
+        before = registry.get("read_resource")
+        assert before is not None and "books://dune" not in before.spec.description
+        model = ScriptedModel([[tool_call("shelve", {"title": "dune"})], "done"])
+        Agent(model, registry).run("shelve dune")
+        deadline = time.monotonic() + 30
+        while registry.get("read_resource") is before and time.monotonic() < deadline:
+            time.sleep(0.05)  # the server's notification is handled on the MCP thread
+        after = registry.get("read_resource")
+        assert after is not before and after is not None
+        assert "- books://dune (dune): A new book." in after.spec.description
+        part, _ = run_tool(registry, "books://dune")
+        assert "dune, shelved today." in part.content
+
+
 def test_the_tools_name_clash_names_the_fix(library: MCPToolset) -> None:
     registry = library.attach(ToolRegistry(), resources=True)
-    registry.unregister("ping")
-    registry.unregister("bare_ping")
+    for name in registry.names():  # only read_resource is left to clash
+        if name != "read_resource":
+            registry.unregister(name)
     with pytest.raises(ConfigError, match=r"'read_resource' clashes .*resource_tool\(name="):
         library.attach(registry, resources=True)
 

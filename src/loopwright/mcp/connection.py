@@ -11,7 +11,7 @@ A session that ends (the server process exited, the HTTP server went away) is no
 by the call waiting on it, which fails with a ``transient`` tool error; the next call
 starts a new session. Server-side ``tools/list_changed`` notifications (and, on
 2026-07-28 sessions, ``subscriptions/listen`` events) trigger ``on_tools`` with the new
-listing.
+listing; ``resources/list_changed`` ones trigger ``on_resources``.
 
 Besides tool calls and listings, a connection reads resources and renders prompts
 (``read_resource``, ``get_prompt``, the ``list_*`` methods): each is bounded by the
@@ -55,6 +55,7 @@ UNBOUNDED_CONNECT_SECONDS = 30.0
 is ``None`` (its calls are unbounded; a server that never answers must still fail)."""
 
 ToolsListener = Callable[[list["mcp_types.Tool"]], None]
+ResourcesListener = Callable[[], Awaitable[None]]
 Listing = Literal["tools", "resources", "resource templates", "prompts"]
 _LISTINGS: dict[str, tuple[str, str]] = {
     "tools": ("list_tools", "tools"),
@@ -118,9 +119,16 @@ class MCPConnection:
     drain_seconds = 5.0
     """How long a new session waits for a dropped one to close (its process to exit)."""
 
-    def __init__(self, config: MCPServerConfig, on_tools: ToolsListener | None = None) -> None:
+    def __init__(
+        self,
+        config: MCPServerConfig,
+        on_tools: ToolsListener | None = None,
+        on_resources: ResourcesListener | None = None,
+    ) -> None:
         self.config = config
         self.on_tools = on_tools
+        self.on_resources = on_resources
+        """Awaited on the MCP loop when the server announces that its resources changed."""
         self.sessions_started = 0
         """How many sessions were opened (1 + the reconnects)."""
         self._client: Client | None = None
@@ -394,12 +402,20 @@ class MCPConnection:
     async def _listen(self, client: Client) -> None:
         """2026-07-28 sessions announce tool changes only to a ``subscriptions/listen``
         stream; older sessions send ``list_changed`` notifications (see _on_message)."""
-        from mcp.client.subscriptions import ListenNotSupportedError
+        from mcp.client.subscriptions import ListenNotSupportedError, ResourcesListChanged
 
+        # resources are asked for only of a server that offers them (a filter it cannot
+        # honour must not cost the tools stream)
+        resources = self.on_resources is not None and client.server_capabilities.resources
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    await self._refresh()
+            async with client.listen(
+                tools_list_changed=True, resources_list_changed=bool(resources)
+            ) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ResourcesListChanged):
+                        await self._resources_changed()
+                    else:
+                        await self._refresh()
         except ListenNotSupportedError:
             return
         except Exception as exc:  # the server may not offer listen; notifications still work
@@ -421,6 +437,8 @@ class MCPConnection:
             # not awaited here: the handler runs on the session's receive path, and the
             # listing it triggers needs that path to deliver its response
             asyncio.get_running_loop().create_task(self._refresh())
+        elif isinstance(message, mcp_types.ResourceListChangedNotification):
+            asyncio.get_running_loop().create_task(self._resources_changed())
 
     def _on_unreadable(self, exc: Exception) -> None:
         """A message from the server the SDK could not parse reaches here (over stdio;
@@ -435,6 +453,14 @@ class MCPConnection:
         for waiting in self._unread:
             if not waiting.done():
                 waiting.set_result(text)
+
+    async def _resources_changed(self) -> None:
+        if self.on_resources is None:
+            return
+        try:
+            await self.on_resources()
+        except Exception as exc:  # a listener's failure must not end the session
+            log.warning("MCP %s: cannot refresh resources: %s", self.config.name, _describe(exc))
 
     async def _refresh(self) -> None:
         if self.on_tools is None:

@@ -63,7 +63,14 @@ class MCPToolset:
         self._registries: list[tuple[ToolRegistry, asyncio.AbstractEventLoop | None]] = []
         self._definitions: dict[tuple[str, str], str] = {}
         """(server, tool name) -> the listing that built the current Tool."""
-        self.connections = {c.name: MCPConnection(c, on_tools=self._listener(c)) for c in configs}
+        self._resource_tools: list[tuple[ToolRegistry, Tool]] = []
+        """The read_resource tool in each registry ``attach(resources=True)`` gave one."""
+        self.connections = {
+            c.name: MCPConnection(
+                c, on_tools=self._listener(c), on_resources=self._resources_changed
+            )
+            for c in configs
+        }
         self._context = MCPContext(self.connections)
 
     # ---------------------------------------------------------------- building
@@ -128,6 +135,8 @@ class MCPToolset:
             loop = None
         with self._lock:
             self._registries.append((registry, loop))
+            if extra is not None:
+                self._resource_tools.append((registry, extra))
         return registry
 
     # ---------------------------------------------------------------- resources, prompts
@@ -221,6 +230,20 @@ class MCPToolset:
             ]
 
     # ---------------------------------------------------------------- keeping current
+    async def _resources_changed(self) -> None:
+        """A server's resources changed: each attached read_resource tool is rebuilt
+        (its description lists them) and swapped in, on its registry's loop."""
+        with self._lock:
+            attached = list(enumerate(self._resource_tools))
+        for index, (registry, old) in attached:
+            fresh = await self._context.resource_tool(old.name)
+            if fresh is None:  # nothing listed any more: reads fail with "not found"
+                continue
+            with self._lock:
+                self._resource_tools[index] = (registry, fresh)
+                loop = next((lp for r, lp in self._registries if r is registry), None)
+            _schedule(loop, lambda r=registry, o=old, f=fresh: _swap(r, o, f))
+
     def _listener(self, config: MCPServerConfig) -> Any:
         def on_tools(listing: list[mcp_types.Tool]) -> None:
             self._apply(config, listing)
@@ -348,6 +371,14 @@ def _sync_registry(
     for name, t in fresh.items():
         if name not in registry:
             registry.register(t)
+
+
+def _swap(registry: ToolRegistry, old: Tool, fresh: Tool) -> None:
+    """Replace ``old`` by ``fresh`` unless something else holds the name by now (the
+    registry's own tool, or a newer rebuild already swapped in)."""
+    if registry.get(old.name) is old:
+        registry.unregister(old.name)
+        registry.register(fresh)
 
 
 def _schedule(loop: asyncio.AbstractEventLoop | None, fn: Any) -> None:

@@ -9,6 +9,7 @@ import base64
 import sys
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 
 PNG = base64.b64decode(
@@ -77,6 +78,18 @@ def recap(topic: str) -> list[object]:
 def ping() -> str:
     """Answer pong."""
     return "pong"
+
+
+@server.tool()
+async def shelve(title: str, ctx: Context) -> str:
+    """Add the resource books://TITLE and announce that the resources changed."""
+
+    def book() -> str:
+        return f"{title}, shelved today."
+
+    server.resource(f"books://{title}", name=title, description="A new book.")(book)
+    await ctx.notify_resources_changed()
+    return f"shelved {title}"
 
 
 def _tools_only() -> None:
