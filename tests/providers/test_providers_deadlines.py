@@ -4,6 +4,7 @@ trickle events forever; each breach is a typed ``ModelTimeout`` naming its phase
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 
@@ -35,14 +36,25 @@ async def _warm(kit, server: FakeServer, limits: CallLimits = FAST):
     time, and that must not be what the timings below measure (a blocked first call can
     itself time out before its request is sent: try again, then drop unused replies)."""
     model = kit.model(server.url, call_limits=limits)
+    tries = 0
     for _ in range(5):
+        tries += 1
         server.push(kit.reply(Answer(text="warm")))
         if isinstance(final(await collect(model, request([USER]))), ResponseDone):
             break
+    # a try that timed out may reach the server late and take the test's reply: wait
+    # (a few seconds at most: a try cut before it was sent never arrives) for every try
+    await asyncio.to_thread(_arrived, server, tries, 3.0)
     while server.pending:
         server.next_reply()
     server.requests.clear()
     return model
+
+
+def _arrived(server: FakeServer, count: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while len(server.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _stalled(reply: Reply, after: int, seconds: float) -> Reply:
