@@ -25,3 +25,11 @@ def test_an_option_without_its_value_points_at_its_command(args: list[str], wher
     assert result.exit_code == USAGE_ERROR
     assert "requires an argument" in result.stderr
     assert f"(see: {where})" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--model", "--base-url"])
+def test_an_empty_model_or_endpoint_is_a_usage_error(flag: str) -> None:
+    # --model "$MODEL" with the variable unset ran the embedded default model instead
+    result = CliRunner().invoke(main, ["run", flag, "", "hi"], prog_name="loopwright")
+    assert result.exit_code == USAGE_ERROR, result.output
+    assert flag in result.stderr and "empty" in result.stderr

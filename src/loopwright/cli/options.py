@@ -61,6 +61,21 @@ class NonEmptyPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class NonEmptyText(click.ParamType):
+    """Text refusing an empty or blank value given on the command line: ``--model ""``
+    (an unset shell variable: ``--model "$MODEL"``) quietly ran the default model."""
+
+    name = "text"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        if not str(value).strip():
+            self.fail("is empty; pass a value or leave the option out", param, ctx)
+        return str(value)
+
+
+NON_EMPTY_TEXT = NonEmptyText()
 POSITIVE_INT = PositiveNumber(int)
 POSITIVE_SECONDS = PositiveNumber(float)
 
@@ -106,6 +121,7 @@ agent_options = apply(
     click.option(
         "--model",
         "-m",
+        type=NON_EMPTY_TEXT,
         default=None,
         envvar="LOOPWRIGHT_MODEL",
         help="Model: local:gemma-3-270m (embedded, the default), local:PATH.gguf, "
@@ -121,7 +137,10 @@ agent_options = apply(
     ),
     click.option("--system", "-s", default=None, help="System prompt."),
     click.option(
-        "--base-url", default=None, help="Provider endpoint override (remote models only)."
+        "--base-url",
+        type=NON_EMPTY_TEXT,
+        default=None,
+        help="Provider endpoint override (remote models only).",
     ),
     click.option(
         "--root",
