@@ -67,6 +67,20 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
+def as_message(value: str | Message, what: str) -> Message:
+    """The prompt ``value`` of a run entry point (``run``, ``start``, ``steer``...) as a
+    user message; an empty text or another type is a ``UserError`` naming ``what``."""
+    if isinstance(value, Message):
+        return value
+    if isinstance(value, str):
+        if not value.strip():
+            # an empty user turn is refused by some providers mid-run (Anthropic: "text
+            # content blocks must be non-empty") and answered with noise by others
+            raise UserError(f"{what} is empty; pass the question, e.g. agent.run('What is 2 + 2?')")
+        return Message.user(value)
+    raise UserError(f"{what} must be a str or a Message, got {type(value).__name__}")
+
+
 def in_running_loop() -> bool:
     """Whether this thread is running an event loop (so ``asyncio.run`` would refuse).
 

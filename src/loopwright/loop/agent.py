@@ -1,4 +1,4 @@
-"""The :class:`Agent` facade and the :class:`Run` handle.
+"""The :class:`Agent` facade (its :class:`Run` handle: :mod:`loopwright.loop.handle`).
 
 An agent is configuration (model, tools, limits, hooks); a run is one execution of it
 over one :class:`~loopwright.core.run.RunState`. Runs of the same agent are
@@ -8,7 +8,6 @@ independent and may run concurrently in one event loop.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import (
     AsyncIterator,
     Callable,
@@ -22,8 +21,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Generic, Protocol, Self, TypeAlias, cast, overload
 
-from typing_extensions import TypeVar
-
 from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind, UserError
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
 from loopwright.core.messages import Message, Usage
@@ -31,12 +28,14 @@ from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
 from loopwright.core.run import (
     RunResult,
     RunState,
+    as_message,
     check_session_id,
     in_running_loop,
     new_session_id,
     run_sync,
 )
 from loopwright.loop.config import DEFAULT_OUTPUT_RETRIES, AgentConfig, Sleep
+from loopwright.loop.handle import EventFeed, OutputT, Prompt, Run
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.loop.output import OutputMode, OutputSchema, check_output_mode
@@ -54,14 +53,11 @@ from loopwright.tools import (
 from loopwright.tools.selection import ToolSelection
 from loopwright.tools.taint import taint_in
 
-OutputT = TypeVar("OutputT", default=str, covariant=True)
-"""The type of ``RunResult.output``: the agent's ``output_type`` (``str`` without one)."""
 ToolLike: TypeAlias = Tool | Callable[..., Any]
 # shared defaults (frozen, no mutable containers inside): an agent built without them
 # allocates none of its own
 _NO_HOOKS = Hooks()
 _DEFAULT_LIMITS = Limits()
-Prompt: TypeAlias = str | Message
 
 
 class ParentRun(Protocol):
@@ -122,18 +118,6 @@ def running_as_parent(parent: ParentRun) -> Iterator[None]:
         CURRENT_RUN.reset(token)
 
 
-def _as_message(value: Prompt, what: str) -> Message:
-    if isinstance(value, Message):
-        return value
-    if isinstance(value, str):
-        if not value.strip():
-            # an empty user turn is refused by some providers mid-run (Anthropic: "text
-            # content blocks must be non-empty") and answered with noise by others
-            raise UserError(f"{what} is empty; pass the question, e.g. agent.run('What is 2 + 2?')")
-        return Message.user(value)
-    raise UserError(f"{what} must be a str or a Message, got {type(value).__name__}")
-
-
 def _registry(tools: ToolRegistry | Iterable[ToolLike]) -> ToolRegistry:
     if isinstance(tools, ToolRegistry):
         return tools
@@ -154,162 +138,6 @@ def _registry(tools: ToolRegistry | Iterable[ToolLike]) -> ToolRegistry:
         except ValueError as exc:  # two tools of one name; a function @tool cannot wrap
             raise ConfigError(f"Agent(tools=[...]): item {index}: {exc}") from None
     return registry
-
-
-class _EventFeed:
-    """Single-consumer buffer of run events: emitting never blocks the loop.
-
-    While the consumer is not waiting, the run emits straight into the deque (its C
-    ``append``, no Python frame per event: nine per step). When the consumer finds the
-    deque empty and waits, the run's emitter becomes :meth:`put`, which wakes the
-    consumer with the next event and switches back; every emission site reads
-    ``engine.emit`` afresh, so the switch is seen at once (benchmarks/notes/loop.md,
-    "stream")."""
-
-    __slots__ = ("_closed", "_engine", "_error", "_waiter", "items")
-
-    def __init__(self) -> None:
-        self.items: deque[RunEvent] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._closed = False
-        self._error: BaseException | None = None
-        self._engine: RunEngine | None = None
-
-    def attach(self, engine: RunEngine) -> None:
-        """Let this feed route ``engine``'s events (it is the engine's only listener)."""
-        self._engine = engine
-        engine.emit = self.items.append
-
-    def _route(self, emit: Callable[[RunEvent], None]) -> None:
-        engine = self._engine
-        if engine is not None and engine.emit is not None:  # None: the run failed
-            engine.emit = emit
-
-    def put(self, event: RunEvent) -> None:
-        self.items.append(event)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-            self._route(self.items.append)
-
-    def close(self, error: BaseException | None = None) -> None:
-        self._closed = True
-        self._error = error
-        # the engine points back at this feed (its closer): without this the finished
-        # run and its whole history would wait for a cyclic garbage collection
-        self._engine = None
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def refill(self) -> bool:
-        """Wait until there are events (``True``) or the run ended without more
-        (``False``; re-raises the run's exception if it failed)."""
-        while not self.items:
-            if self._closed:
-                if self._error is not None:
-                    raise self._error
-                return False
-            self._waiter = asyncio.get_running_loop().create_future()
-            self._route(self.put)
-            await self._waiter
-            self._waiter = None
-        return True
-
-
-async def _drain(feed: _EventFeed) -> AsyncIterator[RunEvent]:
-    """Every event of ``feed`` up to ``RunFinished``. Events already buffered are yielded
-    without awaiting anything (one generator step per event)."""
-    items = feed.items
-    while await feed.refill():
-        while items:
-            event = items.popleft()
-            yield event
-            if type(event) is RunFinished:
-                return
-
-
-class Run(Generic[OutputT]):
-    """Handle of one running (or finished) run.
-
-    * ``async for event in run`` -- every run event in order, ending with
-      :class:`~loopwright.core.events.RunFinished` (only when started with
-      ``events=True``, the default of :meth:`Agent.start`). One consumer only.
-    * ``await run.result()`` -- the :class:`~loopwright.core.run.RunResult`.
-    * ``run.steer(text)`` -- a user message for the next turn; calls of the current tool
-      batch that have not started yet are skipped (their result says so).
-    * ``run.follow_up(text)`` -- a user message delivered after the model's next final
-      answer; the run continues instead of stopping.
-    * ``run.cancel()`` -- stop as soon as possible; the result's stop is ``cancelled``.
-    * ``run.state`` -- the live :class:`RunState` (checkpoint it from an event callback).
-    """
-
-    def __init__(
-        self, engine: RunEngine, feed: _EventFeed | None, task: asyncio.Task[RunResult[OutputT]]
-    ) -> None:
-        self._engine = engine
-        self._feed = feed
-        self._task = task
-
-    @property
-    def state(self) -> RunState:
-        return self._engine.state
-
-    @property
-    def session_id(self) -> str:
-        return self._engine.state.session_id
-
-    def done(self) -> bool:
-        return self._task.done()
-
-    def steer(self, message: Prompt) -> None:
-        """Queue a user message seen at the next turn; skip the rest of the running batch."""
-        self._check_open("steer")
-        self._engine.state.queue_steering(_as_message(message, "steer(message)"))
-
-    def follow_up(self, message: Prompt) -> None:
-        """Queue a user message delivered after the next final answer (one per answer)."""
-        self._check_open("follow_up")
-        self._engine.state.queue_follow_up(_as_message(message, "follow_up(message)"))
-
-    def cancel(self, *, at_boundary: bool = False) -> None:
-        """Request a stop. The run ends with ``RunStop.CANCELLED`` and a well-formed history
-        (a tool batch cut off gets results saying so). Idempotent; no effect once done.
-        Call it from the event loop's thread (from another thread use
-        ``loop.call_soon_threadsafe(run.cancel)``).
-
-        ``at_boundary=True`` interrupts nothing in flight: a model call and the tool calls
-        already running finish (their results are recorded), calls of the batch that have
-        not started are skipped, and the run stops at the next step boundary. A server
-        handing a run to another process uses it: no side effect is left running."""
-        if self._task.done():
-            return
-        engine = self._engine
-        engine.cancel_requested = True
-        # From inside the run's own task (a hook, an inline tool) cancelling the task would
-        # end it CANCELLED without a result; the flag alone stops it at the next boundary.
-        if not at_boundary and engine.running and asyncio.current_task() is not self._task:
-            self._task.cancel()
-
-    async def result(self) -> RunResult[OutputT]:
-        """Wait for the run to finish. Cancelling the waiter cancels the run too."""
-        return await self._task
-
-    def __aiter__(self) -> AsyncIterator[RunEvent]:
-        if self._feed is None:
-            raise UserError(
-                "this run was started with events=False; use agent.start(..., events=True) "
-                "or agent.stream(...) to iterate its events"
-            )
-        return _drain(self._feed)
-
-    def _check_open(self, what: str) -> None:
-        if self._task.done():
-            raise UserError(
-                f"Run.{what}: the run has finished; continue the conversation with "
-                "agent.resume(run.state, prompt=...) or agent.start(prompt, "
-                "history=result.messages)"
-            )
 
 
 class Agent(Generic[OutputT]):
@@ -470,7 +298,7 @@ class Agent(Generic[OutputT]):
         events unless ``hooks.on_event`` is set (what :meth:`arun` does). ``deps`` reach
         the run's tools as ``ToolContext.deps`` (typed by ``ToolContext[Deps]``).
         """
-        message = _as_message(prompt, "prompt")
+        message = as_message(prompt, "prompt")
         state = self._new_state(session_id, history)
         return self._launch(state, None, message, events, deps)
 
@@ -511,7 +339,7 @@ class Agent(Generic[OutputT]):
         1,000 concurrent runs, 37.3 -> 35.6 GC-tracked objects per waiting run (the
         objects every collection of a burst walks; ``benchmarks/notes/loop.md``, round
         6)."""
-        message = _as_message(prompt, "prompt")
+        message = as_message(prompt, "prompt")
         engine = self._engine(self._new_state(session_id, history), None, None, deps)
         return engine.drive(message)  # no typing.cast: a Python-level call per run
 
@@ -632,7 +460,7 @@ class Agent(Generic[OutputT]):
         model turn it owes when its history ends with a user message or tool results, as
         after a crash: see ``docs/durable.md``).
         """
-        message = None if prompt is None else _as_message(prompt, "prompt")
+        message = None if prompt is None else as_message(prompt, "prompt")
         resume, message = _continuation(state, decisions, message)
         return self._launch(state, resume, message, events, deps)
 
@@ -647,7 +475,7 @@ class Agent(Generic[OutputT]):
         """:meth:`resume` to the end, in the caller's task: ``await agent.aresume(state,
         ...)`` is the run's result. Like :meth:`arun`, it returns the run's own coroutine
         (the arguments are checked when it is called)."""
-        message = None if prompt is None else _as_message(prompt, "prompt")
+        message = None if prompt is None else as_message(prompt, "prompt")
         resume, message = _continuation(state, decisions, message)
         engine = self._engine(state, resume, None, deps)
         return engine.drive(message)  # no typing.cast: a Python-level call per run
@@ -666,7 +494,7 @@ class Agent(Generic[OutputT]):
                 "Agent.start()/resume() need a running event loop; call them from async "
                 "code, or use agent.run(...) from synchronous code"
             )
-        feed = _EventFeed() if events else None
+        feed = EventFeed() if events else None
         engine = self._engine(state, resume, feed, deps)
         if feed is not None:
             engine.closer = feed.close
@@ -675,7 +503,7 @@ class Agent(Generic[OutputT]):
         return Run(engine, feed, asyncio.create_task(engine.drive(message)))
 
     def _engine(
-        self, state: RunState, resume: Resume | None, feed: _EventFeed | None, deps: object
+        self, state: RunState, resume: Resume | None, feed: EventFeed | None, deps: object
     ) -> RunEngine:
         emit = _emitter(feed, self.config.hooks.on_event)
         view = self._view.current()
@@ -761,7 +589,7 @@ def _output(
 
 
 def _emitter(
-    feed: _EventFeed | None, on_event: Callable[[RunEvent], object] | None
+    feed: EventFeed | None, on_event: Callable[[RunEvent], object] | None
 ) -> Callable[[RunEvent], None] | None:
     if feed is None and on_event is None:
         return None
