@@ -274,6 +274,7 @@ class RunState:
             self.detail if detail is None else detail,
             tuple(self.pending_calls),
             output,
+            self,
         )
 
     def snapshot(self) -> RunState:
@@ -319,6 +320,12 @@ class RunResult(Generic[OutputT_co]):
     detail: str = ""
     pending_calls: Sequence[ToolCallPart] = field(default_factory=tuple)
     output: OutputT_co | None = None
+    state: RunState | None = field(default=None, compare=False)
+    """The run's :class:`RunState` (the live object, not a copy), to continue it: a run
+    paused on confirmation resumes with ``agent.resume_sync(result.state, decisions)`` /
+    ``await agent.aresume(...)``. The history alone (``messages``) is not enough: the
+    pending calls and the results their batch already holds are in the state only.
+    ``None`` for results that no agent run produced (a strategy's)."""
 
     @property
     def ok(self) -> bool:

@@ -351,7 +351,9 @@ class Agent(Generic[OutputT]):
         session_id: str | None = None,
         deps: object = None,
     ) -> RunResult[OutputT]:
-        """Synchronous :meth:`arun` (uses ``asyncio.run``). Inside async code use ``arun``."""
+        """Synchronous :meth:`arun` (uses ``asyncio.run``). Inside async code use ``arun``.
+        A run that pauses (``awaiting_confirmation``) continues from its result's state
+        with :meth:`resume_sync`."""
         return run_sync(
             lambda: self.arun(prompt, history=history, session_id=session_id, deps=deps),
             "Agent.run()",
@@ -479,6 +481,24 @@ class Agent(Generic[OutputT]):
         resume, message = _continuation(state, decisions, message)
         engine = self._engine(state, resume, None, deps)
         return engine.drive(message)  # no typing.cast: a Python-level call per run
+
+    def resume_sync(
+        self,
+        state: RunState,
+        decisions: Mapping[str, Confirmation] | None = None,
+        *,
+        prompt: Prompt | None = None,
+        deps: object = None,
+    ) -> RunResult[OutputT]:
+        """Synchronous :meth:`aresume` (uses ``asyncio.run``), the way to continue what
+        :meth:`run` returned: ``agent.resume_sync(result.state, {call.id:
+        Confirmation.approve()})`` for a run paused on confirmation. Inside async code use
+        ``aresume``."""
+        return run_sync(
+            lambda: self.aresume(state, decisions, prompt=prompt, deps=deps),
+            "Agent.resume_sync()",
+            "agent.aresume(...)` (or agent.resume(...) for a handle)",
+        )
 
     # ------------------------------------------------------------------ helpers
     def _launch(
