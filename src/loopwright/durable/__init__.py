@@ -19,15 +19,15 @@ if TYPE_CHECKING:
         CheckpointConfig,
         Checkpointer,
         CheckpointPolicy,
-        IntentRecorder,
     )
-    from loopwright.durable.recovery import (
+    from loopwright.durable.runner import Durable, DurableConfig
+    from loopwright.loop.intents import IntentRecorder
+    from loopwright.loop.recovery import (
         UNKNOWN_OUTCOME_TEXT,
         Recovery,
         plan_recovery,
         unanswered_calls,
     )
-    from loopwright.durable.runner import Durable, DurableConfig
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -37,9 +37,9 @@ __getattr__, __dir__ = lazy_exports(
             "CheckpointConfig",
             "Checkpointer",
             "CheckpointPolicy",
-            "IntentRecorder",
         ),
-        "loopwright.durable.recovery": (
+        "loopwright.loop.intents": ("IntentRecorder",),
+        "loopwright.loop.recovery": (
             "UNKNOWN_OUTCOME_TEXT",
             "Recovery",
             "plan_recovery",

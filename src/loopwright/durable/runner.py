@@ -7,7 +7,7 @@
   conversation (``loopwright chat --session ID``);
 * ``resume(session_id, approve=..., deny=...)`` -- continue a session paused on
   confirmations, or one whose process died (crash recovery, see
-  :mod:`loopwright.durable.recovery`);
+  :mod:`loopwright.loop.recovery`);
 * every run holds the session's lock: a second process resuming the same session gets
   :class:`~loopwright.store.errors.SessionLocked`.
 """
@@ -39,14 +39,14 @@ from loopwright.durable.checkpointer import (
     CheckpointConfig,
     Checkpointer,
     CheckpointPolicy,
-    IntentRecorder,
     checkpoint_policy,
     claim_refusal,
 )
-from loopwright.durable.recovery import in_call_order, plan_recovery, unanswered_calls
 from loopwright.loop.agent import Agent, Prompt, Run
 from loopwright.loop.config import AgentConfig
 from loopwright.loop.hooks import Hooks
+from loopwright.loop.intents import IntentRecorder
+from loopwright.loop.recovery import in_call_order, plan_recovery, unanswered_calls
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
 from loopwright.store.errors import SessionNotFound
