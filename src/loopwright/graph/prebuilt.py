@@ -14,17 +14,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from loopwright.core.errors import UserError
 from loopwright.core.events import ResponseDone, RunFinished
-from loopwright.core.messages import Message
+from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
-from loopwright.core.run import RunResult, RunStop
+from loopwright.core.run import RunResult, RunStop, TaintSource
 from loopwright.graph.messages import as_messages
-from loopwright.graph.pregel import current_task_emit
+from loopwright.graph.pregel import current_task_emit, task_session
 from loopwright.graph.types import END, GraphError
 from loopwright.loop import Agent
+from loopwright.loop.intents import IntentRecorder
+from loopwright.loop.recovery import in_call_order, plan_recovery
+from loopwright.store import AsyncStore
 from loopwright.tools import DispatchConfig, Dispatcher, Tool, ToolRegistry
 from loopwright.tools.taint import taint_in
 
@@ -149,8 +153,40 @@ class ToolNode:
         if not calls:
             raise UserError("ToolNode: the last message has no tool calls to run")
         taint = taint_in(history[:-1], self.registry)
-        results = await self.dispatcher.run_results(calls, taint=taint)
+        where = await task_session()
+        if where is None:
+            results = await self.dispatcher.run_results(calls, taint=taint)
+        else:
+            results = await self._recorded(calls, taint, *where)
         return {self.messages_key: [Message.tool_results(results)]}
+
+    async def _recorded(
+        self,
+        calls: Sequence[ToolCallPart],
+        taint: Sequence[TaintSource],
+        store: AsyncStore,
+        session: str,
+    ) -> list[ToolResultPart]:
+        """Run ``calls`` with intent records, as a durable agent run does (loop/intents.py):
+        when this task runs again after its process died, a call that finished gives its
+        recorded result and one cut short is reported as of unknown outcome
+        (loop/recovery.py), instead of running a side effect twice."""
+        recovery = await plan_recovery(calls, store, session, self.registry)
+        ran: list[ToolResultPart] = []
+        if recovery.rerun:
+            config = self.dispatcher.config
+            recorder = IntentRecorder(
+                store, session, self.registry, config.before_tool_call, config.after_tool_call
+            )
+            hooked = replace(
+                config, before_tool_call=recorder.before, after_tool_call=recorder.after
+            )
+            dispatcher = Dispatcher(self.registry, hooked)
+            ran = await dispatcher.run_results(
+                recovery.rerun, taint=taint, decisions=recovery.decisions
+            )
+            await recorder.flush()
+        return list(in_call_order(calls, [*recovery.known, *ran]))
 
 
 def tools_condition(state: Any, messages_key: str = "messages") -> str:

@@ -57,6 +57,7 @@ from loopwright.graph.types import (
     configurable_of,
 )
 from loopwright.graph.writes import chain_changes, merge_writes
+from loopwright.store import AsyncStore
 from loopwright.tools.execution import call_sync
 
 if TYPE_CHECKING:
@@ -172,6 +173,17 @@ def current_task_emit() -> Callable[[Any], None] | None:
         return None
     run, step, name = task.run, task.run.step, task.name
     return lambda event: run.emit("events", NodeRunEvent(step, name, event))
+
+
+async def task_session() -> tuple[AsyncStore, str] | None:
+    """For nodes that keep their own records (the tool node's intents): the store and a
+    session id of the running task, the same when a resume runs the task again and new
+    for a fork; ``None`` without a checkpointer. Its checkpoint is stored first."""
+    task = _CURRENT.get()
+    if task is None or task.run.saver is None:
+        return None
+    await task.run._settle()  # the session names the checkpoint the superstep started from
+    return task.run.saver.aio, task.run.namespace(task)
 
 
 class _Run:
