@@ -32,6 +32,7 @@ import annotated_types as at
 import docstring_parser
 
 from loopwright.tools.invocation import ToolContext
+from loopwright.tools.validation import DATA_KEYWORDS
 from loopwright.tools.valuetypes import Converter, json_value, value_converter, value_schema
 
 _NONE_TYPE = type(None)
@@ -165,9 +166,8 @@ def type_schema(annotation: Any) -> dict[str, Any]:
     return out
 
 
-# keywords whose values are named schemas (the names are not keywords) or instance data
+# keywords whose values are named schemas (the names are not keywords)
 _NAMED_SCHEMAS = frozenset({"properties", "$defs", "patternProperties", "dependentSchemas"})
-_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 
 
 def without_unique_items(schema: Any) -> Any:
@@ -181,7 +181,7 @@ def without_unique_items(schema: Any) -> Any:
     for key, value in schema.items():
         if key == "uniqueItems":
             continue
-        if key in _DATA_KEYWORDS:
+        if key in DATA_KEYWORDS:  # instance data: a key named uniqueItems there is data
             out[key] = value
         elif key in _NAMED_SCHEMAS and isinstance(value, dict):
             out[key] = {k: without_unique_items(v) for k, v in value.items()}

@@ -77,7 +77,7 @@ def check_schema(schema: Mapping[str, Any], *, owner: str = "tool") -> None:
 
 
 # keywords whose values are instance data, not schemas: a "$ref" key inside is data
-_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 
 
 def _unresolvable_ref(schema: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -106,7 +106,7 @@ def _unresolvable_ref(schema: Mapping[str, Any]) -> tuple[str, str] | None:
             except Unresolvable:
                 return pointer_from_path([*path, "$ref"]), ref
         for key, value in node.items():
-            if key not in _DATA_KEYWORDS:
+            if key not in DATA_KEYWORDS:
                 stack.append((value, resolver, [*path, key]))
     return None
 
