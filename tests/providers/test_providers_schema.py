@@ -211,6 +211,23 @@ def test_strict_required_everywhere_and_optional_nullable():
     assert nested["additionalProperties"] is False and nested["required"] == ["x"]
 
 
+def test_strict_moves_a_format_it_does_not_take_into_the_description():
+    # was sent as is: OpenAI refuses the whole request ("'uri' is not a valid format")
+    schema = obj(
+        url={"type": "string", "format": "uri", "description": "The page."},
+        folder={"type": "string", "format": "path"},
+        ref={"type": "string", "format": "uuid"},
+        format={"type": "string"},  # a property named "format" stays a property
+    ) | {"required": ["url", "folder", "ref", "format"]}
+    out = openai_strict_schema(schema)
+    assert out is not None
+    props = out["properties"]
+    assert props["url"] == {"type": "string", "description": "The page. (format: uri)"}
+    assert props["folder"] == {"type": "string", "description": "(format: path)"}
+    assert props["ref"] == {"type": "string", "format": "uuid"}
+    assert props["format"] == {"type": "string"}
+
+
 def test_strict_untyped_optional_wrapped_in_anyof():
     out = openai_strict_schema(obj(r={"$ref": "#/$defs/R"}) | {"$defs": {"R": obj()}})
     assert out is not None

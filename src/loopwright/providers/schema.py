@@ -15,7 +15,8 @@ Tools declare Draft 2020-12 schemas; providers accept subsets:
 * :func:`openai_strict_schema` -- OpenAI strict mode (structured outputs):
   ``additionalProperties: false`` on every object, every property required, optional
   ones made nullable. Returns ``None`` when the schema cannot be strict (maps,
-  ``patternProperties``): the adapter then sends that tool non-strict.
+  ``patternProperties``): the adapter then sends that tool non-strict. A string
+  ``format`` strict mode does not take (``uri``, ``path``) moves into the description.
   :func:`openai_output_schema` is the same for a native structured answer, strict only
   when that changes nothing the answer is validated against.
 * :func:`closed_schema` -- Anthropic structured outputs (``output_config.format``, also
@@ -310,6 +311,12 @@ def gemini_schema(schema: Mapping[str, Any], tool: str = "?") -> Schema:
 # ----------------------------------------------------------------- OpenAI strict
 
 _STRICT_DROP = frozenset({"$schema", "$id", "$comment", "default", "examples"})
+# The string formats strict mode takes; any other is a 400 for the whole request ("'uri'
+# is not a valid format", an MCP server's URL parameter; "path" for a pathlib.Path
+# parameter), so it moves into the description, where the model still reads it.
+_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
 
 
 class _NotStrict(Exception):
@@ -339,6 +346,11 @@ def _strict(node: Any) -> Any:
     if "patternProperties" in node or isinstance(node.get("items"), bool):
         raise _NotStrict
     out: Schema = {k: _strict(v) for k, v in node.items() if k not in _STRICT_DROP}
+    fmt = out.get("format")
+    if isinstance(fmt, str) and fmt not in _STRICT_FORMATS:  # a property named "format": a dict
+        del out["format"]
+        text = out.get("description")
+        out["description"] = f"{text} (format: {fmt})" if text else f"(format: {fmt})"
     is_object = out.get("type") == "object" or "properties" in out
     if is_object:
         extra = node.get("additionalProperties")
