@@ -42,9 +42,22 @@ def normalise(answer: str) -> str:
     text = answer.strip().strip("*`\"' ").rstrip(".!。 ").strip().lower()
     plain = text.replace(",", "")
     if _NUMBER.match(plain):
-        value = float(plain)
-        return str(int(value)) if value.is_integer() else str(value)
+        return _plain_number(plain)
     return " ".join(text.split())
+
+
+def _plain_number(number: str) -> str:
+    """``number`` (digits, an optional sign and fraction) without its sign ``+``, leading
+    zeros and trailing fraction zeros. Done on the digits: through a float, distinct long
+    numbers became one vote (9007199254740993 -> ...992) and a 400-digit one ``inf``."""
+    sign = "-" if number[0] == "-" else ""
+    body = number.lstrip("+-")
+    if "." in body:
+        body = body.rstrip("0").rstrip(".")
+    body = body.lstrip("0")
+    if not body:
+        return "0"
+    return sign + ("0" + body if body[0] == "." else body)
 
 
 def extract_answer(text: str) -> str | None:

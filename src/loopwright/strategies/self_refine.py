@@ -11,6 +11,7 @@ highest-scored draft (the latest among equals).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -43,7 +44,10 @@ def parse_feedback(text: str) -> Feedback:
     score = None
     if scores:
         value, scale = scores[-1]
-        score = min(1.0, float(value) / float(scale or 10))
+        ratio = float(value) / float(scale or 10) if float(scale or 10) > 0 else math.nan
+        # "N/0" (or numbers too long for a float) is no score: the critic's reply counts
+        # as unscored, it does not end the run with a ZeroDivisionError
+        score = min(1.0, ratio) if math.isfinite(ratio) else None
     return Feedback(text, score, bool(_STOP.search(text)))
 
 

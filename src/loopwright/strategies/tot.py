@@ -70,8 +70,8 @@ def parse_value(text: str) -> float:
 def parse_vote(text: str, choices: int) -> int | None:
     """The 0-based choice a ``tot_vote`` reply names, or ``None``."""
     found = _VOTE.findall(text)
-    if not found:
-        return None
+    if not found or len(found[-1].lstrip("0")) > 9:  # no choice has that many digits
+        return None  # (and int() refuses a number of over 4,300 digits)
     index = int(found[-1]) - 1
     return index if 0 <= index < choices else None
 

@@ -1,0 +1,60 @@
+"""Strategies fed malformed model output (generated with hypothesis): the parsers of
+Self-Refine, CoT-SC and ToT never raise on a reply, and what they read stays faithful
+(a score stays in 0-1, distinct numeric answers stay distinct votes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwright import FunctionModel, ModelRequest
+from loopwright.core.messages import Message
+from loopwright.strategies import SelfRefine
+from loopwright.strategies.self_consistency import extract_answer, normalise
+from loopwright.strategies.self_refine import parse_feedback
+from loopwright.strategies.tot import parse_vote
+
+digits = st.text("0123456789", min_size=1, max_size=6000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=digits, scale=digits, noise=st.text(max_size=40))
+def test_a_score_of_any_numbers_is_read_in_range_or_not_at_all(
+    value: str, scale: str, noise: str
+) -> None:
+    feedback = parse_feedback(f"{noise}\nScore: {value}/{scale}\n")
+    assert feedback.score is None or 0.0 <= feedback.score <= 1.0
+    if set(scale) == {"0"}:
+        assert feedback.score is None  # "/0" is no scale
+
+
+def test_self_refine_survives_a_critic_scoring_out_of_zero() -> None:
+    def reply(messages: Sequence[Message], request: ModelRequest) -> str:
+        if "Give specific, actionable feedback" in messages[-1].text:
+            return "Fine.\nScore: 7/0"
+        return "Hello"
+
+    result = SelfRefine(FunctionModel(reply), max_rounds=1).run("Greet the user")
+    assert result.ok and result.answer == "Hello"
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.integers(min_value=-(10**60), max_value=10**60), b=st.integers())
+def test_distinct_whole_numbers_stay_distinct_answers(a: int, b: int) -> None:
+    assert normalise(str(a)) == str(a) == normalise(f"{a}.0") == normalise(f" {a}. ")
+    if a != b:
+        assert extract_answer(f"Answer: {a}") != extract_answer(f"Answer: {b}")
+
+
+def test_a_number_too_long_for_int_conversion_is_kept_as_written() -> None:
+    long = "7" * 5000
+    assert normalise(long) == long and normalise(long + ".0") == long
+
+
+@settings(max_examples=200, deadline=None)
+@given(number=digits, choices=st.integers(min_value=1, max_value=10))
+def test_a_vote_for_any_number_is_a_choice_or_none(number: str, choices: int) -> None:
+    index = parse_vote(f"The best choice is {number}", choices)
+    assert index is None or 0 <= index < choices
