@@ -4,6 +4,7 @@ Self-Refine, CoT-SC and ToT never raise on a reply, and what they read stays fai
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from loopwright import FunctionModel, ModelRequest
 from loopwright.core.messages import Message
 from loopwright.strategies import SelfRefine
+from loopwright.strategies.react_text import parse_hermes, parse_react
 from loopwright.strategies.self_consistency import extract_answer, normalise
 from loopwright.strategies.self_refine import parse_feedback
 from loopwright.strategies.tot import parse_vote
@@ -58,3 +60,29 @@ def test_a_number_too_long_for_int_conversion_is_kept_as_written() -> None:
 def test_a_vote_for_any_number_is_a_choice_or_none(number: str, choices: int) -> None:
     index = parse_vote(f"The best choice is {number}", choices)
     assert index is None or 0 <= index < choices
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(arguments=st.dictionaries(st.text(max_size=5), json_values, max_size=4))
+def test_text_tool_calls_carry_only_strict_json(arguments: dict) -> None:
+    # NaN / Infinity are Python's JSON extensions: a call carrying them could not be
+    # stored in a checkpoint (PostgreSQL's JSON refuses them) nor sent to a provider
+    written = json.dumps(arguments)  # allow_nan: the model may write NaN
+    for step in (
+        parse_react(f"Thought: go\nAction: tool\nAction Input: {written}"),
+        parse_hermes(f'<tool_call>{{"name": "tool", "arguments": {written}}}</tool_call>'),
+    ):
+        if step.error is None:
+            assert step.arguments == arguments
+            json.dumps(step.arguments, allow_nan=False)
+        else:
+            assert "NaN" in step.error or "Infinity" in step.error

@@ -57,7 +57,16 @@ _MODEL_LINE: Final = re.compile(
 _QUESTION: Final = re.compile(r"^\s*Question\s*:", re.IGNORECASE | re.MULTILINE)
 _ECHO_MIN: Final = 24
 _ECHO_WITHIN: Final = 64
-_DECODER: Final = json.JSONDecoder()  # built once: it costs more than a small decode
+
+
+def _no_constant(name: str) -> object:
+    # Python's JSON accepts NaN / Infinity; a call carrying them could be neither stored
+    # (PostgreSQL's JSON refuses them) nor sent on to a provider
+    raise ValueError(f"{name} is not a JSON number: write a number or a string")
+
+
+# built once: it costs more than a small decode
+_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
 DEFAULT_EXAMPLE: Final = "react_example"
 """``ReActText(example=...)``'s default: the ``react_example`` prompt file."""
 REPEATED: Final = (
