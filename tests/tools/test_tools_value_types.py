@@ -201,7 +201,9 @@ def test_iso_durations(text: str, expected: datetime.timedelta) -> None:
     assert TypeAdapter(datetime.timedelta).validate_python(text) == expected  # as in a model
 
 
-@pytest.mark.parametrize("text", ["P", "PT", "P1DT", "1H", "pt1h", "P1H", "PT1D", "P1.D", "P 1D"])
+@pytest.mark.parametrize(
+    "text", ["P", "PT", "P1DT", "1H", "pt1h", "P1H", "PT1D", "P1.D", "P 1D", "P1.5DT1H", "P0.0W0D"]
+)
 def test_not_iso_durations(text: str) -> None:
     with pytest.raises(ValueError, match="PT1H30M"):
         parse_duration(text)

@@ -14,7 +14,8 @@ offset may be left out of a date-time or a time, a space may replace the ``T``):
 * ``date`` -- ``YYYY-MM-DD`` naming a real day;
 * ``date-time`` -- ISO 8601 as ``datetime.fromisoformat`` reads it;
 * ``time`` -- ``HH:MM[:SS[.ffffff]][Z|+HH:MM]`` as ``time.fromisoformat`` reads it;
-* ``duration`` -- ISO 8601 ``PnYnMnWnDTnHnMnS`` (:func:`parse_duration`);
+* ``duration`` -- ISO 8601 ``PnYnMnWnDTnHnMnS``, a fraction on the last component only
+  (:func:`parse_duration`);
 * ``uuid`` -- the hyphenated hexadecimal form ``8-4-4-4-12`` (either case).
 """
 
@@ -58,7 +59,10 @@ def parse_duration(text: str) -> datetime.timedelta:
     ``P2W``); a year is 365 days and a month 30. Raises ``ValueError`` naming the form
     for anything else (``"90 minutes"``, ``"01:30:00"``, ``"P"``, ``"PT"``)."""
     match = _DURATION.fullmatch(text) if isinstance(text, str) else None
-    if match is None or match.group().endswith("T"):
+    given = [v for k, v in match.groupdict().items() if v and k != "sign"] if match else []
+    # ISO 8601: only the last (smallest) component may have a fraction ("PT1.5H", not
+    # "P1.5DT1H"), as pydantic reads it too
+    if match is None or match.group().endswith("T") or any("." in v for v in given[:-1]):
         raise ValueError(
             f"{text!r:.60} is not an ISO 8601 duration; write it like PT1H30M (1 hour 30 "
             "minutes), P2D (2 days) or P1DT12H"
