@@ -95,3 +95,18 @@ async def test_a_base_exception_raised_by_a_sync_tool_becomes_its_result(name: s
     out = await dispatcher.run_one(ToolCallPart("c1", name, {}))
     assert out.result.error_kind == "permanent", out.result.content
     assert "_Abort: stop everything" in out.result.content
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 2.5])
+def test_max_violations_must_be_a_whole_number_above_zero(value: object) -> None:
+    # -1 showed all violations but the last, then "... and 1 more"; 0 showed none
+    with pytest.raises(ValueError, match=r"DispatchConfig\.max_violations"):
+        DispatchConfig(max_violations=value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cap", [-1, True, 1.5])
+async def test_a_batch_cap_that_is_no_count_is_refused(cap: object) -> None:
+    # max_calls=-1 ran every call but the last and reported the last as over a cap of -1
+    calls = [ToolCallPart(f"c{i}", "stops", {}) for i in range(3)]
+    with pytest.raises(ValueError, match="max_calls"):
+        await Dispatcher(ToolRegistry([stops])).run_batch(calls, max_calls=cap)  # type: ignore[arg-type]

@@ -126,9 +126,10 @@ class DispatchConfig:
     confirm_tainted: TaintConfirmHandler | None = None
 
     def __post_init__(self) -> None:
-        limit = self.max_concurrency
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"DispatchConfig.max_concurrency must be an int >= 1, got {limit!r}")
+        for name in ("max_concurrency", "max_violations"):
+            limit = getattr(self, name)
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ValueError(f"DispatchConfig.{name} must be an int >= 1, got {limit!r}")
         # here, where the config is written, not when an agent is first built from it; kept
         # parsed: permission="read" was checked but stored as the str, and every call then
         # failed comparing a Permission with it
@@ -278,6 +279,11 @@ class Dispatcher:
         side-effect calls among them need a person's approval).
         Calls past the first ``max_calls`` are not run: each gets a ``skipped`` result
         naming the cap (see :func:`over_cap_result`)."""
+        if max_calls is not None and (
+            isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0
+        ):
+            # -1 ran every call but the last, which was reported over a cap of -1
+            raise ValueError(f"run_batch(max_calls=...) must be an int >= 0, got {max_calls!r}")
         if not calls:
             return []
         over: Sequence[DispatchOutcome] = ()
