@@ -80,3 +80,38 @@ def test_a_stream_left_early_frees_its_thread(store: Any, thread: dict) -> None:
     for _chunk in app.stream({"log": []}, thread):
         break
     assert app.invoke(None, thread)["log"][-1] == "b"
+
+
+def test_a_run_right_after_an_abandoned_async_stream_waits_for_its_close(
+    store: Any, thread: dict
+) -> None:
+    # `async for ...: break` leaves the generator to be closed by the loop a moment later;
+    # the next run of the thread waits for that instead of finding the thread busy
+    g = StateGraph(Log)
+    g.add_sequence([("a", lambda s: {"log": ["a"]}), ("b", lambda s: {"log": ["b"]})])
+    g.add_edge(START, "a")
+    app = g.compile(checkpointer=store)
+
+    async def main() -> None:
+        async for _chunk in app.astream({"log": []}, thread):
+            break
+        assert (await app.ainvoke(None, thread))["log"][-1] == "b"
+
+    asyncio.run(main())
+
+
+def test_a_stream_kept_open_still_holds_its_thread(store: Any, thread: dict) -> None:
+    g = StateGraph(Log)
+    g.add_sequence([("a", lambda s: {"log": ["a"]}), ("b", lambda s: {"log": ["b"]})])
+    g.add_edge(START, "a")
+    app = g.compile(checkpointer=store)
+
+    async def main() -> None:
+        stream = app.astream({"log": []}, thread)
+        await stream.__anext__()
+        with pytest.raises(ThreadBusy):
+            await app.ainvoke(None, thread)
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert (await app.ainvoke(None, thread))["log"][-1] == "b"
+
+    asyncio.run(main())

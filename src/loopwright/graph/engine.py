@@ -186,6 +186,8 @@ class CompiledStateGraph:
             await task
         finally:
             if not task.done():  # the consumer stopped early: stop the run, let it unwind
+                if run.thread_lock is not None:
+                    run.thread_lock.closing = True  # a new run of the thread may wait for it
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task

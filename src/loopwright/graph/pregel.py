@@ -215,6 +215,10 @@ class _Run:
                 "this graph has a checkpointer: pass a thread id, e.g. "
                 'graph.invoke(input, {"configurable": {"thread_id": "1"}})'
             )
+        # a top-level run holds its thread (thread_lock.py); a subgraph runs under its parent's
+        self.thread_lock = (
+            ThreadLock(self.saver.aio, self.thread) if self.saver and not parent else None
+        )
         self.limit = config_count(config, "recursion_limit") or graph.recursion_limit
         self.workers = config_count(config, "max_concurrency")
         """Tasks of one superstep running at once; ``None``: no bound (plain nodes still
@@ -265,12 +269,7 @@ class _Run:
             if self.tracer is None
             else self.tracer.invocation(self.graph.name, self.conversation)
         )
-        # a top-level run holds its thread (thread_lock.py); a subgraph runs under its parent's
-        lock = (
-            ThreadLock(self.saver.aio, self.thread)
-            if self.saver is not None and self.parent is None
-            else None
-        )
+        lock = self.thread_lock
         with span as failed:
             try:
                 if lock is not None:
