@@ -59,3 +59,21 @@ def test_vacuum_into_is_refused_as_a_write(runner: SqlRunner, tmp_path: Path) ->
         runner.query(f"VACUUM INTO '{copy}'")
     assert "only read-only SELECT statements are allowed" in str(err.value)
     assert not copy.exists()
+
+
+@pytest.mark.parametrize(
+    ("query", "params", "fragment"),
+    [
+        ("SELECT ?", [2**70], "params[0]"),  # OverflowError, kind permanent
+        ("SELECT ?", ["ok", "\ud800"], "params[1]"),  # UnicodeEncodeError, kind permanent
+        ("SELECT '\ud800'", None, "query"),
+    ],
+)
+def test_values_sqlite_cannot_take_are_invalid_arguments_naming_them(
+    runner: SqlRunner, query: str, params: list[object] | None, fragment: str
+) -> None:
+    # JSON allows both: integers of any size and escaped lone surrogates ("\ud800")
+    with pytest.raises(ToolError) as err:
+        runner.query(query, params)
+    assert err.value.kind.value == "invalid_arguments"
+    assert fragment in str(err.value)

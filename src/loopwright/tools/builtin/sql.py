@@ -143,6 +143,10 @@ class SqlRunner:
         text = query.strip() if isinstance(query, str) else ""
         if not text:
             raise _invalid("query is empty; pass one SELECT statement")
+        _check_text("query", text)
+        values = list(params or ())
+        for index, value in enumerate(values):
+            _check_param(index, value)
         # the ';' goes on a line of its own: a trailing "-- comment" would swallow it
         if not sqlite3.complete_statement(text if text.endswith(";") else text + "\n;"):
             raise _invalid("query is not a complete SQL statement; check quotes and parentheses")
@@ -150,7 +154,7 @@ class SqlRunner:
         deadline = time.monotonic() + self.timeout
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
         try:
-            return self._run(conn, text, list(params or ()))
+            return self._run(conn, text, values)
         finally:
             conn.close()
 
@@ -682,6 +686,29 @@ def _explain(exc: sqlite3.DatabaseError, text: str = "") -> str:
     if "interrupted" in message:
         return "query took too long and was stopped; add a LIMIT or a WHERE clause"
     return f"SQL error: {message}"
+
+
+_SQLITE_INTEGER = range(-(2**63), 2**63)
+
+
+def _check_text(name: str, text: str) -> None:
+    """Refuse text SQLite cannot store: JSON may carry lone surrogates ("\\ud800"),
+    which failed the call as a ``permanent`` UnicodeEncodeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _invalid(
+            f"{name} holds an unpaired surrogate at offset {exc.start}; send valid Unicode text"
+        ) from None
+
+
+def _check_param(index: int, value: object) -> None:
+    """Refuse a parameter SQLite cannot bind, naming it (an integer past 64 bits was a
+    ``permanent`` OverflowError)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value not in _SQLITE_INTEGER:
+        raise _invalid(f"params[{index}] is larger than SQLite's 64-bit integers; pass it as text")
+    if isinstance(value, str):
+        _check_text(f"params[{index}]", value)
 
 
 def _misuse(exc: Exception) -> str:
