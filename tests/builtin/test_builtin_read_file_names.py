@@ -8,6 +8,7 @@ import pytest
 
 from loopwright.core.errors import ToolError
 from loopwright.tools.builtin.files import FileReader
+from loopwright.tools.builtin.weather import get_weather
 
 
 def test_a_file_whose_name_starts_with_a_tilde_is_read(tmp_path: Path) -> None:
@@ -36,3 +37,18 @@ def test_a_name_too_long_for_the_file_system_is_an_invalid_argument(tmp_path: Pa
         FileReader(tmp_path).read("a" * 300 + ".txt")
     assert err.value.kind.value == "invalid_arguments"
     assert "too long" in str(err.value)
+
+
+def test_a_path_with_a_lone_surrogate_is_an_invalid_argument(tmp_path: Path) -> None:
+    # JSON carries "\ud800" escapes; os.open raised UnicodeEncodeError (kind permanent)
+    with pytest.raises(ToolError) as err:
+        FileReader(tmp_path).read("\ud800.txt")
+    assert err.value.kind.value == "invalid_arguments"
+    assert "surrogate" in str(err.value)
+
+
+def test_a_city_with_a_lone_surrogate_is_an_invalid_argument() -> None:
+    with pytest.raises(ToolError) as err:
+        get_weather("Par\ud800is")
+    assert err.value.kind.value == "invalid_arguments"
+    assert "city" in str(err.value)

@@ -58,6 +58,18 @@ def scrub(text: str) -> str:
     return text
 
 
+def lone_surrogate(text: str) -> int | None:
+    """The offset of the first lone surrogate in ``text`` (``None``: it encodes as
+    UTF-8). Text a tool cannot pass on to a file name, a database or a hash."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.core.text import lone_surrogate
 from loopwright.core.tools import ToolSpec
 
 DEFAULT_MAX_BYTES = 64_000
@@ -93,6 +94,12 @@ class FileReader:
             )
         if "\x00" in path:
             raise _refuse("path contains a NUL byte", ToolErrorKind.INVALID_ARGUMENTS)
+        offset = lone_surrogate(path)
+        if offset is not None:  # no file name holds one (os.open: UnicodeEncodeError)
+            raise _refuse(
+                f"path holds an unpaired surrogate at offset {offset}; send valid Unicode text",
+                ToolErrorKind.INVALID_ARGUMENTS,
+            )
         root = self.root.resolve()
         walk = _Walk(path, root, _open_root(root))
         try:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.core.text import lone_surrogate
 from loopwright.core.tools import ToolSpec
 
 DEFAULT_MAX_ROWS = 50
@@ -694,12 +695,11 @@ _SQLITE_INTEGER = range(-(2**63), 2**63)
 def _check_text(name: str, text: str) -> None:
     """Refuse text SQLite cannot store: JSON may carry lone surrogates ("\\ud800"),
     which failed the call as a ``permanent`` UnicodeEncodeError."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
+    offset = lone_surrogate(text)
+    if offset is not None:
         raise _invalid(
-            f"{name} holds an unpaired surrogate at offset {exc.start}; send valid Unicode text"
-        ) from None
+            f"{name} holds an unpaired surrogate at offset {offset}; send valid Unicode text"
+        )
 
 
 def _check_param(index: int, value: object) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from loopwright.core.errors import ToolError, ToolErrorKind
+from loopwright.core.text import lone_surrogate
 from loopwright.core.tools import ToolSpec
 
 DEMO_NOTE = "demo data, not a real forecast"
@@ -49,6 +50,11 @@ def get_weather(city: str) -> dict[str, object]:
     if not name:
         raise ToolError(
             "city is empty; pass a city name such as 'Paris'", kind=ToolErrorKind.INVALID_ARGUMENTS
+        )
+    if lone_surrogate(name) is not None:  # sha256 of its UTF-8 below: UnicodeEncodeError
+        raise ToolError(
+            "city holds an unpaired surrogate; pass the name as valid Unicode text",
+            kind=ToolErrorKind.INVALID_ARGUMENTS,
         )
     if len(name) > MAX_CITY_CHARS:
         raise ToolError(
