@@ -40,6 +40,11 @@ BAD: list[tuple[str, Callable[[], Any]]] = [
     ("ReActText(format=", lambda: ReActText(MODEL, [], format="json")),  # type: ignore[arg-type]
     ("ReActText(max_steps=", lambda: ReActText(MODEL, [], max_steps=0)),
     ("SelfConsistency(k=", lambda: SelfConsistency(MODEL, k=0)),
+    # min_lead=0 stopped after the first sample (any lead is >= 0); a negative or text
+    # concurrency was taken as 1 or raised a TypeError naming nothing
+    ("SelfConsistency(min_lead=", lambda: SelfConsistency(MODEL, min_lead=0)),
+    ("SelfConsistency(concurrency=", lambda: SelfConsistency(MODEL, concurrency=-2)),
+    ("SelfConsistency(concurrency=", lambda: SelfConsistency(MODEL, concurrency="4")),  # type: ignore[arg-type]
     (
         "Reflexion(max_trials=",
         lambda: Reflexion(

@@ -101,6 +101,10 @@ class SelfConsistency(Strategy):
     ) -> None:
         super().__init__(limits)
         check_count("SelfConsistency(k=...)", k)
+        if concurrency is not None:
+            check_count("SelfConsistency(concurrency=...)", concurrency)
+        if min_lead is not None:
+            check_count("SelfConsistency(min_lead=...)", min_lead)
         self.model = model
         self.k = k
         self.concurrency = max(1, concurrency or k)
