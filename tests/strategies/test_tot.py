@@ -144,6 +144,15 @@ def test_a_generator_that_proposes_nothing_is_output_invalid_not_an_empty_answer
         assert "proposed no thought" in result.detail and result.data["path"] == []
 
 
+@pytest.mark.parametrize("proposed", ["abc", [1, 2], None, ["a", None]])
+def test_a_generate_hook_that_returns_no_list_of_steps_is_named(proposed: object) -> None:
+    # was: a string searched letter by letter ('abc' -> steps 'a', 'b', 'c'); numbers a
+    # TypeError from joining the steps; None "'NoneType' object is not iterable"
+    hooks = ThoughtHooks(generate=lambda p, s: proposed, evaluate=lambda p, s: 1.0)  # type: ignore[arg-type, return-value]
+    with pytest.raises(UserError, match=r"ThoughtHooks.generate returned .* list of strings"):
+        TreeOfThoughts(hooks=hooks, search=SearchConfig(depth=2)).run("q")
+
+
 def test_an_evaluate_hook_that_returns_no_number_is_named() -> None:
     # was: TypeError "float() argument must be a string or a real number, not 'NoneType'"
     hooks = ThoughtHooks(generate=lambda p, s: ["a"], evaluate=lambda p, s: None)  # type: ignore[arg-type, return-value]

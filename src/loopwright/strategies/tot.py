@@ -246,7 +246,7 @@ class _Search:
         fn = self.hooks.generate
         if fn is not None:
             proposed = fn(self.problem, steps)
-            found = list(await proposed if inspect.isawaitable(proposed) else proposed)
+            found = _proposed(await proposed if inspect.isawaitable(proposed) else proposed, steps)
         elif self.owner.generator == "propose":
             text = await self.ask(
                 strategy_prompt(
@@ -367,6 +367,17 @@ def _check_threshold(search: SearchConfig, evaluator: str, hooks: ThoughtHooks) 
         high = float(search.n_evaluate)
         why = f" for evaluator='vote' (a state scores its votes, 0-n_evaluate={search.n_evaluate})"
     check_number("SearchConfig.threshold", search.threshold, 0.0, high, why)
+
+
+def _proposed(value: object, steps: Steps) -> list[str]:
+    """A generate hook's reply as steps: a list (or tuple) of strings -- a bare string
+    would be searched letter by letter."""
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise UserError(
+            f"ThoughtHooks.generate returned {value!r:.80} for {list(steps)!r:.120}; return "
+            "a list of strings, one per proposed next step"
+        )
+    return list(value)
 
 
 def _show(steps: Steps) -> str:
