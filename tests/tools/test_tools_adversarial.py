@@ -110,3 +110,29 @@ async def test_a_batch_cap_that_is_no_count_is_refused(cap: object) -> None:
     calls = [ToolCallPart(f"c{i}", "stops", {}) for i in range(3)]
     with pytest.raises(ValueError, match="max_calls"):
         await Dispatcher(ToolRegistry([stops])).run_batch(calls, max_calls=cap)  # type: ignore[arg-type]
+
+
+effects: list[str] = []
+
+
+async def _write() -> str:
+    effects.append("written")
+    return "written"
+
+
+@tool
+async def forgets_await() -> object:
+    """Return the coroutine of the work instead of its result."""
+    return _write()
+
+
+async def test_an_async_tool_returning_an_unawaited_coroutine_fails_saying_so() -> None:
+    # the result was "<coroutine object _write at 0x...>", reported as a success, and
+    # the work never ran (Python warned "coroutine was never awaited" at exit)
+    effects.clear()
+    out = await Dispatcher(ToolRegistry([forgets_await])).run_one(
+        ToolCallPart("c1", "forgets_await", {})
+    )
+    assert out.result.error_kind == "permanent", out.result.content
+    assert "await" in out.result.content
+    assert effects == []

@@ -489,7 +489,10 @@ def attempt(
         try:
             first = coro.send(None)
         except StopIteration as done:
-            return done.value, None, ""
+            value = done.value
+            if type(value) is CoroutineType:
+                return _unawaited(t, value)
+            return value, None, ""
     except BaseException as exc:
         return _failed(t, exc)
     return _rest(t, coro, first, started)
@@ -504,9 +507,24 @@ async def _rest(t: Tool, coro: Coroutine[Any, Any, Any], first: Any, started: fl
         else:
             remaining = timeout - (time.monotonic() - started)
             value = await _Deadlined(coro, first, remaining)
+        if type(value) is CoroutineType:
+            return _unawaited(t, value)
         return value, None, ""
     except BaseException as exc:
         return _failed(t, exc)
+
+
+def _unawaited(t: Tool, value: CoroutineType[Any, Any, Any]) -> Attempt:
+    """An ``async def`` tool returned a coroutine instead of its result: an ``await``
+    is missing. Its work never ran; closed here, it never will (and Python does not
+    warn later that it was never awaited)."""
+    name = getattr(value, "__qualname__", "a coroutine")
+    value.close()
+    return (
+        None,
+        ToolErrorKind.PERMANENT.value,
+        f"tool {t.name!r} returned the coroutine {name}() instead of its result; it needs an await",
+    )
 
 
 def _failed(t: Tool, exc: BaseException) -> Attempt:
