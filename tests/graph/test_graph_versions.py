@@ -4,6 +4,8 @@ changed is named, with what to do, instead of a KeyError or an error naming noth
 from __future__ import annotations
 
 import operator
+import sys
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pytest
@@ -64,3 +66,37 @@ def test_a_pending_node_the_graph_no_longer_has_is_named(store: Any, thread: dic
     assert "as_node" in message  # the way out: choose what runs next
     changed.update_state(thread, {"log": ["skip"]}, as_node="a")
     assert changed.invoke(None, thread) == {"log": ["a", "skip", "c"]}
+
+
+@dataclass(frozen=True)
+class Spot:
+    x: int
+    y: int
+
+
+class Spots(TypedDict):
+    spot: Spot
+
+
+@dataclass(frozen=True)
+class RenamedSpot:
+    x: int
+    z: int
+
+
+def test_a_state_class_whose_fields_changed_is_named(
+    store: Any, thread: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g = StateGraph(Spots)
+    g.add_node("a", lambda state: {"spot": Spot(1, 2)})
+    g.add_edge(START, "a")
+    g.compile(checkpointer=store).invoke({"spot": Spot(0, 0)}, thread)
+    # the class the checkpoint names is now another one (its field y became z)
+    monkeypatch.setattr(sys.modules[__name__], "Spot", RenamedSpot)
+    g2 = StateGraph(Spots)
+    g2.add_node("a", lambda state: {"spot": RenamedSpot(1, 2)})
+    g2.add_edge(START, "a")
+    with pytest.raises(GraphError) as caught:
+        g2.compile(checkpointer=store).get_state(thread)
+    message = str(caught.value)
+    assert f"{__name__}:Spot" in message and "'y'" in message and "field" in message

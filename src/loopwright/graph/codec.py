@@ -125,9 +125,15 @@ def _decode_tagged(tag: str, data: Mapping[str, Any]) -> Any:
     if tag == "enum":
         return cls(decode(data["v"]))
     fields = {k: decode(v) for k, v in data["v"].items()}
-    if tag == "dataclass":
-        return cls(**fields)
-    return cls.model_validate(fields)
+    try:
+        return cls(**fields) if tag == "dataclass" else cls.model_validate(fields)
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        # the class changed since the checkpoint was written
+        raise CheckpointEncodeError(
+            f"checkpoint holds a {data['cls']} with the fields {sorted(fields)}, which the "
+            f"class no longer accepts ({exc}); give the class those fields back (a default "
+            "for a new one), or read the thread with the version of the class that wrote it"
+        ) from exc
 
 
 def _class_path(cls: type, where: str) -> str:
