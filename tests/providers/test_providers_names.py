@@ -62,3 +62,25 @@ def test_an_id_or_name_with_a_trailing_newline_is_not_taken_as_valid() -> None:
     assert normalize_call_id("0\n", 8) != "0\n"
     assert "\n" not in wire_name("add\n")
     assert VALID_NAME.fullmatch(wire_name("add\n"))
+
+
+GEMINI_NAME = r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$"
+"""Gemini's FunctionDeclaration.name: it must start with a letter or an underscore."""
+
+
+@settings(deadline=None)
+@given(names)
+def test_every_wire_name_is_one_every_protocol_accepts(name):
+    import re
+
+    wire = wire_name(name)
+    assert VALID_NAME.fullmatch(wire)
+    assert re.fullmatch(GEMINI_NAME, wire), f"{name!r} -> {wire!r} (Gemini refuses it)"
+
+
+def test_a_name_starting_with_a_digit_or_a_dash_is_mapped_and_back():
+    mapping = ToolNameMap.build(["7zip_extract", "-flag", "_private", "ok"])
+    wires = [mapping.to_wire(n) for n in ("7zip_extract", "-flag", "_private", "ok")]
+    assert wires[2:] == ["_private", "ok"]
+    assert all(w[0].isalpha() or w[0] == "_" for w in wires)
+    assert [mapping.from_wire(w) for w in wires] == ["7zip_extract", "-flag", "_private", "ok"]

@@ -603,7 +603,10 @@ class RemoteModel(abc.ABC):
         )
 
 
-VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
+"""A tool name every protocol accepts as it is: OpenAI, Anthropic and Bedrock take
+``[a-zA-Z0-9_-]{1,64}``; Gemini's function names must also start with a letter or an
+underscore (a tool named ``7zip`` was a 400 there)."""
 _INVALID_CHAR = re.compile(r"[^a-zA-Z0-9_-]")
 _HASH_LEN = 8
 
@@ -614,7 +617,10 @@ def wire_name(name: str) -> str:
     if VALID_NAME.fullmatch(name):
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_LEN]
-    stem = _INVALID_CHAR.sub("_", name)[: 64 - _HASH_LEN - 1] or "tool"
+    stem = _INVALID_CHAR.sub("_", name)
+    if not stem[:1].isalpha() and not stem.startswith("_"):
+        stem = "_" + stem  # (isalpha: after the substitution only ASCII letters remain)
+    stem = stem[: 64 - _HASH_LEN - 1]
     return f"{stem}_{digest}"
 
 
