@@ -59,3 +59,22 @@ def test_postgres_stores_opened_at_once_on_new_tables_all_open(fresh_schema: str
         assert store.sessions() == []
     finally:
         store.close()
+
+
+def test_tables_of_a_newer_loopwright_are_refused_naming_both_versions(tmp_path) -> None:
+    import sqlite3
+
+    from loopwright.store import SchemaVersionError, SQLiteStore
+    from loopwright.store.sql import TABLES_VERSION
+
+    db = tmp_path / "newer.db"
+    SQLiteStore(db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE lw_meta SET value = ? WHERE name = 'tables_version'", (str(TABLES_VERSION + 1),)
+        )
+    with pytest.raises(SchemaVersionError) as caught:
+        SQLiteStore(db)
+    text = str(caught.value)
+    assert f"version {TABLES_VERSION + 1}" in text and "upgrade loopwright" in text, text
+    assert str(db) in text

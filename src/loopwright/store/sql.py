@@ -37,6 +37,7 @@ from loopwright.store.errors import (
     CorruptCheckpoint,
     HistoryConflict,
     HistoryRewritten,
+    SchemaVersionError,
     SessionLocked,
     SessionNotFound,
 )
@@ -56,7 +57,7 @@ _R = TypeVar("_R")
 
 TABLES_VERSION = 1
 
-SCHEMA: tuple[str, ...] = (
+SCHEMA: tuple[str, ...] = (  # lw_meta first: its version is checked before the rest
     """CREATE TABLE IF NOT EXISTS lw_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS lw_sessions (
         session_id TEXT PRIMARY KEY, status TEXT NOT NULL, stop TEXT, turn INTEGER NOT NULL,
@@ -129,10 +130,10 @@ class SqlStore:
         once, inside the creating transaction (SQLite's ``BEGIN IMMEDIATE`` already does)."""
 
     def _create_tables(self) -> None:
+        meta, *tables = SCHEMA
         with self._tx() as cur:
             self._lock_schema(cur)
-            for stmt in SCHEMA:
-                cur.execute(stmt)
+            cur.execute(meta)
             cur.execute(
                 self._q(
                     "INSERT INTO lw_meta (name, value) VALUES ('tables_version', ?) "
@@ -140,6 +141,28 @@ class SqlStore:
                 ),
                 (str(TABLES_VERSION),),
             )
+            cur.execute("SELECT value FROM lw_meta WHERE name = 'tables_version'")
+            row = cur.fetchone()
+            self._check_tables_version(None if row is None else row[0])
+            for stmt in tables:
+                cur.execute(stmt)
+
+    def _check_tables_version(self, stored: object) -> None:
+        """Refuse tables a newer loopwright laid out: writing rows it does not expect
+        could break them for it (the creating transaction is rolled back: nothing is
+        written)."""
+        try:
+            version = int(str(stored))
+        except ValueError:
+            version = -1
+        if 0 < version <= TABLES_VERSION:
+            return
+        what = f"tables version {version}" if version > 0 else f"an unreadable version {stored!r}"
+        raise SchemaVersionError(
+            f"{self!r} has {what} in lw_meta, but this loopwright knows tables versions "
+            f"1..{TABLES_VERSION}; upgrade loopwright (pip install -U loopwright) to use "
+            "this store, or point --store-url / LOOPWRIGHT_STORE_URL at another one"
+        )
 
     # -- checkpoints ------------------------------------------------------------
     def save(
