@@ -393,6 +393,9 @@ async def arguments_never_close(run: Run) -> None:
     err = failed(await collect(run.model(), request([USER])))
     assert err.error.kind == "malformed_response"
     if getattr(run.kit, "streams_arguments", True):  # Gemini: the whole chunk is unparseable
+        # the same request would be cut at the same max_tokens: the loop must not resend
+        # it (with its backoff and tokens) model_retries times
+        assert err.error.retryable is False
         assert err.error.raw and '{"city": "Par' in err.error.raw
         assert "max_tokens" in str(err.error)
         assert err.partial is not None and err.partial.tool_calls

@@ -267,16 +267,14 @@ class StreamAccumulator:
         if bad and self.stop is StopReason.MAX_TOKENS:
             # Cut off mid-arguments: running the call on a guess would be wrong.
             name, raw, why = bad[0]
-            return StreamError(
-                MalformedResponse(
-                    f"{self.provider}: tool call {name!r} {why} (the answer hit max_tokens:"
-                    " raise it)",
-                    raw=raw,
-                    provider=self.provider,
-                ),
-                message,
-                self.usage,
+            cut = MalformedResponse(
+                f"{self.provider}: tool call {name!r} {why} (the answer hit max_tokens:"
+                " raise settings.max_tokens)",
+                raw=raw,
+                provider=self.provider,
             )
+            cut.retryable = False  # the same request is cut at the same limit again
+            return StreamError(cut, message, self.usage)
         # Other unparseable arguments are the model's fault, not the wire's: the call goes
         # out with ``arguments={}`` and its ``raw_arguments``, and the dispatcher repairs
         # them (single quotes, trailing commas ...) or answers ``invalid_arguments`` so the
