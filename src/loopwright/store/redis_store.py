@@ -13,8 +13,8 @@ Keys (``prefix`` defaults to ``loopwright``)::
     {prefix}:ledger:{key}     string result (SET NX: the first result wins)
 
 A batch of saves (the group commit's ``write``) is two server-side script calls: one
-reads each session's counters and last stored message (:data:`_READ_SCRIPT`), the other
-checks those are unchanged and applies every write atomically (:data:`_WRITE_SCRIPT`),
+reads each session's counters and last stored message (:data:`scripts.READ_SCRIPT`), the other
+checks those are unchanged and applies every write atomically (:data:`scripts.WRITE_SCRIPT`),
 so two writers of one session never interleave. The store uses keys of many sessions in
 one script and transaction: it needs a single Redis server, not Redis Cluster. ``ttl``
 (seconds) is the retention: every save re-arms the expiry of all of the session's keys; expired sessions drop out of
@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from loopwright.core.checks import check_seconds
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
+from loopwright.store import redis_scripts as scripts
 from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds, write_start
 from loopwright.store.codec import (
     check_continues,
@@ -107,10 +108,10 @@ class RedisStore:
             url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
         )
         # EVALSHA, loading the script again if the server lost it (a restart)
-        self._read_script: Any = self._r.register_script(_READ_SCRIPT)
-        self._write_script: Any = self._r.register_script(_WRITE_SCRIPT)
-        self._sessions_script: Any = self._r.register_script(_SESSIONS_SCRIPT)
-        self._lock_script: Any = self._r.register_script(_LOCK_SCRIPT)
+        self._read_script: Any = self._r.register_script(scripts.READ_SCRIPT)
+        self._write_script: Any = self._r.register_script(scripts.WRITE_SCRIPT)
+        self._sessions_script: Any = self._r.register_script(scripts.SESSIONS_SCRIPT)
+        self._lock_script: Any = self._r.register_script(scripts.LOCK_SCRIPT)
 
     # -- keys / errors ------------------------------------------------------------
     def _k(self, sid: str, part: str) -> str:
@@ -132,7 +133,7 @@ class RedisStore:
     def write(self, writes: Sequence[Write]) -> list[WriteOutcome]:
         """Every write in two round trips whatever their number: one script call that
         reads what the saves depend on (each session's counters and last stored
-        message, :data:`_READ_SCRIPT`), then ONE call of a script (:data:`_WRITE_SCRIPT`, atomic on the server) that
+        message, :data:`scripts.READ_SCRIPT`), then ONE call of a script (:data:`scripts.WRITE_SCRIPT`, atomic on the server) that
         checks those are unchanged and applies every write. A save that fails its own
         checks fails alone; a concurrent writer of one of the sessions makes the batch
         read and start over (as ``WATCH`` would)."""
@@ -151,7 +152,7 @@ class RedisStore:
     ) -> bool:
         """Checkpoints of distinct sessions, plus the intents and releases of ``extras``;
         False if a session changed since it was read (nothing was written). The
-        script's arguments are flat strings (see :data:`_WRITE_SCRIPT`): the message
+        script's arguments are flat strings (see :data:`scripts.WRITE_SCRIPT`): the message
         rows and records go as they are, neither escaped again nor one command each."""
         now = time.time()
         plans = self._plan_saves(saves, outcomes)
@@ -218,7 +219,7 @@ class RedisStore:
         self, saves: list[tuple[int, Write]], outcomes: list[WriteOutcome]
     ) -> list[_RedisSave]:
         """What each save appends, from one read of every session's counters and last
-        stored message (:data:`_READ_SCRIPT`; a rewrite reads the message it continues
+        stored message (:data:`scripts.READ_SCRIPT`; a rewrite reads the message it continues
         from and the checkpoints it drops in a second one); a save that fails its
         checks gets its error."""
         sids = [w.state.session_id for _, w in saves if w.state is not None]
@@ -283,7 +284,7 @@ class RedisStore:
 
     def _loads(self, wanted: Sequence[tuple[str, int | None]]) -> list[RunState | Exception]:
         """Checkpoints ``(session, number or None for the latest)``, one script call for
-        all of them (:data:`_READ_SCRIPT`); a missing or unreadable one is its error."""
+        all of them (:data:`scripts.READ_SCRIPT`); a missing or unreadable one is its error."""
         args = [self.prefix, "S", *(x for sid, n in wanted for x in (sid, _arg(n)))]
         with self._guard():
             got = self._sessions_script(args=args)
@@ -491,178 +492,6 @@ class RedisStore:
         return f"RedisStore({self.target!r}, prefix={self.prefix!r})"
 
 
-_READ_SCRIPT = """
-local prefix, out = ARGV[1], {}
-for i = 2, #ARGV do
-  local key = prefix .. ':s:' .. ARGV[i]
-  local meta = redis.call('HMGET', key .. ':meta', 'message_count', 'last', 'created_at', 'checkpoints')
-  for j = 1, 4 do
-    out[#out + 1] = meta[j]
-  end
-  out[#out + 1] = redis.call('LINDEX', key .. ':msgs', -1)
-end
-return out
-"""
-"""What a batch of saves depends on, five values per session (``ARGV``: the prefix, then
-the session ids): its message count, last checkpoint, creation time, checkpoint count
-and last stored message (nil where absent). One command for the batch, not two per
-session."""
-
-_WRITE_SCRIPT = """
-local prefix, ttl, at = ARGV[1], tonumber(ARGV[2]), 3
-local function take()
-  at = at + 1
-  return ARGV[at - 1]
-end
-local function key(sid, part)
-  return prefix .. ':s:' .. sid .. ':' .. part
-end
-local saves = {}
-for n = 1, tonumber(take()) do
-  -- one take() per statement: the order of evaluation within one is not Lua's promise
-  local s = {}
-  s.sid = take()
-  s.count = take()
-  s.last = take()
-  s.start = tonumber(take())
-  s.stored = tonumber(take())
-  s.number = take()
-  s.now = take()
-  s.done = take() == '1'
-  s.drop = {}
-  for j = 1, tonumber(take()) do
-    s.drop[j] = take()
-  end
-  s.fields = {}
-  for j = 1, tonumber(take()) * 2 do
-    s.fields[j] = take()
-  end
-  local rows = tonumber(take())
-  s.first, s.after = at, at + rows
-  at = at + rows
-  s.entry = take()
-  saves[n] = s
-end
--- what WATCH would guard: every session as it was read, or nothing is written
-for _, s in ipairs(saves) do
-  local now = redis.call('HMGET', key(s.sid, 'meta'), 'message_count', 'last')
-  if (now[1] or '') ~= s.count or (now[2] or '') ~= s.last then
-    return 0
-  end
-end
-for _, s in ipairs(saves) do
-  local msgs, ckpt = key(s.sid, 'msgs'), key(s.sid, 'ckpt')
-  if s.start < s.stored then
-    if s.start == 0 then
-      redis.call('DEL', msgs)
-    else
-      redis.call('LTRIM', msgs, 0, s.start - 1)
-    end
-    if #s.drop > 0 then
-      redis.call('HDEL', ckpt, unpack(s.drop))
-    end
-  end
-  for i = s.first, s.after - 1, 1000 do
-    redis.call('RPUSH', msgs, unpack(ARGV, i, math.min(i + 999, s.after - 1)))
-  end
-  redis.call('HSET', ckpt, s.number, s.entry)
-  redis.call('HSET', key(s.sid, 'meta'), unpack(s.fields))
-  redis.call('ZADD', prefix .. ':sessions', s.now, s.sid)
-  if s.done then
-    redis.call('ZREM', prefix .. ':unfinished', s.sid)
-  else
-    redis.call('ZADD', prefix .. ':unfinished', s.now, s.sid)
-  end
-  if ttl > 0 then
-    for _, part in ipairs({'meta', 'msgs', 'ckpt', 'intents'}) do
-      redis.call('EXPIRE', key(s.sid, part), ttl)
-    end
-  end
-end
-for _ = 1, tonumber(take()) do
-  local intents = key(take(), 'intents')
-  local call = take()
-  redis.call('HSET', intents, call, take())
-  if ttl > 0 then
-    redis.call('EXPIRE', intents, ttl)
-  end
-end
-for _ = 1, tonumber(take()) do
-  local lock = prefix .. ':lock:' .. take()
-  if redis.call('GET', lock) == take() then
-    redis.call('DEL', lock)
-  end
-end
-return 1
-"""
-"""One group-commit batch of writes, run atomically by the server (``RedisStore.write``):
-the checkpoints (message rows, checkpoint entry, session meta, the session indexes),
-intent records, retention and lock releases (only a lock its releaser still holds). It
-writes nothing if a session's counters changed since the batch read them (another
-writer saved it): the batch reads again. ``ARGV``: the prefix, the retention (0: none),
-then counted groups -- the saves (session, counters as read, start, stored, checkpoint
-number, time, done, the checkpoints a rewrite drops, the meta fields, the new message
-rows, the checkpoint entry), the intent records (session, call, record), the lock
-releases (session, owner). One command for the whole batch instead of about eight per
-checkpoint: redis-py's per-command cost was most of the client's CPU."""
-
-
-_SESSIONS_SCRIPT = """
-local prefix, out = ARGV[1], {}
-local locks, states = ARGV[2]:find('L') ~= nil, ARGV[2]:find('S') ~= nil
-for i = 3, #ARGV, 2 do
-  local sid, wanted = ARGV[i], ARGV[i + 1]
-  local base = prefix .. ':s:' .. sid
-  if locks then
-    local lock = prefix .. ':lock:' .. sid
-    out[#out + 1] = redis.call('GET', lock)
-    out[#out + 1] = redis.call('PTTL', lock)
-  end
-  local last = states and redis.call('HGET', base .. ':meta', 'last')
-  local entry, rows = false, false
-  if states and (wanted ~= '' or last) then
-    entry = redis.call('HGET', base .. ':ckpt', wanted ~= '' and wanted or last)
-  end
-  if entry then
-    local ok, decoded = pcall(cjson.decode, entry)
-    local count = ok and type(decoded) == 'table' and tonumber(decoded.message_count)
-    if count and count > 0 then
-      rows = redis.call('LRANGE', base .. ':msgs', 0, count - 1)
-    elseif count then
-      rows = {}
-    end
-  end
-  if states then
-    out[#out + 1] = last
-    out[#out + 1] = entry
-    out[#out + 1] = rows
-  end
-end
-return out
-"""
-"""Sessions read in one command (``ARGV``: the prefix, what to read -- ``L`` the locks,
-``S`` the checkpoints, or both --, then pairs of session id and checkpoint number, empty
-for the latest): per session its lock's holder and milliseconds left (``L``), its last
-checkpoint number, the checkpoint's entry and its message rows (``S``; nil where
-absent, rows nil where the entry is unreadable)."""
-
-_LOCK_SCRIPT = """
-local prefix, n = ARGV[1], tonumber(ARGV[2])
-for i = 3, 2 + 4 * n, 4 do
-  if (redis.call('GET', prefix .. ':lock:' .. ARGV[i]) or '') ~= ARGV[i + 1] then
-    return 0
-  end
-end
-for i = 3, 2 + 4 * n, 4 do
-  redis.call('SET', prefix .. ':lock:' .. ARGV[i], ARGV[i + 2], 'PX', ARGV[i + 3])
-end
-return 1
-"""
-"""Take locks if their holders are still the ones read (``ARGV``: the prefix, the count,
-then per lock the session, the holder read (empty: none), the new owner, its TTL in ms);
-0 and nothing set if one changed."""
-
-
 def _arg(number: int | None) -> str:
     return "" if number is None else str(number)
 
@@ -670,7 +499,7 @@ def _arg(number: int | None) -> str:
 def _state(
     sid: str, checkpoint: int | None, last: bytes | None, raw: bytes | None, rows: Any
 ) -> RunState | Exception:
-    """A checkpoint as :data:`_SESSIONS_SCRIPT` read it, or why it cannot be loaded."""
+    """A checkpoint as :data:`scripts.SESSIONS_SCRIPT` read it, or why it cannot be loaded."""
     if last is None:
         return SessionNotFound(sid)
     number = int(last) if checkpoint is None else checkpoint
