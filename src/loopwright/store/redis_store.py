@@ -223,21 +223,29 @@ class RedisStore:
         from and the checkpoints it drops in a second one); a save that fails its
         checks gets its error."""
         sids = [w.state.session_id for _, w in saves if w.state is not None]
-        got = self._read_script(args=[self.prefix, *sids]) if sids else []
+        got = self._read_counters(sids)
         staged: list[_RedisSave] = []
         for k, (i, w) in enumerate(saves):
             state = w.state
             assert state is not None
-            stored_raw, last_raw, created_raw, count_raw, last_row = got[5 * k : 5 * k + 5]
-            stored, last = int(stored_raw or 0), int(last_raw or 0)
+            read = got[k]
+            if isinstance(read, Exception):
+                outcomes[i] = read
+                continue
+            stored_raw, last_raw, created_raw, count_raw, last_row = read
+            try:
+                stored, last = int(stored_raw or 0), int(last_raw or 0)
+                created = float(created_raw) if created_raw else state.created_at
+                count = int(count_raw or last)
+            except ValueError as exc:
+                outcomes[i] = CorruptCheckpoint(state.session_id, "session meta", str(exc))
+                continue
             try:
                 start = write_start(state.session_id, stored, len(state.messages), w.rewrite_from)
             except (HistoryRewritten, ValueError) as exc:
                 outcomes[i] = exc
                 continue
             seen = ((stored_raw or b"").decode(), (last_raw or b"").decode())
-            created = float(created_raw) if created_raw else state.created_at
-            count = int(count_raw or last)
             enc = encoded_state(state, w.encoded)
             staged.append(
                 _RedisSave(i, state, enc, seen, start, stored, last, created, count, last_row)
@@ -255,6 +263,22 @@ class RedisStore:
                     continue
             plans.append(p)
         return plans
+
+    def _read_counters(self, sids: list[str]) -> list[list[Any] | Exception]:
+        """Each session's counters and last stored message (:data:`scripts.READ_SCRIPT`), one
+        call for all; when a session's keys hold the wrong type (the script fails as a
+        whole), each is read alone so that only the damaged one fails."""
+        if not sids:
+            return []
+        try:
+            got = self._read_script(args=[self.prefix, *sids])
+        except self._redis.ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise
+            if len(sids) == 1:
+                return [_wrong_type(sids[0], exc)]
+            return [x for sid in sids for x in self._read_counters([sid])]
+        return [got[5 * k : 5 * k + 5] for k in range(len(sids))]
 
     def _read_rewrites(self, staged: list[_RedisSave]) -> list[_RedisSave]:
         """``staged``, where a save rewrites history with the stored message it
@@ -287,7 +311,14 @@ class RedisStore:
         all of them (:data:`scripts.READ_SCRIPT`); a missing or unreadable one is its error."""
         args = [self.prefix, "S", *(x for sid, n in wanted for x in (sid, _arg(n)))]
         with self._guard():
-            got = self._sessions_script(args=args)
+            try:
+                got = self._sessions_script(args=args)
+            except self._redis.ResponseError as exc:  # a damaged session: read each alone
+                if "WRONGTYPE" not in str(exc):
+                    raise
+                if len(wanted) == 1:
+                    return [_wrong_type(wanted[0][0], exc)]
+                return [x for w in wanted for x in self._loads([w])]
         return [
             _state(sid, checkpoint, *got[3 * k : 3 * k + 3])
             for k, (sid, checkpoint) in enumerate(wanted)
@@ -348,7 +379,7 @@ class RedisStore:
         pipe = self._r.pipeline(transaction=False)
         for sid in ids:
             pipe.hgetall(self._k(sid, "meta"))
-        metas = pipe.execute()
+        metas = pipe.execute(raise_on_error=False)  # a damaged session lists as unreadable
         infos = {sid: _info(sid, m) for sid, m in zip(ids, metas, strict=True) if m}
         # retention: their keys expired; in ``unfinished``, a member whose meta has a
         # result is left over from a stale rebuild
@@ -502,10 +533,14 @@ def _state(
     """A checkpoint as :data:`scripts.SESSIONS_SCRIPT` read it, or why it cannot be loaded."""
     if last is None:
         return SessionNotFound(sid)
-    number = int(last) if checkpoint is None else checkpoint
     try:
+        try:
+            newest = int(last)
+        except ValueError:
+            raise CorruptCheckpoint(sid, "session meta", f"last={last!r} is not a number") from None
+        number = newest if checkpoint is None else checkpoint
         if raw is None:
-            raise CheckpointNotFound(sid, number, int(last))
+            raise CheckpointNotFound(sid, number, newest)
         entry = _entry(sid, number, raw)
         if rows is None:
             raise CorruptCheckpoint(sid, f"checkpoint {number}", "message_count is not a number")
@@ -574,7 +609,17 @@ def _stale(checkpoints: Mapping[bytes, bytes], start: int) -> list[bytes]:
     return stale
 
 
-def _info(sid: str, meta: Mapping[bytes, bytes]) -> SessionInfo:
+def _wrong_type(sid: str, exc: Exception) -> Exception:
+    """A Redis error reading one session: its keys damaged (``WRONGTYPE``), or another
+    server error as it is."""
+    if "WRONGTYPE" not in str(exc):
+        return exc
+    return CorruptCheckpoint(sid, "session keys", f"a key holds the wrong type ({exc})")
+
+
+def _info(sid: str, meta: Mapping[bytes, bytes] | Exception) -> SessionInfo:
+    if isinstance(meta, Exception):
+        return SessionInfo.unreadable(sid, str(_wrong_type(sid, meta)))
     m = {k.decode(): v.decode() for k, v in meta.items()}
     try:
         return SessionInfo(
