@@ -108,3 +108,26 @@ def test_a_conditional_edge_returning_no_node_names_the_edge(returned: Any) -> N
         g.compile().invoke({"log": []})
     message = str(caught.value)
     assert "'route'" in message and "'a'" in message and "node name" in message
+
+
+def test_a_node_that_swallows_its_interrupt_is_named() -> None:
+    # interrupt() pauses by raising; a node catching every Exception around it used to
+    # carry on as if the person had answered, and the run never paused
+    from loopwright.graph import interrupt
+    from loopwright.store import MemoryStore
+
+    def careless(state: Log) -> dict:
+        try:
+            answer = interrupt("approve?")
+        except Exception:
+            answer = "no answer"
+        return {"log": [answer]}
+
+    g = StateGraph(Log)
+    g.add_node("careless", careless)
+    g.add_edge(START, "careless")
+    app = g.compile(checkpointer=MemoryStore())
+    with pytest.raises(GraphError) as caught:
+        app.invoke({"log": []}, {"configurable": {"thread_id": "swallowed"}})
+    message = str(caught.value)
+    assert "'careless'" in message and "interrupt()" in message and "except" in message

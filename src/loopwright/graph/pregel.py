@@ -47,7 +47,6 @@ from loopwright.graph.types import (
     InvalidUpdateError,
     NodeRunEvent,
     ParentCommand,
-    RetryPolicy,
     Send,
     StepFinished,
     TaskFinished,
@@ -55,6 +54,7 @@ from loopwright.graph.types import (
     checkpoint_number,
     config_count,
     configurable_of,
+    retry_delay,
 )
 from loopwright.graph.writes import chain_changes, merge_writes
 from loopwright.store import AsyncStore
@@ -595,10 +595,15 @@ class _Run:
                     break
                 except Exception as exc:
                     failures += 1
-                    wait = _retry_delay(spec.retry, exc, failures)
+                    wait = retry_delay(spec.retry, exc, failures)
                     if wait is None:
                         raise
                     await asyncio.sleep(wait)
+            if task.cursor is not None and task.cursor.used > len(task.cursor.resume):
+                raise GraphError(  # it pauses by raising: the node caught it and went on
+                    f"node {task.name!r} caught the exception by which interrupt() pauses the "
+                    "run (an `except Exception:` around it): call interrupt() outside the try"
+                )
             self._absorb(task, out)
         except BaseException as exc:
             self._failed(task, exc)
@@ -780,17 +785,6 @@ def subgraph_thread(thread: str, node: str, task_id: str, checkpoint: int | None
     """The thread a subgraph run checkpoints under (LangGraph's ``checkpoint_ns``)."""
     where = f"{thread}|{node}:{task_id}"
     return where if checkpoint is None else f"{where}#{checkpoint}"
-
-
-def _retry_delay(policies: Sequence[RetryPolicy], exc: Exception, failures: int) -> float | None:
-    """Seconds to wait before the next attempt, or ``None``: give up (no policy matches,
-    attempts exhausted, or the failure is the graph's own control flow)."""
-    if not policies or isinstance(exc, (GraphInterrupt, ParentCommand)):
-        return None
-    for policy in policies:
-        if policy.matches(exc):
-            return policy.delay(failures) if failures < policy.max_attempts else None
-    return None
 
 
 def _update_view(writes: list[tuple[str, Any]], out: Any) -> Any:

@@ -250,6 +250,17 @@ class RetryPolicy:
         return interval + random.uniform(0, 1) if self.jitter else interval
 
 
+def retry_delay(policies: Sequence[RetryPolicy], exc: Exception, failures: int) -> float | None:
+    """Seconds to wait before the next attempt, or ``None``: give up (no policy matches,
+    attempts exhausted, or the failure is the graph's own control flow)."""
+    if not policies or isinstance(exc, (GraphInterrupt, ParentCommand)):
+        return None
+    for policy in policies:
+        if policy.matches(exc):
+            return policy.delay(failures) if failures < policy.max_attempts else None
+    return None
+
+
 # ---------------------------------------------------------------- "events" stream mode
 
 
