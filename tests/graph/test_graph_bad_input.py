@@ -131,3 +131,30 @@ def test_a_node_that_swallows_its_interrupt_is_named() -> None:
         app.invoke({"log": []}, {"configurable": {"thread_id": "swallowed"}})
     message = str(caught.value)
     assert "'careless'" in message and "interrupt()" in message and "except" in message
+
+
+def test_a_retried_node_gets_its_answers_again() -> None:
+    # each attempt of a node runs from its start: its interrupt() calls are matched to
+    # the answers from the first again (the count ran on across attempts, so the retry
+    # asked the person a second time)
+    from loopwright.graph import RetryPolicy, interrupt
+    from loopwright.store import MemoryStore
+
+    attempts: list[str] = []
+
+    def flaky(state: Log) -> dict:
+        answer = interrupt("approve?")
+        attempts.append(answer)
+        if len(attempts) == 1:
+            raise ConnectionError("the service blinked")
+        return {"log": [answer]}
+
+    g = StateGraph(Log)
+    policy = RetryPolicy(initial_interval=0, jitter=False, retry_on=ConnectionError)
+    g.add_node("flaky", flaky, retry_policy=policy)
+    g.add_edge(START, "flaky")
+    app = g.compile(checkpointer=MemoryStore())
+    config = {"configurable": {"thread_id": "retried"}}
+    assert "__interrupt__" in app.invoke({"log": []}, config)
+    assert app.invoke(Command(resume="yes"), config) == {"log": ["yes"]}
+    assert attempts == ["yes", "yes"]

@@ -590,6 +590,8 @@ class _Run:
         failures = 0
         try:
             while True:
+                if task.cursor is not None:
+                    task.cursor.used = 0  # each attempt runs from the start: answers again
                 try:
                     out = await self._call_node(spec, task)
                     break
