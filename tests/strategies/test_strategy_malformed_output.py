@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +87,14 @@ def test_text_tool_calls_carry_only_strict_json(arguments: dict) -> None:
             json.dumps(step.arguments, allow_nan=False)
         else:
             assert "NaN" in step.error or "Infinity" in step.error
+
+
+def test_a_parser_that_returns_no_string_is_named() -> None:
+    # was: the int became the run's "answer" (StrategyResult.answer is a str)
+    from loopwright.core.errors import UserError
+    from loopwright.strategies import SelfConsistency
+
+    model = FunctionModel(lambda messages, request: "Answer: 42")
+    voting = SelfConsistency(model, k=3, parser=lambda text: 42)  # type: ignore[arg-type, return-value]
+    with pytest.raises(UserError, match=r"SelfConsistency\(parser=...\) returned 42"):
+        voting.run("q")

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Final
 
 from loopwright.core.checks import check_count
+from loopwright.core.errors import UserError
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
 from loopwright.loop.limits import Limits
@@ -113,6 +114,9 @@ class SelfConsistency(Strategy):
         self.parser = parser
         self.settings = settings or ModelSettings(temperature=0.7)
 
+    def _parsed(self, reply: str) -> str | None:
+        return _checked_answer(self.parser(reply))
+
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
         question = ctx.prepare(strategy_prompt("cot", question=prompt), settings=self.settings)
         tally = _Tally(self, ctx)
@@ -134,7 +138,7 @@ class SelfConsistency(Strategy):
                     if first and 1 < workers > len(tasks) and tally.launched < self.k:
                         tasks.append(asyncio.create_task(sampler()))
                     first = False
-                    tally.add(self.parser(await ctx.ask(self.model, question)))
+                    tally.add(self._parsed(await ctx.ask(self.model, question)))
             except Exception:
                 tally.stop()  # a limit or a model error: the other samplers stop too
                 raise
@@ -145,6 +149,15 @@ class SelfConsistency(Strategy):
             tasks.append(asyncio.create_task(sampler()))
             await _drain(tasks, tally)
         return tally.vote()
+
+
+def _checked_answer(answer: object) -> str | None:
+    if answer is None or isinstance(answer, str):
+        return answer
+    raise UserError(
+        f"SelfConsistency(parser=...) returned {answer!r:.60} ({type(answer).__name__}) for a "
+        "sample; return the answer as a string, or None when the reply has none"
+    )
 
 
 async def _drain(tasks: list[asyncio.Task[None]], tally: _Tally) -> None:
