@@ -158,3 +158,19 @@ def test_a_retried_node_gets_its_answers_again() -> None:
     assert "__interrupt__" in app.invoke({"log": []}, config)
     assert app.invoke(Command(resume="yes"), config) == {"log": ["yes"]}
     assert attempts == ["yes", "yes"]
+
+
+def test_a_cycle_without_exit_names_the_nodes_still_running() -> None:
+    from loopwright.graph import GraphRecursionError
+
+    g = StateGraph(Log)
+    g.add_node("ping", lambda state: {"log": ["ping"]})
+    g.add_node("pong", lambda state: {"log": ["pong"]})
+    g.add_edge(START, "ping")
+    g.add_edge("ping", "pong")
+    g.add_edge("pong", "ping")
+    with pytest.raises(GraphRecursionError) as caught:
+        g.compile().invoke({"log": []}, {"recursion_limit": 6})
+    message = str(caught.value)
+    assert "Recursion limit of 6 reached" in message and "'ping'" in message
+    assert "recursion_limit" in message

@@ -293,9 +293,10 @@ class _Run:
         resumed = input is None or isinstance(input, Command)
         while True:
             if self.step > self.stop:
+                running = ", ".join(sorted({repr(t.name) for t in tasks}))  # the loop's nodes
                 raise GraphRecursionError(
                     f"Recursion limit of {self.limit} reached without hitting a stop "
-                    "condition. You can increase the limit by setting the "
+                    f"condition (next: {running}). You can increase the limit by setting the "
                     "`recursion_limit` config key."
                 )
             if not tasks:
