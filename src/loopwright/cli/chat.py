@@ -61,6 +61,8 @@ def _stdin_turns() -> Iterator[str]:
                 f"stdin line {number} is not UTF-8 text (bad byte at offset {exc.start}); "
                 "convert it, e.g. iconv -t UTF-8"
             ) from None
+        if "\x00" in text:  # refused as run refuses such a prompt
+            raise CliError(f"stdin line {number} contains NUL bytes; pass plain text")
         if text in ("exit", "quit"):
             return
         if text:
