@@ -4,6 +4,7 @@ really runs."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -136,3 +137,24 @@ async def test_an_async_tool_returning_an_unawaited_coroutine_fails_saying_so() 
     assert out.result.error_kind == "permanent", out.result.content
     assert "await" in out.result.content
     assert effects == []
+
+
+@tool(timeout=0.5)
+async def stubborn() -> str:
+    """Swallow every cancellation and keep working for 30 s."""
+    for _ in range(60):
+        try:
+            await asyncio.sleep(0.5)
+        except asyncio.CancelledError:
+            effects.append("swallowed")
+    return "finished anyway"
+
+
+async def test_a_tool_that_swallows_its_deadline_is_abandoned_after_a_grace() -> None:
+    # the deadline cancelled it once; it caught that and ran on for 30 s, and its
+    # late value came back as a success: the timeout did not hold
+    effects.clear()
+    out = await Dispatcher(ToolRegistry([stubborn])).run_one(ToolCallPart("c1", "stubborn", {}))
+    assert out.result.error_kind == "timeout", out.result.content
+    assert effects == ["swallowed"]
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]

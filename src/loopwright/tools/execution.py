@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import logging
 import queue
@@ -597,18 +598,36 @@ class _Deadlined:
         baseline = task.cancelling()
         wd = watchdog(loop)
         deadline = wd.add(self.seconds, task)
+        # a tool that swallows the deadline's cancellation gets GRACE_S more seconds (to
+        # finish what it does on cancellation), then is no longer driven: otherwise it
+        # ran on as long as it liked and the call's timeout did not hold
+        grace: list[Deadline] = []
         try:
-            value = yield from _resume(self.coro, self.first)
+            value = yield from _resume(self.coro, self.first, deadline, grace, wd)
         except asyncio.CancelledError:
-            if deadline.fired and task.uncancel() <= baseline:
+            left = _uncancel(task, deadline, grace)
+            if deadline.fired and left <= baseline:
                 raise _Expired from None
             raise
         finally:
-            if not deadline.fired:
-                wd.discard(deadline)
-        if deadline.fired:  # the deadline passed but the tool swallowed the cancellation
-            task.uncancel()
+            for d in (deadline, *grace):
+                if not d.fired:
+                    wd.discard(d)
+        _uncancel(task, deadline, grace)  # fired, but the tool ended meanwhile
         return value
+
+
+GRACE_S = 2.0
+"""Seconds an async tool that swallowed its deadline's cancellation may still run."""
+
+
+def _uncancel(task: asyncio.Task[Any], deadline: Deadline, grace: list[Deadline]) -> int:
+    """Take back the cancellations the deadlines that fired made; the task's count."""
+    left = task.cancelling()
+    for d in (deadline, *grace):
+        if d.fired:
+            left = task.uncancel()
+    return left
 
 
 class _Resumed:
@@ -628,8 +647,17 @@ async def _awaiting(awaitable: Awaitable[_T]) -> _T:
     return await awaitable
 
 
-def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, object]:
-    """``yield from coro`` for a coroutine whose first step already yielded ``first``."""
+def _resume(
+    coro: Coroutine[Any, Any, Any],
+    first: Any,
+    deadline: Deadline | None = None,
+    grace: list[Deadline] | None = None,
+    wd: _Watchdog | None = None,
+) -> Generator[Any, Any, object]:
+    """``yield from coro`` for a coroutine whose first step already yielded ``first``.
+    With ``deadline`` (see :class:`_Deadlined`): when ``coro`` swallows the cancellation
+    the deadline made, a grace deadline is added to ``grace``; once that one fires too,
+    ``coro`` is closed and the cancellation raised here instead of thrown into it."""
     yielded = first
     try:
         while True:
@@ -639,7 +667,15 @@ def _resume(coro: Coroutine[Any, Any, Any], first: Any) -> Generator[Any, Any, o
                 coro.close()
                 raise
             except BaseException as exc:
+                if grace and grace[0].fired:
+                    with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit
+                        coro.close()
+                    raise
                 yielded = coro.throw(exc)
+                if deadline is not None and deadline.fired and not grace:
+                    assert grace is not None and wd is not None
+                    task = deadline.task
+                    grace.append(wd.add(GRACE_S, task))
             else:
                 yielded = coro.send(sent)
     except StopIteration as done:
