@@ -140,3 +140,37 @@ async def test_steering_while_the_model_replies_skips_its_whole_batch() -> None:
     assert kinds == ["skipped", "skipped"]
     assert result.messages[3].text == "never mind" and result.answer == "ok"
     assert run.state.consecutive_errors == 0  # skipped calls are not failures
+
+
+async def test_messages_queued_during_a_cut_or_refused_reply_continue_the_run() -> None:
+    """A reply cut at max_tokens or refused ends the run only when nothing is queued: a
+    steer or follow-up sent meanwhile ("go on", a rephrased request) is taken in, not left
+    stranded in the state after the run returned."""
+    from loopwright.core.messages import StopReason
+    from loopwright.providers.scripted import Reply
+
+    holder: list[Run] = []
+
+    def reply(messages, request):  # type: ignore[no-untyped-def]
+        if len(messages) == 1:
+            holder[0].follow_up("go on")
+            return Reply("the first half", stop_reason=StopReason.MAX_TOKENS)
+        if len(messages) == 3:
+            holder[0].steer("ask it politely")
+            return Reply("I can't help with that.", stop_reason=StopReason.REFUSAL)
+        return "the second half"
+
+    run = Agent(FunctionModel(reply)).start("write it")
+    holder.append(run)
+    result = await run.result()
+    texts = [m.text for m in result.messages]
+    assert texts == [
+        "write it",
+        "the first half",
+        "go on",
+        "I can't help with that.",
+        "ask it politely",
+        "the second half",
+    ], texts
+    assert result.stop is RunStop.FINAL_ANSWER
+    assert not result.state.follow_ups and not result.state.steering

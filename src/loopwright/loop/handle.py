@@ -138,7 +138,8 @@ class Run(Generic[OutputT]):
         self._engine.state.queue_steering(as_message(message, "steer(message)"))
 
     def follow_up(self, message: Prompt) -> None:
-        """Queue a user message delivered after the next final answer (one per answer)."""
+        """Queue a user message delivered after the next reply without tool calls (a
+        final answer, or one refused or cut at max_tokens), one per reply."""
         self._check_open("follow_up")
         self._engine.state.queue_follow_up(as_message(message, "follow_up(message)"))
 

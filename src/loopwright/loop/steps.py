@@ -637,11 +637,15 @@ class RunEngine:
         return _FAILED
 
     def answered(self, stop_reason: StopReason) -> Step:
-        """A reply without tool calls: stop, unless queued messages continue the run."""
-        if stop_reason is StopReason.REFUSAL:
-            return Stop(RunStop.REFUSAL, "the model refused")
-        if stop_reason is StopReason.MAX_TOKENS:
-            return Stop(RunStop.MAX_TOKENS, "the reply was cut at settings.max_tokens")
+        """A reply without tool calls: stop, unless queued messages continue the run (a
+        refused or cut reply too: a steer or follow-up sent meanwhile answers it, and
+        was left stranded in the state when the run stopped)."""
+        state = self.state
+        if not (state.steering or state.follow_ups):
+            if stop_reason is StopReason.REFUSAL:
+                return Stop(RunStop.REFUSAL, "the model refused")
+            if stop_reason is StopReason.MAX_TOKENS:
+                return Stop(RunStop.MAX_TOKENS, "the reply was cut at settings.max_tokens")
         return self.queued_or_final()
 
     def queued_or_final(self) -> Step:
