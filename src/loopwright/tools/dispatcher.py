@@ -436,11 +436,6 @@ class Dispatcher:
                     repairs,
                     False,
                 )
-            if args and not call.arguments:
-                # read from the raw text: hooks and confirmation handlers judge
-                # ``call.arguments``, so they must be the arguments that will run (left
-                # empty, a policy on them let a call through by its JSON being broken)
-                call = replace(call, arguments=args)
         accepts = plan.accepts  # fast path: the schema certainly accepts, no business rules
         if accepts is None or not accepts(args):
             violations = t.validate(args)
@@ -463,7 +458,11 @@ class Dispatcher:
         if taint and (not plan.gated or not self.config.confirm_when_tainted):
             taint = ()  # the gate does not apply to this call
         if plan.guarded or confirmation is not None or taint:
-            early, key = await self._guard(call, t, args, confirmation, taint)
+            # arguments read from the raw text: hooks and confirmation handlers judge
+            # ``call.arguments``, so they must be the ones that will run (left empty, a
+            # policy on them let a call through by its JSON being broken)
+            seen = replace(call, arguments=args) if args and not call.arguments else call
+            early, key = await self._guard(seen, t, args, confirmation, taint)
             if early is not None:
                 return early[0], 0, repairs, early[1]
         if key is not None:
