@@ -51,3 +51,10 @@ async def test_non_ascii_digits_in_numbers_are_422_not_500(client: httpx.AsyncCl
     r = await client.get(f"/v1/sessions/{sid}/events", headers={**KEY, "last-event-id": b"\xb2"})
     assert r.status_code == 422, r.text
     assert r.json()["error"]["field"] == "header.Last-Event-ID"
+
+
+async def test_an_oversized_session_id_is_not_echoed_whole(client: httpx.AsyncClient) -> None:
+    r = await client.get("/v1/sessions/" + "a" * 50_000, headers=KEY)
+    assert r.status_code == 404, r.text
+    error = r.json()["error"]
+    assert error["field"] == "path.session_id" and len(r.content) < 1_000, len(r.content)

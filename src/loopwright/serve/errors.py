@@ -34,11 +34,13 @@ class ApiError(Exception):
 
 
 def not_found(session_id: str) -> ApiError:
-    """The same answer for a session that does not exist and one of another tenant."""
+    """The same answer for a session that does not exist and one of another tenant.
+    A long id is shortened: the path is the client's, up to the server's URL limit."""
+    shown = session_id if len(session_id) <= 80 else f"{session_id[:80]}..."
     return ApiError(
         404,
         "session_not_found",
-        f"no session {session_id!r} for this API key",
+        f"no session {shown!r} for this API key",
         field="path.session_id",
         fix="list your sessions with GET /v1/sessions",
     )
