@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import operator
 import warnings
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pytest
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from loopwright.graph import (
@@ -174,3 +176,33 @@ def test_a_cycle_without_exit_names_the_nodes_still_running() -> None:
     message = str(caught.value)
     assert "Recursion limit of 6 reached" in message and "'ping'" in message
     assert "recursion_limit" in message
+
+
+@dataclass
+class Named:
+    count: int
+    name: str
+
+
+class Counted(BaseModel):
+    count: int = 0
+
+
+def test_a_state_its_class_cannot_be_built_from_names_the_class_and_the_fix() -> None:
+    # was: "D.__init__() missing 1 required positional argument" / a bare ValidationError
+    g = StateGraph(Named)
+    g.add_node("a", lambda state: {"count": 2})
+    g.add_edge(START, "a")
+    with pytest.raises(InvalidUpdateError) as caught:
+        g.compile().invoke({"count": 1})
+    message = str(caught.value)
+    assert "Named" in message and "'name'" in message and "default" in message
+
+    p = StateGraph(Counted)
+    p.add_node("a", lambda state: {"count": "many"})
+    p.add_node("b", lambda state: {"count": state.count + 1})
+    p.add_edge(START, "a")
+    p.add_edge("a", "b")
+    with pytest.raises(InvalidUpdateError) as caught:
+        p.compile().invoke({"count": 1})
+    assert "Counted" in str(caught.value) and "count" in str(caught.value)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
 
-from loopwright.graph.types import MISSING, GraphBuildError
+from loopwright.graph.types import MISSING, GraphBuildError, InvalidUpdateError
 
 Reducer = Callable[[Any, Any], Any]
 SchemaKind = Literal["dict", "dataclass", "pydantic"]
@@ -48,7 +48,14 @@ class Schema:
         if self.kind == "dict":
             return {k: values[k] for k in self.keys if k in values}
         present = {k: values[k] for k in self.keys if k in values}
-        return self.cls(**present)
+        try:
+            return self.cls(**present)
+        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise InvalidUpdateError(
+                f"the state cannot be read as {self.cls.__name__} from its keys that have a "
+                f"value ({', '.join(map(repr, present))}): {exc}; give the missing fields a "
+                "default (or a value in the input), and write values the class accepts"
+            ) from exc
 
     def object_updates(self, value: object) -> list[tuple[str, Any]]:
         """Writes carried by a returned schema instance: every field that is not
