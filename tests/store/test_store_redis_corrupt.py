@@ -58,3 +58,38 @@ def test_a_counter_that_is_not_a_number_is_corrupt_not_a_value_error(store) -> N
         store.save(RunState(bad, messages=[Message.user("a"), Message.user("c")]))
     store.save(RunState(good, messages=[Message.user("b"), Message.user("c")]))
     assert len(store.load(good).messages) == 2
+
+
+def test_a_server_that_refuses_writes_is_store_unavailable(tmp_path) -> None:
+    """A Redis that became a read-only replica (a failover) refuses every write: that is
+    the store being unavailable, with the server's reason, not a raw redis exception."""
+    import shutil
+
+    from test_store_servers import _free_port, _start_redis
+
+    from loopwright.store import StoreUnavailable
+    from loopwright.store.redis_store import RedisStore
+
+    service_url(REDIS_ENV)
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is not installed; run `source .ci/services.sh`")
+    port = _free_port()
+    server = _start_redis(port, tmp_path)
+    try:
+        url = f"redis://127.0.0.1:{port}/0"
+        store = RedisStore(url)
+        store.save(RunState("s", messages=[Message.user("a")]))
+        store._r.replicaof("127.0.0.1", _free_port())  # nothing listens there
+        writes = [
+            lambda: store.save(RunState("s", messages=[Message.user("a"), Message.user("b")])),
+            lambda: store.acquire_lock("s", "me"),
+            lambda: store.delete("s"),
+        ]
+        for write in writes:
+            with pytest.raises(StoreUnavailable, match="read only replica"):
+                write()
+        assert store.load("s").messages[0].text == "a"  # reads still work
+        store.close()
+    finally:
+        server.terminate()
+        server.wait()

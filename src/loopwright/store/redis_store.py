@@ -119,10 +119,22 @@ class RedisStore:
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
+        """Server conditions that refuse every request of a kind -- down, timing out, a
+        read-only replica after a failover, out of memory, unable to persist
+        (``MISCONF``) -- are :class:`StoreUnavailable` with the server's reason."""
+        redis = self._redis
         try:
             yield
-        except (self._redis.ConnectionError, self._redis.TimeoutError) as exc:
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise StoreUnavailable("redis", self.target, str(exc) or type(exc).__name__) from None
+        except (redis.ReadOnlyError, redis.OutOfMemoryError) as exc:
+            raise StoreUnavailable(
+                "redis", self.target, f"the server refused a write: {exc}"
+            ) from None
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("MISCONF"):
+                raise
+            raise StoreUnavailable("redis", self.target, str(exc)) from None
 
     # -- checkpoints ------------------------------------------------------------
     def save(
