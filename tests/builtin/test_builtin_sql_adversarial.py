@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopwright.core.errors import ToolError
-from loopwright.tools.builtin.sql import SqlRunner
+from loopwright.tools.builtin.sql import MAX_CELL_CHARS, SqlRunner
 
 
 @pytest.fixture
@@ -77,3 +77,28 @@ def test_values_sqlite_cannot_take_are_invalid_arguments_naming_them(
         runner.query(query, params)
     assert err.value.kind.value == "invalid_arguments"
     assert fragment in str(err.value)
+
+
+_BIG = "hex(randomblob(499999))"  # a value of almost 1 MB, SQLite's length limit
+
+
+def test_rows_of_huge_values_are_cut_as_they_are_read(runner: SqlRunner) -> None:
+    # every value was kept whole until the result was rendered: 20 rows of 30 such
+    # values held 600 MB, and a 4,000-character query could ask for gigabytes
+    columns = ", ".join([_BIG] * 30)
+    query = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20) "
+        f"SELECT {columns} FROM c"
+    )
+    out = runner.query(query)
+    rows = out["rows"]
+    assert isinstance(rows, list) and len(rows) == 20
+    cells = [cell for row in rows for cell in row]
+    assert all(isinstance(c, str) and len(c) <= MAX_CELL_CHARS + 100 for c in cells)
+    assert "chars cut" in cells[0]
+
+
+def test_a_query_of_very_many_columns_is_refused(runner: SqlRunner) -> None:
+    with pytest.raises(ToolError) as err:
+        runner.query("SELECT " + ", ".join(["1"] * 200))
+    assert "too many columns" in str(err.value)
