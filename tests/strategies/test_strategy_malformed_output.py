@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from loopwright import FunctionModel, ModelRequest
 from loopwright.core.messages import Message
+from loopwright.prompts import OutputParseError
 from loopwright.strategies import SelfRefine
 from loopwright.strategies.react_text import parse_hermes, parse_react
 from loopwright.strategies.self_consistency import extract_answer, normalise
@@ -98,3 +99,18 @@ def test_a_parser_that_returns_no_string_is_named() -> None:
     voting = SelfConsistency(model, k=3, parser=lambda text: 42)  # type: ignore[arg-type, return-value]
     with pytest.raises(UserError, match=r"SelfConsistency\(parser=...\) returned 42"):
         voting.run("q")
+
+
+def test_json_nested_too_deep_for_python_is_a_malformed_reply() -> None:
+    # was: RecursionError out of the parser, ending the run with a traceback
+    from loopwright.prompts import load_pattern
+    from loopwright.strategies.plan_execute import PlanAndExecute, PlanRun, PlanStep
+
+    deep = "[" * 200_000
+    assert parse_react(f'Action: tool\nAction Input: {{"a": {deep}').error is not None
+    assert parse_hermes(f'<tool_call>{{"name": "tool", "arguments": {{"a": {deep}').error
+    with pytest.raises(OutputParseError):
+        load_pattern("planner").parse(f'{{"action": "plan", "plan": {deep}')
+    run = PlanRun("q", [PlanStep(1, "a step", "tool", {"x": 1})])
+    PlanAndExecute._modify(run, 1, f'{{"x": {deep}')  # not JSON it can read: no change
+    assert run.steps[0].tool_input == {"x": 1}

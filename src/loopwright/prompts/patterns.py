@@ -90,7 +90,7 @@ def extract_json(text: str) -> tuple[dict[str, JSONValue] | None, str | None]:
         while start != -1:
             try:
                 value, _ = decoder.raw_decode(chunk, start)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # nested deeper than Python recurses
                 last_error = str(exc)
                 if index != whole:
                     # A tag or fence holds one object from its first brace; a brace after

@@ -227,7 +227,7 @@ def resolve(value: JSONValue, results: Mapping[int, StepResult]) -> JSONValue:
             if value == ref:
                 try:
                     parsed: JSONValue = json.loads(result.output)
-                except ValueError:
+                except (ValueError, RecursionError):
                     return result.output
                 return parsed
             if ref in value:
@@ -446,7 +446,7 @@ class PlanAndExecute(Strategy):
         """A modification that is a JSON object replaces the step's input."""
         try:
             new_input = json.loads(modification)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if isinstance(new_input, dict):
             run.steps = [

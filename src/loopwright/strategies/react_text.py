@@ -103,6 +103,8 @@ def _json_object(text: str) -> tuple[dict[str, JSONValue] | None, str]:
         value, _ = _DECODER.raw_decode(text, start)
     except ValueError as exc:
         return None, f"the JSON is malformed ({exc})"
+    except RecursionError:
+        return None, "the JSON is nested too deeply"
     if not isinstance(value, dict):
         return None, "expected a JSON object"
     return value, ""
