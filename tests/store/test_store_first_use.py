@@ -78,3 +78,26 @@ def test_tables_of_a_newer_loopwright_are_refused_naming_both_versions(tmp_path)
     text = str(caught.value)
     assert f"version {TABLES_VERSION + 1}" in text and "upgrade loopwright" in text, text
     assert str(db) in text
+
+
+@pytest.mark.services
+def test_a_postgres_that_refuses_writes_is_store_unavailable() -> None:
+    """A read-only server (a hot standby, or default_transaction_read_only) refuses every
+    write: the store is unavailable for them, with the server's reason."""
+    from loopwright.core.messages import Message
+    from loopwright.core.run import RunState
+    from loopwright.store import StoreUnavailable
+    from loopwright.store.postgres import PostgresStore
+
+    base = service_url(POSTGRES_ENV)
+    sep = "&" if "?" in base else "?"
+    url = base + sep + "options=" + quote("-cdefault_transaction_read_only=on")
+    with pytest.raises(StoreUnavailable, match="read-only transaction"):
+        PostgresStore(url)
+    store = PostgresStore(url, migrate=False)
+    try:
+        with pytest.raises(StoreUnavailable, match="read-only transaction"):
+            store.save(RunState(f"ro-{uuid.uuid4().hex[:8]}", messages=[Message.user("a")]))
+        store.sessions(limit=1)  # reads still work
+    finally:
+        store.close()

@@ -161,6 +161,8 @@ class PostgresStore(SqlStore):
             yield
         except psycopg.OperationalError as exc:
             raise StoreUnavailable("postgres", self.target, _first_line(exc)) from None
+        except psycopg.errors.ReadOnlySqlTransaction as exc:  # a hot standby, read-only mode
+            raise StoreUnavailable("postgres", self.target, _first_line(exc)) from None
         except psycopg.errors.InFailedSqlTransaction as exc:  # pragma: no cover - defensive
             raise StoreUnavailable("postgres", self.target, _first_line(exc)) from None
 
