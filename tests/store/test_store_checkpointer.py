@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 from pathlib import Path
 
 from store_testlib import sid
@@ -51,22 +51,25 @@ async def test_interval_policy_limits_writes() -> None:
 
 async def test_requests_never_wait_and_coalesce_while_a_write_is_slow() -> None:
     inner = MemoryStore()
+    release = threading.Event()  # the first write is held until every request is made
+    waited_out: list[bool] = []
 
     class Slow(MemoryStore):
         blocking = True  # run on the adapter's threads, like a real database
 
         def save(self, state: RunState, *, rewrite_from: int | None = None, encoded=None):  # type: ignore[no-untyped-def]
-            time.sleep(0.1)
+            # a request that waited for this write would hold it here until the timeout
+            waited_out.append(not release.wait(10))
             return inner.save(state, rewrite_from=rewrite_from, encoded=encoded)
 
     state = RunState(session_id=sid(), messages=[])
     cp = Checkpointer(AsyncStore(Slow()), state)
-    started = time.perf_counter()
     for i in range(20):
         state.messages.append(Message.user(str(i)))
         cp.on_event(MessageAppended(0, state.messages[-1], "input"))
-    assert time.perf_counter() - started < 0.08  # no request waited for a 0.1 s write
+    release.set()
     await cp.flush()
+    assert waited_out and not any(waited_out)  # no request waited for a held write
     assert 1 <= cp.saves <= 3  # 20 requests, merged while writes were in flight
     assert len(inner.load(state.session_id).messages) == 20
 
