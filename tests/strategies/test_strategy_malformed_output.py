@@ -114,3 +114,16 @@ def test_json_nested_too_deep_for_python_is_a_malformed_reply() -> None:
     run = PlanRun("q", [PlanStep(1, "a step", "tool", {"x": 1})])
     PlanAndExecute._modify(run, 1, f'{{"x": {deep}')  # not JSON it can read: no change
     assert run.steps[0].tool_input == {"x": 1}
+
+
+def test_a_plan_holding_nan_is_a_malformed_reply() -> None:
+    # NaN / Infinity are Python's JSON extensions: a plan step's input holding one was
+    # accepted, and no checkpoint in PostgreSQL nor provider payload can carry it
+    from loopwright.prompts import load_pattern
+
+    reply = (
+        '{"action": "plan", "plan": [{"step_id": 1, "description": "d", "tool_name": "t",'
+        ' "tool_input": {"x": NaN}, "depends_on": []}]}'
+    )
+    with pytest.raises(OutputParseError, match="NaN"):
+        load_pattern("planner").parse(reply, allowed_tools=["t"])

@@ -66,9 +66,17 @@ class Parsed:
     scratchpad: str | None = None
 
 
-_DECODER: Final = json.JSONDecoder()
-"""Shared: building a decoder (its scanner) costs more than decoding a small reply, and
-every planner, reflector and router reply is decoded here."""
+def _no_constant(name: str) -> object:
+    # Python's JSON accepts NaN / Infinity; a value carrying them could be neither stored
+    # (PostgreSQL's JSON refuses them) nor sent on to a provider
+    raise ValueError(f"{name} is not a JSON number: write a number or a string")
+
+
+STRICT_JSON: Final = json.JSONDecoder(parse_constant=_no_constant)
+"""The decoder of JSON in model replies (strict: no NaN / Infinity). Shared: building a
+decoder (its scanner) costs more than decoding a small reply, and every planner,
+reflector and router reply -- and every text-protocol tool call -- is decoded with it."""
+_DECODER: Final = STRICT_JSON
 
 
 def extract_json(text: str) -> tuple[dict[str, JSONValue] | None, str | None]:

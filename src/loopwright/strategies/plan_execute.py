@@ -41,6 +41,7 @@ from loopwright.loop.agent import ToolLike
 from loopwright.loop.limits import Limits
 from loopwright.prompts import OutputParseError, Pattern, PromptText, load_pattern
 from loopwright.prompts import tool_descriptions as describe_tools
+from loopwright.prompts.patterns import STRICT_JSON
 from loopwright.prompts.template import render_value
 from loopwright.strategies.prompts import ask_parsed, strategy_prompt
 from loopwright.strategies.runtime import (
@@ -445,7 +446,7 @@ class PlanAndExecute(Strategy):
     def _modify(run: PlanRun, sid: int, modification: str) -> None:
         """A modification that is a JSON object replaces the step's input."""
         try:
-            new_input = json.loads(modification)
+            new_input = STRICT_JSON.decode(modification)
         except (ValueError, RecursionError):
             return
         if isinstance(new_input, dict):

@@ -32,6 +32,7 @@ from loopwright.core.tools import ToolSpec
 from loopwright.loop.agent import ToolLike
 from loopwright.loop.limits import Limits
 from loopwright.prompts import PromptText
+from loopwright.prompts.patterns import STRICT_JSON
 from loopwright.prompts.template import fingerprints_of, prompt_message, request_fingerprints
 from loopwright.strategies.prompts import strategy_prompt
 from loopwright.strategies.runtime import (
@@ -58,15 +59,7 @@ _QUESTION: Final = re.compile(r"^\s*Question\s*:", re.IGNORECASE | re.MULTILINE)
 _ECHO_MIN: Final = 24
 _ECHO_WITHIN: Final = 64
 
-
-def _no_constant(name: str) -> object:
-    # Python's JSON accepts NaN / Infinity; a call carrying them could be neither stored
-    # (PostgreSQL's JSON refuses them) nor sent on to a provider
-    raise ValueError(f"{name} is not a JSON number: write a number or a string")
-
-
-# built once: it costs more than a small decode
-_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
+_DECODER: Final = STRICT_JSON
 DEFAULT_EXAMPLE: Final = "react_example"
 """``ReActText(example=...)``'s default: the ``react_example`` prompt file."""
 REPEATED: Final = (
