@@ -143,7 +143,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "graph": ("loopwright.cli.graph_cmd", "Work with state graphs built with loopwright.graph."),
     "mcp": (
         "loopwright.cli.mcp_cmd",
-        "MCP: serve loopwright tools to any MCP client, or inspect an MCP server.",
+        "MCP: serve loopwright tools to any MCP client, or inspect an MCP server (its tools, resources and prompts).",
     ),
     "prompt": ("loopwright.cli.prompt", "Prompt templates: list, show, regression-test."),
     "resume": (
