@@ -206,3 +206,19 @@ def test_a_state_its_class_cannot_be_built_from_names_the_class_and_the_fix() ->
     with pytest.raises(InvalidUpdateError) as caught:
         p.compile().invoke({"count": 1})
     assert "Counted" in str(caught.value) and "count" in str(caught.value)
+
+
+@pytest.mark.parametrize("limit", [-1, "3", 2.5, True])
+def test_a_history_limit_that_is_no_count_is_named(limit: Any) -> None:
+    # was: -1 gave an empty history, "3" a TypeError from the comparison
+    from loopwright.store import MemoryStore
+
+    g = StateGraph(Log)
+    g.add_node("a", lambda state: {"log": ["a"]})
+    g.add_edge(START, "a")
+    app = g.compile(checkpointer=MemoryStore())
+    config = {"configurable": {"thread_id": "history"}}
+    app.invoke({"log": []}, config)
+    with pytest.raises(GraphError, match=r"get_state_history\(limit=\.\.\.\)"):
+        list(app.get_state_history(config, limit=limit))
+    assert len(list(app.get_state_history(config, limit=2))) == 2

@@ -450,6 +450,13 @@ class CompiledStateGraph:
     ) -> Iterator[StateSnapshot]:
         """Every checkpoint of the thread, newest first (of a subgraph's namespace when
         ``config`` is a subgraph snapshot's, from ``get_state(config, subgraphs=True)``)."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise GraphError(
+                "get_state_history(limit=...) must be a whole number >= 0 (or None: every "
+                f"checkpoint), got {limit!r}"
+            )
         graph, saver, thread, _checkpoint, ns = self._where(config)
         for n, saved in enumerate(saver.history(thread)):
             if limit is not None and n >= limit:
