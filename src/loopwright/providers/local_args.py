@@ -76,6 +76,7 @@ from loopwright.providers.local_spans import (
     open_array_items,
     open_string,
     span_ends,
+    starts_inside_quote,
     stray_quote,
 )
 
@@ -124,6 +125,9 @@ class ArgumentGuard:
             if self._span_refuses(text, so_far, head, closes='"' in piece):
                 return True
             if head and self._starts_inside_word(longer):
+                return True
+            first = " " not in so_far.strip()  # the value's first word
+            if head and first and starts_inside_quote(longer, self.context):
                 return True
             if head and stray_quote(so_far, longer, self.context):
                 return True

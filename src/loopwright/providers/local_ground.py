@@ -27,6 +27,7 @@ from loopwright.providers.local_names import (
     JOINED_EXAMPLE,
     MIN_PREFIX_CHARS,
     WORDS,
+    changed_to,
     coded_value,
     coordinate,
     described_examples,
@@ -35,6 +36,7 @@ from loopwright.providers.local_names import (
     named_example,
     named_flag,
     named_number,
+    named_span,
     named_values,
     names_an_example,
     negated,
@@ -112,11 +114,14 @@ def grounded_required(
         named = named_values(schema["enum"], ground.request) or [
             c for c in coded_value(schema, ground.request) if c in schema["enum"]
         ]
+        named = changed_to(named, name, ground.request)
         return {**schema, "enum": named} if named else dict(schema)
     if (dated := grounded_date(schema, ground.request)) is not None:
         return dated
     if coded := coded_value(schema, ground.request):
         return {"type": kind, "enum": coded}
+    if (span := named_span(name, schema, ground.request)) is not None:
+        return {"type": kind, "enum": [span]}
     if kind == "boolean" and (flag := named_flag(name, ground.request)) is not None:
         return {"type": "boolean", "enum": [flag]}
     if (example := named_example(schema, ground.request)) is not None:
@@ -171,11 +176,13 @@ def grounded_optional(
     required ``Title``'s word, not ``MetaTitle``'s."""
     words = set(WORDS.findall(request.lower()))
     if isinstance(schema.get("enum"), list):
-        named = named_values(schema["enum"], request)
+        named = changed_to(named_values(schema["enum"], request), name, request)
         return {**schema, "enum": named} if named else None
     kind = schema.get("type")
     if coded := coded_value(schema, request):
         return {"type": kind, "enum": coded}
+    if (span := named_span(name, schema, request)) is not None:
+        return {"type": kind, "enum": [span]}
     if kind in ("number", "integer"):
         values = fitting(kind, shares(schema, request, numbers_in(request)))
         return {"enum": values} if values else None

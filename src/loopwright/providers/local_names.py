@@ -328,6 +328,92 @@ def mentions(name: str, request: str, taken: Iterable[str] = ()) -> bool:
     return any(w in words for w in telling_words(name, taken))
 
 
+# Words of a parameter's name that say what kind of value it is, not which thing it
+# names ("the user name" does not name a ``name``).
+_KIND_WORDS = frozenset({"name", "type", "value", "data", "info", "number", "string", "text"})
+# A span of one to four words before the parameter's word, written in lower case (the
+# common noun, not part of a name: "New York City" gives no ``city``), none of them a
+# function word ("the R vs Adams legal case", "a Card of rank").
+_NAMED_SPAN = r"(?P<span>(?:(?!(?:the|an?)\s)[^\s,;]+\s+){{1,4}}?)(?-i:{word})s?\b"
+_FUNCTION_WORDS = frozenset(
+    [
+        "of",
+        "on",
+        "in",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "to",
+        "into",
+        "between",
+        "vs",
+        "and",
+        "or",
+        "about",
+        "as",
+        "per",
+        "than",
+        "via",
+        "over",
+        "under",
+        "after",
+        "before",
+    ]
+)
+# The span's last word is a name or a code: a capital, a digit or a sign ("echo %date%",
+# "Network1", "start microsoft.windows.camera:"); a plain modifier ("the nearby city",
+# "a regular Imaginative fiction movie") is not a value.
+_NAME_LIKE = re.compile(r"[A-Z0-9]|[^\w\s]")
+
+
+def named_span(name: str, schema: Mapping[str, Any], request: str) -> str | None:
+    """The value a request writes between an article and a word of the parameter's
+    name, for a free string parameter: "using the echo %date% command" gives
+    ``command`` the value ``echo %date%``, "in pod 10 of the Network1 fabric" gives
+    ``fabricName`` ``Network1``. Only a span of no function word ending in a name or a
+    code (:data:`_NAME_LIKE`), before the parameter's word in lower case, and only when
+    the request writes one such span for the parameter; else ``None``."""
+    if schema.get("type") != "string" or any(k in schema for k in ("enum", "const", "pattern")):
+        return None
+    found: set[str] = set()
+    for word in name_words(name):
+        if word in _KIND_WORDS or len(word) <= MIN_PREFIX_CHARS:
+            continue
+        pattern = r"\b(?:the|an?)\s+" + _NAMED_SPAN.format(word=re.escape(word))
+        for match in re.finditer(pattern, request, re.IGNORECASE):
+            span = match.group("span").strip()
+            words = span.lower().split()
+            if _NAME_LIKE.search(span.split()[-1]) and not _FUNCTION_WORDS & set(words):
+                found.add(span)
+    return found.pop() if len(found) == 1 else None
+
+
+# Words of a parameter's name that say it is the start of a change (``from_currency``,
+# ``current_mode``): it takes the "from" side.
+_FROM_SIDE = frozenset({"from", "source", "origin", "start", "old", "current", "previous"})
+_SIDE = r"\b{cue}\s+(?:the\s+|an?\s+|my\s+)?{value}(?![a-z0-9])"
+
+
+def changed_to(values: Sequence[Any], name: str, request: str) -> list[Any]:
+    """Of several enum ``values`` a request names, the ones it changes to: "switch my
+    order from pizza to a BURGER" names ``PIZZA`` and ``BURGER`` and asks for
+    ``BURGER``. Unchanged unless some value follows "from" and another "to"/"into",
+    or when the parameter's name says it is the start (``from_unit``)."""
+    if len(values) < 2 or set(name_words(name)) & _FROM_SIDE:
+        return list(values)
+    text = request.lower()
+
+    def after(cue: str, value: Any) -> bool:
+        wanted = re.escape(str(value).lower())
+        return re.search(_SIDE.format(cue=cue, value=wanted), text) is not None
+
+    sources = [v for v in values if after("from", v)]
+    targets = [v for v in values if after("(?:to|into)", v) and v not in sources]
+    return targets if sources and targets else list(values)
+
+
 __all__ = [
     "JOINED_EXAMPLE",
     "LETTERS",
@@ -336,6 +422,7 @@ __all__ = [
     "MIN_STEM_CHARS",
     "MIN_TELLING_CHARS",
     "WORDS",
+    "changed_to",
     "coded_value",
     "coordinate",
     "described_examples",
@@ -344,6 +431,7 @@ __all__ = [
     "named_example",
     "named_flag",
     "named_number",
+    "named_span",
     "named_values",
     "names_an_example",
     "negated",

@@ -156,6 +156,26 @@ def open_string(text: str) -> tuple[bool, str]:
     return inside, text[start:] if inside else ""
 
 
+def starts_inside_quote(value: str, context: str) -> bool:
+    """``value`` (lower case) copies the request only from inside a span the request
+    quotes, past the span's start: "random" of "Remove the 'todo random' item", "i
+    cannot answer this question." of "it replied with '**Logistic regression ...
+    therefore I cannot answer this question.**'". A quoted span is one value; a copy
+    of it starts where it starts (its markup, such as ``**``, left out)."""
+    word = value.lstrip()
+    if len(word) < MIN_COPY_CHARS or not word[:1].isalnum():
+        return False
+    spans = []
+    for m in _QUOTED_SPAN.finditer(context):
+        lead = re.search(r"[^\W_]", m.group(2))
+        if lead is not None:
+            spans.append((m.start(2) + lead.start(), m.end(2)))
+    if not spans:
+        return False
+    starts = [m.start() for m in re.finditer(r"(?<![a-z0-9])" + re.escape(word), context)]
+    return bool(starts) and all(any(a < i < b for a, b in spans) for i in starts)
+
+
 __all__ = [
     "MIN_COPY_CHARS",
     "current_key",
@@ -163,5 +183,6 @@ __all__ = [
     "open_array_items",
     "open_string",
     "span_ends",
+    "starts_inside_quote",
     "stray_quote",
 ]

@@ -24,6 +24,7 @@ from loopwright.providers import local_ground as lgr
 from loopwright.providers import local_output as lo
 from loopwright.providers import local_plan as lpl
 from loopwright.providers import local_prompt as lp
+from loopwright.providers import local_templates as lt
 from loopwright.providers import local_veto as lv
 
 
@@ -69,6 +70,15 @@ def _finish_plan(text: str, plan: TurnPlan, usage: Usage, model: str) -> list[Mo
     ]
 
 
+def _filled(parsed: lo.ParsedCall, plan: TurnPlan) -> dict[str, Any]:
+    """The call's arguments with their placeholders filled (``local_templates``)."""
+    spec = next((s for s in plan.choices if s.name == parsed.name), None)
+    if spec is None:
+        return parsed.arguments
+    request = plan.ground.request if plan.ground is not None else ""
+    return lt.fill_templates(spec.parameters, parsed.arguments, request)
+
+
 def finish(text: str, plan: TurnPlan, usage: Usage, model: str) -> list[ModelEvent]:
     if plan.structured:  # cut short only by the token cap
         stop = StopReason.FINAL_ANSWER if is_json(text) else StopReason.MAX_TOKENS
@@ -83,9 +93,10 @@ def finish(text: str, plan: TurnPlan, usage: Usage, model: str) -> list[ModelEve
         message = Message("assistant", (TextPart(parsed.text),), meta)
         return [ResponseDone(message, StopReason.FINAL_ANSWER, usage, model)]
     if isinstance(parsed, lo.ParsedCall):
-        raw = json.dumps(parsed.arguments, ensure_ascii=False)
-        call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", parsed.name, parsed.arguments, raw)
-        delta = ToolCallDelta(0, call.id, call.name, raw, dict(parsed.arguments))
+        arguments = _filled(parsed, plan)
+        raw = json.dumps(arguments, ensure_ascii=False)
+        call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", parsed.name, arguments, raw)
+        delta = ToolCallDelta(0, call.id, call.name, raw, dict(arguments))
         message = Message("assistant", (call,), meta)
         return [delta, ResponseDone(message, StopReason.TOOL_USE, usage, model)]
     # The token cap ended the object early: keep what decoded as a truncated answer.
