@@ -33,3 +33,12 @@ def test_an_empty_model_or_endpoint_is_a_usage_error(flag: str) -> None:
     result = CliRunner().invoke(main, ["run", flag, "", "hi"], prog_name="loopwright")
     assert result.exit_code == USAGE_ERROR, result.output
     assert flag in result.stderr and "empty" in result.stderr
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("sesions", "sessions"), ("tool", "tools")])
+def test_a_mistyped_command_is_matched_against_every_command(typo: str, meant: str) -> None:
+    # commands load lazily: Click matched only those loaded ('sesions' -> 'version')
+    result = CliRunner().invoke(main, [typo], prog_name="loopwright")
+    assert result.exit_code == USAGE_ERROR
+    assert f"No such command {typo!r}. Did you mean {meant!r}" in result.stderr, result.stderr
+    assert "(see: loopwright --help)" in result.stderr

@@ -14,6 +14,7 @@ command. The import-linter contracts in pyproject.toml enforce it.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -190,6 +191,18 @@ class LoopwrightGroup(click.Group):
             for command in importlib.import_module(COMMANDS[cmd_name][0]).COMMANDS:
                 self.add_command(command)
         return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Click suggests a close name among the commands loaded so far (before one runs,
+        only ``version``: ``sesions`` got "Did you mean 'version'?"); suggest among all."""
+        name = args[0]
+        if name.startswith("-") or ctx.resilient_parsing or self.get_command(ctx, name):
+            return super().resolve_command(ctx, args)
+        close = difflib.get_close_matches(name, self.list_commands(ctx), n=3)
+        hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from :data:`COMMANDS` for commands not loaded yet (what
