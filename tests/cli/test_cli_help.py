@@ -63,3 +63,12 @@ def test_help_has_examples_that_use_real_options(path: tuple[str, ...]) -> None:
         for token in rest:
             if token.startswith("-") and token != "-":
                 assert token.split("=", 1)[0] in known, f"{line!r}: {token} is not an option"
+
+
+@pytest.mark.parametrize("args", [["version"], ["--version"], ["-V"]])
+def test_the_version_is_printed_by_the_command_and_the_usual_flags(args: list[str]) -> None:
+    from loopwright import __version__
+
+    result = CliRunner().invoke(main, args, prog_name="loopwright")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"loopwright {__version__}\n"

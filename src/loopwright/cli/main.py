@@ -254,6 +254,7 @@ Run `loopwright COMMAND --help` for a command's options, examples and exit codes
 @click.group(
     cls=LoopwrightGroup, help=MAIN_HELP, context_settings={"help_option_names": ["-h", "--help"]}
 )
+@click.version_option(__version__, "-V", "--version", message="loopwright %(version)s")
 def main() -> None:
     pass
 
