@@ -11,7 +11,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -185,8 +187,30 @@ def resolve(spec: str, base_url: str | None, on_payload: PayloadHook | None) -> 
     model = resolve_model(spec, base_url=base_url, on_payload=on_payload)
     load = getattr(model, "load", None)
     if callable(load):
-        load()  # a missing/corrupt GGUF fails here, as a ConfigError, before the run
+        # a missing/corrupt GGUF fails here, as a ConfigError, before the run
+        load_keeping_ctrl_c(load)
     return with_strategy(model)
+
+
+def load_keeping_ctrl_c(load: Callable[[], object]) -> None:
+    """Call ``load`` so that Ctrl-C pressed meanwhile ends the command once it returns.
+
+    llama.cpp calls back into Python while a model loads (its log callback); the
+    KeyboardInterrupt Python raises inside such a ctypes callback is printed and dropped,
+    so a Ctrl-C in the first seconds of ``loopwright run`` was lost and the run went on.
+    The press is recorded instead and raised when ``load`` returns."""
+    in_main = threading.current_thread() is threading.main_thread()
+    if not in_main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        load()  # signal handlers can only be set from the main thread; keep another's
+        return
+    pressed: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        load()
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def with_confirm(
