@@ -1,0 +1,55 @@
+"""docs/cli.md documents every option of ``loopwright run`` in its tables, and no table
+in docs/ is cut in two (rows after a blank line render as a paragraph of pipes)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+
+from loopwright.cli.main import main
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+_SEPARATOR = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")
+
+
+def _tables(text: str) -> list[list[str]]:
+    """Each run of consecutive lines starting with ``|``, outside code blocks."""
+    tables: list[list[str]] = []
+    current: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if not fenced and line.startswith("|"):
+            current.append(line.strip())
+            continue
+        if current:
+            tables.append(current)
+        current = []
+    if current:
+        tables.append(current)
+    return tables
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.glob("*.md")), ids=lambda path: path.name)
+def test_every_table_starts_with_a_header_row_and_its_separator(page: Path) -> None:
+    for rows in _tables(page.read_text(encoding="utf-8")):
+        assert len(rows) >= 2 and _SEPARATOR.match(rows[1]), (
+            f"{page.name}: a table without its header (cut by a blank line or text?): {rows[0]}"
+        )
+
+
+def test_cli_md_documents_every_option_of_run_in_a_table_row() -> None:
+    ctx = click.Context(main, info_name="loopwright")
+    run = main.get_command(ctx, "run")
+    assert run is not None
+    rows = [
+        row for table in _tables((DOCS / "cli.md").read_text(encoding="utf-8")) for row in table
+    ]
+    first_cells = " ".join(row.split("|")[1] for row in rows)
+    for param in run.params:
+        if isinstance(param, click.Option) and "--help" not in param.opts:
+            assert f"`{max(param.opts, key=len)}" in first_cells, param.opts
