@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from loopwright.core.errors import ConfigError
@@ -185,3 +187,24 @@ def test_a_blank_first_variable_falls_back_to_the_next(monkeypatch):
     vendor = VENDORS["gemini"]
     assert registry.resolve_key(vendor, None, None) == "g-key"
     assert registry.resolve_key(vendor, " sk-x ", None) == "sk-x"
+
+
+@pytest.mark.parametrize(
+    ("spec", "missing", "extra"),
+    [
+        ("openai:gpt-4o", "openai", "openai"),
+        ("groq:llama-3.3-70b", "openai", "openai"),
+        ("openai-responses:gpt-4o", "openai", "openai"),
+        ("anthropic:claude-sonnet-4-5", "anthropic", "anthropic"),
+        ("gemini:gemini-2.0-flash", "google.genai", "gemini"),
+        ("bedrock:anthropic.claude-3-haiku", "boto3", "bedrock"),
+    ],
+)
+def test_a_missing_sdk_names_the_extra_when_the_model_is_built(monkeypatch, spec, missing, extra):
+    # it surfaced at the first call, after every retry, as "malformed_response: anthropic:
+    # No module named 'anthropic'"
+    monkeypatch.setitem(sys.modules, missing, None)  # as if not installed
+    with pytest.raises(ConfigError) as info:
+        resolve_model(spec)
+    assert str(info.value).endswith(f"is not installed: pip install 'loopwright[{extra}]'")
+    assert repr(spec) in str(info.value)

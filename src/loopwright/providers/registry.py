@@ -18,6 +18,7 @@ Adapters are imported lazily so ``import loopwright`` never pulls a vendor SDK.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -275,6 +276,33 @@ def _load(module: str, cls: str) -> type:
     return loaded
 
 
+# The SDK each protocol's adapter imports on its first call (imported late: loading one
+# takes up to a second) and the extra that installs it.
+_SDKS: Mapping[Protocol, tuple[str, str]] = {
+    "openai-chat": ("openai", "openai"),
+    "openai-responses": ("openai", "openai"),
+    "anthropic": ("anthropic", "anthropic"),
+    "gemini": ("google.genai", "gemini"),
+    "bedrock": ("boto3", "bedrock"),
+}
+
+
+def _check_sdk(spec: str, vendor: Vendor) -> None:
+    """A missing vendor SDK fails when the model is built, naming the extra to install
+    (found without importing it); at the first call it failed only after every retry,
+    as a ``malformed_response``."""
+    module, extra = _SDKS[vendor.protocol]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # its parent package (google) is missing too
+        found = False
+    if not found:
+        raise ConfigError(
+            f"model {spec!r} needs the {module} package, which is not installed: "
+            f"pip install 'loopwright[{extra}]'"
+        )
+
+
 def vendor_for(prefix: str, base_url: str | None) -> Vendor:
     """The vendor entry for ``prefix``, switched to the generic OpenAI-compatible dialect
     when ``openai:`` is pointed at another server."""
@@ -387,6 +415,7 @@ def resolve_model(
     vendor = vendor_for(prefix, base_url)
     if base_url is not None:
         _check_endpoint_path(base_url, vendor)
+    _check_sdk(spec, vendor)
     key = resolve_key(vendor, api_key, base_url)
     module, cls_name = ADAPTERS[vendor.protocol]
     cls = _load(module, cls_name)
