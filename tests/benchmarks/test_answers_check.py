@@ -1,12 +1,13 @@
-"""The answer check of benchmarks/answers_eval.py: what it passes and what it fails."""
+"""The answer check of benchmarks/answers_eval.py (``answers_check``): what it passes and what
+it fails."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,17 +15,19 @@ from loopwright.core.messages import Message, ToolCallPart, ToolResultPart, Usag
 from loopwright.core.run import RunResult, RunStop
 from loopwright.core.untrusted import wrap_tool_result
 
-PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "answers_eval.py"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("answers_eval_bench", PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def bench() -> SimpleNamespace:
+    """The question helpers of ``answers_sets`` and the check of ``answers_check``."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        sets = importlib.import_module("answers_sets")
+        checks = importlib.import_module("answers_check")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return SimpleNamespace(**(vars(sets) | vars(checks)))
 
 
 def _run(question: str, tool: str, args: dict[str, object], content: str, answer: str) -> RunResult:
@@ -37,7 +40,7 @@ def _run(question: str, tool: str, args: dict[str, object], content: str, answer
     return RunResult(answer, RunStop.FINAL_ANSWER, 2, Usage(), messages)
 
 
-def _weather(bench: ModuleType, question: str, city: str, asked: str, answer: str) -> dict:
+def _weather(bench: SimpleNamespace, question: str, city: str, asked: str, answer: str) -> dict:
     from loopwright.tools.builtin.weather import get_weather
 
     case = bench.weather(question, city, asked)
@@ -45,18 +48,18 @@ def _weather(bench: ModuleType, question: str, city: str, asked: str, answer: st
     return bench.check(case, _run(question, "get_weather", {"city": city}, content, answer))
 
 
-def _sql(bench: ModuleType, question: str, value: str, rows: str, answer: str) -> dict:
+def _sql(bench: SimpleNamespace, question: str, value: str, rows: str, answer: str) -> dict:
     case = bench.sql(question, value)
     return bench.check(case, _run(question, "sql_query", {"query": "SELECT"}, rows, answer))
 
 
-def _read(bench: ModuleType, question: str, name: str, fact: str, answer: str) -> dict:
+def _read(bench: SimpleNamespace, question: str, name: str, fact: str, answer: str) -> dict:
     case = bench.read(question, name, fact)
     content = wrap_tool_result(bench.FILES[name], "read_file")
     return bench.check(case, _run(question, "read_file", {"path": name}, content, answer))
 
 
-def test_a_plain_answer_passes(bench: ModuleType) -> None:
+def test_a_plain_answer_passes(bench: SimpleNamespace) -> None:
     verdict = _weather(
         bench,
         "How cold is it in Stockholm?",
@@ -67,7 +70,7 @@ def test_a_plain_answer_passes(bench: ModuleType) -> None:
     assert verdict["pass"], verdict
 
 
-def test_a_word_cut_at_its_front_fails(bench: ModuleType) -> None:
+def test_a_word_cut_at_its_front_fails(bench: SimpleNamespace) -> None:
     rows = '{"columns": ["city", "n"], "rows": [["Paris", 1], ["London", 1]]}'
     verdict = _sql(
         bench, "How many customers live in Paris?", "1", rows, "Paris has 1, ondon has 1."
@@ -77,7 +80,7 @@ def test_a_word_cut_at_its_front_fails(bench: ModuleType) -> None:
     assert whole["pass"], whole
 
 
-def test_a_bare_run_of_numbers_fails(bench: ModuleType) -> None:
+def test_a_bare_run_of_numbers_fails(bench: SimpleNamespace) -> None:
     verdict = _weather(
         bench,
         "What's the weather forecast for Prague?",
@@ -88,7 +91,7 @@ def test_a_bare_run_of_numbers_fails(bench: ModuleType) -> None:
     assert "number run" in verdict["bad"] and not verdict["pass"], verdict
 
 
-def test_one_quantity_stated_twice_fails(bench: ModuleType) -> None:
+def test_one_quantity_stated_twice_fails(bench: SimpleNamespace) -> None:
     from loopwright.tools.builtin.weather import get_weather
 
     wind = get_weather("Oslo")["wind_kph"]
@@ -100,7 +103,7 @@ def test_one_quantity_stated_twice_fails(bench: ModuleType) -> None:
     assert once["pass"], once
 
 
-def test_the_whole_file_for_one_value_fails(bench: ModuleType) -> None:
+def test_the_whole_file_for_one_value_fails(bench: SimpleNamespace) -> None:
     dump = bench.FILES["notes.txt"]
     verdict = _read(
         bench, "What time does the meeting start? See notes.txt.", "notes.txt", "10 am", dump
@@ -119,11 +122,11 @@ def test_the_whole_file_for_one_value_fails(bench: ModuleType) -> None:
     assert whole["pass"], whole
 
 
-def test_a_short_word_inside_another_is_not_a_fragment(bench: ModuleType) -> None:
+def test_a_short_word_inside_another_is_not_a_fragment(bench: SimpleNamespace) -> None:
     assert bench._fluency("It is humid today, all day.", "How humid is it today?", []) == []
 
 
-def test_a_number_written_with_a_decimal_zero_states_it(bench: ModuleType) -> None:
+def test_a_number_written_with_a_decimal_zero_states_it(bench: SimpleNamespace) -> None:
     rows = '{"columns": ["SUM(total)"], "rows": [[280.0]]}'
     question = "What is the sum of all order totals in the orders table?"
     verdict = _sql(bench, question, "280", rows, "The sum of all order totals is 280.0.")
@@ -146,7 +149,7 @@ CHAIR_ROW = json.dumps({"columns": ["name", "price", "stock"], "rows": [["chair"
     ],
 )
 def test_a_number_about_a_row_is_that_rows_value_of_the_named_column(
-    bench: ModuleType, answer: str, passes: bool
+    bench: SimpleNamespace, answer: str, passes: bool
 ) -> None:
     question = "How much does the chair cost? Check the products table."
     case = bench.sql(question, "85", "chair")
