@@ -44,7 +44,11 @@ def _canon(n: str) -> str:
 def _contradictions(answer: str, case: Case, result: RunResult) -> list[str]:
     text = answer.lower()
     results = " ".join(p.content for m in result.messages for p in m.tool_results_parts)
-    known = {_canon(n) for n in _NUMBER.findall(results + " " + case.question)}
+    # a formula the call sent may be restated ("30 / 100 * 250 = 75." for "30% of 250")
+    sent = " ".join(
+        str(v) for m in result.messages for c in m.tool_calls for v in c.arguments.values()
+    )
+    known = {_canon(n) for n in _NUMBER.findall(results + " " + case.question + " " + sent)}
     found = [f"number {n}" for n in _NUMBER.findall(answer) if _canon(n) not in known]
     for word, value in case.fields.items():
         for m in re.finditer(rf"\b{word}\w*\b(?:\W+[a-z]+){{0,5}}?\W+(-?\d+(?:\.\d+)?)", text):
@@ -89,7 +93,13 @@ _ALPHA = re.compile(r"[A-Za-z]+")
 _NUMBER_RUN = re.compile(r"-?\d+(?:\.\d+)?[a-z%°]*(?:\s*,\s*-?\d+(?:\.\d+)?[a-z%°]*){2,}", re.I)
 _QUANTITY = re.compile(r"(-?\d+(?:\.\d+)?)\s*(%|°|[a-z]+)", re.I)
 # Questions that ask for what a file or result says as a whole, not for one value in it.
-_WHOLE = re.compile(r"^\s*(?:what does \S+ (?:say|contain)\b|summari[sz]e|read|show)", re.I)
+# ("What does todo.txt say to buy?" asks for one item; "Read todo.txt and tell me the
+# first item." too.)
+_WHOLE = re.compile(
+    r"^\s*(?:what does \S+ (?:say|contain)(?:\s+about\b[^?]*)?\W*$|summari[sz]e\b"
+    r"|(?:read|show)\b(?![^?]*\b(?:and|then)\b))",
+    re.I,
+)
 MIN_DUMP_WORDS = 6
 # Shorter cut words are often words of their own ("day" of "today", "here" of "where").
 MIN_FRAGMENT = 5
@@ -230,7 +240,71 @@ def _states(answer: str, fact: str) -> bool:
         # "280.0" states 280 (a REAL column's value as the result writes it)
         written = re.finditer(r"(?<![\d.,])\d+(?:\.\d+)?(?![\d]|[.,]\d)", answer)
         return any(_canon(m.group(0)) == _canon(fact) for m in written)
-    return fact.lower() in answer.lower()
+    # a word stands alone or with an inflection ("raining" for rain), not inside another
+    # word ("rainier" is no statement of rain)
+    found = re.search(rf"(?<!\w){re.escape(fact)}(?:s|es|ing|y|ed)?(?!\w)", answer, re.I)
+    return found is not None
+
+
+def _other_rows_named(answer: str, case: Case, contents: list[str]) -> bool:
+    """Whether ``answer`` names a row of a table result other than the case's subject
+    row (by a text value only other rows hold): "Ana is in Berlin, Bo is in Paris" for
+    Dana's city."""
+    words = set(re.findall(r"[a-z0-9]+", answer.lower()))
+    subject = case.subject.lower()
+    for _, rows in _tables(contents):
+        texts = [[_cell(v) for v in row] for row in rows]
+        own = {v for t in texts if subject in t for v in t}
+        others = {v for t in texts if subject not in t for v in t if not _NUMBER.fullmatch(v)}
+        if any(v in words or f"{v}s" in words for v in others - own):
+            return True
+    return False
+
+
+# A line of a listed text ("1. Buy milk", "- eggs") and a list after a lead-in and a colon
+# ("Pancakes: 200 g flour, 2 eggs, 300 ml milk.").
+_ITEM_LINE = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*])\s+(\S.*)$", re.M)
+_COLON_LIST = re.compile(r":\s*([^.:\n]+(?:\.\d[^.:\n]*)*)")
+MIN_ITEM_WORD = 3
+
+
+def _list_items(text: str) -> list[str]:
+    """The items of a listed text: its marked lines, else the comma-separated parts after
+    a colon (two or more); else none."""
+    lines = _ITEM_LINE.findall(text)
+    if len(lines) >= 2:
+        return lines
+    for m in _COLON_LIST.finditer(text):
+        parts = [p.strip() for p in re.split(r",\s*(?:and\s+)?|\s+and\s+", m.group(1))]
+        if len([p for p in parts if p]) >= 2:
+            return [p for p in parts if p]
+    return []
+
+
+def _other_items(answer: str, case: Case, contents: list[str]) -> list[str]:
+    """Other items of the listed text result whose item answers the question, that the
+    answer names too (by a word only they hold): "Pancakes: 200 g flour, 2 eggs, 300 ml
+    milk." for the first ingredient; "buy milk or call the plumber or ..." for what to
+    buy. A question asking for the whole text, or how many items, may name them all."""
+    if _WHOLE.search(case.question) or re.search(r"\bhow many\b", case.question, re.I):
+        return []
+    said = set(re.findall(r"[a-z]+", answer.lower()))
+    asked = set(re.findall(r"[a-z]+", case.question.lower()))
+    for content in contents:
+        items = _list_items(content)
+        answering = [i for i in items if any(_states(i, f) for f in case.facts)]
+        if len(answering) != 1:
+            continue
+        own = set(re.findall(r"[a-z]+", answering[0].lower()))
+        named = []
+        for item in items:
+            if item == answering[0]:
+                continue
+            words = set(re.findall(r"[a-z]+", item.lower())) - own - asked
+            if any(len(w) >= MIN_ITEM_WORD and w in said for w in words):
+                named.append(item)
+        return named
+    return []
 
 
 def check(case: Case, result: RunResult, *, strict: bool = True) -> dict[str, object]:
@@ -246,15 +320,19 @@ def check(case: Case, result: RunResult, *, strict: bool = True) -> dict[str, ob
     else:
         right_call = any(n == case.tool and case.arg_ok(a) for n, a in calls)
     states = any(_states(answer, f) for f in case.facts)
-    states = states and case.subject.lower() in answer.lower()
+    parts = [p.content for m in result.messages for p in m.tool_results_parts]
+    contents = [unwrap_untrusted(c) or c for c in parts]
+    # the row asked about must be named when the answer names other rows as well
+    # ("The customer is in Paris." answers "Where does Bo live?")
+    if case.subject and case.subject.lower() not in answer.lower():
+        states = states and not _other_rows_named(answer, case, contents)
     if case.tool == "sql_query":
         results = " ".join(p.content for m in result.messages for p in m.tool_results_parts)
         right_call = right_call and any(f in results for f in case.facts)
     bad = [] if fallback else _contradictions(answer, case, result)
     if not fallback:
-        parts = [p.content for m in result.messages for p in m.tool_results_parts]
-        contents = [unwrap_untrusted(c) or c for c in parts]
         bad += _fluency(answer, case.question, contents)
+        bad += [f"other item {i!r}" for i in _other_items(answer, case, contents)]
         if strict:
             bad += _row_claims(answer, case, contents)
     ok = right_call and states and not bad and not fallback

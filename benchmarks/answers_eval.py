@@ -82,10 +82,12 @@ def evaluate(
     base: LocalModel,
     records: list[dict[str, Any]] | None = None,
     set_name: str = "",
+    record_to: Path | None = None,
 ) -> dict[str, object]:
     """Run ``cases`` grouped by tool set (as a user with one tool set would: the prompt
     prefix stays in llama.cpp's cache between questions); append one record per question
-    to ``records`` (for ``--replay``)."""
+    to ``records`` (for ``--replay``), written to ``record_to`` after each question (a
+    long run stopped early keeps what it ran)."""
     cases = sorted(cases, key=lambda c: c.tools)
     passed = passed_old = fallbacks = trimmed = 0
     run_s: list[float] = []
@@ -117,6 +119,8 @@ def evaluate(
             single_cpu.append(run_cpu)
         if records is not None:
             records.append(_record(set_name, case, result, verdict, run_s[-1], run_cpu))
+            if record_to is not None:
+                record_to.write_text(json.dumps(records, indent=1))
         _print_verdict(case, result, verdict)
     return {
         "questions": len(cases),
@@ -144,7 +148,7 @@ def _print_verdict(case: Case, result: RunResult, verdict: dict[str, object]) ->
         for key in ("grounding", "grounding_trimmed"):
             if key in m.provider_meta:
                 extra += f" {key}={m.provider_meta[key]}"
-    print(f"{mark} {case.question!r}: {' -> '.join(calls)} -> {result.answer!r}{extra}")
+    print(f"{mark} {case.question!r}: {' -> '.join(calls)} -> {result.answer!r}{extra}", flush=True)
 
 
 def _record(
@@ -233,9 +237,7 @@ def main() -> None:
         for name, cases in chosen.items():
             if cases:
                 print(f"# {name}")
-                out[name] = evaluate(cases, config, base, records, name)
-    if args.record:
-        args.record.write_text(json.dumps(records, indent=1))
+                out[name] = evaluate(cases, config, base, records, name, args.record)
     print(json.dumps(out))
 
 

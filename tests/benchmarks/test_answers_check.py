@@ -157,3 +157,85 @@ def test_a_number_about_a_row_is_that_rows_value_of_the_named_column(
     assert bench.check(case, run)["pass"] is passes
     # the check before this rule passed each of them (the figures' old column)
     assert bench.check(case, run, strict=False)["pass"] is True
+
+
+def test_a_formula_the_call_sent_may_be_restated(bench: SimpleNamespace) -> None:
+    question = "What is 30% of 250?"
+    case = bench.calc(question, "75")
+    call = {"expression": "30 / 100 * 250"}
+    run = _run(question, "calculator", call, "75", "30 / 100 * 250 = 75.")
+    assert bench.check(case, run)["pass"], bench.check(case, run)
+    # a number neither the call, the question nor the result holds still fails
+    wrong = _run(question, "calculator", call, "75", "30 / 100 * 250 = 75, about 80.")
+    assert "number 80" in bench.check(case, wrong)["bad"]
+
+
+BO_ROW = json.dumps({"columns": ["id", "name", "city"], "rows": [[2, "Bo", "Paris"]]})
+ALL_ROWS = json.dumps(
+    {
+        "columns": ["id", "name", "city"],
+        "rows": [[1, "Ana", "Berlin"], [2, "Bo", "Paris"], [4, "Dana", "Oslo"]],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("rows", "answer", "passes"),
+    [
+        (BO_ROW, "The customer is in Paris.", True),
+        (BO_ROW, "Bo lives in Paris.", True),
+        (ALL_ROWS, "The customer is in Paris.", True),
+        # other rows named, the asked one not: which row is Paris's is left open
+        (ALL_ROWS, "Ana is in Berlin and the customer is in Paris.", False),
+        (ALL_ROWS, "Bo is in Paris, Ana is in Berlin.", True),
+    ],
+)
+def test_the_asked_row_is_named_when_the_answer_names_other_rows(
+    bench: SimpleNamespace, rows: str, answer: str, passes: bool
+) -> None:
+    question = "Where does Bo live? Check the customers table."
+    case = bench.sql(question, "Paris", "Bo")
+    run = _run(question, "sql_query", {"query": "SELECT"}, rows, answer)
+    assert bench.check(case, run)["pass"] is passes, bench.check(case, run)
+
+
+@pytest.mark.parametrize(
+    ("question", "name", "fact", "answer", "passes"),
+    [
+        (
+            "What is the first ingredient in recipe.txt?",
+            "recipe.txt",
+            "flour",
+            "The first ingredient in recipe is pancakes: 200 g flour, 2 eggs, 300 ml milk.",
+            False,
+        ),
+        (
+            "What is the first ingredient in recipe.txt?",
+            "recipe.txt",
+            "flour",
+            "200 g flour.",
+            True,
+        ),
+        (
+            "What needs to be bought according to todo.txt?",
+            "todo.txt",
+            "milk",
+            "Buy milk, call the plumber and renew the passport.",
+            False,
+        ),
+        ("What needs to be bought according to todo.txt?", "todo.txt", "milk", "Buy milk.", True),
+        # the whole list is the answer to a question about the whole file
+        ("What does todo.txt say?", "todo.txt", "milk", "Buy milk, call the plumber.", True),
+    ],
+)
+def test_one_item_asked_is_answered_without_the_others(
+    bench: SimpleNamespace, question: str, name: str, fact: str, answer: str, passes: bool
+) -> None:
+    verdict = _read(bench, question, name, fact, answer)
+    assert verdict["pass"] is passes, verdict
+
+
+def test_a_word_inside_another_states_nothing(bench: SimpleNamespace) -> None:
+    assert bench._states("It is raining in Lima.", "rain")
+    assert bench._states("Light rain today.", "rain")
+    assert not bench._states("Lima is a rainier place than Lima.", "rain")
