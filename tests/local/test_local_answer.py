@@ -664,10 +664,14 @@ def test_an_answer_sentence_does_not_start_with_the_word_i() -> None:
     the answer may start with "It" or "In", not with the word "I"."""
     import re
 
-    lead = re.compile(la._LEAD.replace('"I" ', "I").replace(" | ", "|"), re.ASCII)
-    assert lead.fullmatch("T") and lead.fullmatch("It") and lead.fullmatch("In")
+    gbnf = la._LEAD.replace('"I" [fnst] ', "I[fnst]").replace('"Its "', "Its ")
+    lead = re.compile(gbnf.replace(" | ", "|"), re.ASCII)
+    assert lead.fullmatch("T") and lead.fullmatch("It ") and lead.fullmatch("In ")
+    assert lead.fullmatch("It'") and lead.fullmatch("Its ")
     assert not lead.fullmatch("I ") and not lead.fullmatch("I'")
     assert not lead.fullmatch("Ib")  # "Ibought milk": the claim glued
+    # "Ithink you buy milk", "Ishould be able to ...": glued after a word's two letters
+    assert not lead.fullmatch("Ith") and not lead.fullmatch("Ish")
     todo = la.grounding(_history("What is the last item in todo.txt?", "1. Buy\n2. Renew it\n"))
     assert la._LEAD in la.answer_grammar(todo)
 

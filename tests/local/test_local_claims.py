@@ -313,3 +313,12 @@ def test_things_no_text_result_names_are_not_grounded(
 ) -> None:
     reason = ungrounded(answer, _turn(question, text))
     assert (reason is not None and "neither the results" in reason) is wrong
+
+
+def test_a_word_for_a_kind_of_column_names_it() -> None:
+    """'The most expensive product cost $240.' was refused: 'cost' names no column of
+    the desk's row (price 240, stock 5); it names the price (tables.named_columns)."""
+    question = "How much does the most expensive product cost? Check the products table."
+    desk = json.dumps({"columns": ["name", "price", "stock"], "rows": [["desk", 240, 5]]})
+    assert mislabeled_number("The most expensive product cost $240.", question, [desk]) is None
+    assert mislabeled_number("The most expensive product cost $5.", question, [desk]) is not None

@@ -97,3 +97,27 @@ def test_the_one_row_a_query_selected_by_the_question_number_is_named() -> None:
     row = json.dumps({"columns": ["name", "price", "stock"], "rows": [["chair", 85, 12]]})
     ground = _ground("Which product costs 85? Use the products table.", row)
     assert ground.labels == ("chair",) and ground.by_label
+
+
+@pytest.mark.parametrize(
+    ("question", "row", "value"),
+    [
+        # the row a superlative picked, and the column the question names in it
+        ("What is the stock of the cheapest product? Use the products table.", 0, "3"),
+        ("What is the price of the most expensive product?", 2, "240"),
+    ],
+)
+def test_the_column_a_question_names_is_stated_of_the_one_row(
+    question: str, row: int, value: str
+) -> None:
+    """'The cheapest product is lamp.' answered the stock of the cheapest product: the
+    row's name, not the asked column."""
+    picked = json.loads(PRODUCTS)["rows"][row]
+    one = json.dumps({"columns": ["name", "price", "stock"], "rows": [picked]})
+    ground = _ground(question, one)
+    assert ground.latest == (value,) and not ground.by_label and ground.labels == ()
+
+
+def test_a_named_column_of_a_named_row_is_its_value() -> None:
+    ground = _ground("How much stock does the chair have? Use the products table.", PRODUCTS)
+    assert ground.latest == ("12",)

@@ -44,6 +44,9 @@ TODO = "1. Buy milk\n2. Call the plumber\n3. Renew the passport\n"
         ("What does notes.txt say?", NOTES, NOTES),
         ("Summarize status.txt.", STATUS, STATUS),
         ("What is the second item in todo.txt?", TODO, TODO),
+        # an irregular past form names the item its base form writes
+        ("What needs to be bought according to todo.txt?", TODO, "1. Buy milk"),
+        ("What does todo.txt say to buy?", TODO, "1. Buy milk"),
         ("Is the meeting on Friday?", NOTES, NOTES),
     ],
 )
@@ -185,3 +188,31 @@ def test_the_shown_part_of_a_list_is_the_item_the_question_names() -> None:
     assert shown_part("What is the last item in todo.txt?", todo) == "3. Renew the passport"
     assert shown_part("What is the second item in todo.txt?", todo) == "2. Call the plumber"
     assert shown_part("What does todo.txt say?", todo) == todo
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "shown"),
+    [
+        ("What is the first ingredient in recipe.txt?", RECIPE, "Pancakes: 200 g flour."),
+        ("What is the last ingredient in recipe.txt?", RECIPE, "Pancakes: 300 ml milk."),
+        ("What is the middle item of todo.txt?", TODO, "2. Call the plumber"),
+        ("What is the first item on todo.txt?", TODO, "1. Buy milk"),
+        ("How long should each side cook?", RECIPE, None),
+    ],
+)
+def test_the_item_named_by_position_is_what_the_model_reads(
+    question: str, text: str, shown: str | None
+) -> None:
+    """'The first ingredient in recipe is pancakes: 200 g flour, ...': the model read
+    the whole list and took its lead-in for the first item."""
+    from loopwright.strategies.embedded.focus import item_text
+
+    assert item_text(question, text) == shown
+    if shown is not None:
+        request = ModelRequest(
+            messages=(
+                Message.user(question),
+                Message.tool_results((ToolResultPart("c1", "read_file", text),)),
+            )
+        )
+        assert focused_request(request).messages[1].tool_results_parts[0].content == shown

@@ -100,6 +100,81 @@ STOPWORDS = frozenset(
 )
 
 
+# Common English irregular verbs: past forms -> the base form (a question asks "What
+# needs to be bought?" of a list that writes "Buy milk").
+_IRREGULAR = {
+    form: base
+    for base, forms in {
+        "buy": "bought",
+        "bring": "brought",
+        "think": "thought",
+        "teach": "taught",
+        "catch": "caught",
+        "seek": "sought",
+        "fight": "fought",
+        "sell": "sold",
+        "tell": "told",
+        "pay": "paid",
+        "make": "made",
+        "send": "sent",
+        "spend": "spent",
+        "build": "built",
+        "lend": "lent",
+        "write": "wrote written",
+        "do": "did done",
+        "give": "gave given",
+        "take": "took taken",
+        "find": "found",
+        "keep": "kept",
+        "leave": "left",
+        "meet": "met",
+        "eat": "ate eaten",
+        "drink": "drank drunk",
+        "see": "saw seen",
+        "go": "went gone",
+        "get": "got gotten",
+        "win": "won",
+        "lose": "lost",
+        "hold": "held",
+        "run": "ran",
+        "choose": "chose chosen",
+        "draw": "drew drawn",
+        "drive": "drove driven",
+        "fly": "flew flown",
+        "forget": "forgot forgotten",
+        "grow": "grew grown",
+        "know": "knew known",
+        "show": "showed shown",
+        "speak": "spoke spoken",
+        "steal": "stole stolen",
+        "wear": "wore worn",
+        "break": "broke broken",
+        "begin": "began begun",
+        "sing": "sang sung",
+        "feed": "fed",
+        "lead": "led",
+        "sleep": "slept",
+        "feel": "felt",
+        "hear": "heard",
+        "say": "said",
+        "stand": "stood",
+        "understand": "understood",
+        "sit": "sat",
+        "hang": "hung",
+        "freeze": "froze frozen",
+        "wake": "woke woken",
+    }.items()
+    for form in forms.split()
+}
+
+
+def base_form(word: str) -> str:
+    """The base form of a common irregular English verb's past form ("bought" -> "buy",
+    "written" -> "write"), lower-cased; any other word lower-cased as it is."""
+    low = word.lower()
+    return _IRREGULAR.get(low, low)
+
+
 def label_words(text: str) -> list[str]:
     """Words of ``text`` an answer may quote as a result's value (letters first, at
     least :data:`MIN_LABEL_CHARS` long, no digits, not a common function word; a
@@ -216,21 +291,48 @@ MIN_ITEMS = 2
 MIN_ITEM_WORD = 3
 
 
+def list_items(text: str) -> list[str]:
+    """The items of a listed text, lower-cased: its marked lines ("1. Buy milk", "- ..."),
+    else the comma-separated parts after a lead-in and a colon ("Pancakes: 200 g flour,
+    2 eggs, 300 ml milk." -> the three ingredients); fewer than :data:`MIN_ITEMS`: none."""
+    items = [m.group(1).lower() for m in _ITEM.finditer(text)]
+    if len(items) >= MIN_ITEMS:
+        return items
+    for m in _COLON_LIST.finditer(text):
+        parts = [p.strip().lower() for p in _LIST_SEPARATOR.split(m.group(1))]
+        if len([p for p in parts if p]) >= MIN_ITEMS:
+            return [p for p in parts if p]
+    return []
+
+
+# The part after a colon up to the sentence's end (a decimal point does not end it).
+_COLON_LIST = re.compile(r":[ \t]*([^.:\n]+(?:\.\d[^.:\n]*)*)")
+_LIST_SEPARATOR = re.compile(r",\s*(?:and\s+)?|\s+and\s+")
+
+
 def asked_item(question: str, contents: Iterable[str]) -> tuple[list[str], int] | None:
-    """The items of the first result that is a list ("1. Buy milk" lines, "- ..."),
-    lower-cased, and the index of the one ``question`` names by its position ("What is
-    the second item?": 1; "the last": the last); ``None`` when the question names no
-    position (or several) or no result is such a list long enough."""
+    """The items of the first result that is a list (:func:`list_items`), and the index
+    of the one ``question`` names by its position ("What is the second item?": 1; "the
+    last": the last; "the middle": the middle one of an odd number); ``None`` when the
+    question names no position (or several) or no result is such a list long enough."""
     asked = set(_ITEM_WORD.findall(question.lower()))
-    places = [i for i, w in enumerate(_ORDINALS) if w in asked]
+    places: list[int | str] = [i for i, w in enumerate(_ORDINALS) if w in asked]
     if asked & {"last", "final"}:
         places.append(-1)
+    if "middle" in asked:
+        places.append("middle")
     if len(places) != 1:
         return None
     for content in contents:
-        items = [m.group(1).lower() for t in result_texts(content) for m in _ITEM.finditer(t)]
-        if len(items) >= MIN_ITEMS and places[0] < len(items):
-            return items, places[0] % len(items)
+        items = [item for t in result_texts(content) for item in list_items(t)]
+        place = places[0]
+        if place == "middle":
+            if len(items) < MIN_ITEMS or len(items) % 2 == 0:
+                continue
+            place = len(items) // 2
+        assert isinstance(place, int)
+        if len(items) >= MIN_ITEMS and place < len(items):
+            return items, place % len(items)
     return None
 
 
@@ -342,6 +444,8 @@ __all__ = [
     "row_values",
     "table_rows",
     "asked_item",
+    "base_form",
+    "list_items",
     "canonical_number",
     "item_numbers",
     "other_item_first",

@@ -80,9 +80,13 @@ _SIGNS = r"\x23-\x2D\x2F\x3A\x3B\x3D\x41-\x5A\x61-\x7A"
 _FREE = f"[\\x20{_SIGNS}]"
 # A sentence does not start with the word "I": an answer about a result says what the
 # result states, and a small model's "I renewed the passport." for the to-do item "Renew
-# the passport" claims an act. "It", "Is", "In", "If" stay; any other letter after "I"
-# let the model write the same claim glued ("Ibought milk").
-_LEAD = r'([\x23-\x2D\x2F\x3A\x3B\x3D\x41-\x48\x4A-\x5A\x61-\x7A] | "I" [fnst])'
+# the passport" claims an act. "It", "Is", "In", "If" stay, as whole words; any other
+# letter after "I", or after those two letters, let the model write the claim glued
+# ("Ibought milk", "Ithink you buy milk", "Ishould be able to ...").
+_LEAD = (
+    r"([\x23-\x2D\x2F\x3A\x3B\x3D\x41-\x48\x4A-\x5A\x61-\x7A]"
+    r' | "I" [fnst] [\x20\x27\x2C] | "Its ")'
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,12 +70,58 @@ def focus(
     when the question asks for one text column ("Who lives in Paris?": the name; "What
     is the name of customer 3?"), a value of that column (:func:`asked_column`)."""
     found = _focus(base, rows, texts, pairs, asked)
-    values = asked_column(texts, asked, named_rows(rows, asked))
+    named = named_rows(rows, asked)
+    values = asked_column(texts, asked, named)
     kept = tuple(w for w in found.labels if w.lower() in values)
     if kept and (len(kept) < len(found.labels) or found.latest):
         # the row's other values (its city, its id, for "Who ...?") are not the answer
         return Focus(found.keep, kept, (), True)
+    number = asked_number(texts, asked, named)
+    stated = [n for n in found.keep if canonical_number(n) == number]
+    if stated:
+        # "What is the stock of the cheapest product?" over the lamp's row: its stock,
+        # not its name ("The cheapest product is lamp.") nor its price
+        return Focus(found.keep, (), (stated[0],), False)
     return found
+
+
+def asked_number(texts: Sequence[str], question: str, named: list[list[str]]) -> str:
+    """The value (canonical) of the one numeric column of a table result that the
+    question names by a key word ("stock", "price"; not an identifier), in the one row
+    it asks about: of the rows ``named`` (see :func:`named_rows`) when there is one,
+    else of a one-row table (a query that picked the row: "the cheapest product").
+    "" otherwise."""
+    words = [w for w in WORD.findall(question.lower()) if len(w) >= MIN_FIELD_WORD]
+    for content in texts:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            continue
+        columns, rows = (
+            (data.get("columns"), data.get("rows")) if isinstance(data, dict) else (None, None)
+        )
+        if not isinstance(columns, list) or not isinstance(rows, list):
+            continue
+        listed = [r for r in rows if isinstance(r, list) and len(r) == len(columns)]
+        names = [str(c).lower() for c in columns]
+        numeric = [
+            i
+            for i, c in enumerate(names)
+            if listed
+            and c != "id"
+            and not c.endswith("_id")
+            and all(isinstance(r[i], int | float) and not isinstance(r[i], bool) for r in listed)
+        ]
+        chosen = [i for i in numeric if any(names_key(w, names[i]) for w in words)]
+        if len(chosen) != 1:
+            continue
+        if named:
+            picked = [r for r in listed if [cell_text(v) for v in r if cell_text(v)] in named]
+        else:
+            picked = listed if len(listed) == 1 else []
+        if len(picked) == 1:
+            return cell_text(picked[0][chosen[0]])
+    return ""
 
 
 def asked_column(

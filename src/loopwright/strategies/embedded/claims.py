@@ -35,6 +35,7 @@ from loopwright.core.grounding import (
     is_number,
     table_rows,
 )
+from loopwright.strategies.embedded.tables import named_columns
 
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 MIN_KEY_WORD = 3
@@ -296,6 +297,15 @@ def _unresolved_word(stated: Stated, rows: list[Record], asked: set[str]) -> str
         if word in values or any(word.startswith(v) for v in values if len(v) >= MIN_KEY_WORD):
             continue  # the row's own name ("the chairs")
         if any(_same_stem(word, a) for a in asked):
+            # a word for a kind of column names it ("cost" the price: tables.named_columns)
+            kinds = [
+                v
+                for r in holding
+                for keys, v in r.fields
+                if is_number(v) and named_columns(word, ["_".join(keys)])
+            ]
+            if kinds and stated.number in kinds:
+                return None
             return word
     return None
 

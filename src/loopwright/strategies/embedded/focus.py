@@ -20,14 +20,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from loopwright.core.grounding import STOPWORDS, asked_item, label_words
+from loopwright.core.grounding import STOPWORDS, asked_item, base_form, label_words
 from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
 
-# A question that asks for a whole text, not one fact in it.
+# A question that asks for a whole text, not one fact in it ("What does notes.txt
+# say?", "... say about the build?"; not "What does todo.txt say to buy?").
 _WHOLE = re.compile(
-    r"^\W*(?:what does \S+ (?:say|contain)|what is in\b|summari[sz]e|read\b|show\b|print\b)",
+    r"^\W*(?:what does \S+ (?:say|contain)(?:\s+about\b[^?]*)?\W*$|what is in\b"
+    r"|summari[sz]e|read\b|show\b|print\b)",
     re.IGNORECASE,
 )
 # Words of an instruction about where to look, not of what is asked.
@@ -43,10 +45,11 @@ STEM = 4
 
 def _stems(text: str) -> set[str]:
     """The content words of ``text`` by their first :data:`STEM` letters ("cooking"
-    and "cook" share one); file names and instruction words left out."""
+    and "cook" share one; an irregular verb's past form by its base form's: "bought"
+    and "buy"); file names and instruction words left out."""
     found = set()
     for word in label_words(text):
-        low = word.lower()
+        low = base_form(word)
         if "." in low or low in STOPWORDS or low in _SOURCE_WORDS:
             continue
         found.add(low[:STEM])
@@ -151,14 +154,32 @@ def shown_part(question: str, content: str) -> str:
     text, :func:`relevant_text`; of a table, the rows the question names by a text
     value (:func:`named_rows`); anything else whole."""
     if _is_text(content):
-        found = asked_item(question, [content])
-        if found is not None:
-            # the item the question names by position, as the list writes it
-            lines = [m.group(0).strip() for m in _ITEM_LINE.finditer(content)]
-            if len(lines) == len(found[0]):
-                return lines[found[1]]
-        return relevant_text(question, content)
+        return item_text(question, content) or relevant_text(question, content)
     return named_rows(question, content) or content
+
+
+def item_text(question: str, content: str) -> str | None:
+    """The item of a listed text that ``question`` names by its position, as the text
+    writes it: its line ("3. Renew the passport"), or the item with the list's lead-in
+    ("Pancakes: 200 g flour." for the first ingredient); ``None`` when the question
+    names no item of it."""
+    found = asked_item(question, [content])
+    if found is None:
+        return None
+    items, index = found
+    lines = [m.group(0).strip() for m in _ITEM_LINE.finditer(content)]
+    if len(lines) == len(items):
+        return lines[index]
+    lead = _LEAD_IN.search(content)
+    at = content.lower().find(items[index])
+    if lead is None or at == -1:
+        return None
+    item = content[at : at + len(items[index])]
+    return f"{lead.group(1).strip()}: {item}."
+
+
+# The words before a list's colon, from the start of their sentence.
+_LEAD_IN = re.compile(r"(?:^|[.!?]\s+)([^.!?:\n]+):")
 
 
 _CELL_WORD = re.compile(r"[a-z0-9]+")
@@ -194,7 +215,7 @@ def _focused(part: ToolResultPart, question: str) -> ToolResultPart:
     content = part.content if inner is None else inner
     if part.is_error or not _is_text(content):
         return part
-    narrowed = relevant_text(question, content)
+    narrowed = item_text(question, content) or relevant_text(question, content)
     if narrowed == content:
         return part
     shown = narrowed if inner is None else part.content.replace(inner, narrowed)
@@ -203,7 +224,8 @@ def _focused(part: ToolResultPart, question: str) -> ToolResultPart:
 
 def focused_request(request: ModelRequest) -> ModelRequest:
     """``request`` with each plain-text tool result since the last user message
-    replaced by its part the question asks about (:func:`relevant_text`)."""
+    replaced by its part the question asks about (the item it names by position,
+    :func:`item_text`, else :func:`relevant_text`)."""
     messages = list(request.messages)
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
@@ -226,4 +248,4 @@ def focused_request(request: ModelRequest) -> ModelRequest:
     return replace(request, messages=messages) if changed else request
 
 
-__all__ = ["focused_request", "named_rows", "relevant_text", "shown_part"]
+__all__ = ["focused_request", "item_text", "named_rows", "relevant_text", "shown_part"]
