@@ -7,7 +7,7 @@ directory, sql_query on a fixture database, two-step add/multiply/divide), run e
 ``answers_sets.py``, the automatic check of each answer in ``answers_check.py``.
 
 Prints one line per question, then ONE JSON line.
-Run: python benchmarks/answers_eval.py [--set NAME|all] [--match REGEX] [--record FILE]
+Run: python benchmarks/answers_eval.py [--set NAME[,NAME...]|all] [--match REGEX] [--record FILE]
      python benchmarks/answers_eval.py --replay FILE [--set NAME|all] [--match REGEX]
 """
 
@@ -213,17 +213,23 @@ def _mean(values: list[float]) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--set", choices=[*SETS, "all"], default="all")
+    parser.add_argument(
+        "--set", default="all", help=f"all, or one or more of {', '.join(SETS)}, comma-separated"
+    )
     parser.add_argument("--match", default="", help="only questions matching this regex")
     parser.add_argument("--record", type=Path, help="write every run's calls, results and answer")
     parser.add_argument(
         "--replay", type=Path, help="re-score the answers recorded in this file, without the model"
     )
     args = parser.parse_args()
+    wanted = set(args.set.split(","))
+    unknown = wanted - {*SETS, "all"}
+    if unknown:
+        parser.error(f"--set: unknown set {sorted(unknown)}; choose all or of {', '.join(SETS)}")
     chosen = {
         name: [c for c in cases if re.search(args.match, c.question)]
         for name, cases in SETS.items()
-        if args.set in (name, "all")
+        if name in wanted or "all" in wanted
     }
     if args.replay:
         print(json.dumps(replay(args.replay, chosen)))

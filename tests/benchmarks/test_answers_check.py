@@ -239,3 +239,30 @@ def test_a_word_inside_another_states_nothing(bench: SimpleNamespace) -> None:
     assert bench._states("It is raining in Lima.", "rain")
     assert bench._states("Light rain today.", "rain")
     assert not bench._states("Lima is a rainier place than Lima.", "rain")
+
+
+def test_a_recorded_run_is_rescored_without_the_model(tmp_path: Path) -> None:
+    """``answers_eval.py --record`` / ``--replay``: a recorded answer goes through the
+    current check again; a recorded question no chosen set holds is unmatched."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        runner = importlib.import_module("answers_eval")
+        sets = importlib.import_module("answers_sets")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    question = "What is 30% of 250?"
+    case = sets.calc(question, "75")
+    run = _run(question, "calculator", {"expression": "30 / 100 * 250"}, "75", "It is 75.")
+    # recorded as a miss (as a check that refused it would have): the replay passes it
+    kept = runner._record("dev_6", case, run, {"pass": False}, 1.0, 0.5)
+    gone = {**kept, "question": "A question since removed?"}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps([kept, gone]))
+    out = runner.replay(path, {"dev_6": [case]})
+    assert out["sets"]["dev_6"] == {
+        "questions": 1,
+        "passed": 1,
+        "passed_old_check": 1,
+        "recorded_pass": 0,
+    }
+    assert out["records"] == 2 and out["unmatched"] == 1
