@@ -121,3 +121,13 @@ def test_the_column_a_question_names_is_stated_of_the_one_row(
 def test_a_named_column_of_a_named_row_is_its_value() -> None:
     ground = _ground("How much stock does the chair have? Use the products table.", PRODUCTS)
     assert ground.latest == ("12",)
+
+
+def test_a_question_asking_which_row_is_not_answered_by_the_sort_column() -> None:
+    """'Which product has the most stock?' was answered 'The product with the most stock
+    is the chair with a price 12.': the stock the row was picked by is not the answer."""
+    one = json.dumps({"columns": ["name", "stock"], "rows": [["chair", 12]]})
+    ground = _ground("Which product has the most stock in the products table?", one)
+    assert "chair" in ground.labels  # the row's name may be the answer
+    asked = _ground("What is the stock of the product with the most stock?", one)
+    assert asked.labels == () and asked.latest == ("12",)

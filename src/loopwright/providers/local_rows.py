@@ -78,11 +78,16 @@ def focus(
         return Focus(found.keep, kept, (), True)
     number = asked_number(texts, asked, named)
     stated = [n for n in found.keep if canonical_number(n) == number]
-    if stated:
+    if stated and not _WHICH_ROW.search(asked):
         # "What is the stock of the cheapest product?" over the lamp's row: its stock,
         # not its name ("The cheapest product is lamp.") nor its price
         return Focus(found.keep, (), (stated[0],), False)
     return found
+
+
+# A question asking which row ("Which product has the most stock?", "Who earns most?"):
+# the column it names is what the row was picked by, not what to state.
+_WHICH_ROW = re.compile(r"\b(?:which|who)\b", re.IGNORECASE)
 
 
 def asked_number(texts: Sequence[str], question: str, named: list[list[str]]) -> str:
