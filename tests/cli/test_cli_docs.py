@@ -53,3 +53,17 @@ def test_cli_md_documents_every_option_of_run_in_a_table_row() -> None:
     for param in run.params:
         if isinstance(param, click.Option) and "--help" not in param.opts:
             assert f"`{max(param.opts, key=len)}" in first_cells, param.opts
+
+
+def test_strategy_examples_name_a_model_that_follows_instructions() -> None:
+    # the strategies' formats (a JSON plan, a last line 'Answer: ...') are beyond the
+    # embedded base model: the help's example ended output_invalid on the default model
+    ctx = click.Context(main, info_name="loopwright")
+    run = main.get_command(ctx, "run")
+    assert run is not None and run.help is not None
+    examples = [line for line in run.help.splitlines() if "--strategy" in line]
+    assert examples
+    assert all("--model" in line for line in examples), examples
+    assert "the embedded model, a 270M base model, does not write" in (
+        DOCS / "strategies.md"
+    ).read_text(encoding="utf-8")

@@ -53,7 +53,7 @@ Examples:
   loopwright run --trace traces "What is 2 + 3?"           then: loopwright trace list
   loopwright run --batch prompts.jsonl --concurrency 8 --json
   loopwright run --mcp mcp-server-time --mcp http://127.0.0.1:8000/mcp "Time in Tokyo?"
-  loopwright run --strategy self_consistency "What is 17 * 23?"
+  loopwright run --model openai:gpt-4o-mini --strategy self_consistency "What is 17 * 23?"
 
 Tools that require confirmation (send_email) ask on a terminal; --yes approves and
 --no denies every such call. Without a terminal and without either flag the call is
@@ -143,7 +143,8 @@ def _payload_printer(direction: str, payload: Mapping[str, object]) -> None:
     type=click.Choice(STRATEGY_NAMES),
     default=None,
     help="Answer with a reasoning strategy over the agent's model, tools and limits "
-    "(docs/strategies.md).",
+    "(docs/strategies.md); it needs a model that follows instructions: the embedded "
+    "one does not.",
 )
 @click.pass_context
 def run_command(
