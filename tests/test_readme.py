@@ -28,7 +28,8 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     commands = re.findall(r"```bash\n(.*?)\n```", README, re.S)
     test_cmd = next(c for c in commands if "pytest" in c)
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    # the command runs as one line, optionally followed by `|| exit 1` (set -e skips     assert test_cmd.strip() in [line.strip() for line in ci.splitlines()]    assert test_cmd.strip() in [line.strip() for line in ci.splitlines()] lists)
+    # the command runs as one line, optionally followed by `|| exit 1` (set -e does not stop
+    # at a failure inside an && list)
     lines = [line.strip().removesuffix("|| exit 1").strip() for line in ci.splitlines()]
     assert test_cmd.strip() in lines
 
