@@ -3,6 +3,7 @@ command and real options."""
 
 from __future__ import annotations
 
+import json
 import shlex
 
 import click
@@ -72,3 +73,17 @@ def test_the_version_is_printed_by_the_command_and_the_usual_flags(args: list[st
     result = CliRunner().invoke(main, args, prog_name="loopwright")
     assert result.exit_code == 0, result.output
     assert result.stdout == f"loopwright {__version__}\n"
+
+
+def test_tools_shows_the_named_tools_and_refuses_an_unknown_one() -> None:
+    # `loopwright tools calculator` was "Got unexpected extra argument (calculator)"
+    runner = CliRunner()
+    shown = runner.invoke(main, ["tools", "--json", "send_email", "add"], prog_name="loopwright")
+    assert shown.exit_code == 0, shown.output
+    assert [item["name"] for item in json.loads(shown.stdout)] == ["send_email", "add"]
+    text = runner.invoke(main, ["tools", "calculator"], prog_name="loopwright")
+    assert text.exit_code == 0 and text.stdout.startswith("calculator")
+    assert "get_weather" not in text.stdout
+    wrong = runner.invoke(main, ["tools", "calc"], prog_name="loopwright")
+    assert wrong.exit_code == 2
+    assert "unknown tool 'calc'; choose from: calculator," in wrong.stderr

@@ -166,7 +166,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "tools": (
         "loopwright.cli.tools_cmd",
-        "List the built-in tools (name, description, flags and parameter schema).",
+        "List the built-in tools (name, description, flags and parameter schema); with "
+        "NAMES, only those.",
     ),
     "trace": (
         "loopwright.cli.trace_cmd",
