@@ -3,11 +3,17 @@ raised it without a context (an option missing its value)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
-from loopwright.cli.exit_codes import USAGE_ERROR
+from loopwright.cli.exit_codes import USAGE_ERROR, exit_code
 from loopwright.cli.main import main
+from loopwright.core.run import RunStop
 
 
 @pytest.mark.parametrize(
@@ -42,3 +48,22 @@ def test_a_mistyped_command_is_matched_against_every_command(typo: str, meant: s
     assert result.exit_code == USAGE_ERROR
     assert f"No such command {typo!r}. Did you mean {meant!r}" in result.stderr, result.stderr
     assert "(see: loopwright --help)" in result.stderr
+
+
+def test_a_closed_output_pipe_ends_quietly_as_cancelled() -> None:
+    # `loopwright ... | head -1`: Click's exit 1 is this CLI's "internal error (a bug)"
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwright.cli", "tools"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": src},
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == exit_code(RunStop.CANCELLED), done.stderr
+    assert done.stderr == b""

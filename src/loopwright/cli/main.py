@@ -205,6 +205,18 @@ class LoopwrightGroup(click.Group):
         hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
         raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """A reader that went away (``loopwright run ... | head -1``) is no bug: the
+        command ends quietly as cancelled (16), not as an internal error (1, Click's
+        code for it). Later writes, and the flush at exit, go nowhere."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+            sys.exit(exit_code(RunStop.CANCELLED))
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from :data:`COMMANDS` for commands not loaded yet (what
         ``click.Group`` prints, without importing every command module)."""
