@@ -170,3 +170,16 @@ def test_tools_and_version_commands() -> None:
     assert invoke("version").output.startswith("loopwright ")
     help_text = invoke("run", "--help").output
     assert "Examples:" in help_text and "awaiting_confirmation" in help_text
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"), [((), "stopped: max_turns: "), (("--stream",), "! stopped: max_turns: ")]
+)
+def test_the_stop_line_separates_the_reason_from_its_detail(script, extra, line) -> None:
+    # printed as one phrase: "stopped: timeout the run exceeded its 0.5s timeout"
+    script(
+        [tool_call("calculator", {"expression": "1 + 1"})],
+        [tool_call("calculator", {"expression": "2 + 2"})],
+    )
+    result = CliRunner().invoke(main, ["run", *extra, "--max-turns", "1", "loop"])
+    assert f"{line}reached max_turns=1" in result.output, result.output

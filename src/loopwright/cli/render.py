@@ -13,6 +13,7 @@ import json
 from typing import IO
 
 from loopwright.cli.output import Painted, Piece, say
+from loopwright.cli.results import stop_line
 from loopwright.core.events import (
     LimitReached,
     ModelCallFailed,
@@ -81,7 +82,7 @@ class StreamRenderer:
                 shown = json.dumps(dict(detail), ensure_ascii=False, default=str)
                 self._line(Painted(f"· {name} {kind}", fg="magenta"), f" {_short(shown)}")
             case LimitReached(stop=stop, detail=detail):
-                self._line(Painted(f"! stopped: {stop.value} {detail}".rstrip(), fg="red"))
+                self._line(Painted(f"! stopped: {stop_line(stop, detail)}", fg="red"))
             case RunFinished(result=result):
                 if result.answer:
                     self._line(Painted("answer: ", fg="green", bold=True), result.answer)

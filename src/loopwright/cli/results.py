@@ -84,6 +84,12 @@ def print_result(result: RunResult, *, as_json: bool, streamed: bool = False) ->
     elif result.stop is not RunStop.FINAL_ANSWER:
         say(
             Painted("stopped: ", fg="red"),
-            f"{result.stop.value} {result.detail}".rstrip(),
+            stop_line(result.stop, result.detail),
             err=True,
         )
+
+
+def stop_line(stop: RunStop, detail: str) -> str:
+    """``max_turns: reached max_turns=1``: the stop reason, then what ended the run (the
+    two ran together as one phrase, ``timeout the run exceeded its 0.5s timeout``)."""
+    return f"{stop.value}: {detail}" if detail else stop.value
