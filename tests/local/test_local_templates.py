@@ -192,3 +192,14 @@ def test_a_copy_from_the_start_of_a_quoted_span_is_never_refused(
     context = " ".join(before) + " '" + " ".join(quoted) + "' " + " ".join(after)
     for n in range(1, len(quoted) + 1):
         assert not starts_inside_quote(" ".join(quoted[:n]), context)
+
+
+def test_a_value_does_not_start_with_a_run_of_spaces() -> None:
+    # refused a first word from inside a quote, the model padded a list item with
+    # spaces ("                   "); one space (the prompt's own) is all a value starts with
+    guard = argument_guard("", [Message.user(TODO.capitalize())], [])
+    text = '{"tool": "todo", "arguments": {"content": "'
+    assert guard(text, "  ")
+    assert guard(text + " ", " ")
+    assert not guard(text, " todo")
+    assert not guard(text + " todo", " random")  # spaces inside a value are fine

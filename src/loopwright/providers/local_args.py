@@ -122,6 +122,8 @@ class ArgumentGuard:
                 return not closing or self._echoes(text, longer)
             if self._leaves_for_example(so_far, longer):
                 return True
+            if head and grown[:2].isspace():
+                return True  # a value is written after one space: more is padding
             if self._span_refuses(text, so_far, head, closes='"' in piece):
                 return True
             if head and self._starts_inside_word(longer):
