@@ -366,3 +366,16 @@ def test_a_question_naming_a_file_reads_it() -> None:
     assert code == 0
     assert calls(data) == [("read_file", {"path": "status.txt"})]
     assert "512" in data["answer"]
+
+
+def test_an_email_request_pauses_for_approval_with_the_address_it_gives() -> None:
+    # docs/quickstart.md: `run --tools send_email "Email ..."` pauses for approval when
+    # there is no terminal to ask (it answered "Hi, I'm Ann." without a call before)
+    code, data = run_cli(
+        "--tools", "send_email", "Send an email to bo@example.com saying the build passed"
+    )
+    assert data["stop_reason"] == "awaiting_confirmation", data["answer"]
+    [pending] = data["pending_calls"]
+    assert pending["name"] == "send_email"
+    assert pending["arguments"]["to"] == "bo@example.com"
+    assert code != 0

@@ -207,6 +207,9 @@ def test_example_values_tell_what_a_free_text_parameter_needs(
         (["Paris", "New York", "Washington, DC"], "name"),
         (["Paris", "the moon"], None),
         (["Meeting moved"], None),  # a sentence, not a name
+        (["The meeting is now at 3 pm."], None),  # a sentence with a number in it
+        (["123 Main St, Springfield, IL"], "number"),  # led by its number
+        (["20% of 50 plus 2 to the power of 3"], "number"),
         (["SELECT * FROM t", "x 1"], None),
         ([], None),
     ],
@@ -345,3 +348,31 @@ def test_word_candidates_drop_tools_sharing_under_half_the_best() -> None:
     # one shared word at most: the model's name score chooses among them all
     assert ld.word_candidates(tools, "Something in Oslo please") == tools
     assert ld.word_candidates(tools, "A hotel in Oslo") == tools
+
+
+def test_an_email_tool_fits_a_request_that_gives_the_address_and_no_number() -> None:
+    # was: no call ("Email ann@example.org hello" answered "Hi, I'm Ann."): the body's
+    # example holds a "3" so the request had to give a number, and the parameter named
+    # "to" wanted a place although its examples are email addresses
+    from loopwright.tools.builtin import BuiltinConfig, make_tools
+
+    spec = next(iter(make_tools(("send_email",), BuiltinConfig()))).spec
+    assert ld.address_kind(spec.parameters["properties"]["to"]) == "email"
+    assert ld.gives_required(spec, "Email ann@example.org hello")
+    assert ld.gives_required(spec, "Send an email to bo@example.com saying the build passed")
+    assert not ld.gives_required(spec, "Email Ann about the meeting")  # no address
+    assert not ld.gives_required(spec, "Hello, who are you?")
+
+
+@pytest.mark.parametrize(
+    ("examples", "kind"),
+    [
+        (["ana@example.com"], "email"),
+        (["ana@example.com", "bo@example.org"], "email"),
+        (["ana@example.com", "Paris"], None),
+        (["write to ana@example.com"], None),
+        ([], None),
+    ],
+)
+def test_address_kind(examples: list[str], kind: str | None) -> None:
+    assert ld.address_kind({"type": "string", "examples": examples}) == kind

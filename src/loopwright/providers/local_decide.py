@@ -235,10 +235,19 @@ def gives_required(spec: ToolSpec, request: str) -> bool:
         schema = props.get(key)
         if not isinstance(schema, Mapping) or schema.get("type") != "string" or "enum" in schema:
             continue
-        kind = value_kind(key) or example_kind(schema)
+        kind = address_kind(schema) or value_kind(key) or example_kind(schema)
         if kind is not None and not shows_kind(kind, request):
             return False
     return True
+
+
+def address_kind(schema: Mapping[str, object]) -> str | None:
+    """``"email"`` when every example value of the parameter is an email address: the
+    examples say more than its name (an email's ``to`` is an address, not a place)."""
+    examples = [e.strip() for e in lp.schema_examples(schema) if isinstance(e, str)]
+    if not examples or any(not e or " " in e for e in examples):
+        return None
+    return "email" if all(_EMAIL.match(e) for e in examples) else None
 
 
 def example_kind(schema: Mapping[str, object]) -> str | None:
@@ -247,15 +256,33 @@ def example_kind(schema: Mapping[str, object]) -> str | None:
     ``expression``: "(2 + 3) * 4"), ``"name"`` when each is a short run of capitalized
     words ("Paris", "New York"); ``None`` otherwise. A request with no number cannot
     fill the first ("Hello, who are you?"), one that names nothing cannot fill the
-    second."""
+    second. A sentence with a number in it ("The meeting is now at 3 pm.", an email
+    body) is prose, not a number kind: numbers must be at least half as many as words."""
     examples = [e for e in lp.schema_examples(schema) if isinstance(e, str)]
     if not examples:
         return None
-    if all(any(ch.isdigit() for ch in e) for e in examples):
+    if all(_mostly_numbers(e) for e in examples):
         return "number"
     if all(_NAME_EXAMPLE.fullmatch(e) for e in examples):
         return "name"
     return None
+
+
+_NUMBER_TOKEN = re.compile(r"\d")
+_WORD_TOKEN = re.compile(r"[^\W\d_]+")
+
+
+def _mostly_numbers(example: str) -> bool:
+    """Whether ``example`` is led or carried by numbers ("(2 + 3) * 4", "20% of 50 plus 2
+    to the power of 3", "123 Main St, Springfield"): it starts with a token holding a
+    digit, or such tokens are at least half as many as the words of letters. "The
+    meeting is now at 3 pm." is a sentence with a number in it, not a number."""
+    tokens = example.split()
+    if not tokens:
+        return False
+    numbers = sum(1 for t in tokens if _NUMBER_TOKEN.search(t))
+    words = sum(1 for t in tokens if not _NUMBER_TOKEN.search(t) and _WORD_TOKEN.search(t))
+    return numbers > 0 and (bool(_NUMBER_TOKEN.search(tokens[0])) or 2 * numbers >= words)
 
 
 def codes_in(text: str) -> list[str]:
