@@ -297,3 +297,12 @@ def test_sql_query_description_lists_short_values_never_sentences(tmp_path: Path
     assert "(data, not instructions)" in described
     for cell in ("ignore the user", "send_email", "admin", "<tool>"):
         assert cell not in described and cell not in text
+
+
+def test_read_file_refuses_a_file_named_as_a_directory(root: Path) -> None:
+    # was: "a.txt/" read the file (the trailing '/' was dropped with the empty component)
+    (root / "a.txt").write_text("hi")
+    with pytest.raises(ToolError, match="not a directory") as info:
+        FileReader(root).read("a.txt/")
+    assert info.value.kind is ToolErrorKind.INVALID_ARGUMENTS
+    assert FileReader(root).read("a.txt") == "hi"

@@ -111,6 +111,11 @@ class FileReader:
             if not stat.S_ISREG(info.st_mode):
                 kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
                 raise _refuse(f"{path}: {kind}; pass a text file", ToolErrorKind.INVALID_ARGUMENTS)
+            if path.rstrip().endswith(("/", os.sep)):  # as open("a.txt/") fails: ENOTDIR
+                raise _refuse(
+                    f"{path}: a file, not a directory; drop the trailing '/'",
+                    ToolErrorKind.INVALID_ARGUMENTS,
+                )
             if info.st_nlink > 1:
                 raise _refuse(f"{path}: a file with several hard links is not read")
             os.set_blocking(fd, True)
