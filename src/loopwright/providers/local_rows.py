@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from loopwright.core.grounding import (
@@ -97,17 +97,8 @@ def asked_number(texts: Sequence[str], question: str, named: list[list[str]]) ->
     else of a one-row table (a query that picked the row: "the cheapest product").
     "" otherwise."""
     words = [w for w in WORD.findall(question.lower()) if len(w) >= MIN_FIELD_WORD]
-    for content in texts:
-        try:
-            data = json.loads(content)
-        except ValueError:
-            continue
-        columns, rows = (
-            (data.get("columns"), data.get("rows")) if isinstance(data, dict) else (None, None)
-        )
-        if not isinstance(columns, list) or not isinstance(rows, list):
-            continue
-        listed = [r for r in rows if isinstance(r, list) and len(r) == len(columns)]
+    for columns, rows in _tables(texts):
+        listed = [r for r in rows if len(r) == len(columns)]
         names = [str(c).lower() for c in columns]
         numeric = [
             i
@@ -120,10 +111,7 @@ def asked_number(texts: Sequence[str], question: str, named: list[list[str]]) ->
         chosen = [i for i in numeric if any(names_key(w, names[i]) for w in words)]
         if len(chosen) != 1:
             continue
-        if named:
-            picked = [r for r in listed if [cell_text(v) for v in r if cell_text(v)] in named]
-        else:
-            picked = listed if len(listed) == 1 else []
+        picked = _picked(listed, named)
         if len(picked) == 1:
             return cell_text(picked[0][chosen[0]])
     return ""
@@ -137,17 +125,7 @@ def asked_column(
     "who" question, the one whose key says "name"; of the rows ``named`` (see
     :func:`named_rows`) when given, else of a one-row table. Empty otherwise."""
     words = set(WORD.findall(question.lower()))
-    for content in texts:
-        try:
-            data = json.loads(content)
-        except ValueError:
-            continue
-        columns, rows = (
-            (data.get("columns"), data.get("rows")) if isinstance(data, dict) else (None, None)
-        )
-        if not isinstance(columns, list) or not isinstance(rows, list):
-            continue
-        listed = [r for r in rows if isinstance(r, list)]
+    for columns, listed in _tables(texts):
         texts_at = [
             i
             for i, c in enumerate(columns)
@@ -162,12 +140,31 @@ def asked_column(
             chosen = [i for i in texts_at if "name" in str(columns[i]).lower()]
         if len(chosen) != 1:
             continue
-        if named:
-            picked = [r for r in listed if [cell_text(v) for v in r if cell_text(v)] in named]
-        else:
-            picked = listed if len(listed) == 1 else []
+        picked = _picked(listed, named)
         return {cell_text(r[chosen[0]]) for r in picked if chosen[0] < len(r)}
     return set()
+
+
+def _tables(texts: Sequence[str]) -> Iterator[tuple[list[object], list[list[object]]]]:
+    """``(columns, rows)`` of each result that is a table (``{"columns", "rows"}``)."""
+    for content in texts:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        columns, rows = data.get("columns"), data.get("rows")
+        if isinstance(columns, list) and isinstance(rows, list):
+            yield columns, [r for r in rows if isinstance(r, list)]
+
+
+def _picked(listed: list[list[object]], named: list[list[str]] | None) -> list[list[object]]:
+    """The rows the question asks about: those ``named`` (see :func:`named_rows`) when
+    given, else the one row of a one-row table."""
+    if named:
+        return [r for r in listed if [cell_text(v) for v in r if cell_text(v)] in named]
+    return listed if len(listed) == 1 else []
 
 
 def _focus(
