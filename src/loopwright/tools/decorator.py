@@ -6,7 +6,8 @@ function's Python types (Enums, tuples, sets, dataclasses, pydantic models), inj
 :class:`ToolContext` when the function asks for one, and awaits the result.
 
 Where a sync function runs is its ``inline`` flag: ``True`` always on the event loop
-(fast, CPU-light functions; a timeout cannot interrupt them), ``False`` always on a
+(fast, CPU-light functions; a timeout cannot interrupt them, a run past it fails as
+``timeout``), ``False`` always on a
 worker thread, ``None`` (the default) on workers until its own runs prove it short and
 non-blocking, then on the event loop (:class:`~loopwright.tools.execution.SyncProfile`).
 """

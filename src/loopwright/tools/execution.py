@@ -493,10 +493,32 @@ def attempt(
             value = done.value
             if type(value) is CoroutineType:
                 return _unawaited(t, value)
+            timeout = t.spec.timeout
+            if timeout is not None and time.monotonic() - started > timeout:
+                return _overran(t, time.monotonic() - started)
             return value, None, ""
     except BaseException as exc:
         return _failed(t, exc)
     return _rest(t, coro, first, started)
+
+
+def _overran(t: Tool, elapsed: float) -> Attempt:
+    """A run that finished without ever giving the event loop a chance to stop it (a
+    plain ``def`` run inline, an ``async def`` that never awaited), later than its
+    timeout. It could not be cut, but it is measured: the call fails as ``timeout`` like
+    a run abandoned at its deadline, whose result nobody reads either (its side effects,
+    if any, happened in both cases)."""
+    if t.is_async:
+        where, fix = "without reaching an await", "await while it works"
+    else:
+        where, fix = "inline on the event loop", "declare it inline=False"
+    return (
+        None,
+        ToolErrorKind.TIMEOUT.value,
+        f"tool {t.name!r} ran {elapsed:.3g} s, past its timeout of {t.spec.timeout:g} s, "
+        f"{where}, where nothing can interrupt it; its result was discarded ({fix} to "
+        "be stopped at the timeout, or raise the timeout)",
+    )
 
 
 async def _rest(t: Tool, coro: Coroutine[Any, Any, Any], first: Any, started: float) -> Attempt:
