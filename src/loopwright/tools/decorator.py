@@ -7,9 +7,8 @@ function's Python types (Enums, tuples, sets, dataclasses, pydantic models), inj
 
 Where a sync function runs is its ``inline`` flag: ``True`` always on the event loop
 (fast, CPU-light functions; a timeout cannot interrupt them, a run past it fails as
-``timeout``), ``False`` always on a
-worker thread, ``None`` (the default) on workers until its own runs prove it short and
-non-blocking, then on the event loop (:class:`~loopwright.tools.execution.SyncProfile`).
+``timeout``), ``False`` always on a worker thread, ``None`` (the default) on workers
+until its own runs prove it short and non-blocking, then on the event loop (:class:`~loopwright.tools.execution.SyncProfile`).
 """
 
 from __future__ import annotations
