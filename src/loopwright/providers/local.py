@@ -73,6 +73,9 @@ DEFAULT_MODEL = "gemma-3-270m"
 # The content-free request offered names are calibrated against (see
 # ``LocalModel._neutral_names``; "N/A" is the usual one for contextual calibration).
 NEUTRAL_REQUEST = "N/A"
+# How often a decode waiting for the model's lock (another stream holds it) looks whether
+# its own stream was cancelled meanwhile.
+_LOCK_POLL_S = 0.05
 
 
 class LocalModel:
@@ -194,22 +197,19 @@ class LocalModel:
             loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
 
         def worker() -> None:
+            # a cancelled stream stops waiting for another decode to release the model
+            while not loaded.lock.acquire(timeout=_LOCK_POLL_S):
+                if stop.is_set():
+                    return
+            loaded.stop = stop  # llama.cpp asks it between graph nodes (Loaded)
             try:
-                with loaded.lock:
-                    cached = lh.common_prefix(loaded.llm, plan.tokens)
-                    put("cached", cached)
-                    chosen = self._narrow(loaded.llm, plan)
-                    put("chosen", chosen)
-                    head, chunks = self._completion(loaded.llm, chosen)
-                    if head:
-                        put("text", head)
-                    for chunk in chunks:
-                        put("text", chunk["choices"][0]["text"])
-                        if stop.is_set():
-                            break
+                self._decode_locked(loaded.llm, plan, stop, put)
                 put("end", None)
             except Exception as exc:  # llama.cpp failures become a StreamError below
                 put("error", exc)
+            finally:
+                loaded.stop = None
+                loaded.lock.release()
 
         task = loop.run_in_executor(None, worker)
         text, shown, cached, count = "", "", 0, 0
@@ -240,6 +240,28 @@ class LocalModel:
         usage = Usage(input_tokens=len(plan.tokens), output_tokens=count, cached_tokens=cached)
         for event in finish(text, plan, usage, self.name):
             yield event
+
+    def _decode_locked(
+        self, llm: Any, plan: TurnPlan, stop: threading.Event, put: Callable[[str, object], None]
+    ) -> None:
+        """The decode of :meth:`_decode` on its worker, holding the model's lock: each
+        phase starts only if the stream is still read, and generation stops at the next
+        token once it is not."""
+        put("cached", lh.common_prefix(llm, plan.tokens))
+        if stop.is_set():
+            return
+        chosen = self._narrow(llm, plan)
+        put("chosen", chosen)
+        if stop.is_set():
+            return
+        head, chunks = self._completion(llm, chosen)
+        if head:
+            put("text", head)
+        for chunk in chunks:
+            if stop.is_set():
+                chunks.close()
+                return
+            put("text", chunk["choices"][0]["text"])
 
     def _narrow(self, llm: Any, plan: TurnPlan) -> TurnPlan:
         """Decide the turn's kind and tool by sequence log-probability, then constrain

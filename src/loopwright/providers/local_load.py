@@ -74,11 +74,37 @@ def check_gguf(path: Path) -> None:
 
 
 class Loaded:
-    """One llama.cpp model plus the lock that serialises its use (not thread-safe)."""
+    """One llama.cpp model plus the lock that serialises its use (not thread-safe).
+
+    ``stop`` is the stop flag of the decode holding ``lock`` (``None`` when none): it is
+    llama.cpp's abort callback, which the CPU backend asks between the nodes of every
+    evaluation, so a cancelled run's prompt evaluation (seconds for a long prompt) ends
+    within one node instead of at the end of its batch (``llama_decode`` then returns 2,
+    raised by llama-cpp-python as a ``RuntimeError``; the tokens it had not stored are
+    evaluated again by the next call)."""
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm
         self.lock = threading.Lock()
+        self.stop: threading.Event | None = None
+        self._abort = _install_abort(llm, self._aborted)
+
+    def _aborted(self) -> bool:
+        stop = self.stop
+        return stop is not None and stop.is_set()
+
+
+def _install_abort(llm: Any, aborted: Any) -> Any:
+    """Set ``aborted`` as the abort callback of ``llm``'s context; returns the C callback,
+    which must be kept alive as long as the context (``None`` for a stand-in model)."""
+    ctx = getattr(getattr(llm, "_ctx", None), "ctx", None)
+    if ctx is None:
+        return None
+    import llama_cpp
+
+    callback = llama_cpp.ggml_abort_callback(lambda _data: bool(aborted()))
+    llama_cpp.llama_set_abort_callback(ctx, callback, None)
+    return callback
 
 
 _MODELS: dict[tuple[str, int, int], Loaded] = {}
