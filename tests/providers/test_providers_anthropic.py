@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kit_anthropic import AnthropicKit
 
+from loopwright import Agent, Limits, RunStop
 from loopwright.core.errors import ProviderError
 from loopwright.core.messages import (
     Message,
@@ -311,7 +312,6 @@ async def test_context_window_exceeded_stop_is_context_overflow(server):
     [
         ("end_turn", StopReason.FINAL_ANSWER),
         ("stop_sequence", StopReason.FINAL_ANSWER),
-        ("pause_turn", StopReason.FINAL_ANSWER),
         ("tool_use", StopReason.TOOL_USE),
         ("max_tokens", StopReason.MAX_TOKENS),
         ("refusal", StopReason.REFUSAL),
@@ -319,6 +319,30 @@ async def test_context_window_exceeded_stop_is_context_overflow(server):
 )
 def test_every_documented_stop_reason_maps(raw, expected):
     assert map_stop_reason(raw, {}) is expected
+
+
+async def test_paused_server_tool_turn_stops_the_run_as_incomplete_not_answered(server):
+    # A long web search: the API pauses the turn after the server tool's call and its
+    # result, with a sentence of text, and expects the content sent back to continue.
+    search = {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search"}
+    found = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_01",
+        "content": [{"type": "web_search_result", "url": "https://example.com", "title": "x"}],
+    }
+    query = {"type": "input_json_delta", "partial_json": '{"query": "news"}'}
+    paused = [
+        start(),
+        *block(0, search, [query]),
+        *block(1, found, []),
+        *block(2, {"type": "text", "text": "Searching further"}, []),
+        *stop("pause_turn"),
+    ]
+    server.push(sse(paused))
+    result = await Agent(model(server), limits=Limits(model_retries=2)).arun("news?")
+    assert result.stop is RunStop.MODEL_ERROR
+    assert "incomplete_turn" in result.detail and "pause_turn" in result.detail
+    assert result.answer != "Searching further" and len(server.requests) == 1
 
 
 async def test_refusal_with_text_is_a_response(server):

@@ -123,6 +123,17 @@ class MalformedResponse(ProviderError):
     kind = "malformed_response"
 
 
+class IncompleteTurn(ProviderError):
+    """The provider stopped before the model's turn was complete and expects the caller to
+    continue it with a follow-up request (Anthropic ``pause_turn``, Gemini
+    ``CONTINUATION``, a Responses ``incomplete`` response for ``max_messages`` or
+    ``steered``). The loop does not send such continuations, so the run stops with this
+    error naming the provider's reason instead of taking the partial turn for an answer.
+    Not retryable: the same request pauses at the same point again."""
+
+    kind = "incomplete_turn"
+
+
 class ToolErrorKind(enum.StrEnum):
     """Machine-readable kinds carried by error tool results."""
 

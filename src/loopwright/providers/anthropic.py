@@ -43,6 +43,7 @@ from loopwright.core.errors import (
     AuthError,
     BadRequest,
     ContextOverflow,
+    IncompleteTurn,
     MalformedResponse,
     ProviderError,
     RateLimited,
@@ -84,14 +85,13 @@ PROVIDER = "anthropic"
 STOP_REASONS: Mapping[str, StopReason] = {
     "end_turn": StopReason.FINAL_ANSWER,
     "stop_sequence": StopReason.FINAL_ANSWER,
-    # pause_turn: a server tool paused a long turn; the turn is over for us (pi-mono too).
-    "pause_turn": StopReason.FINAL_ANSWER,
     "tool_use": StopReason.TOOL_USE,
     "max_tokens": StopReason.MAX_TOKENS,
     "refusal": StopReason.REFUSAL,
 }
 """Anthropic ``stop_reason`` -> canonical. ``model_context_window_exceeded`` is reported as
-:class:`ContextOverflow`; any other value is a :class:`MalformedResponse`."""
+:class:`ContextOverflow`, ``pause_turn`` as :class:`IncompleteTurn` (see
+:func:`map_stop_reason`); any other value is a :class:`MalformedResponse`."""
 
 EFFORT_BUDGETS: Mapping[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
 """``ModelSettings.reasoning`` effort -> ``thinking.budget_tokens`` (minimum is 1024)."""
@@ -363,10 +363,25 @@ def _usage(raw: Mapping[str, Any], previous: Usage, inputs: dict[str, int]) -> U
 
 
 def map_stop_reason(raw: object, event: Mapping[str, Any]) -> StopReason:
-    """Canonical stop reason for ``raw``; raises for overflow and unknown values."""
+    """Canonical stop reason for ``raw``; raises for overflow, paused turns and unknown
+    values.
+
+    ``pause_turn`` means the API paused a long-running turn of server tools (web search,
+    code execution) and expects the paused assistant content sent back, server-tool
+    blocks included, to let the model continue. The adapter keeps no server-tool blocks
+    and the loop sends no continuations, so the turn is reported as unfinished rather
+    than taken for the final answer it is not."""
     if isinstance(raw, str) and raw in STOP_REASONS:
         return STOP_REASONS[raw]
     snippet = json.dumps(event, default=str)[:500]
+    if raw == "pause_turn":
+        raise IncompleteTurn(
+            "anthropic: the API paused a long-running server-tool turn (stop_reason"
+            " pause_turn) and expects it continued; loopwright does not continue paused"
+            " turns: lower the server tools' max_uses or ask for less per turn",
+            raw=snippet,
+            provider=PROVIDER,
+        )
     if raw == "model_context_window_exceeded":
         raise ContextOverflow(
             "anthropic: the model hit its context window while answering"
