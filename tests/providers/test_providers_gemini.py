@@ -11,6 +11,7 @@ import json
 import pytest
 from contract import USER, collect, done, failed
 from fakeserver import FakeServer, Reply
+from google.genai.types import FinishReason
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -308,11 +309,44 @@ async def test_blocked_prompt_is_a_refusal(server):
     assert result.stop_reason is StopReason.REFUSAL and result.usage.input_tokens == 4
 
 
-@pytest.mark.parametrize("raw", ["MALFORMED_FUNCTION_CALL", "MISSING_THOUGHT_SIGNATURE", "OTHER"])
+@pytest.mark.parametrize("raw", ["MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "OTHER"])
 def test_model_output_failures_are_malformed(raw):
     with pytest.raises(ProviderError) as info:
         map_finish_reason(raw, {"x": 1})
     assert info.value.kind == "malformed_response" and raw in str(info.value)
+
+
+@pytest.mark.parametrize("raw", [reason.value for reason in FinishReason])
+def test_every_finish_reason_of_the_sdk_is_known(raw):
+    """Each value of google-genai's ``FinishReason`` is a stop reason or a named error;
+    none is reported as unknown (nor silently taken for a normal end)."""
+    try:
+        stop = map_finish_reason(raw, {})
+    except ProviderError as exc:
+        assert "unknown" not in str(exc) and raw in str(exc)
+    else:
+        assert stop is not StopReason.FINAL_ANSWER or raw == "STOP"
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind", "retryable"),
+    [
+        ("CONTINUATION", "incomplete_turn", False),
+        ("MISSING_THOUGHT_SIGNATURE", "bad_request", False),
+        ("PUP_LIMITED_DISABLED", "auth", False),
+        ("NO_IMAGE", "malformed_response", True),
+    ],
+)
+async def test_failed_finishes_end_typed_with_the_partial(server, raw, kind, retryable):
+    server.push(Reply.sse([chunk({"text": "Part of it"}), chunk(finish=raw)]))
+    err = failed(await collect(model(server), request([USER])))
+    assert (err.error.kind, err.error.retryable) == (kind, retryable) and raw in str(err.error)
+    assert err.partial is not None and err.partial.text == "Part of it"
+
+
+async def test_an_escalation_rule_filter_is_a_refusal(server):
+    server.push(Reply.sse([chunk({"text": "I can"}, finish="ESCALATION")]))
+    assert done(await collect(model(server), request([USER]))).stop_reason is StopReason.REFUSAL
 
 
 async def test_retry_info_delay_is_reported_without_a_header(server):

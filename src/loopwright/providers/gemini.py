@@ -74,6 +74,7 @@ from loopwright.providers._common import (
     tool_result_text,
 )
 from loopwright.providers.gemini_stream import (
+    FAILED_REASONS,
     FINISH_REASONS,
     MALFORMED_REASONS,
     PROVIDER,
@@ -540,6 +541,7 @@ async def _chunks(stream: Any) -> AsyncIterator[Any]:
 
 __all__ = [
     "EFFORT_LEVELS",
+    "FAILED_REASONS",
     "FINISH_REASONS",
     "GeminiModel",
     "GeminiOptions",

@@ -21,7 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from loopwright.core.errors import MalformedResponse
+from loopwright.core.errors import (
+    AuthError,
+    BadRequest,
+    IncompleteTurn,
+    MalformedResponse,
+    ProviderError,
+)
 from loopwright.core.events import ModelEvent
 from loopwright.core.messages import StopReason, Usage
 from loopwright.providers._common import StreamAccumulator
@@ -44,23 +50,56 @@ FINISH_REASONS: Mapping[str, StopReason] = {
             "IMAGE_PROHIBITED_CONTENT",
             "IMAGE_RECITATION",
             "MODEL_ARMOR",
+            "ESCALATION",
         )
     },
 }
-"""Gemini ``finishReason`` -> canonical. The model-output failures
-(:data:`MALFORMED_REASONS`) become a :class:`MalformedResponse`; any other value too."""
+"""Gemini ``finishReason`` -> canonical, for the reasons that end a usable response (a
+content filter's block is a refusal). Every other value of google-genai's
+``FinishReason`` is an error, by :data:`FAILED_REASONS`; an unknown one too."""
+
+FAILED_REASONS: Mapping[str, tuple[type[ProviderError], str]] = {
+    "MALFORMED_FUNCTION_CALL": (
+        MalformedResponse,
+        "the model wrote a function call that does not parse",
+    ),
+    "UNEXPECTED_TOOL_CALL": (
+        MalformedResponse,
+        "the model called a function that is not declared, or with function calling off",
+    ),
+    "TOO_MANY_TOOL_CALLS": (
+        MalformedResponse,
+        "the model made too many tool calls in one response",
+    ),
+    "MALFORMED_RESPONSE": (MalformedResponse, "the model produced a malformed response"),
+    "OTHER": (MalformedResponse, "generation stopped for an unspecified reason"),
+    "FINISH_REASON_UNSPECIFIED": (MalformedResponse, "generation stopped with no reason"),
+    "IMAGE_OTHER": (MalformedResponse, "image generation stopped for an unspecified reason"),
+    "NO_IMAGE": (MalformedResponse, "the model was expected to generate an image and did not"),
+    "MISSING_THOUGHT_SIGNATURE": (
+        BadRequest,
+        "the request's history lacks a thought signature the model requires (a function"
+        " call replayed without the thoughtSignature it came with); the same history fails"
+        " again",
+    ),
+    "PUP_LIMITED_DISABLED": (
+        AuthError,
+        "the account is limited or disabled for Prohibited Use Policy violations",
+    ),
+    "CONTINUATION": (
+        IncompleteTurn,
+        "the response reached the per-request token limit before it was complete and"
+        " expects a continuation request, which loopwright does not send",
+    ),
+}
+"""Gemini ``finishReason`` values that end the call with an error: the class (whether the
+loop retries follows from it: a malformed answer may come out right when sampled again; a
+request defect, a disabled account or a paused turn would not) and what it means."""
 
 MALFORMED_REASONS = frozenset(
-    {
-        "MALFORMED_FUNCTION_CALL",
-        "UNEXPECTED_TOOL_CALL",
-        "TOO_MANY_TOOL_CALLS",
-        "MISSING_THOUGHT_SIGNATURE",
-        "MALFORMED_RESPONSE",
-        "OTHER",
-        "FINISH_REASON_UNSPECIFIED",
-    }
+    reason for reason, (cls, _) in FAILED_REASONS.items() if cls is MalformedResponse
 )
+"""The model-output failures among :data:`FAILED_REASONS` (retryable)."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -71,16 +110,14 @@ def synthesize_call_id(turn: int, index: int, name: str) -> str:
 
 
 def map_finish_reason(raw: object, chunk: Mapping[str, Any]) -> StopReason:
-    """Canonical stop reason; model-output failures and unknown values raise."""
+    """Canonical stop reason; the :data:`FAILED_REASONS` and unknown values raise."""
     if isinstance(raw, str) and raw in FINISH_REASONS:
         return FINISH_REASONS[raw]
     snippet = json.dumps(chunk, default=str)[:500]
-    if raw in MALFORMED_REASONS:
-        raise MalformedResponse(
-            f"gemini: the model produced an unusable answer (finishReason {raw})",
-            raw=snippet,
-            provider=PROVIDER,
-        )
+    failed = FAILED_REASONS.get(raw) if isinstance(raw, str) else None
+    if failed is not None:
+        cls, meaning = failed
+        raise cls(f"gemini: {meaning} (finishReason {raw})", raw=snippet, provider=PROVIDER)
     raise MalformedResponse(f"gemini: unknown finishReason {raw!r}", raw=snippet, provider=PROVIDER)
 
 
@@ -277,6 +314,7 @@ def wire_chunk(chunk: Any) -> dict[str, Any]:
 
 
 __all__ = [
+    "FAILED_REASONS",
     "FINISH_REASONS",
     "MALFORMED_REASONS",
     "decode_sdk_chunk",
