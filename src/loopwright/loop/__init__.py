@@ -19,7 +19,9 @@ if TYPE_CHECKING:
         TransformContext,
     )
     from loopwright.loop.limits import Limits
-    from loopwright.loop.steps import EMPTY_REPLY_OBSERVATION, Resume, RunEngine, Stop
+    from loopwright.loop.notices import EMPTY_REPLY_OBSERVATION
+    from loopwright.loop.resumption import Resume
+    from loopwright.loop.steps import RunEngine, Stop
     from loopwright.loop.turn import RepetitionDetector
 
 __getattr__, __dir__ = lazy_exports(
@@ -36,7 +38,9 @@ __getattr__, __dir__ = lazy_exports(
             "TransformContext",
         ),
         "loopwright.loop.limits": ("Limits",),
-        "loopwright.loop.steps": ("EMPTY_REPLY_OBSERVATION", "Resume", "RunEngine", "Stop"),
+        "loopwright.loop.notices": ("EMPTY_REPLY_OBSERVATION",),
+        "loopwright.loop.resumption": ("Resume",),
+        "loopwright.loop.steps": ("RunEngine", "Stop"),
         "loopwright.loop.turn": ("RepetitionDetector",),
     },
 )

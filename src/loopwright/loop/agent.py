@@ -39,7 +39,8 @@ from loopwright.loop.handle import EventFeed, OutputT, Prompt, Run
 from loopwright.loop.hooks import Hooks
 from loopwright.loop.limits import Limits
 from loopwright.loop.output import OutputMode, OutputSchema, check_output_mode
-from loopwright.loop.steps import CURRENT_RUN, Resume, RunEngine
+from loopwright.loop.resumption import Resume
+from loopwright.loop.steps import CURRENT_RUN, RunEngine
 from loopwright.loop.turn import AgentView
 from loopwright.tools import (
     Confirmation,

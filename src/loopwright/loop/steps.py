@@ -15,6 +15,13 @@ needs (:class:`Act` holds the calls to run, :class:`Reflect` whether the turn fa
 what the phases change; the engine keeps only what a run needs besides it (the request
 builder, the repetition detector, the batch in flight for repair on interruption).
 
+This module holds the flat loop, the phases and everything a run passes through on its
+way from prompt to answer (``tests/loop/test_module_path.py`` pins how many modules that
+path enters); what only some runs need lives beside it, in modules named for it: a failed
+model call or an empty reply (``loop/model_failures.py``), the final answer of an
+``output_type`` (``loop/final_answer.py``), a batch paused or cut off
+(``loop/resumption.py``), and the texts the loop tells the model (``loop/notices.py``).
+
 Every run takes the same path whether or not anyone observes it: events are built only
 when someone listens, behind one ``emit is not None`` check at each site.
 
@@ -26,20 +33,16 @@ are incremental; repetition detection looks at a bounded tail.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from importlib import resources
-from string import Template
 from typing import Literal
 
 from loopwright.core.errors import MalformedResponse, ProviderError, ToolErrorKind
 from loopwright.core.events import (
     LimitReached,
     MessageAppended,
-    ModelCallFailed,
     ModelCallFinished,
     ModelCallStarted,
     ModelStreamed,
@@ -63,7 +66,10 @@ from loopwright.core.protocols import ModelRequest
 from loopwright.core.run import ErrorRecord, LoopState, RunResult, RunState, RunStop
 from loopwright.core.values import slot_init
 from loopwright.loop.config import AgentConfig
-from loopwright.loop.output import FINAL_RESULT, OutputInvalid, final_answer_text
+from loopwright.loop.final_answer import check_call, check_text
+from loopwright.loop.model_failures import empty_reply, model_failed
+from loopwright.loop.output import FINAL_RESULT, final_answer_text
+from loopwright.loop.resumption import Resume, in_call_order, repair, resumed_calls
 from loopwright.loop.turn import (
     AgentView,
     ContextFailure,
@@ -76,23 +82,8 @@ from loopwright.loop.turn import (
 from loopwright.tools import Confirmation, Dispatcher, DispatchOutcome
 from loopwright.tools.taint import describe as describe_taint
 
-
-def _prompt(name: str) -> str:
-    """The text of ``prompts/templates/loop/<name>.txt`` (read once, at import)."""
-    path = resources.files("loopwright").joinpath("prompts", "templates", "loop", f"{name}.txt")
-    return path.read_text(encoding="utf-8")
-
-
-EMPTY_REPLY_OBSERVATION = _prompt("empty_reply")
-"""What the model is told after a reply with neither text nor a tool call."""
-INTERRUPTED_RESULT = Template(_prompt("interrupted_result"))
-SKIPPED_RESULT = Template(_prompt("skipped_result"))
-FINAL_ACCEPTED = _prompt("final_accepted")
-NOT_RUN_AFTER_FINAL = _prompt("not_run_after_final")
-
 _AWAITING = ToolErrorKind.AWAITING_CONFIRMATION.value
 _SKIPPED = ToolErrorKind.SKIPPED.value
-_INVALID = ToolErrorKind.INVALID_ARGUMENTS.value
 _CUT_OFF = (StopReason.MAX_TOKENS, StopReason.REFUSAL)
 _LIMIT_STOPS = frozenset(
     {
@@ -163,15 +154,8 @@ _STATE_OF: dict[type, LoopState] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Resume:
-    """How a run continues from a paused state: decisions for its pending calls."""
-
-    decisions: Mapping[str, Confirmation]
-
-
 class _Batch:
-    """The tool batch in flight: what :meth:`RunEngine.repair` needs if the run is cut
+    """The tool batch in flight: what ``resumption.repair`` needs if the run is cut
     off (which calls started; the results once the batch ended)."""
 
     __slots__ = ("calls", "results", "started")
@@ -292,12 +276,12 @@ class RunEngine:
             except TimeoutError:
                 if deadline is None or not deadline.expired():
                     raise
-                self.repair("timeout")
+                repair(self, "timeout")
                 stop = Stop(RunStop.TIMEOUT, f"the run exceeded its {timeout}s timeout")
             except asyncio.CancelledError:
                 if not self.cancel_requested:
                     raise
-                self.repair("cancelled")
+                repair(self, "cancelled")
                 task = asyncio.current_task()
                 if task is not None:
                     task.uncancel()
@@ -305,7 +289,7 @@ class RunEngine:
             result = self.finish(stop)
         except BaseException as exc:
             self.emit = None  # a failing subscriber must not mask the original error
-            self.repair("cancelled" if isinstance(exc, asyncio.CancelledError) else "an error")
+            repair(self, "cancelled" if isinstance(exc, asyncio.CancelledError) else "an error")
             if self.closer is not None:
                 self.closer(exc)
             raise
@@ -322,7 +306,7 @@ class RunEngine:
         if self.resume is not None:
             if input_message is not None:  # results first: a call must meet its result
                 state.queue_steering(input_message)
-            return self.prepare_resume(self.resume)
+            return Act(resumed_calls(state, self.resume), self.resume.decisions)
         if input_message is not None:
             self.append(input_message, "input")
         return _OBSERVE
@@ -388,9 +372,9 @@ class RunEngine:
                 return self.take_reply(final)  # type: ignore[arg-type]
             if final is None:
                 final = StreamError(MalformedResponse("model stream ended without a final event"))
-            stop = await self.model_failed(final, attempt)  # type: ignore[arg-type]
-            if stop is not None:
-                return stop
+            why = await model_failed(self, final, attempt)  # type: ignore[arg-type]
+            if why is not None:
+                return Stop(RunStop.MODEL_ERROR, why)
 
     def take_reply(self, done: ResponseDone) -> Step:
         message = done.message
@@ -405,66 +389,35 @@ class RunEngine:
             if self.config.output is not None:
                 for call in calls:
                     if call.name == FINAL_RESULT:
-                        return self.final_call(call, calls)
+                        return self.output_checked(check_call(self, call, calls), False)
             return Act(calls)
         if not message.text and done.stop_reason not in (StopReason.MAX_TOKENS, StopReason.REFUSAL):
-            return self.empty_reply()
+            empty_reply(self)
+            return _FAILED
         self.append(message, "model")
         if self.config.output is not None and done.stop_reason not in _CUT_OFF:
-            return self.final_text(message.text)
+            return self.output_checked(check_text(self, message.text), True)
         return self.answered(done.stop_reason)
 
     # ------------------------------------------------------------------ structured output
-    def final_call(self, final: ToolCallPart, calls: tuple[ToolCallPart, ...]) -> Step:
-        """The model called ``final_result``: accept a valid answer (the reply's other calls
-        are not run) or tell the model what to fix. Every call gets its result."""
-        output = self.config.output
-        assert output is not None
-        try:
-            self.output = output.from_call(final)
-            invalid = None
-        except OutputInvalid as exc:
-            invalid = str(exc)
-        results = tuple(
-            ToolResultPart(c.id, c.name, NOT_RUN_AFTER_FINAL, True, _SKIPPED)
-            if c is not final
-            else ToolResultPart(c.id, c.name, FINAL_ACCEPTED)
-            if invalid is None
-            else ToolResultPart(c.id, c.name, invalid, True, _INVALID)
-            for c in calls
-        )
-        self.append(Message("tool", results), "tools")
-        if invalid is None:
-            self.state.output_retries_used = 0  # the next answer gets the full allowance
-            return self.queued_or_final()
-        return self.retry_output(invalid, None)
-
-    def final_text(self, text: str) -> Step:
-        """A text answer while an ``output_type`` is set: accept it when it is JSON that
-        validates, else ask for the final-answer tool."""
-        output = self.config.output
-        assert output is not None
-        try:
-            self.output = output.from_text(text)
-        except OutputInvalid as exc:
-            return self.retry_output(str(exc), Message("user", (TextPart(str(exc)),)))
-        self.state.output_retries_used = 0
-        return self.queued_or_final()
-
-    def retry_output(self, why: str, observation: Message | None) -> Step:
-        """Re-ask for the final answer (``observation`` tells the model why, unless a tool
-        result already does), or stop with ``output_invalid`` when the retries are spent."""
+    def output_checked(self, invalid: str | None, tell: bool) -> Step:
+        """The final answer was checked (``loop/final_answer.py``): a valid one ends the
+        turn like any answer; an invalid one is re-asked (``tell``: in a user message,
+        when no tool result says why already) or, the retries spent, stops the run."""
         state = self.state
-        state.log_error(ErrorRecord(state.turn, "reply", "output_invalid", why[:300]))
+        if invalid is None:
+            state.output_retries_used = 0  # the next answer gets the full allowance
+            return self.queued_or_final()
+        state.log_error(ErrorRecord(state.turn, "reply", "output_invalid", invalid[:300]))
         output = self.config.output
         assert output is not None
         # counted in the state, not the engine: a run resumed from a checkpoint keeps
         # the re-asks it already used
         if state.output_retries_used >= output.retries:
-            return Stop(RunStop.OUTPUT_INVALID, why)
+            return Stop(RunStop.OUTPUT_INVALID, invalid)
         state.output_retries_used += 1
-        if observation is not None:
-            self.append(observation, "observation")
+        if tell:
+            self.append(Message("user", (TextPart(invalid),)), "observation")
         return _REFLECT
 
     async def act(self, step: Act) -> Step:
@@ -494,7 +447,7 @@ class RunEngine:
                 self.emit(f)
         self.batch = None
         if state.held_results:
-            results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
+            results = in_call_order(state.messages[-1].tool_calls, state.held_results, results)
         if awaiting:
             state.pending_calls = tuple(awaiting)
             state.held_results = tuple(r for r in results if r.error_kind != _AWAITING)
@@ -588,54 +541,6 @@ class RunEngine:
                 )
             )
 
-    async def model_failed(self, failure: StreamError, attempt: int) -> Stop | None:
-        """Account a failed call; back off and return ``None`` to retry, or a ``Stop``."""
-        state = self.state
-        limits = self.config.limits
-        error = failure.error
-        if failure.usage.input_tokens or failure.usage.output_tokens or failure.usage.cost:
-            state.usage = state.usage + failure.usage
-        state.log_error(ErrorRecord(state.turn, "model", error.kind, str(error)))
-        delay: float | None = None
-        why = ""
-        # The loop is the one retry owner: an adapter makes exactly one request per
-        # stream(), so ``attempt`` counts the requests really sent (docs/providers.md).
-        if error.retryable and attempt <= limits.model_retries:
-            delay = self.backoff(attempt, error)
-            if delay is None:
-                why = (
-                    f"; the provider asked to wait {error.retry_after:g}s, over"
-                    f" retry_max_delay={limits.retry_max_delay:g}s (gave up after"
-                    f" {_attempts(attempt)})"
-                )
-        elif error.retryable:
-            why = f" (gave up after {_attempts(attempt)})"
-        if self.emit is not None:
-            self.emit(ModelCallFailed(state.turn, error, attempt, delay is not None))
-        if delay is None:
-            return Stop(RunStop.MODEL_ERROR, f"{error.kind}: {error}{why}")
-        await self.config.sleep(delay)
-        return None
-
-    def backoff(self, attempt: int, error: ProviderError) -> float | None:
-        """Seconds before retry ``attempt``: the provider's ``retry_after`` when it sent one
-        (``None`` if that exceeds ``retry_max_delay``), else exponential with equal jitter."""
-        limits = self.config.limits
-        if error.retry_after is not None:  # finite and >= 0: ProviderError checks it
-            wait = error.retry_after
-            return wait if wait <= limits.retry_max_delay else None
-        capped = min(limits.retry_max_delay, limits.retry_base_delay * 2.0 ** (attempt - 1))
-        return capped / 2 + random.random() * capped / 2
-
-    def empty_reply(self) -> Step:
-        """Malformed output: tell the model, count an error turn, and go on."""
-        state = self.state
-        state.log_error(
-            ErrorRecord(state.turn, "reply", "empty_reply", "the model's reply was empty")
-        )
-        self.append(Message("user", (TextPart(EMPTY_REPLY_OBSERVATION),)), "observation")
-        return _FAILED
-
     def answered(self, stop_reason: StopReason) -> Step:
         """A reply without tool calls: stop, unless queued messages continue the run (a
         refused or cut reply too: a steer or follow-up sent meanwhile answers it, and
@@ -698,49 +603,7 @@ class RunEngine:
                 state.log_error(ErrorRecord(state.turn, "tool", kind, result.content[:300]))
         return results, errors > 0 and ok == 0, awaiting
 
-    def prepare_resume(self, resume: Resume) -> Step:
-        """Re-enter ACT for the pending calls of a paused state, with the decisions."""
-        state = self.state
-        pending = tuple(state.pending_calls)
-        if not pending or not state.messages or state.messages[-1].role != "assistant":
-            raise ValueError(
-                "Agent.resume: the state is not paused on tool calls (no pending_calls after "
-                "an assistant message); start it with a new prompt instead"
-            )
-        unknown = set(resume.decisions) - {c.id for c in pending}
-        if unknown:
-            raise ValueError(
-                f"Agent.resume: decisions name unknown call ids {sorted(unknown)}; "
-                f"pending calls are {[c.id for c in pending]}"
-            )
-        return Act(pending, resume.decisions)
-
     # ------------------------------------------------------------------ ending
-    def repair(self, why: str) -> None:
-        """Keep the history well-formed when a batch is cut off: every call of the last
-        assistant message gets exactly one result (held, outcome unknown, or skipped)."""
-        batch = self.batch
-        if batch is None:
-            return
-        self.batch = None
-        state = self.state
-        results = batch.results  # set when the batch ended but a subscriber raised
-        if results is None:
-            unknown = ToolErrorKind.OUTCOME_UNKNOWN.value
-            results = [
-                ToolResultPart(c.id, c.name, INTERRUPTED_RESULT.substitute(why=why), True, unknown)
-                if c.id in batch.started
-                else ToolResultPart(
-                    c.id, c.name, SKIPPED_RESULT.substitute(why=why), True, _SKIPPED
-                )
-                for c in batch.calls
-            ]
-        if state.held_results:
-            results = _in_call_order(state.messages[-1].tool_calls, state.held_results, results)
-        state.held_results = ()
-        state.pending_calls = ()
-        self.append(Message("tool", tuple(results)), "tools")
-
     def final_result(self) -> RunResult:
         """The result of a final answer, with its ``output``: the validated value (and,
         when the answer came as a ``final_result`` call, that call's arguments as
@@ -770,17 +633,3 @@ class RunEngine:
             emit(StateChanged(previous, state.status, state.turn))
             emit(RunFinished(result))
         return result
-
-
-def _in_call_order(
-    calls: Sequence[ToolCallPart],
-    held: Sequence[ToolResultPart],
-    fresh: Sequence[ToolResultPart],
-) -> list[ToolResultPart]:
-    by_id = {r.call_id: r for r in held}
-    by_id.update((r.call_id, r) for r in fresh)
-    return [by_id[c.id] for c in calls if c.id in by_id]
-
-
-def _attempts(count: int) -> str:
-    return f"{count} attempt" if count == 1 else f"{count} attempts"
