@@ -359,6 +359,82 @@ async def test_responses_failed_overflow_and_error_event(server):
     assert err.error.kind == "transient" and "upstream hiccup" in str(err.error)
 
 
+def _response(status: str, **fields: Any) -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "status": status, "output": [], **fields}
+
+
+def _text_then(event: str, response: dict[str, Any]) -> Reply:
+    """A Responses stream writing "Half" and ending with ``event`` carrying ``response``."""
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    return Reply.sse(
+        [
+            (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "sequence_number": 1,
+                    "item": {**item, "status": "in_progress"},
+                },
+            ),
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "output_index": 0,
+                    "item_id": "msg_1",
+                    "content_index": 0,
+                    "delta": "Half",
+                    "sequence_number": 2,
+                },
+            ),
+            (event, {"type": event, "sequence_number": 3, "response": response}),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "retryable"),
+    [
+        ("invalid_prompt", "bad_request", False),
+        ("bio_policy", "bad_request", False),
+        ("image_parse_error", "bad_request", False),
+        ("rate_limit_exceeded", "rate_limited", True),
+        ("vector_store_timeout", "transient", True),
+    ],
+)
+async def test_responses_failed_is_classified_by_its_error_code(server, code, kind, retryable):
+    error = {"code": code, "message": "The response failed."}
+    server.push(_text_then("response.failed", _response("failed", error=error)))
+    err = failed(await collect(responses(server), ModelRequest([USER])))
+    assert (err.error.kind, err.error.retryable) == (kind, retryable)
+    assert err.partial is not None and err.partial.text == "Half"
+    event = {"type": "error", "sequence_number": 1, "code": code, "message": "No.", "param": None}
+    server.push(Reply.sse([("error", event)]))  # the same code in an in-stream error event
+    err = failed(await collect(responses(server), ModelRequest([USER])))
+    assert (err.error.kind, err.error.retryable) == (kind, retryable)
+
+
+@pytest.mark.parametrize("reason", ["max_messages", "steered"])
+async def test_responses_incomplete_for_a_continuation_is_an_incomplete_turn(server, reason):
+    details = {"reason": reason}
+    server.push(
+        _text_then("response.incomplete", _response("incomplete", incomplete_details=details))
+    )
+    err = failed(await collect(responses(server), ModelRequest([USER])))
+    assert err.error.kind == "incomplete_turn" and not err.error.retryable
+    assert reason in str(err.error) and err.partial is not None and err.partial.text == "Half"
+
+
+async def test_responses_incomplete_for_an_unknown_reason_is_not_max_tokens(server):
+    details = {"reason": "quota_window"}
+    server.push(
+        _text_then("response.incomplete", _response("incomplete", incomplete_details=details))
+    )
+    err = failed(await collect(responses(server), ModelRequest([USER])))
+    assert err.error.kind == "malformed_response" and "quota_window" in str(err.error)
+
+
 async def test_responses_refusal(server):
     item = {
         "id": "msg_9",

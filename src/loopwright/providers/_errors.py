@@ -86,6 +86,42 @@ OVERFLOW_PATTERNS: Mapping[str, tuple[str, ...]] = {
 }
 
 
+_BAD_INPUT_CODES = (
+    "invalid_prompt",
+    "data_residency_mismatch",
+    "bio_policy",
+    "misalignment_policy_violation",
+    "invalid_image",
+    "invalid_image_format",
+    "invalid_base64_image",
+    "invalid_image_url",
+    "image_too_large",
+    "image_too_small",
+    "image_parse_error",
+    "image_content_policy_violation",
+    "invalid_image_mode",
+    "image_file_too_large",
+    "unsupported_image_media_type",
+    "empty_image_file",
+    "failed_to_download_image",
+    "image_file_not_found",
+)
+
+IN_STREAM_CODES: Mapping[str, type[ProviderError]] = {
+    "rate_limit_exceeded": RateLimited,
+    "server_error": TransientProviderError,
+    "vector_store_timeout": TransientProviderError,
+    "context_length_exceeded": ContextOverflow,
+    **dict.fromkeys(_BAD_INPUT_CODES, BadRequest),
+}
+"""String error ``code`` of an error that arrives without an HTTP status (a Responses
+``response.failed``'s ``error.code``, an in-stream ``error`` event, Chat Completions'
+in-stream ``{"error": {...}}``) -> its class. These are the codes of the openai SDK's
+``ResponseError``: a prompt or image the API refused, or a policy block, fails the same
+way on every retry, so it is a :class:`BadRequest`; the others say which retry applies.
+An unknown or missing code leaves the error transient (the server failed mid-answer)."""
+
+
 def _protocol_family(provider: str) -> str:
     if provider.startswith("openai"):
         return "openai"
@@ -117,6 +153,24 @@ def error_message(body: str) -> str | None:
     except (ValueError, TypeError):
         return None
     return _find_message(data)
+
+
+def error_code(body: str) -> str | None:
+    """The string ``code`` of a JSON error body (``{"code": ...}`` or ``{"error":
+    {"code": ...}}``), or ``None``. Numeric codes (Gemini's HTTP-like ones) are not
+    returned."""
+    try:
+        data = json.loads(body)
+    except (ValueError, TypeError):
+        return None
+    for _ in range(2):
+        if not isinstance(data, dict):
+            return None
+        code = data.get("code")
+        if isinstance(code, str) and code:
+            return code
+        data = data.get("error")
+    return None
 
 
 def _find_message(data: object) -> str | None:
@@ -221,7 +275,12 @@ def error_from_http(
     if status is not None and 400 <= status < 500:
         return BadRequest(_describe(provider, status, body), **kw)
     if status is None and error_message(body) is not None:
-        # An error event inside a stream: the server failed mid-answer.
+        # An error event inside a stream: classified by its code when it has a known one,
+        # else the server failed mid-answer.
+        code = error_code(body)
+        cls = IN_STREAM_CODES.get(code or "", TransientProviderError)
+        if cls is not TransientProviderError:
+            return cls(f"{_describe(provider, status, body)} (code {code})", **kw)
         return TransientProviderError(_describe(provider, status, body), **kw)
     return MalformedResponse(_describe(provider, status, body), **kw)
 

@@ -31,7 +31,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from loopwright.core.errors import BadRequest, MalformedResponse
+from loopwright.core.errors import BadRequest, IncompleteTurn, MalformedResponse
 from loopwright.core.events import ModelEvent
 from loopwright.core.messages import (
     JSONValue,
@@ -71,6 +71,13 @@ _REASONING_KEYS = ("id", "type", "summary", "content", "encrypted_content")
 INCOMPLETE_REASONS: dict[str, StopReason] = {
     "max_output_tokens": StopReason.MAX_TOKENS,
     "content_filter": StopReason.REFUSAL,
+}
+"""``incomplete_details.reason`` of an ``incomplete`` response -> canonical. The reasons
+that leave the turn to be continued by another request (:data:`CONTINUED_REASONS`) are an
+:class:`IncompleteTurn`; an unknown reason is a :class:`MalformedResponse`."""
+CONTINUED_REASONS: dict[str, str] = {
+    "max_messages": "the response reached its limit of output messages",
+    "steered": "the response stopped at a steer event and expects a successor response",
 }
 STATUSES: dict[str, StopReason] = {
     "completed": StopReason.FINAL_ANSWER,
@@ -334,7 +341,7 @@ class _Decoder:
             details = field(response, "incomplete_details")
             reason = (field(details, "reason") if details else None) or "unknown"
             acc.meta["incomplete_reason"] = reason
-            acc.finish_reason(reason, INCOMPLETE_REASONS.get(reason, StopReason.MAX_TOKENS))
+            acc.finish_reason(reason, _incomplete_stop(reason, response))
             return
         stop = STATUSES.get(status)
         if stop is None:
@@ -347,6 +354,29 @@ class _Decoder:
         if acc.scratch.get("refusal"):
             stop = StopReason.REFUSAL
         acc.finish_reason(status, stop)
+
+
+def _incomplete_stop(reason: str, response: Any) -> StopReason:
+    """The stop reason of an ``incomplete`` response; raises for the reasons that are no
+    usable end (a turn left for a continuation, an unknown reason)."""
+    stop = INCOMPLETE_REASONS.get(reason)
+    if stop is not None:
+        return stop
+    raw = json.dumps(_openai.dump(response), default=str)
+    meaning = CONTINUED_REASONS.get(reason)
+    if meaning is not None:
+        raise IncompleteTurn(
+            f"{PROTOCOL}: {meaning} (incomplete_details.reason {reason!r}); loopwright does"
+            " not continue incomplete responses",
+            raw=raw,
+            provider=PROTOCOL,
+        )
+    raise MalformedResponse(
+        f"{PROTOCOL}: response incomplete for an unknown reason {reason!r}; expected one of"
+        f" {', '.join([*INCOMPLETE_REASONS, *CONTINUED_REASONS])}",
+        raw=raw,
+        provider=PROTOCOL,
+    )
 
 
 _TEXT_DELTA = "response.output_text.delta"
