@@ -54,3 +54,22 @@ def test_redis_rows_that_do_not_decode_are_listed_too() -> None:
 
     info = _info("s-x", {b"status": b"bogus", b"turn": b"1"})
     assert info.display_status == "unreadable" and "s-x" in info.problem
+
+
+def test_commands_on_existing_sessions_create_no_store(tmp_path: Path) -> None:
+    missing = tmp_path / "missing" / "dir" / "x.db"
+    url = f"sqlite://{missing}"
+    for args in (
+        ["sessions", "--store-url", url],
+        ["sessions", "show", "s-1", "--store-url", url],
+        ["sessions", "delete", "s-1", "--store-url", url],
+        ["resume", "s-1", "--approve", "--store-url", url],  # session 's-1' not found: ...
+    ):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code != 0, args
+        assert str(missing) in result.output and "does not exist" in result.output
+        assert "creates no store" in result.output
+    assert not (tmp_path / "missing").exists()
+    # a store that exists is read as before
+    SQLiteStore(missing).close()
+    assert CliRunner().invoke(main, ["sessions", "--store-url", url]).exit_code == 0

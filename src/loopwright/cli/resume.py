@@ -27,7 +27,7 @@ from loopwright.cli.strategy_run import (
 )
 from loopwright.core.run import RunResult, RunState
 from loopwright.durable import Durable
-from loopwright.store import open_store
+from loopwright.store import SessionNotFound, StoreMissing, open_store
 from loopwright.strategies.runtime import StrategyResult
 
 RESUME_HELP = """Continue stored session SESSION: approve or deny its pending calls, or
@@ -123,7 +123,10 @@ def resume(
         raise CliError("use --deny REASON (all other calls) or --deny-call ID=REASON, not both")
     approval: bool | list[str] = list(approve_calls) if approve_calls else approve
     given, defaults = command_line_and_defaults(ctx, agent_params)
-    store = open_store(store_kind, store_url)
+    try:
+        store = open_store(store_kind, store_url, create=False)  # the session must exist
+    except StoreMissing as exc:
+        raise SessionNotFound(session_id, str(exc)) from None
     try:
         store.history(session_id)  # an unknown session fails first, naming the session
         recipe = session_recipe(store, session_id, given, defaults)

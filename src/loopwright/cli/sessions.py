@@ -51,7 +51,8 @@ def _info_row(i: SessionInfo) -> dict[str, object]:
 def _store(ctx: click.Context, kind: str | None, url: str | None) -> Iterator[CheckpointStore]:
     """The store named here, else on the group (``loopwright sessions --store-url X show``)."""
     obj = ctx.find_object(dict) or {}
-    store = open_store(kind or obj.get("store_kind"), url or obj.get("store_url"))
+    # every sessions command reads or changes sessions that must exist: it creates no store
+    store = open_store(kind or obj.get("store_kind"), url or obj.get("store_url"), create=False)
     try:
         yield store
     finally:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         SessionLocked,
         SessionNotFound,
         StoreError,
+        StoreMissing,
         StoreUnavailable,
     )
     from loopwright.store.factory import open_store
@@ -70,6 +71,7 @@ __getattr__, __dir__ = lazy_exports(
             "SessionLocked",
             "SessionNotFound",
             "StoreError",
+            "StoreMissing",
             "StoreUnavailable",
         ),
         "loopwright.store.factory": ("open_store",),
@@ -116,6 +118,7 @@ __all__ = [
     "SessionLocked",
     "SessionNotFound",
     "StoreError",
+    "StoreMissing",
     "StoreUnavailable",
     "Write",
     "decode_state",

@@ -66,10 +66,10 @@ class SessionLocked(StoreError, UserError):
 class StoreUnavailable(StoreError):
     """The store's server cannot be reached (down, wrong URL, network)."""
 
-    def __init__(self, store: str, target: str, detail: str) -> None:
+    def __init__(self, store: str, target: str, detail: str, fix: str | None = None) -> None:
         self.store = store
         self.target = target
-        fix = (
+        fix = fix or (
             "check that the path is a loopwright SQLite file in a writable folder, or point "
             "--store-url / LOOPWRIGHT_STORE_URL at another one (sqlite:///path/to/file.db)"
             if store == "sqlite"
@@ -79,6 +79,10 @@ class StoreUnavailable(StoreError):
         super().__init__(
             f"{store} store at {target} is unavailable: {detail}; {fix} (nothing was written)"
         )
+
+
+class StoreMissing(StoreUnavailable):
+    """A store file opened with ``create=False`` does not exist (nothing was created)."""
 
 
 class HistoryRewritten(StoreError):

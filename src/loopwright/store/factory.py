@@ -29,10 +29,14 @@ def kind_from_url(url: str) -> str:
     )
 
 
-def open_store(kind: str | None = None, url: str | None = None) -> CheckpointStore:
+def open_store(
+    kind: str | None = None, url: str | None = None, *, create: bool = True
+) -> CheckpointStore:
     """Open the store ``kind`` at ``url`` (both default from the environment).
 
     Without a kind the URL's scheme decides; without either, SQLite at the default path.
+    ``create=False``: a SQLite file that does not exist is an error, not a new store
+    (commands that only read or change existing sessions).
     """
     if kind is not None and "://" in kind:
         raise ConfigError(
@@ -58,7 +62,7 @@ def open_store(kind: str | None = None, url: str | None = None) -> CheckpointSto
         from loopwright.store.sqlite import SQLiteStore
 
         path = url[len("sqlite://") :] if url and url.startswith("sqlite://") else url
-        return SQLiteStore(path or None)
+        return SQLiteStore(path or None, create=create)
     if url is None:
         raise ConfigError(
             f"the {kind} store needs a URL: pass --store-url or set LOOPWRIGHT_STORE_URL"

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from loopwright.store.errors import StoreUnavailable
+from loopwright.store.errors import StoreMissing, StoreUnavailable
 from loopwright.store.sql import Cursor, SqlStore
 
 
@@ -31,9 +31,25 @@ def default_path() -> Path:
     return Path(base) / "loopwright" / "loopwright.db"
 
 
+def _missing(path: Path) -> tuple[str, str]:
+    """The detail and the fix of a store file that ``create=False`` found missing."""
+    folder = path.parent
+    where = "" if folder.is_dir() else f" (its folder {folder} does not exist either)"
+    return (
+        f"no such file{where}",
+        "this command works on existing sessions and creates no store: point --store-url / "
+        "LOOPWRIGHT_STORE_URL at an existing one (sqlite:///path/to/file.db), or start a "
+        "session there first (loopwright chat --store-url ...)",
+    )
+
+
 class SQLiteStore(SqlStore):
     """Checkpoint store in one SQLite file. ``path=":memory:"`` is not supported (use
-    :class:`~loopwright.store.memory.MemoryStore`): each thread opens its own connection."""
+    :class:`~loopwright.store.memory.MemoryStore`): each thread opens its own connection.
+
+    The file and its folders are created on first use; ``create=False`` (for callers
+    that only read or change existing sessions) refuses a path with no file instead,
+    with :class:`StoreMissing` (a :class:`StoreUnavailable`) naming it, and creates nothing."""
 
     kind = "sqlite"
 
@@ -43,10 +59,15 @@ class SQLiteStore(SqlStore):
         *,
         durable: bool = False,
         busy_timeout: float = 30.0,
+        create: bool = True,
     ) -> None:
         self.path = Path(path) if path is not None else default_path()
         if str(self.path) == ":memory:":
             raise ValueError("SQLiteStore needs a file path; use MemoryStore for in-memory state")
+        if not create and not self.path.exists():
+            # a caller that only reads (listing sessions) must not leave an empty store
+            # (or its folders) behind a mistyped path
+            raise StoreMissing("sqlite", str(self.path), *_missing(self.path))
         self._durable = durable
         self._busy_ms = int(busy_timeout * 1000)
         self._local = threading.local()
