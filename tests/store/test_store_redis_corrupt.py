@@ -93,3 +93,55 @@ def test_a_server_that_refuses_writes_is_store_unavailable(tmp_path) -> None:
     finally:
         server.terminate()
         server.wait()
+
+
+@pytest.mark.parametrize("part", ["ckpt", "msgs", "meta"])
+def test_a_key_of_the_wrong_type_fails_only_its_save_in_a_batch(store, part: str) -> None:
+    from loopwright.store import Write
+
+    bad, good = _two(store)
+    key = store._k(bad, part)
+    store._r.delete(key)
+    store._r.set(key, "someone's string")
+    out = store.write(
+        [
+            Write(RunState(bad, messages=[Message.user("a"), Message.user("c")])),
+            Write(RunState(good, messages=[Message.user("b"), Message.user("d")])),
+        ]
+    )
+    assert isinstance(out[0], CorruptCheckpoint), out
+    assert bad in str(out[0]) and key in str(out[0])
+    assert not isinstance(out[1], Exception), out
+    assert [m.text for m in store.load(good).messages] == ["b", "d"]
+    assert store._r.get(key) == b"someone's string"  # left untouched
+
+
+def test_an_intent_key_of_the_wrong_type_fails_only_its_write(store) -> None:
+    from loopwright.store import IntentRecord, Write
+
+    bad, good = _two(store)
+    store._r.set(store._k(bad, "intents"), "x")
+    out = store.write(
+        [
+            Write(intents=(IntentRecord(bad, "c1", "send", "k1", {}),)),
+            Write(RunState(good, messages=[Message.user("b"), Message.user("d")])),
+            Write(intents=(IntentRecord(good, "c2", "send", "k2", {}),)),
+        ]
+    )
+    assert isinstance(out[0], CorruptCheckpoint) and store._k(bad, "intents") in str(out[0])
+    assert out[1] is not None and not isinstance(out[1], Exception)
+    assert [x.call_id for x in store.intents(good)] == ["c2"]
+    assert len(store.load(good).messages) == 2
+
+
+def test_a_broken_save_still_releases_its_lock(store) -> None:
+    from loopwright.store import Write
+
+    bad, _ = _two(store)
+    store.acquire_lock(bad, "me")
+    store._r.delete(store._k(bad, "ckpt"))
+    store._r.set(store._k(bad, "ckpt"), "x")
+    state = RunState(bad, messages=[Message.user("a"), Message.user("c")])
+    (out,) = store.write([Write(state, release=(bad, "me"))])
+    assert isinstance(out, CorruptCheckpoint)
+    assert store.lock_owner(bad) is None

@@ -56,6 +56,48 @@ for n = 1, tonumber(take()) do
   s.entry = take()
   saves[n] = s
 end
+local records, releases = {}, {}
+for n = 1, tonumber(take()) do
+  local r = {}
+  r.key = key(take(), 'intents')
+  r.call = take()
+  r.record = take()
+  records[n] = r
+end
+for n = 1, tonumber(take()) do
+  local r = {}
+  r.key = prefix .. ':lock:' .. take()
+  r.owner = take()
+  releases[n] = r
+end
+-- a key of the wrong type would fail its command half-way through the batch, after
+-- the writes before it (a script is not rolled back): checked before anything is written
+local wrong = {}
+local function want(k, kind)
+  local t = redis.call('TYPE', k).ok
+  if t ~= 'none' and t ~= kind then
+    wrong[#wrong + 1] = k
+    wrong[#wrong + 1] = t
+  end
+end
+if #saves > 0 then
+  want(prefix .. ':sessions', 'zset')
+  want(prefix .. ':unfinished', 'zset')
+end
+for _, s in ipairs(saves) do
+  want(key(s.sid, 'msgs'), 'list')
+  want(key(s.sid, 'ckpt'), 'hash')
+  want(key(s.sid, 'meta'), 'hash')
+end
+for _, r in ipairs(records) do
+  want(r.key, 'hash')
+end
+for _, r in ipairs(releases) do
+  want(r.key, 'string')
+end
+if #wrong > 0 then
+  return wrong
+end
 -- what WATCH would guard: every session as it was read, or nothing is written
 for _, s in ipairs(saves) do
   local now = redis.call('HMGET', key(s.sid, 'meta'), 'message_count', 'last')
@@ -92,18 +134,15 @@ for _, s in ipairs(saves) do
     end
   end
 end
-for _ = 1, tonumber(take()) do
-  local intents = key(take(), 'intents')
-  local call = take()
-  redis.call('HSET', intents, call, take())
+for _, r in ipairs(records) do
+  redis.call('HSET', r.key, r.call, r.record)
   if ttl > 0 then
-    redis.call('EXPIRE', intents, ttl)
+    redis.call('EXPIRE', r.key, ttl)
   end
 end
-for _ = 1, tonumber(take()) do
-  local lock = prefix .. ':lock:' .. take()
-  if redis.call('GET', lock) == take() then
-    redis.call('DEL', lock)
+for _, r in ipairs(releases) do
+  if redis.call('GET', r.key) == r.owner then
+    redis.call('DEL', r.key)
   end
 end
 return 1
@@ -112,7 +151,9 @@ return 1
 the checkpoints (message rows, checkpoint entry, session meta, the session indexes),
 intent records, retention and lock releases (only a lock its releaser still holds). It
 writes nothing if a session's counters changed since the batch read them (another
-writer saved it): the batch reads again. ``ARGV``: the prefix, the retention (0: none),
+writer saved it): the batch reads again; nor if a key it writes holds another Redis type
+than the store's (someone ``SET`` a string there): it returns those keys and their types
+(flat), whose writes fail alone (``RedisStore.write``). ``ARGV``: the prefix, the retention (0: none),
 then counted groups -- the saves (session, counters as read, start, stored, checkpoint
 number, time, done, the checkpoints a rewrite drops, the meta fields, the new message
 rows, the checkpoint entry), the intent records (session, call, record), the lock

@@ -150,44 +150,116 @@ class RedisStore:
         checks fails alone; a concurrent writer of one of the sessions makes the batch
         read and start over (as ``WATCH`` would)."""
         outcomes: list[WriteOutcome] = [None] * len(writes)
+        broken: dict[int, Exception] = {}  # writes to a key of the wrong type: they fail alone
+        bad: set[str] = set()  # those keys
         rounds = save_rounds(writes) or [[]]
         with self._guard():
             for k, batch in enumerate(rounds):
                 # intents and releases go with the last round: every save's outcome is known
                 extras = list(writes) if k == len(rounds) - 1 else []
-                while not self._write_round([(i, writes[i]) for i in batch], extras, outcomes):
+                while not self._write_round(batch, writes, extras, (outcomes, broken, bad)):
                     continue
+        for i, exc in broken.items():
+            outcomes[i] = exc
         return outcomes
 
     def _write_round(
-        self, saves: list[tuple[int, Write]], extras: list[Write], outcomes: list[WriteOutcome]
+        self,
+        batch: list[int],
+        writes: Sequence[Write],
+        extras: list[Write],
+        results: tuple[list[WriteOutcome], dict[int, Exception], set[str]],
     ) -> bool:
-        """Checkpoints of distinct sessions, plus the intents and releases of ``extras``;
-        False if a session changed since it was read (nothing was written). The
-        script's arguments are flat strings (see :data:`scripts.WRITE_SCRIPT`): the message
-        rows and records go as they are, neither escaped again nor one command each."""
+        """Checkpoints of distinct sessions (``writes[i]`` for ``i`` in ``batch``), plus the
+        intents and releases of ``extras``; False if nothing was written: a session
+        changed since it was read, or a key held the wrong type (its writes are then
+        recorded in ``broken``, the keys in ``bad``, and left out of the next try; a lock
+        is still released unless its own key is bad). The script's arguments are
+        flat strings (see :data:`scripts.WRITE_SCRIPT`): the message rows and records go
+        as they are, neither escaped again nor one command each."""
+        outcomes, broken, bad = results
         now = time.time()
-        plans = self._plan_saves(saves, outcomes)
+        plans = self._plan_saves([(i, writes[i]) for i in batch if i not in broken], outcomes)
         ttl = int(max(1, self.ttl)) if self.ttl is not None else 0
         args: list[str] = [self.prefix, str(ttl), str(len(plans))]
+        owners: dict[str, list[int]] = {}  # which writes each key serves
         for plan in plans:
             self._save_args(plan, now, outcomes, args)
+            for part in ("msgs", "ckpt", "meta"):
+                owners.setdefault(self._k(plan.state.session_id, part), []).append(plan.index)
         intents = [
-            x
-            for w, outcome in zip(extras, outcomes, strict=False)  # extras: all, or none
-            if not isinstance(outcome, Exception)
+            (i, x)
+            for i, (w, outcome) in enumerate(zip(extras, outcomes, strict=False))  # all or none
+            if not isinstance(outcome, Exception) and i not in broken
             for x in w.intents
         ]
         args.append(str(len(intents)))
-        for x in intents:
+        for i, x in intents:
             args += (x.session_id, x.call_id, encode_intent(x))
-        releases = [w.release for w in extras if w.release is not None]
+            owners.setdefault(self._k(x.session_id, "intents"), []).append(i)
+        releases = [
+            (i, w.release)
+            for i, w in enumerate(extras)
+            if w.release is not None and f"{self.prefix}:lock:{w.release[0]}" not in bad
+        ]
         args.append(str(len(releases)))
-        for sid, owner in releases:
+        for i, (sid, owner) in releases:
             args += (sid, owner)
+            owners.setdefault(f"{self.prefix}:lock:{sid}", []).append(i)
         if not (plans or intents or releases):
             return True
-        return bool(self._write_script(args=args))
+        done = self._write_script(args=args)
+        if isinstance(done, list):
+            self._wrong_types(done, owners, [p.index for p in plans], (broken, bad))
+            return False
+        return bool(done)
+
+    def _wrong_types(
+        self,
+        found: list[Any],
+        owners: Mapping[str, list[int]],
+        saving: list[int],
+        into: tuple[dict[int, Exception], set[str]],
+    ) -> None:
+        """Record in ``broken`` the writes of the keys the write script found holding
+        another Redis type (``found``: key, type, key, type...). A session index (the
+        session list itself) of the wrong type spoils every save."""
+        broken, bad = into
+        for raw_key, raw_type in zip(found[::2], found[1::2], strict=True):
+            key, kind = (
+                x.decode() if isinstance(x, bytes) else str(x) for x in (raw_key, raw_type)
+            )
+            bad.add(key)
+            expected = _EXPECTED_TYPE.get(key.rsplit(":", 1)[-1], "string")
+            detail = _wrong_type_detail(key, kind, expected) + "; nothing of this write was stored"
+            sid = self._session_of(key)
+            for i in owners.get(key, saving):
+                broken[i] = CorruptCheckpoint(sid or key, "session keys", detail)
+
+    def _damaged(self, sid: str, exc: Exception) -> Exception:
+        """The error of reading session ``sid`` that failed with ``exc``: when a key of
+        the wrong type is the cause (Redis does not say which), the key, found by type."""
+        if "WRONGTYPE" not in str(exc):
+            return exc
+        for part, expected in _EXPECTED_TYPE.items():
+            if part in ("sessions", "unfinished"):
+                continue
+            key = self._k(sid, part)
+            kind = self._r.type(key)
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            if kind not in ("none", expected):
+                return CorruptCheckpoint(
+                    sid, "session keys", _wrong_type_detail(key, kind, expected)
+                )
+        return _wrong_type(sid, exc)
+
+    def _session_of(self, key: str) -> str | None:
+        """The session a key of this store belongs to (``None`` for its indexes)."""
+        for head in (f"{self.prefix}:s:", f"{self.prefix}:lock:"):
+            if key.startswith(head):
+                rest = key[len(head) :]
+                return rest if head.endswith("lock:") else rest.rsplit(":", 1)[0]
+        return None
 
     @staticmethod
     def _save_args(
@@ -288,7 +360,7 @@ class RedisStore:
             if "WRONGTYPE" not in str(exc):
                 raise
             if len(sids) == 1:
-                return [_wrong_type(sids[0], exc)]
+                return [self._damaged(sids[0], exc)]
             return [x for sid in sids for x in self._read_counters([sid])]
         return [got[5 * k : 5 * k + 5] for k in range(len(sids))]
 
@@ -329,7 +401,7 @@ class RedisStore:
                 if "WRONGTYPE" not in str(exc):
                     raise
                 if len(wanted) == 1:
-                    return [_wrong_type(wanted[0][0], exc)]
+                    return [self._damaged(wanted[0][0], exc)]
                 return [x for w in wanted for x in self._loads([w])]
         return [
             _state(sid, checkpoint, *got[3 * k : 3 * k + 3])
@@ -619,6 +691,25 @@ def _stale(checkpoints: Mapping[bytes, bytes], start: int) -> list[bytes]:
         except (ValueError, KeyError, TypeError):
             continue
     return stale
+
+
+# The Redis type of each kind of key the write script touches, by the key's last part
+# (a lock key ends with its session id: anything else is a string).
+_EXPECTED_TYPE = {
+    "msgs": "list",
+    "ckpt": "hash",
+    "meta": "hash",
+    "intents": "hash",
+    "sessions": "zset",
+    "unfinished": "zset",
+}
+
+
+def _wrong_type_detail(key: str, kind: str, expected: str) -> str:
+    return (
+        f"the key {key!r} holds a Redis {kind} where the store keeps a {expected} (written "
+        "by something other than loopwright?); delete that key (or the session) to save it again"
+    )
 
 
 def _wrong_type(sid: str, exc: Exception) -> Exception:
