@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from loopwright.graph.builder import StateGraph
     from loopwright.graph.engine import CompiledStateGraph
     from loopwright.graph.messages import RemoveMessage, add_messages
-    from loopwright.graph.pregel import get_stream_writer, interrupt
+    from loopwright.graph.task import get_stream_writer, interrupt
     from loopwright.graph.types import (
         END,
         START,
@@ -44,7 +44,7 @@ __getattr__, __dir__ = lazy_exports(
         "loopwright.graph.builder": ("StateGraph",),
         "loopwright.graph.engine": ("CompiledStateGraph",),
         "loopwright.graph.messages": ("RemoveMessage", "add_messages"),
-        "loopwright.graph.pregel": ("get_stream_writer", "interrupt"),
+        "loopwright.graph.task": ("get_stream_writer", "interrupt"),
         "loopwright.graph.types": (
             "END",
             "START",

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, cast
 from loopwright.core.run import in_running_loop
 from loopwright.graph.checkpoint import GraphSaver, Saved
 from loopwright.graph.messages import add_messages
-from loopwright.graph.pregel import Emit, Next, _Run, _Task, subgraph_thread
+from loopwright.graph.pregel import Emit, Next, _Run, subgraph_thread
 from loopwright.graph.schema import schema_kind
+from loopwright.graph.task import Task
 from loopwright.graph.thread_lock import thread_held
 from loopwright.graph.types import (
     END,
@@ -219,7 +220,7 @@ class CompiledStateGraph:
             loop.close()
 
     async def run_nested(
-        self, input: Mapping[str, Any], config: Config, task: _Task
+        self, input: Mapping[str, Any], config: Config, task: Task
     ) -> dict[str, Any]:
         """Run as a subgraph node inside ``task`` of a parent graph. With a checkpointer
         on the parent, the run checkpoints in the parent's store under its own
@@ -526,7 +527,7 @@ class CompiledStateGraph:
         gotos: list[str | Send],
         values: dict[str, Any],
     ) -> list[str | Send]:
-        task = _Task(run, "update", node, None)
+        task = Task(run, "update", node, None)
         task.writes, task.gotos = writes, gotos
         run.values = values
         chosen = Next()

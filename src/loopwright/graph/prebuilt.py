@@ -23,7 +23,7 @@ from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
 from loopwright.core.run import RunResult, RunStop, TaintSource
 from loopwright.graph.messages import as_messages
-from loopwright.graph.pregel import current_task_emit, task_session
+from loopwright.graph.task import current_task_emit, task_session
 from loopwright.graph.types import END, GraphError
 from loopwright.loop import Agent
 from loopwright.loop.intents import IntentRecorder
