@@ -344,6 +344,14 @@ async def test_failed_finishes_end_typed_with_the_partial(server, raw, kind, ret
     assert err.partial is not None and err.partial.text == "Part of it"
 
 
+async def test_a_safety_stop_withholds_the_function_calls_it_came_with(server):
+    server.push(Reply.sse([chunk(call_part("get_weather", {"city": "Oslo"}), finish="SAFETY")]))
+    result = done(await collect(model(server), request([USER])))
+    assert result.stop_reason is StopReason.REFUSAL and not result.message.tool_calls
+    withheld = result.message.provider_meta["gemini"]["withheld_calls"]
+    assert withheld == [{"name": "get_weather", "arguments": '{"city": "Oslo"}'}]
+
+
 async def test_an_escalation_rule_filter_is_a_refusal(server):
     server.push(Reply.sse([chunk({"text": "I can"}, finish="ESCALATION")]))
     assert done(await collect(model(server), request([USER]))).stop_reason is StopReason.REFUSAL

@@ -11,6 +11,7 @@ from contract import collect, done, failed
 from fakeserver import FakeServer, Reply
 from kit_openai import ChatKit, ResponsesKit
 
+from loopwright import Agent, Limits, RunStop, tool
 from loopwright.core.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from loopwright.core.protocols import ModelRequest, ModelSettings, NamedTool
 from loopwright.core.tools import ToolSpec
@@ -271,6 +272,39 @@ async def test_chat_parallel_calls_reusing_index_zero(server):
         ("a1", "x", {}),
         ("b2", "y", {"q": 1}),
     ]
+
+
+async def test_chat_content_filter_cutting_a_call_runs_no_tool_and_stops_as_refused(server):
+    ran: list[str] = []
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        ran.append(path)
+        return "content"
+
+    start = {"index": 0, "id": "call_1", "type": "function"}
+    server.push(
+        Reply.sse(
+            [
+                chunk({"role": "assistant", "content": ""}),
+                chunk(
+                    {"tool_calls": [{**start, "function": {"name": "read_file", "arguments": ""}}]}
+                ),
+                chunk(
+                    {"tool_calls": [{"index": 0, "function": {"arguments": '{"path": "/home/us'}}]}
+                ),
+                chunk({}, "content_filter"),
+            ],
+            done=True,
+        )
+    )
+    result = await Agent(chat(server), tools=[read_file], limits=Limits(max_turns=3)).arun("go")
+    assert result.stop is RunStop.REFUSAL and ran == [] and len(server.requests) == 1
+    reply = result.messages[-1]
+    assert reply.role == "assistant" and not reply.tool_calls
+    withheld = reply.provider_meta["openai-chat"]["withheld_calls"]
+    assert withheld == [{"name": "read_file", "arguments": '{"path": "/home/us'}]
 
 
 async def test_chat_empty_answer_is_an_error(server):

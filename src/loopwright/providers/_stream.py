@@ -290,9 +290,25 @@ class StreamAccumulator:
                 self.usage,
             )
         stop = self.stop
-        if message.tool_calls and stop is StopReason.FINAL_ANSWER:
+        if message.tool_calls and stop is StopReason.REFUSAL:
+            message = self._without_calls(message)
+        elif message.tool_calls and stop is StopReason.FINAL_ANSWER:
             stop = StopReason.TOOL_USE  # some servers say "stop" with tool calls present
         return ResponseDone(message, stop, self.usage, self.model)
+
+    def _without_calls(self, message: Message) -> Message:
+        """A refused or content-filtered reply without its tool calls. The filter may cut
+        a call mid-arguments (``{"path": "/home/us``, which repair would happily close),
+        and a call the provider stopped as unsafe is not to be run either way: the loop
+        runs the calls of any reply that has some, so they are taken out here, and the
+        refusal ends the run. Their names and raw arguments stay in the message's
+        ``provider_meta[<protocol>]["withheld_calls"]`` for the record."""
+        withheld: list[JSONValue] = [
+            {"name": c.name, "arguments": c.raw_arguments} for c in message.tool_calls
+        ]
+        meta = {**self.meta, "withheld_calls": withheld}
+        parts = tuple(p for p in message.parts if not isinstance(p, ToolCallPart))
+        return Message("assistant", parts, {self.provider: meta})
 
 
 @dataclass(frozen=True, slots=True)
