@@ -228,6 +228,40 @@ async def test_chat_non_streamed(server):
     assert (result.usage.input_tokens, result.usage.cached_tokens) == (82, 64)
 
 
+async def test_chat_legacy_function_call_is_a_tool_call(server):
+    """A server speaking the deprecated functions API answers with ``function_call`` (no
+    id), streamed or whole; it was an "empty response" error on every retry."""
+    pieces = ['{"path": "a', '.txt", "limit": 3}']
+    server.push(
+        Reply.sse(
+            [
+                chunk(
+                    {"role": "assistant", "content": None, "function_call": {"name": "files_read"}}
+                ),
+                *[chunk({"function_call": {"arguments": p}}) for p in pieces],
+                chunk({}, "function_call"),
+            ],
+            done=True,
+        )
+    )
+    result = done(await collect(chat(server), ModelRequest([USER])))
+    assert result.stop_reason == "tool_use"
+    [call] = result.message.tool_calls
+    assert (call.name, call.arguments) == ("files_read", {"path": "a.txt", "limit": 3})
+    message = {"role": "assistant", "content": None, "function_call": {"name": "files_read"}}
+    message["function_call"]["arguments"] = "".join(pieces)
+    whole = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "function_call", "message": message}],
+    }
+    server.push(Reply.json(whole))
+    result = done(await collect(chat(server, stream=False), ModelRequest([USER])))
+    assert result.message.tool_calls[0].arguments == {"path": "a.txt", "limit": 3}
+
+
 async def test_chat_reasoning_field_variant_and_refusal(server):
     server.push(
         Reply.sse(

@@ -9,7 +9,9 @@ Wire facts (OpenAI API reference, ``/v1/chat/completions``):
 * streamed tool calls arrive as ``delta.tool_calls[{index, id?, function{name?, arguments}}]``
   fragments keyed by ``index``; usage arrives in a final chunk with empty ``choices`` when
   ``stream_options.include_usage`` is set.
-* ``finish_reason``: ``stop | length | tool_calls | content_filter | function_call``.
+* ``finish_reason``: ``stop | length | tool_calls | content_filter | function_call``; the
+  deprecated ``function_call`` field (servers still on the functions API) is read as one
+  tool call without an id.
 * structured output: ``response_format: {"type": "json_schema", "json_schema": {name,
   description?, schema, strict}}``; the answer is the message's JSON text (a refusal
   comes back in ``message.refusal``).
@@ -365,6 +367,17 @@ def _tool_call(acc: StreamAccumulator, tc: Any, position: int) -> ModelEvent:
     return acc.call(slot, id=call_id, name=name, arguments=arguments or "")
 
 
+def _legacy_call(acc: StreamAccumulator, function_call: Any) -> ModelEvent:
+    """The deprecated ``function_call`` field (finish reason ``function_call``), which
+    servers still speaking the functions API send instead of ``tool_calls``: one call,
+    no id (the loop gives it one), its arguments streamed like a tool call's."""
+    name, arguments = (
+        getattr(function_call, "name", None),
+        getattr(function_call, "arguments", None),
+    )
+    return acc.call(0, name=name, arguments=arguments or "")
+
+
 def decode_choice(choice: Any, acc: StreamAccumulator, whole: bool) -> Iterator[ModelEvent | None]:
     """One streamed ``delta`` (or, when ``whole``, a complete ``message``). Reads SDK
     model attributes directly: this runs once per chunk."""
@@ -384,6 +397,8 @@ def decode_choice(choice: Any, acc: StreamAccumulator, whole: bool) -> Iterator[
         if tool_calls:
             for position, tc in enumerate(tool_calls):
                 yield _tool_call(acc, tc, position)
+        elif getattr(delta, "function_call", None) is not None:
+            yield _legacy_call(acc, delta.function_call)
     raw = getattr(choice, "finish_reason", None)
     if raw:
         stop = FINISH_REASONS.get(raw) or map_finish_reason(
