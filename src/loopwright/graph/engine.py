@@ -1,8 +1,10 @@
 """``CompiledStateGraph``: run a compiled graph, stream it, and read or edit its threads.
 
 Built by :meth:`StateGraph.compile`. Runs happen in :mod:`loopwright.graph.pregel`;
-checkpoints go through :mod:`loopwright.graph.checkpoint`; the diagram is drawn by
-:mod:`loopwright.graph.draw`.
+their chunks reach a stream's consumer through :mod:`loopwright.graph.streaming`;
+checkpoints go through :mod:`loopwright.graph.checkpoint`, and a thread's snapshots and
+updates are read and written by :mod:`loopwright.graph.snapshots`; the diagram is drawn
+by :mod:`loopwright.graph.draw`.
 """
 
 from __future__ import annotations
@@ -10,19 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import threading
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from loopwright.core.run import in_running_loop
-from loopwright.graph.checkpoint import GraphSaver, Saved
+from loopwright.graph.checkpoint import GraphSaver
 from loopwright.graph.messages import add_messages
-from loopwright.graph.pregel import Emit, Next, _Run, subgraph_thread
+from loopwright.graph.pregel import Next, _Run
+from loopwright.graph.run_sync import no_running_loop, run_sync
 from loopwright.graph.schema import schema_kind
+from loopwright.graph.snapshots import snapshot_of, update, where, with_subgraphs
+from loopwright.graph.streaming import Feed, FromSubgraph, SubgraphEmit
 from loopwright.graph.task import Task
 from loopwright.graph.thread_lock import thread_held
 from loopwright.graph.types import (
@@ -31,16 +30,13 @@ from loopwright.graph.types import (
     START,
     Command,
     GraphError,
-    GraphTask,
     InvalidUpdateError,
     ParentCommand,
     Send,
     StateSnapshot,
     checkpoint_number,
-    configurable_of,
     refuse_options,
 )
-from loopwright.graph.writes import merge_writes
 
 if TYPE_CHECKING:
     from loopwright.graph.builder import BranchSpec, StateGraph
@@ -125,7 +121,7 @@ class CompiledStateGraph:
 
     def invoke(self, input: Any, config: Config | None = None, **kwargs: Any) -> dict[str, Any]:
         """Synchronous :meth:`ainvoke`."""
-        return _run_sync(self.ainvoke(input, config, **kwargs))
+        return run_sync(self.ainvoke(input, config, **kwargs))
 
     async def astream(
         self,
@@ -160,7 +156,7 @@ class CompiledStateGraph:
         for mode in modes:
             if mode not in _MODES:
                 raise GraphError(f"unknown stream_mode {mode!r}; use one of {', '.join(_MODES)}")
-        feed = _Feed()
+        feed = Feed()
         run = _Run(self, config or {}, feed.put, frozenset(modes), drain=feed.drained)
         run.write_behind = durability == "async"
         if subgraphs:
@@ -176,7 +172,7 @@ class CompiledStateGraph:
                 mode, chunk = item
                 path: tuple[str, ...] = ()
                 graph = self
-                if type(chunk) is _FromSubgraph:
+                if type(chunk) is FromSubgraph:
                     path, graph, chunk = chunk.path, chunk.graph, chunk.chunk
                 if mode == "values":
                     chunk = graph._values_chunk(chunk)
@@ -202,7 +198,7 @@ class CompiledStateGraph:
         **kw: Any,
     ) -> Iterator[Any]:
         """Synchronous :meth:`astream`."""
-        _no_running_loop("stream", "astream")
+        no_running_loop("stream", "astream")
         loop = asyncio.new_event_loop()
         agen = cast(
             AsyncGenerator[Any, None], self.astream(input, config, stream_mode=stream_mode, **kw)
@@ -239,7 +235,7 @@ class CompiledStateGraph:
             run = _Run(self, config, parent=task)
         else:  # stream(..., subgraphs=True): this run's chunks go out with its namespace
             path = (*parent.namespace_path, f"{task.name}:{task.id}")
-            run = _Run(self, config, _SubgraphEmit(feed, path, self), parent.modes, parent=task)
+            run = _Run(self, config, SubgraphEmit(feed, path, self), parent.modes, parent=task)
             run.namespace_path = path
             run.subgraph_feed = feed
         run.write_behind = parent.write_behind
@@ -390,7 +386,7 @@ class CompiledStateGraph:
         interrupts, and the updates of tasks that finished). With ``subgraphs``, a
         pending subgraph task that has started carries the subgraph's own snapshot in
         its ``state`` (nested subgraphs too), as in LangGraph."""
-        graph, saver, thread, checkpoint_id, ns = self._where(config)
+        graph, saver, thread, checkpoint_id, ns = where(self, config)
         saved = (
             saver.at(thread, checkpoint_number(thread, checkpoint_id))
             if checkpoint_id
@@ -398,30 +394,10 @@ class CompiledStateGraph:
         )
         if saved is None:
             return StateSnapshot({}, (), dict(config), None, None, None)
-        snapshot = graph._snapshot(thread, saved, apply_pending=checkpoint_id is None, ns=ns)
+        snapshot = snapshot_of(graph, thread, saved, apply_pending=checkpoint_id is None, ns=ns)
         if subgraphs:
-            snapshot = graph._with_subgraphs(snapshot, saver, thread, saved.number, ns)
+            snapshot = with_subgraphs(graph, snapshot, saver, thread, saved.number, ns)
         return snapshot
-
-    def _with_subgraphs(
-        self, snapshot: StateSnapshot, saver: GraphSaver, thread: str, number: int, ns: str
-    ) -> StateSnapshot:
-        tasks = []
-        for task in snapshot.tasks:
-            spec = self.nodes.get(task.name)
-            inner = spec.subgraph if spec is not None else None
-            nested = inner.nested_saver(saver) if inner is not None else None
-            if inner is not None and nested is not None:
-                where = subgraph_thread(thread, task.name, task.id, number)
-                saved = nested.latest(where)
-                if saved is not None:
-                    segment = where[len(thread) + 1 :]
-                    inner_ns = f"{ns}|{segment}" if ns else segment
-                    state = inner._snapshot(where, saved, apply_pending=True, ns=inner_ns)
-                    state = inner._with_subgraphs(state, nested, where, saved.number, inner_ns)
-                    task = replace(task, state=state)
-            tasks.append(task)
-        return replace(snapshot, tasks=tuple(tasks))
 
     async def aget_state(self, config: Config, *, subgraphs: bool = False) -> StateSnapshot:
         """:meth:`get_state` from async code (a blocking store is read on a thread)."""
@@ -458,11 +434,11 @@ class CompiledStateGraph:
                 "get_state_history(limit=...) must be a whole number >= 0 (or None: every "
                 f"checkpoint), got {limit!r}"
             )
-        graph, saver, thread, _checkpoint, ns = self._where(config)
+        graph, saver, thread, _checkpoint, ns = where(self, config)
         for n, saved in enumerate(saver.history(thread)):
             if limit is not None and n >= limit:
                 return
-            yield graph._snapshot(thread, saved, apply_pending=False, ns=ns)
+            yield snapshot_of(graph, thread, saved, apply_pending=False, ns=ns)
 
     def update_state(
         self, config: Config, values: Any, as_node: str | None = None
@@ -474,145 +450,10 @@ class CompiledStateGraph:
         START's edges choose). Returns the new checkpoint's config. A subgraph snapshot's
         config (``get_state(config, subgraphs=True)``) updates that subgraph run, which
         the parent's next resume continues from."""
-        graph, saver, thread, checkpoint_id, ns = self._where(config)
+        graph, saver, thread, checkpoint_id, ns = where(self, config)
         top = thread[: -len(ns) - 1] if ns else thread  # a subgraph's runs hold the top thread
         with thread_held(saver.store, top):
-            return graph._update(saver, thread, checkpoint_id, ns, values, as_node)
-
-    def _update(
-        self,
-        saver: GraphSaver,
-        thread: str,
-        checkpoint_id: str | None,
-        ns: str,
-        values: Any,
-        as_node: str | None,
-    ) -> dict[str, Any]:
-        saved = (
-            saver.at(thread, checkpoint_number(thread, checkpoint_id))
-            if checkpoint_id
-            else saver.latest(thread)
-        )
-        if as_node is not None and as_node not in self.nodes and as_node not in (START, END):
-            raise GraphError(f"update_state(as_node={as_node!r}): no such node")
-        if as_node is None and saved is None:
-            as_node = START  # as in LangGraph: the first update of a thread acts as its input
-        run = _Run(self, {"configurable": {"thread_id": thread}})
-        base = dict(saved.values) if saved is not None else dict(self.initial)
-        writes, gotos = self.output_writes(as_node or "update_state", values)
-        new = dict(base)
-        changes = merge_writes(self, new, [writes], True)
-        pending: list[str | Send] = list(saved.next) if saved is not None else []
-        barriers = dict(saved.barriers) if saved is not None else {}
-        if as_node is not None:
-            pending = _run_sync(self._next_after(run, as_node, writes, gotos, new))
-        record = Saved(
-            number=0,
-            step=(saved.step + 1) if saved is not None else -1,
-            source="update",
-            values=new,
-            next=pending,
-            barriers=barriers,
-            parent=None,
-            created_at=_now(),
-        )
-        stored = saver.put(thread, saved, record, changes if saved is not None else None)
-        return self._config(thread, stored.number, ns)
-
-    async def _next_after(
-        self,
-        run: _Run,
-        node: str,
-        writes: list[tuple[str, Any]],
-        gotos: list[str | Send],
-        values: dict[str, Any],
-    ) -> list[str | Send]:
-        task = Task(run, "update", node, None)
-        task.writes, task.gotos = writes, gotos
-        run.values = values
-        chosen = Next()
-        await run.route(task, values, True, {}, chosen)
-        return chosen.pending()
-
-    def _where(self, config: Config) -> tuple[CompiledStateGraph, GraphSaver, str, str | None, str]:
-        """``(graph, saver, thread, checkpoint_id, namespace)`` a config points at: this
-        graph's thread, or with a ``checkpoint_ns`` the namespace of a subgraph run (its
-        path of ``NODE:TASK#CHECKPOINT`` segments, the end of its thread id)."""
-        if self.saver is None:
-            raise GraphError("this graph has no checkpointer: compile(checkpointer=MemoryStore())")
-        configurable = configurable_of(config)
-        thread = configurable.get("thread_id")
-        if not thread:
-            raise GraphError('pass the thread: {"configurable": {"thread_id": "..."}}')
-        thread = str(thread)
-        ns = str(configurable.get("checkpoint_ns") or "")
-        graph: CompiledStateGraph = self
-        saver: GraphSaver = self.saver
-        if ns:
-            if not thread.endswith(f"|{ns}"):
-                raise GraphError(
-                    f"checkpoint_ns {ns!r} is not a namespace of thread {thread!r}: pass the "
-                    "config of a snapshot from get_state(config, subgraphs=True)"
-                )
-            for segment in ns.split("|"):
-                node = segment.split(":", 1)[0]
-                spec = graph.nodes.get(node)
-                inner = spec.subgraph if spec is not None else None
-                nested = inner.nested_saver(saver) if inner is not None else None
-                if inner is None or nested is None:
-                    raise GraphError(f"checkpoint_ns {ns!r}: {node!r} is not a subgraph node here")
-                graph, saver = inner, nested
-        return graph, saver, thread, configurable.get("checkpoint_id"), ns
-
-    def _snapshot(
-        self, thread: str, saved: Saved, *, apply_pending: bool, ns: str = ""
-    ) -> StateSnapshot:
-        values = dict(saved.values)
-        tasks: list[GraphTask] = []
-        waiting: list[str] = []
-        finished: list[list[tuple[str, Any]]] = []
-        for i, pending in enumerate(saved.next):
-            name = pending.node if isinstance(pending, Send) else pending
-            task_id = f"{saved.step + 1}:{i}"
-            result = saved.results.get(task_id)
-            done = result is not None and result.writes is not None
-            if done and result is not None and result.writes is not None:
-                finished.append(result.writes)
-            if not (apply_pending and done):
-                waiting.append(name)
-            tasks.append(
-                GraphTask(
-                    id=task_id,
-                    name=name,
-                    path=("__pregel_push", i)
-                    if isinstance(pending, Send)
-                    else ("__pregel_pull", name),
-                    error=result.error if result else None,
-                    interrupts=tuple(result.interrupts) if result else (),
-                    result=dict(result.writes)
-                    if done and result and result.writes is not None
-                    else None,
-                )
-            )
-        if apply_pending and finished:
-            merge_writes(self, values, finished, False)
-        interrupts = tuple(i for t in tasks for i in t.interrupts)
-        return StateSnapshot(
-            values=self.output(values),
-            next=tuple(waiting),
-            config=self._config(thread, saved.number, ns),
-            metadata={"source": saved.source, "step": saved.step, "parents": {}},
-            created_at=datetime.fromtimestamp(saved.created_at, UTC).isoformat(),
-            parent_config=None if saved.parent is None else self._config(thread, saved.parent, ns),
-            tasks=tuple(tasks),
-            interrupts=interrupts,
-        )
-
-    @staticmethod
-    def _config(thread: str, number: int, ns: str = "") -> dict[str, Any]:
-        return {
-            "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": str(number)}
-        }
+            return update(graph, saver, thread, checkpoint_id, ns, values, as_node)
 
     # ------------------------------------------------------------------ drawing
     def get_graph(self, **_: Any) -> Any:
@@ -623,98 +464,6 @@ class CompiledStateGraph:
 
     def draw_mermaid(self) -> str:
         return str(self.get_graph().draw_mermaid())
-
-
-class _FromSubgraph:
-    """A chunk of a subgraph run on its way to the top-level stream."""
-
-    __slots__ = ("chunk", "graph", "path")
-
-    def __init__(self, path: tuple[str, ...], graph: CompiledStateGraph, chunk: Any) -> None:
-        self.path = path
-        self.graph = graph
-        self.chunk = chunk
-
-
-class _SubgraphEmit:
-    """The ``emit`` of a subgraph run when the stream asked for ``subgraphs=True``."""
-
-    __slots__ = ("feed", "graph", "path")
-
-    def __init__(self, feed: Emit, path: tuple[str, ...], graph: CompiledStateGraph) -> None:
-        self.feed = feed
-        self.path = path
-        self.graph = graph
-
-    def __call__(self, mode: str, chunk: Any) -> None:
-        self.feed(mode, _FromSubgraph(self.path, self.graph, chunk))
-
-
-class _Feed:
-    """Chunks from a running graph to one consumer (thread-safe put via the run)."""
-
-    __slots__ = ("_done", "_drainer", "_error", "_items", "_waiter")
-
-    def __init__(self) -> None:
-        self._items: deque[tuple[str, Any]] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._drainer: asyncio.Future[None] | None = None
-        self._done = False
-        self._error: BaseException | None = None
-
-    async def drained(self) -> None:
-        """Wait until the consumer has taken every chunk: the run advances a superstep
-        only when the consumer asks for more, as iterating a generator would."""
-        if self._items:
-            self._drainer = asyncio.get_running_loop().create_future()
-            await self._drainer
-
-    def put(self, mode: str, chunk: Any) -> None:
-        self._items.append((mode, chunk))
-        self._wake()
-
-    def finished(self, task: asyncio.Future[Any]) -> None:
-        self._done = True
-        if not task.cancelled():
-            self._error = task.exception()
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def get(self) -> tuple[str, Any] | None:
-        if not self._items:
-            drainer = self._drainer
-            if drainer is not None and not drainer.done():
-                drainer.set_result(None)
-        while not self._items:
-            if self._done:
-                if self._error is not None:
-                    raise self._error
-                return None
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-            self._waiter = None
-        return self._items.popleft()
-
-
-_LOCAL = threading.local()
-
-
-def _run_sync(coro: Any) -> Any:
-    """Run ``coro`` to completion from synchronous code: on this thread's own event loop
-    (kept between calls: creating one per call costs more than a short graph run), or,
-    when called from inside a running loop (a sync node invoking a graph), on a helper
-    thread so the caller's loop is not re-entered."""
-    if not in_running_loop():
-        loop = getattr(_LOCAL, "loop", None)
-        if loop is None or loop.is_closed():
-            loop = _LOCAL.loop = asyncio.new_event_loop()
-        return loop.run_until_complete(coro)
-    with ThreadPoolExecutor(1, thread_name_prefix="loopwright-graph-sync") as pool:
-        return pool.submit(asyncio.run, coro).result()  # its loop closes with the call
 
 
 def _hashable(value: object) -> bool:
@@ -734,15 +483,3 @@ def _durability(value: object) -> str:
     if value in ("async", "sync"):
         return str(value)
     raise GraphError(f"durability={value!r} is not supported; use 'async' (default) or 'sync'")
-
-
-def _no_running_loop(name: str, alternative: str) -> None:
-    if not in_running_loop():
-        return
-    raise GraphError(f"graph.{name}() was called inside a running event loop; use {alternative}()")
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
