@@ -217,27 +217,35 @@ async def _concurrent(
 
 
 class _CollectorClock:
-    """CPU seconds the garbage collector spent while installed (``gc.callbacks``)."""
+    """CPU seconds the garbage collector spent while installed (``gc.callbacks``), in all
+    and per generation (0 young, 1 middle, 2 full), with the number of collections."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        self.by_generation = [[0, 0.0] for _ in range(3)]  # [collections, seconds]
         self._start = 0.0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._start = time.process_time()
         else:
-            self.seconds += time.process_time() - self._start
+            spent = time.process_time() - self._start
+            self.seconds += spent
+            generation = self.by_generation[info["generation"]]
+            generation[0] += 1
+            generation[1] += spent
 
-    def measure(self, fn: Callable[[], Timing]) -> tuple[float, float, float]:
-        """``fn()``'s (wall, CPU) and the collector's CPU seconds within it."""
+    def measure(self, fn: Callable[[], Timing]) -> tuple[float, float, float, list[list[float]]]:
+        """``fn()``'s (wall, CPU), the collector's CPU seconds within it and its
+        ``[collections, seconds]`` per generation."""
         self.seconds = 0.0
+        self.by_generation = [[0, 0.0] for _ in range(3)]
         gc.callbacks.append(self)
         try:
             wall, cpu = fn()
         finally:
             gc.callbacks.remove(self)
-        return wall, cpu, self.seconds
+        return wall, cpu, self.seconds, self.by_generation
 
 
 def concurrency(runs: int, repeats: int) -> dict[str, float]:
@@ -248,7 +256,7 @@ def concurrency(runs: int, repeats: int) -> dict[str, float]:
     awaits ``asyncio.sleep``; ``reply_delay_*`` is the same burst with the latency given
     as ``Reply(..., delay=)``, the double's own way to wait."""
     clock = _CollectorClock()
-    cases: dict[str, list[tuple[float, float, float]]] = {
+    cases: dict[str, list[tuple[float, float, float, list[list[float]]]]] = {
         "plain": [],
         "agent": [],
         "reply_delay": [],
@@ -266,6 +274,9 @@ def concurrency(runs: int, repeats: int) -> dict[str, float]:
         out[f"{case}_ms"] = statistics.median(t[0] for t in bench) * 1e3
         out[f"{case}_cpu_ms"] = statistics.median(t[1] for t in bench) * 1e3
         out[f"{case}_gc_ms"] = statistics.median(t[2] for t in bench) * 1e3
+        for g in range(3):  # young, middle, full: how many, and the collector's CPU in them
+            out[f"{case}_gc{g}_n"] = statistics.median(t[3][g][0] for t in bench)
+            out[f"{case}_gc{g}_ms"] = statistics.median(t[3][g][1] for t in bench) * 1e3
     out["ratio"] = out["agent_ms"] / 120.0
     out["reply_delay_ratio"] = out["reply_delay_ms"] / 120.0
     return out
@@ -342,6 +353,12 @@ def main() -> None:
         f"{conc['agent_cpu_ms']:.1f} ms vs {conc['plain_cpu_ms']:.1f} ms, of which the garbage "
         f"collector {conc['agent_gc_ms']:.1f} vs {conc['plain_gc_ms']:.1f} ms"
     )
+    for case in ("agent", "plain"):
+        gens = ", ".join(
+            f"{conc[f'{case}_gc{g}_n']:.0f} {kind} {conc[f'{case}_gc{g}_ms']:.1f} ms"
+            for g, kind in enumerate(("young", "middle", "full"))
+        )
+        print(f"  collections, {case}: {gens}")
     print(
         f"  the same with Reply(delay=0.02): {conc['reply_delay_ms']:.1f} ms = "
         f"{conc['reply_delay_ratio']:.2f}x ideal; CPU {conc['reply_delay_cpu_ms']:.1f} ms, "
