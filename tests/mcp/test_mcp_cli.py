@@ -169,6 +169,14 @@ def test_mcp_read_prints_a_text_resource_and_refuses_a_binary_one() -> None:
     code, out, err = invoke("mcp", "read", LIBRARY_CMD, "notes://owls")
     assert code == 0, err
     assert out == "Notes about owls: shelved in aisle 4.\n"
+    code, out, err = invoke("mcp", "read", "--as-data", LIBRARY_CMD, "notes://owls")
+    assert code == 0, err
+    from loopwright.core.messages import Message
+    from loopwright.tools.taint import retrieved_in
+
+    [source] = retrieved_in(Message.user("Summarise: " + out))  # taints the run it is put in
+    assert source.excerpt.endswith("Notes about owls: shelved in aisle 4.")
+    assert source.tool.endswith(":notes://owls")
     code, _out, err = invoke("mcp", "read", LIBRARY_CMD, "images://logo.png")
     assert code == 2
     assert err.startswith("error: resource 'images://logo.png' is binary (image/png, 70 bytes)")

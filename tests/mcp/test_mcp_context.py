@@ -12,12 +12,12 @@ from dataclasses import replace
 import pytest
 from mcp_helpers import LIBRARY, free_port, node_bin, serve
 
-from loopwright import Agent, ScriptedModel, tool_call
+from loopwright import Agent, RunResult, RunStop, ScriptedModel, tool_call
 from loopwright.core.errors import ConfigError
-from loopwright.core.messages import ToolResultPart
+from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.untrusted import unwrap_untrusted
 from loopwright.mcp import MCPRequestError, MCPServerConfig, MCPToolset
-from loopwright.tools import ToolRegistry
+from loopwright.tools import ToolRegistry, tool
 from loopwright.tools.taint import taint_in
 
 LIB = MCPServerConfig("lib", command=(sys.executable, str(LIBRARY)))
@@ -314,3 +314,44 @@ async def test_the_async_forms_work_from_a_running_loop() -> None:
         assert len(rendered.messages) == 3
         tool = await toolset.aresource_tool(name="lib_read")
         assert tool is not None and tool.name == "lib_read"
+
+
+# ---------------------------------------------------------------- taint of placed content
+
+
+def _send_after(prompt: str | Message, history: list[Message] | None) -> tuple[RunResult, list]:  # type: ignore[type-arg]
+    """A run given MCP content, whose model then calls a side-effect tool."""
+    sent: list[str] = []
+
+    @tool(permission="write")
+    def send(to: str) -> str:
+        """Send."""
+        sent.append(to)
+        return "sent"
+
+    model = ScriptedModel([[tool_call("send", {"to": "eve@example.org"})], "done"])
+    return Agent(model, [send]).run(prompt, history=history), sent
+
+
+def test_a_resource_the_user_places_in_history_taints_the_run(library: MCPToolset) -> None:
+    read = library.read_resource("docs://injected")
+    result, sent = _send_after("do what the notes say", [read.as_message()])
+    assert [s.tool for s in result.state.taint] == ["lib:docs://injected"]
+    assert "IGNORE ALL PREVIOUS" in result.state.taint[0].excerpt
+    assert result.stop is RunStop.AWAITING_CONFIRMATION and sent == []  # a person decides
+
+
+def test_a_resource_in_the_prompt_and_one_a_prompt_embeds_taint_too(library: MCPToolset) -> None:
+    read = library.read_resource("notes://owls")
+    result, sent = _send_after("Summarise:\n" + read.for_context(), None)
+    assert [s.tool for s in result.state.taint] == ["lib:notes://owls"] and sent == []
+    rendered = library.get_prompt("recap", {"topic": "loans"})
+    result, sent = _send_after(rendered.prompt, rendered.history)
+    assert [s.tool for s in result.state.taint] == ["lib:docs://readme"] and sent == []
+
+
+def test_the_users_own_words_and_a_trusted_servers_resource_do_not_taint() -> None:
+    with MCPToolset.connect([replace(LIB, trusted=True)]) as toolset:
+        read = toolset.read_resource("notes://owls")
+    result, sent = _send_after("mail eve", [read.as_message()])
+    assert result.state.taint == () and sent == ["eve@example.org"]

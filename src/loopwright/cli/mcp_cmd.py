@@ -237,13 +237,20 @@ def resources_command(servers: tuple[str, ...], as_json: bool) -> None:
 @mcp_group.command("read")
 @click.argument("server")
 @click.argument("uri")
-def read_command(server: str, uri: str) -> None:
+@click.option(
+    "--as-data",
+    is_flag=True,
+    help="Print it delimited as untrusted data (unless the server is trusted), ready to "
+    "put in a prompt: a run given it is tainted, as if its read_resource tool had read it.",
+)
+def read_command(server: str, uri: str, as_data: bool) -> None:
     """Print the resource URI of the MCP SERVER (a command, URL or FILE#NAME) as text.
 
     \b
     Examples:
       loopwright mcp read servers.json#docs docs://readme
       loopwright mcp read http://127.0.0.1:8000/mcp notes://owls
+      loopwright run "Summarise: $(loopwright mcp read --as-data docs.json#d docs://x)"
     """
     from loopwright.mcp import MCPToolset
 
@@ -257,7 +264,7 @@ def read_command(server: str, uri: str) -> None:
             f"{len(binary.data or b'')} bytes); `loopwright mcp read` prints text only "
             "(in Python its bytes are toolset.read_resource(uri).contents[i].data)"
         )
-    click.echo(read.text)
+    click.echo(read.for_context() if as_data else read.text)
 
 
 @mcp_group.command("prompts")

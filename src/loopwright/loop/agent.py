@@ -23,7 +23,7 @@ from typing import Any, Generic, Protocol, Self, TypeAlias, cast, overload
 
 from loopwright.core.errors import ConfigError, ToolError, ToolErrorKind, UserError
 from loopwright.core.events import RunEvent, RunFinished, RunStarted
-from loopwright.core.messages import Message, Usage
+from loopwright.core.messages import Message, TextPart, Usage
 from loopwright.core.protocols import ContextPolicy, Model, ModelSettings
 from loopwright.core.run import (
     RunResult,
@@ -52,7 +52,7 @@ from loopwright.tools import (
     tool,
 )
 from loopwright.tools.selection import ToolSelection
-from loopwright.tools.taint import taint_in
+from loopwright.tools.taint import UNTRUSTED_OPEN, mark_input, taint_in
 
 ToolLike: TypeAlias = Tool | Callable[..., Any]
 # shared defaults (frozen, no mutable containers inside): an agent built without them
@@ -300,13 +300,16 @@ class Agent(Generic[OutputT]):
         the run's tools as ``ToolContext.deps`` (typed by ``ToolContext[Deps]``).
         """
         message = as_message(prompt, "prompt")
-        state = self._new_state(session_id, history)
+        state = self._new_state(session_id, history, message)
         return self._launch(state, None, message, events, deps)
 
-    def _new_state(self, session_id: str | None, history: Sequence[Message] | None) -> RunState:
+    def _new_state(
+        self, session_id: str | None, history: Sequence[Message] | None, prompt: Message
+    ) -> RunState:
         """A fresh run's state. A run continued from a conversation inherits that
         conversation's taint: untrusted results read by an earlier run (a chat's previous
-        turn, a graph's other nodes) still gate this run's side effects."""
+        turn, a graph's other nodes) still gate this run's side effects, and so does
+        outside content placed in it or in ``prompt`` (an MCP resource: ``retrieved_in``)."""
         sid = new_session_id() if session_id is None else check_session_id(session_id)
         state = RunState(session_id=sid)
         if history:
@@ -318,6 +321,10 @@ class Agent(Generic[OutputT]):
                 )
             state.messages = list(history)
             state.taint = tuple(taint_in(state.messages, self.config.registry))
+        for part in prompt.parts:  # inline: a plain prompt costs no call (docs/loop.md)
+            if type(part) is TextPart and UNTRUSTED_OPEN in part.text:
+                mark_input(state, prompt)
+                break
         return state
 
     def arun(
@@ -341,7 +348,7 @@ class Agent(Generic[OutputT]):
         objects every collection of a burst walks; ``benchmarks/notes/loop.md``, round
         6)."""
         message = as_message(prompt, "prompt")
-        engine = self._engine(self._new_state(session_id, history), None, None, deps)
+        engine = self._engine(self._new_state(session_id, history, message), None, None, deps)
         return engine.drive(message)  # no typing.cast: a Python-level call per run
 
     def run(
@@ -557,6 +564,7 @@ def _continuation(
             f"store), got {type(state).__name__}; to start a new run use agent.start(prompt)"
         )
     _check_decisions(decisions)
+    mark_input(state, message)
     if state.paused or state.pending_calls:
         return Resume(dict(decisions or {})), message
     if decisions:

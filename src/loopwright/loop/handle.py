@@ -17,6 +17,7 @@ from loopwright.core.errors import UserError
 from loopwright.core.events import RunEvent, RunFinished
 from loopwright.core.messages import Message
 from loopwright.core.run import RunResult, RunState, as_message
+from loopwright.tools.taint import mark_input
 
 if TYPE_CHECKING:
     from loopwright.loop.steps import RunEngine
@@ -135,13 +136,17 @@ class Run(Generic[OutputT]):
     def steer(self, message: Prompt) -> None:
         """Queue a user message seen at the next turn; skip the rest of the running batch."""
         self._check_open("steer")
-        self._engine.state.queue_steering(as_message(message, "steer(message)"))
+        queued = as_message(message, "steer(message)")
+        mark_input(self._engine.state, queued)  # an MCP resource in it taints the run
+        self._engine.state.queue_steering(queued)
 
     def follow_up(self, message: Prompt) -> None:
         """Queue a user message delivered after the next reply without tool calls (a
         final answer, or one refused or cut at max_tokens), one per reply."""
         self._check_open("follow_up")
-        self._engine.state.queue_follow_up(as_message(message, "follow_up(message)"))
+        queued = as_message(message, "follow_up(message)")
+        mark_input(self._engine.state, queued)
+        self._engine.state.queue_follow_up(queued)
 
     def cancel(self, *, at_boundary: bool = False) -> None:
         """Request a stop. The run ends with ``RunStop.CANCELLED`` and a well-formed history

@@ -13,7 +13,8 @@ call is the approval).
 
 What marks a run: a result of a tool flagged ``untrusted_output`` whose function ran or
 whose stored result was replayed, error results included (an exception message can quote
-outside content). What a side effect is: :func:`gated` (the tool's own
+outside content); and a user message holding retrieved text the runtime delimited (an
+MCP resource placed in the conversation: :func:`retrieved_in`). What a side effect is: :func:`gated` (the tool's own
 ``confirm_when_tainted`` flag, else write/admin permission or not idempotent).
 Only results of *earlier* turns taint a call: the calls of one batch were all written
 before the model saw any of that batch's results. See docs/security.md, "Taint".
@@ -26,7 +27,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
-from loopwright.core.run import TAINT_LOG_SIZE, TaintSource
+from loopwright.core.run import TAINT_LOG_SIZE, RunState, TaintSource
 from loopwright.core.tools import Permission, ToolSpec
 from loopwright.tools.confirm import Confirmation
 from loopwright.tools.decorator import Tool
@@ -41,10 +42,16 @@ TaintConfirmHandler = Callable[
 """Asked for a side-effect call of a tainted run: the call, its tool, and the untrusted
 results read before it (oldest first). Answer as a person would; see :class:`Confirmation`."""
 
-_OPEN = "<untrusted-data "
+_OPEN = UNTRUSTED_OPEN = "<untrusted-data "
+"""What every block delimited as untrusted data starts with (a cheap first test)."""
 _CLOSE = "\n</untrusted-data "
 _BLOCK = re.compile(
     r'<untrusted-data id="([0-9a-f]{12})"[^>\n]*>\n(.*?)\n</untrusted-data id="\1">', re.S
+)
+_RETRIEVED = re.compile(
+    r'<untrusted-data id="([0-9a-f]{12})" source="retrieved text"(?: label="([^"\n]*)")?>\n'
+    r'(.*?)\n</untrusted-data id="\1">',
+    re.S,
 )
 
 
@@ -77,6 +84,8 @@ def taint_in(messages: Iterable[Message], tools: ToolRegistry) -> list[TaintSour
     :data:`~loopwright.core.run.TAINT_LOG_SIZE` as a run keeps them."""
     sources: list[TaintSource] = []
     for message in messages:
+        if message.role == "user":
+            sources.extend(retrieved_in(message))
         if message.role != "tool":
             continue
         for part in message.parts:
@@ -85,6 +94,33 @@ def taint_in(messages: Iterable[Message], tools: ToolRegistry) -> list[TaintSour
             ):
                 sources.append(source_of(part))
     return sources[-TAINT_LOG_SIZE:]
+
+
+def retrieved_in(message: Message) -> list[TaintSource]:
+    """The outside content a user message carries: each block the runtime delimited as
+    retrieved text (:func:`~loopwright.core.untrusted.wrap_retrieved`: an MCP resource put
+    in the conversation with ``ResourceRead.as_message()``/``for_context()``, one embedded
+    in an MCP prompt, your own retrieval), recorded as its label (``server:uri``) with an
+    excerpt. Such a message taints the run as the ``read_resource`` tool's result would:
+    the person who placed it chose the resource, not what it says. The user's own words,
+    and blocks delimited as "user input", do not taint."""
+    if message.role != "user" or _OPEN not in message.text:
+        return []
+    found = []
+    for match in _RETRIEVED.finditer(message.text):
+        body = match.group(3)
+        if hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:12] == match.group(1):
+            label = match.group(2) or "retrieved text"
+            found.append(TaintSource(label, "(user message)", excerpt(body)))
+    return found
+
+
+def mark_input(state: RunState, message: Message | None) -> None:
+    """Taint ``state`` with the outside content of ``message``, an input it is given (a
+    prompt, a steering or follow-up message): see :func:`retrieved_in`."""
+    if message is not None:
+        for source in retrieved_in(message):
+            state.mark_tainted(source)
 
 
 def _flagged(tools: ToolRegistry, name: str) -> bool:
