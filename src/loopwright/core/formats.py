@@ -16,7 +16,11 @@ offset may be left out of a date-time or a time, a space may replace the ``T``):
 * ``time`` -- ``HH:MM[:SS[.ffffff]][Z|+HH:MM]`` as ``time.fromisoformat`` reads it;
 * ``duration`` -- ISO 8601 ``PnYnMnWnDTnHnMnS``, a fraction on the last component only
   (:func:`parse_duration`);
-* ``uuid`` -- the hyphenated hexadecimal form ``8-4-4-4-12`` (either case).
+* ``uuid`` -- the hyphenated hexadecimal form ``8-4-4-4-12`` (either case);
+* ``email``, ``idn-email`` -- a mailbox (RFC 5321 in ASCII; RFC 6531 in any script, but
+  no part mixing scripts, the lookalike of a phishing address: :mod:`loopwright.core.emails`).
+  They convert to nothing, but an address is where a side effect goes: a model's
+  ``pаypal.com`` with a Cyrillic ``а`` must not pass as the real one.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING
+
+from loopwright.core.emails import is_email, is_idn_email, lookalike
 
 if TYPE_CHECKING:  # jsonschema is imported lazily: ~40 ms that most runs never need
     from jsonschema import FormatChecker
@@ -113,6 +119,8 @@ FORMATS: Mapping[str, Callable[[object], bool]] = {
     "time": is_time,
     "duration": is_duration,
     "uuid": is_uuid,
+    "email": is_email,
+    "idn-email": is_idn_email,
 }
 """The asserted ``format`` values and their checks; every other format is an annotation."""
 FORMAT_EXAMPLES: Mapping[str, str] = {
@@ -121,6 +129,8 @@ FORMAT_EXAMPLES: Mapping[str, str] = {
     "time": "14:30:00 or 14:30:00+02:00",
     "duration": "PT1H30M; ISO 8601: P2D is 2 days, PT45S 45 seconds",
     "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    "email": "ana@example.com; ASCII only (idn-email takes other scripts)",
+    "idn-email": "ana@example.com or иван@пример.рф; the letters of each part in one script",
 }
 """A valid value of each asserted format, for error messages a model can act on."""
 
@@ -140,8 +150,12 @@ def format_checker() -> FormatChecker:
     return checker
 
 
-def format_hint(fmt: object) -> str:
+def format_hint(fmt: object, value: object = None) -> str:
     """`` (write it like 2024-05-31)`` for an asserted format, ``""`` otherwise: appended to
-    a format violation so a model (or a person) sees a value that would pass."""
+    a format violation so a model (or a person) sees a value that would pass. An address
+    refused as a lookalike (``value``) says why first."""
     example = FORMAT_EXAMPLES.get(fmt) if isinstance(fmt, str) else None
-    return f" (write it like {example})" if example else ""
+    if not example:
+        return ""
+    why = lookalike(value) if fmt in ("email", "idn-email") and isinstance(value, str) else None
+    return f" ({why}; write it like {example})" if why else f" (write it like {example})"

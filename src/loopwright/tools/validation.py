@@ -177,7 +177,7 @@ def _explain(err: ValidationError) -> list[Violation]:
         ]
     msg = err.message
     if err.validator == "format":
-        msg += format_hint(err.validator_value)
+        msg += format_hint(err.validator_value, err.instance)
     if len(msg) > _MESSAGE_LIMIT:
         msg = msg[: _MESSAGE_LIMIT - 1] + "…"
     return [Violation(pointer_from_path(base), msg)]

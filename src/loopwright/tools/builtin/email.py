@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from loopwright.core.emails import lookalike
 from loopwright.core.errors import ToolError, ToolErrorKind
 from loopwright.core.tools import NOT_RUN, Permission, ToolSpec, UnknownOutcomePolicy
 
@@ -92,6 +93,12 @@ def check_arguments(arguments: Mapping[str, object]) -> str | None:
             )
         if not _ADDRESS.match(to.strip()):
             return f"'to' must be one email address like ana@example.com, got {to!r}"
+        why = lookalike(to.strip())
+        if why:  # an internationalized address is fine; a mix of lookalike scripts is not
+            return (
+                f"'to' may be a lookalike address: {why}; write the address in one script "
+                "as the person gave it (ana@example.com, иван@пример.рф)"
+            )
     if isinstance(subject, str) and ("\r" in subject or "\n" in subject):
         return "'subject' must be one line: remove the line breaks (CR/LF)"
     if isinstance(subject, str) and _hidden(subject):
