@@ -14,8 +14,8 @@ from contract import USER, Answer, Call, collect, final, load_kits, request
 from fakeserver import FakeServer, Reply
 
 from loopwright import Agent, Limits, RunStop, tool
-from loopwright.core.events import ResponseDone, StreamError
-from loopwright.core.messages import ToolResultPart
+from loopwright.core.events import ResponseDone, StreamError, TextDelta
+from loopwright.core.messages import ReasoningPart, ToolResultPart
 
 KITS = {k.name: k for k in load_kits()}
 SDK_KITS = [KITS["openai-chat"], KITS["anthropic"]]
@@ -77,3 +77,44 @@ async def test_a_wire_event_nested_past_the_recursion_limit_is_a_typed_stop(kit)
         server.push(*[hostile] * 4)
         result = await Agent(kit.model(server.url), limits=Limits(model_retries=1)).arun("hi")
         assert isinstance(result.stop, RunStop)
+
+
+# Text sliced in UTF-16 code units (a JavaScript server): a delta ends between the two
+# halves of an emoji, which JSON carries as "\ud83d" then "\ude00 th...".
+SPLIT_TEXT = "Hi \ud83d\ude00 there"  # pieces of 4: "Hi \ud83d", "\ude00 th", "ere"
+SPLIT_REASONING = "x" * 15 + "\ud83e\udd14 hmm"  # pieces of 16 split the pair too
+SPLIT_ARGUMENTS = '{"q": "abcd\ud83d\ude80"}'  # pieces of 4 split the pair at 11
+
+
+@pytest.mark.parametrize("kit", load_kits(), ids=lambda k: k.name)
+async def test_a_character_split_between_surrogate_halves_arrives_whole(kit):
+    call = Call("call_1", "lookup", {}, raw=SPLIT_ARGUMENTS)
+    if kit.name == "gemini":  # calls arrive whole, as an object: nothing to split
+        call = Call("call_1", "lookup", {"q": "abcd\U0001f680"})
+    answer = Answer(text=SPLIT_TEXT, reasoning=SPLIT_REASONING, calls=(call,), stop="tool_use")
+    with FakeServer() as server:
+        server.push(kit.reply(answer))
+        events = await collect(kit.model(server.url), request([USER]))
+    done = final(events)
+    assert isinstance(done, ResponseDone), done
+    message = done.message
+    assert message.text == "Hi \U0001f600 there"
+    assert message.tool_calls[0].arguments == {"q": "abcd\U0001f680"}
+    if kit.reasoning:
+        thought = "".join(p.text for p in message.parts if isinstance(p, ReasoningPart))
+        assert thought == "x" * 15 + "\U0001f914 hmm"
+    streamed = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert streamed == message.text  # what a streaming consumer printed, encodable too
+    json.dumps(message.to_dict(), ensure_ascii=False).encode("utf-8")
+
+
+@pytest.mark.parametrize("kit", SDK_KITS, ids=lambda k: k.name)
+async def test_arguments_split_inside_unicode_escapes_parse_whole(kit):
+    arguments = {"q": "caf\u00e9 \U0001f680", "n": [1, {"k": "\u2028"}]}
+    call = Call("call_1", "lookup", arguments)  # json.dumps escapes: "caf\\u00e9 \\ud83d..."
+    with FakeServer() as server:
+        server.push(kit.reply(Answer(calls=(call,), stop="tool_use", fragment=1)))
+        events = await collect(kit.model(server.url), request([USER]))
+    done = final(events)
+    assert isinstance(done, ResponseDone), done
+    assert done.message.tool_calls[0].arguments == arguments

@@ -75,6 +75,45 @@ class _TextBuf:
     chunks: list[str] = field(default_factory=list)
     meta: dict[str, JSONValue] = field(default_factory=dict)
     reasoning: bool = False
+    held: str = ""
+    """A high surrogate that ended the last fragment, waiting for its low half."""
+
+    def add(self, delta: str) -> str:
+        """Append ``delta`` and return what to emit, mending a character split between
+        the two halves of its UTF-16 surrogate pair (see :func:`whole_text`)."""
+        held = self.held
+        if held:
+            self.held = ""
+            delta = held + delta
+        if "\ud800" <= delta[-1:] <= "\udbff":
+            self.held = delta[-1]
+            delta = delta[:-1]
+        if held:
+            delta = whole_text(delta)
+        if delta:
+            self.chunks.append(delta)
+        return delta
+
+    def joined(self) -> str:
+        return whole_text("".join(self.chunks) + self.held)
+
+
+def whole_text(text: str) -> str:
+    """``text`` as valid Unicode: a surrogate pair written as two code points becomes its
+    character, a lone surrogate U+FFFD.
+
+    Servers that slice text in UTF-16 code units (JavaScript strings) can end one delta
+    between the halves of an emoji: JSON carries it as ``"\\ud83d"`` then
+    ``"\\ude00 ..."``, each a lone surrogate once decoded. Joined they stay two code
+    points, which UTF-8 cannot encode: printing the answer, storing it or writing it to a
+    file raised ``UnicodeEncodeError``. Non-ASCII text is checked by encoding it once."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 @dataclass(slots=True)
@@ -89,7 +128,9 @@ class _CallBuf:
 
     @property
     def raw(self) -> str:
-        return self.final_arguments if self.final_arguments is not None else "".join(self.chunks)
+        if self.final_arguments is not None:
+            return whole_text(self.final_arguments)
+        return whole_text("".join(self.chunks))
 
 
 class StreamAccumulator:
@@ -135,8 +176,11 @@ class StreamAccumulator:
             buf.meta.update(meta)
         if not delta:
             return None
-        buf.chunks.append(delta)
-        return TextDelta(delta)
+        if delta[-1] < "\ud800" and not buf.held:  # the common case, as buf.add does
+            buf.chunks.append(delta)
+            return TextDelta(delta)
+        delta = buf.add(delta)
+        return TextDelta(delta) if delta else None
 
     def reasoning(
         self, delta: str, meta: dict[str, JSONValue] | None = None
@@ -148,8 +192,8 @@ class StreamAccumulator:
             buf.meta.update(meta)
         if not delta:
             return None
-        buf.chunks.append(delta)
-        return ReasoningDelta(delta)
+        delta = buf.add(delta)
+        return ReasoningDelta(delta) if delta else None
 
     def reasoning_meta(self, meta: dict[str, JSONValue]) -> None:
         """Attach echo-back data (signature, item id, encrypted content) to the current
@@ -240,9 +284,9 @@ class StreamAccumulator:
                     args = {} if strict else (parse_partial(raw) or {})
                 parts.append(ToolCallPart(buf.id, buf.name, args, raw, dict(buf.meta)))
             elif buf.reasoning:
-                parts.append(ReasoningPart("".join(buf.chunks), dict(buf.meta)))
-            elif buf.chunks:
-                parts.append(TextPart("".join(buf.chunks), dict(buf.meta)))
+                parts.append(ReasoningPart(buf.joined(), dict(buf.meta)))
+            elif buf.chunks or buf.held:
+                parts.append(TextPart(buf.joined(), dict(buf.meta)))
         meta = {self.provider: dict(self.meta)} if self.meta else {}
         return Message("assistant", tuple(parts), meta), bad
 
