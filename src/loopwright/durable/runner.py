@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
@@ -53,6 +53,7 @@ from loopwright.store.errors import SessionNotFound
 from loopwright.store.heartbeat import LockHeartbeat
 from loopwright.store.state import lock_owner_id
 from loopwright.tools import Confirmation
+from loopwright.tools.taint import taint_in
 
 log = logging.getLogger("loopwright.durable")
 
@@ -108,25 +109,35 @@ class Durable:
         session_id: str | None = None,
         break_lock: bool = False,
         metadata: Mapping[str, object] | None = None,
+        history: Sequence[Message] = (),
     ) -> RunResult:
         """Run ``prompt`` in a new session, or as the next turn of stored ``session_id``.
 
         A stored session that stopped mid-run is recovered first; one that awaits
         confirmations must be resumed (approve/deny) before it takes a new prompt.
         ``metadata`` is stored with a NEW session (e.g. how to rebuild its agent: the CLI
-        keeps ``{"agent": ...}`` there so ``loopwright resume`` can continue it).
+        keeps ``{"agent": ...}`` there so ``loopwright resume`` can continue it), and so
+        is ``history``, the conversation a new session starts from (as ``Agent.run``'s
+        ``history=``: its taint included); a stored session has its own.
         Without ``session_id`` the session is new: its first model call goes out while
         its lock is being taken (no tool runs and nothing is written before the lock is
         held); with one, the lock is taken and the session loaded first.
         """
         if session_id is None:
-            return await self._start_new(prompt, metadata)
+            return await self._start_new(
+                prompt, self._new_state(new_session_id(), metadata, history)
+            )
         sid = check_session_id(session_id)
         async with self._locked(sid, break_lock) as lock:
             stored = lock.stored
             if stored is None:  # a new session (an unknown id starts one: `chat --session`)
-                state = RunState(session_id=sid, metadata=dict(metadata or {}))
+                state = self._new_state(sid, metadata, history)
                 return await self._drive(state, lock, 0, prompt=prompt)
+            if history:
+                raise UserError(
+                    f"session {sid!r} is stored with its own conversation; history= starts "
+                    "a new session only: leave it out to add a turn, or use a new session_id"
+                )
             if stored.awaiting_confirmation:
                 raise UserError(_awaiting_message(stored))
             return await self._continue(stored, lock, prompt=prompt)
@@ -164,11 +175,16 @@ class Durable:
         session_id: str | None = None,
         break_lock: bool = False,
         metadata: Mapping[str, object] | None = None,
+        history: Sequence[Message] = (),
     ) -> RunResult:
         """Synchronous :meth:`arun`."""
         return run_sync(
             lambda: self.arun(
-                prompt, session_id=session_id, break_lock=break_lock, metadata=metadata
+                prompt,
+                session_id=session_id,
+                break_lock=break_lock,
+                metadata=metadata,
+                history=history,
             ),
             "Durable.run()",
             "durable.arun(...)",
@@ -196,7 +212,15 @@ class Durable:
     def _locked(self, session_id: str, break_lock: bool, *, wait: bool = True) -> _SessionLock:
         return _SessionLock(self.aio, session_id, self.config.lock_ttl, break_lock, wait)
 
-    async def _start_new(self, prompt: Prompt, metadata: Mapping[str, object] | None) -> RunResult:
+    def _new_state(
+        self, sid: str, metadata: Mapping[str, object] | None, history: Sequence[Message]
+    ) -> RunState:
+        state = RunState(session_id=sid, metadata=dict(metadata or {}), messages=list(history))
+        if history:
+            state.taint = tuple(taint_in(state.messages, self.agent.tools))
+        return state
+
+    async def _start_new(self, prompt: Prompt, state: RunState) -> RunResult:
         """A run in a new session under a fresh id. Nobody else knows the id, so nothing
         is stored under it and nobody holds its lock: the run starts while its claim is
         written, and its first model call overlaps the claim's round trips instead of
@@ -205,7 +229,6 @@ class Durable:
         (``Checkpointer.hold_until``) and no tool runs (``IntentRecorder.before``)
         before the lock is held; if the claim fails, the run is cancelled and the
         claim's error raised."""
-        state = RunState(session_id=new_session_id(), metadata=dict(metadata or {}))
         async with self._locked(state.session_id, False, wait=False) as lock:
             return await self._drive(state, lock, 0, prompt=prompt)
 

@@ -22,13 +22,14 @@ from loopwright.core.events import ResponseDone, RunFinished
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
 from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
 from loopwright.core.run import RunResult, RunStop, TaintSource
+from loopwright.durable import Durable
 from loopwright.graph.messages import as_messages
 from loopwright.graph.task import current_task_emit, task_session
 from loopwright.graph.types import END, GraphError
 from loopwright.loop import Agent
 from loopwright.loop.intents import IntentRecorder
 from loopwright.loop.recovery import in_call_order, plan_recovery
-from loopwright.store import AsyncStore
+from loopwright.store import AsyncStore, SessionNotFound
 from loopwright.tools import DispatchConfig, Dispatcher, Tool, ToolRegistry
 from loopwright.tools.taint import taint_in
 
@@ -62,6 +63,10 @@ def agent_node(agent: Agent, *, messages_key: str = "messages") -> NodeFn:
     the run added (assistant turns, tool results) for an ``add_messages`` key. A run
     that ends without a final answer raises :class:`AgentRunFailed` (its messages would
     leave the conversation without an answer, or with calls no result follows).
+
+    With a checkpointer the agent's run is a durable run (:func:`_durably`): killed
+    mid-node, the node resumes that run from its last checkpoint instead of starting it
+    over (no model turn repeated, no side effect run twice).
     """
 
     async def run_agent(state: Any) -> dict[str, Any]:
@@ -72,7 +77,12 @@ def agent_node(agent: Agent, *, messages_key: str = "messages") -> NodeFn:
             )
         prompt, before = history[-1], history[:-1]
         emit = current_task_emit()
-        if emit is None:
+        where = await task_session()
+        if where is not None:
+            result = await _durably(
+                agent if emit is None else _emitting(agent, emit), prompt, before, where
+            )
+        elif emit is None:
             result = await agent.arun(prompt, history=before)
         else:
             result = await _streamed(agent, prompt, before, emit)
@@ -82,6 +92,43 @@ def agent_node(agent: Agent, *, messages_key: str = "messages") -> NodeFn:
 
     run_agent.__name__ = "agent"
     return run_agent
+
+
+async def _durably(
+    agent: Agent, prompt: Message, history: list[Message], where: tuple[AsyncStore, str]
+) -> RunResult:
+    """The agent's run as a durable run in the task's session (docs/durable.md): each
+    step checkpointed, intents recorded around non-idempotent calls. The session is the
+    same when a resume runs the task again, so a run the process died in is continued
+    from its checkpoint (calls cut short resolved as a durable resume does), and a run
+    that finished before the superstep committed gives its stored result. A stored run
+    that stopped otherwise (a limit, calls awaiting approval: the node failed) is
+    dropped and run afresh, as the node ran before. The graph's thread lock makes this
+    task the session's only runner, so a lock left by a dead process is broken."""
+    store, session = where
+    durable = Durable(agent, store)
+    try:
+        stored = await store.load(session)
+    except SessionNotFound:
+        stored = None
+    if stored is not None and stored.stop in (None, RunStop.FINAL_ANSWER):
+        return await durable.aresume(session, break_lock=True)
+    if stored is not None:
+        await store.delete(session)
+    return await durable.arun(prompt, session_id=session, history=history, break_lock=True)
+
+
+def _emitting(agent: Agent, emit: Callable[[Any], None]) -> Agent:
+    """``agent`` whose run events also go to ``emit`` (the node's event stream)."""
+    hooks = agent.config.hooks
+    own = hooks.on_event
+
+    def on_event(event: Any) -> None:
+        emit(event)
+        if own is not None:
+            own(event)
+
+    return Agent.from_config(replace(agent.config, hooks=replace(hooks, on_event=on_event)))
 
 
 async def _streamed(

@@ -247,6 +247,9 @@ class AsyncStore:
     async def load(self, session_id: str, checkpoint: int | None = None) -> RunState:
         return await self._call(self.store.load, session_id, checkpoint)
 
+    async def delete(self, session_id: str) -> bool:
+        return await self._call(self.store.delete, session_id)
+
     # -- locks --------------------------------------------------------------------
     async def lock_and_load(
         self,
