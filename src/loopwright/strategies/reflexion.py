@@ -27,7 +27,6 @@ from typing import TypeAlias
 
 from loopwright.core.checks import check_count
 from loopwright.core.errors import UserError
-from loopwright.core.events import RunFinished, RunStarted
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model
 from loopwright.core.run import RunResult, RunStop
@@ -117,28 +116,14 @@ class Reflexion(Strategy):
         return answer, {"trials": trials, "passed": False}
 
     async def _attempt(self, ctx: StrategyContext, task: str, lessons: list[str]) -> RunResult:
-        """One actor run; its events go to the strategy's stream, its usage to the budget."""
-        ctx.check()
+        """One actor run, counted against the strategy's limits (``ctx.run_agent``)."""
         prompt = strategy_prompt("reflexion_task", task=task, reflections=_listed(lessons))
-        result: RunResult | None = None
         # as a message carrying the template's fingerprint (recorded on the actor's calls)
-        async for event in self.actor.stream(prompt_message(prompt)):
-            if isinstance(event, RunFinished):
-                result = event.result
-            elif not isinstance(event, RunStarted):
-                ctx.emit(event)
-        assert result is not None
-        ctx.add_usage(result.usage)
-        ctx.calls += result.turns
+        result = await ctx.run_agent(self.actor, prompt_message(prompt))
         if result.stop in _ACTOR_FAILURES:
             # the model (or the context) failed, not the attempt: another trial and a
             # reflection on an empty answer would fail the same way
             raise BudgetExhausted(result.stop, f"the actor's run failed: {result.detail}")
-        cap = self.limits.max_turns
-        if cap is not None and ctx.calls > cap:
-            raise BudgetExhausted(
-                RunStop.MAX_TURNS, f"{ctx.calls} model calls used (Limits.max_turns {cap})"
-            )
         return result
 
     async def _evaluate(self, task: str, answer: str) -> Evaluation:

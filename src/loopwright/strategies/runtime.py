@@ -6,9 +6,11 @@ through, so that
 
 * :class:`~loopwright.loop.Limits` bound the whole strategy run: ``max_turns`` counts
   every model call (reserved when the call starts, so concurrent calls cannot overshoot
-  it), ``token_budget`` / ``cost_budget`` sum the usage of every call (and of any agent
-  run a strategy starts, via :meth:`StrategyContext.add_usage`), ``timeout`` is the wall
-  clock of the whole run, and ``model_retries`` retries retryable provider errors;
+  it), ``token_budget`` / ``cost_budget`` sum the usage of every call, ``timeout`` is the
+  wall clock of the whole run, and ``model_retries`` retries retryable provider errors.
+  An agent run a strategy starts (:meth:`StrategyContext.run_agent`) is counted the
+  same way, call by call: its model is seen through the strategy's accounting, so
+  concurrent agent runs share one ``max_turns`` and one budget;
 * every call is visible as ``ModelCallStarted`` / ``ModelCallFinished`` events (with the
   fingerprints of the prompt templates it was rendered from), and strategy progress as
   :class:`~loopwright.core.events.StrategyStep` events, between one ``RunStarted`` and
@@ -25,7 +27,8 @@ import asyncio
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from loopwright.core.errors import ProviderError
 from loopwright.core.events import (
@@ -42,7 +45,14 @@ from loopwright.core.events import (
     ToolCallStarted,
 )
 from loopwright.core.messages import JSONValue, Message, ToolCallPart, Usage
-from loopwright.core.protocols import Model, ModelRequest, ModelSettings, complete
+from loopwright.core.protocols import (
+    Model,
+    ModelEvent,
+    ModelRequest,
+    ModelSettings,
+    StreamError,
+    complete,
+)
 from loopwright.core.run import (
     TAINT_LOG_SIZE,
     RunResult,
@@ -51,10 +61,11 @@ from loopwright.core.run import (
     new_session_id,
     run_sync,
 )
-from loopwright.loop.agent import running_as_parent
+from loopwright.loop.agent import Agent, running_as_parent
 from loopwright.loop.limits import Limits
 from loopwright.prompts.patterns import OutputParseError
 from loopwright.prompts.template import fingerprints_of, prompt_message
+from loopwright.strategies.wrapper import ModelWrapper
 from loopwright.tools.confirm import Confirmation
 from loopwright.tools.dispatcher import Dispatcher, DispatchOutcome
 
@@ -173,8 +184,43 @@ class StrategyContext:
         return self.calls
 
     def add_usage(self, usage: Usage) -> None:
-        """Count usage spent outside :meth:`ask` (an agent run a strategy started)."""
+        """Count usage spent outside :meth:`ask` (an agent called as a tool by a step)."""
         self.usage = self.usage + usage
+
+    async def run_agent(
+        self,
+        agent: Agent[Any],
+        prompt: str | Message,
+        *,
+        history: Sequence[Message] | None = None,
+        settings: ModelSettings | None = None,
+    ) -> RunResult[Any]:
+        """One run of ``agent`` on ``prompt`` (after ``history``) as part of this strategy.
+
+        Every model call of the run is counted as one of :meth:`ask`'s is -- reserved
+        against ``Limits.max_turns`` when it starts, its usage added to the budgets when
+        it ends -- so agent runs going on at the same time share the strategy's limits and
+        cannot overshoot them. The run's events (but its own ``RunStarted`` /
+        ``RunFinished``) go to the strategy's stream instead of the agent's
+        ``hooks.on_event``. ``settings`` replace the agent's model settings for this run.
+        A run that ends without a final answer is returned as it is (the strategy
+        decides); a strategy limit reached during the run raises
+        :class:`BudgetExhausted`."""
+        self.check()
+        counted = _Counted(agent.model, self)
+        config = agent.config
+        hooks = replace(config.hooks, on_event=self._forward_child)
+        run = type(agent).from_config(
+            replace(config, model=counted, hooks=hooks, settings=settings or config.settings)
+        )
+        result = await run.arun(prompt, history=history)
+        if counted.refused is not None:
+            raise counted.refused
+        return result
+
+    def _forward_child(self, event: RunEvent) -> None:
+        if not isinstance(event, RunStarted | RunFinished):
+            self.emit(event)
 
     # -- as the parent of agents called as tools (loopwright.loop.agent.ParentRun) ------
     def forward(self, event: RunEvent) -> None:
@@ -293,6 +339,34 @@ class StrategyContext:
                 raise ModelFailed(error)
             delay = self.limits.retry_base_delay * 2 ** (attempt - 1)
             await asyncio.sleep(min(delay, self.limits.retry_max_delay))
+
+
+class _Counted(ModelWrapper):
+    """An agent's model seen through a strategy's accounting (:meth:`StrategyContext.
+    run_agent`): each call is reserved like one of ``ask``'s, and its usage counted.
+    A call the limits refuse ends the agent's run with a model error; ``refused`` keeps
+    the limit, which ``run_agent`` raises once the run has stopped."""
+
+    def __init__(self, model: Model, ctx: StrategyContext) -> None:
+        super().__init__(model)
+        self.ctx = ctx
+        self.refused: BudgetExhausted | None = None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        ctx = self.ctx
+        try:
+            ctx._reserve_call()
+        except BudgetExhausted as exc:
+            self.refused = exc
+            yield StreamError(ProviderError(f"strategy limit reached: {exc.detail}"))
+            return
+        async for event in self.model.stream(request):
+            if isinstance(event, ResponseDone | StreamError):
+                ctx.usage = ctx.usage + event.usage
+                if isinstance(event, StreamError) and event.error.retryable:
+                    # the agent retries it as the same turn (Limits: retries are no turns)
+                    ctx.calls -= 1
+            yield event
 
 
 @dataclass(frozen=True, slots=True)

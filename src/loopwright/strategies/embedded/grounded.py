@@ -80,7 +80,7 @@ from loopwright.strategies.embedded.claims import (
     unstated_thing,
 )
 from loopwright.strategies.embedded.focus import focused_request, shown_part
-from loopwright.strategies.embedded.wrapper import ModelWrapper
+from loopwright.strategies.wrapper import ModelWrapper
 
 _NUMBER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\d)")
 _WORD = re.compile(r"[a-z0-9']+")

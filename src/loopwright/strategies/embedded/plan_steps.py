@@ -26,7 +26,7 @@ from typing import Any
 from loopwright.core.events import ModelEvent, ResponseDone, ToolCallDelta
 from loopwright.core.messages import Message, ReasoningPart, StopReason, ToolCallPart, Usage
 from loopwright.core.protocols import ModelRequest, NamedTool
-from loopwright.strategies.embedded.wrapper import ModelWrapper
+from loopwright.strategies.wrapper import ModelWrapper
 
 PLAN_META_KEY = "local_plan"
 RESULT_JSON: Mapping[str, str] = {"$ref": "previous_result"}

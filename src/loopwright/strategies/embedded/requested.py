@@ -56,7 +56,7 @@ from loopwright.strategies.embedded.formula import (
     request_formula,
 )
 from loopwright.strategies.embedded.tables import asked_tables, request_held_to_tables
-from loopwright.strategies.embedded.wrapper import ModelWrapper
+from loopwright.strategies.wrapper import ModelWrapper
 
 FILE_META_KEY = "file_name"
 # A file name: a name, a dot and an extension starting with a letter, optionally under

@@ -1,4 +1,5 @@
-"""The base of the embedded strategy's model wrappers: each wraps a
+"""The base of the strategies' model wrappers (the embedded strategy's, and the one a
+strategy counts an agent run's calls through): each wraps a
 :class:`~loopwright.core.protocols.Model` and changes only its ``stream``."""
 
 from __future__ import annotations
