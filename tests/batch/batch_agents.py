@@ -80,6 +80,15 @@ def standin() -> Agent:
     return Agent(FunctionModel(_reply), [ping])
 
 
+class _Formatless(FunctionModel):
+    follows_text_formats = False  # as the embedded model says of itself
+
+
+def formatless() -> Agent:
+    """The stand-in over a model that declares it cannot write strategies' text formats."""
+    return Agent(_Formatless(_reply), [ping])
+
+
 def marked_processes(mark: str) -> list[int]:
     """Processes (of any parent) whose environment carries ``LOOPWRIGHT_TEST_MARK=mark``."""
     found = []

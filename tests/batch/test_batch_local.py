@@ -231,6 +231,27 @@ def _cli(tmp_path: Path, monkeypatch, *args: str):  # type: ignore[no-untyped-de
     return CliRunner().invoke(main, ["batch", *args, "--agent", "batch_agents:standin"])
 
 
+def test_a_strategy_the_model_cannot_run_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from loopwright.cli.main import main
+
+    shutil.copy(Path(__file__).with_name("batch_agents.py"), tmp_path / "batch_agents.py")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.jsonl").write_text('"hi"\n')
+    args = [
+        "batch",
+        "p.jsonl",
+        "--strategy",
+        "tree_of_thoughts",
+        "--agent",
+        "batch_agents:formatless",
+    ]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 2 and "--strategy tree_of_thoughts: " in out.output
+    assert "--model" in out.output and '"task"' not in out.output  # no task ran
+
+
 def test_the_local_engine_through_the_command(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     marks = tmp_path / "marks"
     marks.mkdir()

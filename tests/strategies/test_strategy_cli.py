@@ -60,7 +60,8 @@ def test_self_consistency_from_the_cli_is_traced(
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["answer"] == "42" and data["stop_reason"] == "final_answer"
+    # each sample is a run of the agent: the answer is the first winning run's own
+    assert data["answer"] == "Answer: 42" and data["stop_reason"] == "final_answer"
     lines = [json.loads(ln) for f in tmp_path.glob("*.jsonl") for ln in f.read_text().splitlines()]
     kinds = [ln.get("kind") for ln in lines if ln.get("type") == "strategy_step"]
     calls = [ln for ln in lines if ln.get("type") == "model_call_finished"]
@@ -115,3 +116,51 @@ def test_an_escalated_plan_is_stored_and_the_hint_says_how_to_continue(
     assert f"loopwright resume {data['session_id']}" in data["hint"]
     saved = PlanCheckpoints(SQLiteStore(tmp_path / "sessions.db"), data["session_id"]).load()
     assert saved["results"] and saved["request"] == "go"
+
+
+class _Formatless(FunctionModel):
+    follows_text_formats = False  # as the embedded model says of itself
+
+
+def test_a_strategy_the_model_cannot_run_fails_before_any_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _Formatless(lambda messages, request: "17 * 23 = 23.")
+    result = invoke(
+        monkeypatch, Agent(model), "run", "--strategy", "tree_of_thoughts", "What is 17 * 23?"
+    )
+    assert result.exit_code == 2
+    assert "--strategy tree_of_thoughts: " in result.output and "--model" in result.output
+    assert model.calls == 0
+
+
+def test_strategy_settings_from_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = invoke(
+        monkeypatch, sc_agent(), "run", "--strategy", "self_consistency",
+        "--strategy-setting", "k=2", "--stream", "6 * 7?",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    # two samples (42, 41): a tie, the first seen wins
+    assert sum(ln.startswith("· self_consistency sample") for ln in result.stdout.splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("k", "write NAME=VALUE"),
+        ("k=2.5", "self_consistency's k is a whole number"),
+        ("k=nan", "write NAME=VALUE"),
+        ("depth=2", "has no setting(s) depth; its settings: k"),
+    ],
+)
+def test_a_bad_strategy_setting_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, setting: str, message: str
+) -> None:
+    args = ["run", "--strategy", "self_consistency", "--strategy-setting", setting, "q"]
+    result = invoke(monkeypatch, sc_agent(), *args)
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_a_strategy_setting_needs_a_strategy(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = invoke(monkeypatch, sc_agent(), "run", "--strategy-setting", "k=2", "q")
+    assert result.exit_code == 2 and "add --strategy" in result.output

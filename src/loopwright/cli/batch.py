@@ -147,6 +147,13 @@ def batch_main(
         # runs this agent, its MCP servers connected once for the batch; Ray workers
         # connect their own, so the driver's are closed before the batch starts.
         agent, _ = build(factory, None, held)
+        if options.strategy is not None:
+            # a strategy the model cannot run is a usage error, not a failure per task
+            from loopwright.strategies.catalog import unsupported_reason
+
+            reason = unsupported_reason(options.strategy, agent)
+            if reason is not None:
+                raise CliError(f"--strategy {options.strategy}: {reason}")
         if options.engine == "ray":
             held.close()
         return _run(agent, factory, tasks, options)

@@ -32,7 +32,7 @@ from loopwright.cli.output import CliError, say
 from loopwright.cli.render import StreamRenderer
 from loopwright.cli.results import print_result
 from loopwright.cli.stored import may_pause, observed, run_durably
-from loopwright.cli.strategy_run import run_strategy
+from loopwright.cli.strategy_run import parse_settings, run_strategy
 from loopwright.core.text import to_json
 from loopwright.store import open_store
 from loopwright.strategies.catalog import STRATEGY_NAMES
@@ -54,6 +54,7 @@ Examples:
   loopwright run --batch prompts.jsonl --concurrency 8 --json
   loopwright run --mcp mcp-server-time --mcp http://127.0.0.1:8000/mcp "Time in Tokyo?"
   loopwright run --model openai:gpt-4o-mini --strategy self_consistency "What is 17 * 23?"
+  loopwright run --strategy self_consistency --strategy-setting k=3 "What is 17 * 23?"
 
 Tools that require confirmation (send_email) ask on a terminal; --yes approves and
 --no denies every such call. Without a terminal and without either flag the call is
@@ -143,8 +144,16 @@ def _payload_printer(direction: str, payload: Mapping[str, object]) -> None:
     type=click.Choice(STRATEGY_NAMES),
     default=None,
     help="Answer with a reasoning strategy over the agent's model, tools and limits "
-    "(docs/strategies.md); it needs a model that follows instructions: the embedded "
-    "one does not.",
+    "(docs/strategies.md). plan_execute, tree_of_thoughts and react_text need a model "
+    "that follows text formats: the embedded one does not.",
+)
+@click.option(
+    "--strategy-setting",
+    "strategy_setting",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A setting of the --strategy (repeatable): e.g. k=3 for self_consistency, "
+    "max_rounds=1 for self_refine (docs/strategies.md).",
 )
 @click.pass_context
 def run_command(
@@ -161,9 +170,13 @@ def run_command(
     batch: Path | None,
     concurrency: int,
     strategy: str | None,
+    strategy_setting: tuple[str, ...],
     **agent_params: object,
 ) -> None:
     recipe = recipe_from(given_fields(ctx, agent_params))
+    if strategy_setting:  # cli/strategy_run.py
+        given = parse_settings(strategy, strategy_setting, batch is not None)
+        recipe = replace(recipe, strategy_settings=given)
     check_path_flags(ctx, agent_params, recipe)
     if yes and deny:
         raise CliError("--yes and --no exclude each other; pass one of them")

@@ -66,6 +66,51 @@ def run_strategy(
     return report(outcome, as_json=as_json, streamed=streamed)
 
 
+def parse_settings(
+    name: str | None, pairs: tuple[str, ...], batch: bool
+) -> dict[str, int | float | bool]:
+    """``--strategy-setting NAME=VALUE`` options as the settings of strategy ``name``
+    (whole numbers, numbers, ``true``/``false``); a bad one is a :class:`CliError`."""
+    if name is None or batch:
+        raise CliError(
+            "--strategy-setting applies to a single run with --strategy NAME; "
+            + ("drop --batch" if batch else "add --strategy")
+        )
+    given: dict[str, int | float | bool] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        value = _setting_value(text.strip())
+        if not sep or not key.strip() or value is None:
+            raise CliError(
+                f"--strategy-setting {pair!r}: write NAME=VALUE with a number or "
+                "true/false (e.g. k=3)"
+            )
+        given[key.strip()] = value
+    try:
+        settings_for(name, given)
+    except LookupError as exc:  # an unknown setting: the message lists the known ones
+        raise CliError(f"--strategy-setting: {exc}") from None
+    defaults = settings_for(name)
+    for key, value in given.items():
+        kind = type(defaults[key])
+        if type(value) is not kind and not (kind is float and type(value) is int):
+            wanted = {bool: "true or false", int: "a whole number"}.get(kind, "a number")
+            raise CliError(f"--strategy-setting {key}: {name}'s {key} is {wanted}")
+    return given
+
+
+def _setting_value(text: str) -> int | float | bool | None:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        return value if value == value and abs(value) != float("inf") else None
+    return None
+
+
 def is_strategy_session(state: RunState) -> bool:
     """Whether a stored session is a strategy run's (its progress is in the metadata)."""
     return PlanCheckpoints.KEY in state.metadata

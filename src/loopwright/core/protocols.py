@@ -237,6 +237,17 @@ class ReportsCost(Protocol):
 
 
 @runtime_checkable
+class FollowsTextFormats(Protocol):
+    """A model that says ``follows_text_formats = False`` cannot write the text formats a
+    prompt asks for (a JSON plan, a line ``Answer: ...``, a verdict word): the strategies
+    that need them are refused for it (``loopwright.strategies.catalog``). A model that
+    does not say is taken to follow them."""
+
+    @property
+    def follows_text_formats(self) -> bool: ...
+
+
+@runtime_checkable
 class SupportsNativeOutput(Protocol):
     """A model whose provider can constrain the answer to a JSON schema itself (a request's
     :attr:`ModelRequest.output`). ``with_tools``: whether the request also offers tools

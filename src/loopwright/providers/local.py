@@ -104,6 +104,14 @@ class LocalModel:
         return self._config
 
     @property
+    def follows_text_formats(self) -> bool:
+        """Whether the model writes the text formats a prompt asks for (a JSON plan, a
+        line ``Answer: ...``): the embedded Gemma 3 270M, a base model, does not, so the
+        strategies needing them are refused for it (``loopwright.strategies.catalog``);
+        a GGUF file given by path may be an instruction-following model."""
+        return self._spec != DEFAULT_MODEL
+
+    @property
     def context_window(self) -> int:
         """Tokens the model sees per call (read by the loop's context budget)."""
         return self._config.n_ctx

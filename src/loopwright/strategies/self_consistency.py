@@ -1,10 +1,17 @@
 """Self-consistency (CoT-SC): sample several reasoning paths, vote on their answers.
 
-``k`` chain-of-thought samples (the ``cot`` prompt file) run concurrently, at most
-``concurrency`` at a time. Each reply's final answer is extracted by ``parser`` (default
-:func:`extract_answer`: the last ``Answer:`` line, normalised) and counted. The answer
-with most votes wins; a tie is reported in ``data["tie"]`` (the winner is then the tied
-answer seen first).
+``k`` samples run concurrently, at most ``concurrency`` at a time. Built from a
+:class:`~loopwright.core.protocols.Model`, a sample is one chain of thought (the ``cot``
+prompt file) and ``parser`` (default :func:`extract_answer`: the last ``Answer:`` line,
+normalised) reads its answer. Built from an :class:`~loopwright.loop.Agent`, a sample is
+one complete run of the agent on the question -- with its tools, dispatch settings and
+system prompt, at the sampling temperature -- counted against the strategy's limits
+(``StrategyContext.run_agent``); ``parser`` (default :func:`answer_key`: the ``Answer:``
+line, else the last number, else the whole answer normalised) turns its final answer
+into a vote, and a run that ends without a final answer gives none (``data["failed"]``
+counts them by stop reason). The answer with most votes wins; a tie is reported in
+``data["tie"]`` (the winner is then the tied answer seen first). The model's winner is
+the vote itself; the agent's is the full final answer of the first run that voted for it.
 
 **Adaptive stopping**: with ``adaptive=True`` sampling stops once the leading answer
 cannot be overtaken by the samples still to come (its lead over the runner-up exceeds
@@ -20,21 +27,28 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any, Final
 
 from loopwright.core.checks import check_count
 from loopwright.core.errors import UserError
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
+from loopwright.core.run import RunStop
+from loopwright.loop.agent import Agent
 from loopwright.loop.limits import Limits
 from loopwright.prompts import OutputParseError
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
+from loopwright.strategies.runtime import BudgetExhausted, Outcome, Strategy, StrategyContext
 
 AnswerParser = Callable[[str], "str | None"]
 _ANSWER: Final = re.compile(r"answer\s*(?:is|:)\s*(.+)", re.IGNORECASE)
 _NUMBER: Final = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
+# a number as answers write it: "391", "-2.5", "1,000" (the thousands commas are dropped)
+_NUMBERS: Final = re.compile(
+    r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|[-+]?\d+(?:\.\d+)?"
+)
 
 
 def normalise(answer: str) -> str:
@@ -73,6 +87,21 @@ def extract_answer(text: str) -> str | None:
     return answer or None
 
 
+def answer_key(text: str) -> str | None:
+    """The vote of an agent's complete answer: its ``Answer: ...`` line when it has one
+    (:func:`extract_answer`), else its last number (``"17 * 23 = 391."`` -> ``"391"``),
+    else its whole text normalised (:func:`normalise`); ``None`` for an empty answer.
+    Two answers stating one result in other words vote together when the result is a
+    number; other results vote together only when written alike."""
+    stated = extract_answer(text)
+    if stated is not None:
+        return stated
+    numbers = _NUMBERS.findall(text)
+    if numbers:
+        return _plain_number(numbers[-1].replace(",", ""))
+    return normalise(text) or None
+
+
 def decided(counts: Counter[str], remaining: int, min_lead: int | None = None) -> bool:
     """Can the leader no longer be overtaken (nor tied) by ``remaining`` more votes -- or,
     with ``min_lead``, does it lead the runner-up by at least that many votes?"""
@@ -84,18 +113,19 @@ def decided(counts: Counter[str], remaining: int, min_lead: int | None = None) -
 
 
 class SelfConsistency(Strategy):
-    """CoT-SC (module docstring): ``k`` samples at ``temperature``, majority vote."""
+    """CoT-SC (module docstring): ``k`` samples at ``temperature``, majority vote; each
+    sample is a chain of thought of ``model``, or a complete run when given an agent."""
 
     name = "self_consistency"
 
     def __init__(
         self,
-        model: Model,
+        model: Model | Agent[Any],
         *,
         k: int = 10,
         concurrency: int | None = None,
         adaptive: bool = True,
-        parser: AnswerParser = extract_answer,
+        parser: AnswerParser | None = None,
         settings: ModelSettings | None = None,
         limits: Limits | None = None,
         min_lead: int | None = None,
@@ -106,21 +136,22 @@ class SelfConsistency(Strategy):
             check_count("SelfConsistency(concurrency=...)", concurrency)
         if min_lead is not None:
             check_count("SelfConsistency(min_lead=...)", min_lead)
-        self.model = model
+        self.agent = model if isinstance(model, Agent) else None
+        self.model = model.model if isinstance(model, Agent) else model
         self.k = k
         self.concurrency = max(1, concurrency or k)
         self.adaptive = adaptive
         self.min_lead = min_lead
-        self.parser = parser
+        self.parser = parser or (extract_answer if self.agent is None else answer_key)
         self.settings = settings or ModelSettings(temperature=0.7)
 
     def _parsed(self, reply: str) -> str | None:
         return _checked_answer(self.parser(reply))
 
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
-        question = ctx.prepare(strategy_prompt("cot", question=prompt), settings=self.settings)
         tally = _Tally(self, ctx)
         ctx.record = tally.summary  # a run a limit stops keeps its votes
+        sample = self._sampler(ctx, prompt, tally)
         workers = min(self.concurrency, self.k)
         tasks: list[asyncio.Task[None]] = []
 
@@ -138,9 +169,14 @@ class SelfConsistency(Strategy):
                     if first and 1 < workers > len(tasks) and tally.launched < self.k:
                         tasks.append(asyncio.create_task(sampler()))
                     first = False
-                    tally.add(self._parsed(await ctx.ask(self.model, question)))
+                    await sample()
+            except BudgetExhausted as exc:
+                # a limit: no new samples, but those running finish (their calls were
+                # counted already) and their votes are kept
+                tally.limit = tally.limit or exc
+                tally.stopped = True
             except Exception:
-                tally.stop()  # a limit or a model error: the other samplers stop too
+                tally.stop()  # a model error: the other samplers stop too
                 raise
 
         if workers == 1:
@@ -148,7 +184,33 @@ class SelfConsistency(Strategy):
         else:
             tasks.append(asyncio.create_task(sampler()))
             await _drain(tasks, tally)
+        if tally.limit is not None:
+            raise tally.limit
         return tally.vote()
+
+    def _sampler(
+        self, ctx: StrategyContext, prompt: str, tally: _Tally
+    ) -> Callable[[], Awaitable[None]]:
+        """Draw one sample and count its vote: a chain of thought of the model, or a run
+        of the agent (at the sampling temperature, with the agent's other settings)."""
+        agent = self.agent
+        if agent is None:
+            question = ctx.prepare(strategy_prompt("cot", question=prompt), settings=self.settings)
+
+            async def think() -> None:
+                tally.add(self._parsed(await ctx.ask(self.model, question)))
+
+            return think
+        sampling = replace(agent.config.settings, temperature=self.settings.temperature)
+
+        async def run() -> None:
+            result = await ctx.run_agent(agent, prompt, settings=sampling)
+            if result.ok:
+                tally.add(self._parsed(result.answer), result.answer)
+            else:
+                tally.failed(result.stop, result.detail)
+
+        return run
 
 
 def _checked_answer(answer: object) -> str | None:
@@ -190,11 +252,18 @@ class _Tally:
         self.ctx = ctx
         self.counts: Counter[str] = Counter()
         self.first_seen: dict[str, int] = {}
+        self.shown: dict[str, str] = {}  # each vote's answer as first given (an agent's text)
+        self.failures: Counter[str] = Counter()  # agent runs without a final answer, by stop
+        self.last_failure = ""
         self.launched = self.completed = self.unparsed = 0
         self.stopped = False
         self.on_stop: Callable[[], object] | None = None
+        self.leader = ""
+        self.limit: BudgetExhausted | None = None  # the limit that stopped the sampling
 
-    def add(self, answer: str | None) -> None:
+    def add(self, answer: str | None, shown: str | None = None) -> None:
+        """Count one sample's vote ``answer`` (``None``: unreadable); ``shown`` is the
+        answer as given, what the run answers when this vote wins (default: the vote)."""
         self.completed += 1
         counts = self.counts
         if answer is None:
@@ -202,14 +271,27 @@ class _Tally:
         else:
             counts[answer] += 1
             first = self.first_seen.setdefault(answer, self.completed)
-            best = self.ctx.best
-            if best != answer and (
-                not best
-                or counts[answer] > counts[best]
-                or (counts[answer] == counts[best] and first < self.first_seen[best])
+            self.shown.setdefault(answer, answer if shown is None else shown)
+            if self.leader != answer and (
+                not self.leader
+                or counts[answer] > counts[self.leader]
+                or (counts[answer] == counts[self.leader] and first < self.first_seen[self.leader])
             ):
-                self.ctx.best = answer  # the leader; ties go to the answer seen first
+                self.leader = answer  # ties go to the answer seen first
+                self.ctx.best = self.shown[answer]
         self.ctx.step("sample", index=self.completed, answer=answer)
+        self._decide()
+
+    def failed(self, stop: RunStop, detail: str) -> None:
+        """Count an agent run that ended without a final answer: no vote."""
+        self.completed += 1
+        self.failures[stop.value] += 1
+        self.last_failure = detail
+        self.ctx.step("sample", index=self.completed, answer=None, stop=stop.value)
+        self._decide()
+
+    def _decide(self) -> None:
+        counts = self.counts
         owner = self.owner
         if owner.adaptive and decided(counts, owner.k - self.completed, owner.min_lead):
             self.stop()
@@ -227,13 +309,16 @@ class _Tally:
         top = max(counts.values(), default=0)
         tie = sorted((a for a, n in counts.items() if n == top), key=first_seen.__getitem__)
         votes: dict[str, JSONValue] = dict(counts.most_common())
-        return {
+        summary: dict[str, JSONValue] = {
             "votes": votes,
             "samples": self.completed,
             "unparsed": self.unparsed,
             "tie": list(tie) if len(tie) > 1 else [],
             "stopped_early": self.completed < self.owner.k,
         }
+        if self.owner.agent is not None:
+            summary["failed"] = dict(self.failures.most_common())
+        return summary
 
     def vote(self) -> Outcome:
         counts, first_seen = self.counts, self.first_seen
@@ -241,13 +326,27 @@ class _Tally:
         self.ctx.step("vote", **data)
         if not counts:
             # nothing to vote on: an empty "final answer" would pass for a result
+            if len(self.failures) == 1 and not self.unparsed:
+                # every agent run stopped alike (max_turns, model_error ...): that is the
+                # run's outcome, as the agent's own would be
+                stop = RunStop(next(iter(self.failures)))
+                raise BudgetExhausted(
+                    stop,
+                    f"none of the {self.completed} agent runs ended with a final answer "
+                    f"(each stopped with {stop.value}; the last: {self.last_failure})",
+                )
+            wanted = (
+                "the default parser wants a last line 'Answer: ...'"
+                if self.owner.agent is None
+                else f"runs without a final answer: {dict(self.failures) or 'none'}"
+            )
             raise OutputParseError(
                 f"none of the {self.completed} samples gave an answer the parser could "
-                "read (the default parser wants a last line 'Answer: ...')",
+                f"read ({wanted})",
                 retry_message="",
                 raw="",
             )
-        return _leader(counts, first_seen), data
+        return self.shown[_leader(counts, first_seen)], data
 
 
 def _leader(counts: Counter[str], first_seen: dict[str, int]) -> str:

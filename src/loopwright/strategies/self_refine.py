@@ -6,23 +6,35 @@ The generator answers the task (``refine_draft``); the critic -- the same model 
 (``refine_improve``). The cycle ends when the feedback says ``STOP``, when the score
 reaches ``threshold``, after ``max_rounds`` refinements, or when a limit is reached.
 Every draft and its feedback are kept in ``data["drafts"]``; the answer is the
-highest-scored draft (the latest among equals).
+highest-scored draft (the latest among equal scores). A draft whose feedback has no
+score cannot be judged better than the one before it: it never replaces an earlier
+draft (a scored draft beats every unscored one).
+
+Built from an :class:`~loopwright.loop.Agent`, the generator is the agent: the first
+draft is one complete run of it on the task (with its tools, as the agent alone would
+answer), and each rewrite continues that conversation with the ``refine_improve``
+request -- so a rewrite sees the tool results its draft was made from and may call the
+tools again. A run that ends without a final answer ends the cycle (no draft: the run's
+stop). The critic is ``critic`` or the agent's model, asked without tools. Agent runs
+count against the strategy's limits call by call (``StrategyContext.run_agent``).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from loopwright.core.checks import check_count, check_score
-from loopwright.core.messages import JSONValue
+from loopwright.core.messages import JSONValue, Message
 from loopwright.core.protocols import Model
+from loopwright.loop.agent import Agent
 from loopwright.loop.limits import Limits
-from loopwright.prompts import OutputParseError
+from loopwright.prompts import OutputParseError, prompt_message
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
+from loopwright.strategies.runtime import BudgetExhausted, Outcome, Strategy, StrategyContext
 
 _SCORE: Final = re.compile(r"score\s*:\s*(\d+(?:\.\d+)?)\s*(?:/\s*(\d+))?", re.IGNORECASE)
 _STOP: Final = re.compile(r"^\s*STOP\s*$", re.MULTILINE)
@@ -53,13 +65,14 @@ def parse_feedback(text: str) -> Feedback:
 
 class SelfRefine(Strategy):
     """Self-Refine (module docstring). ``threshold`` is a score in 0-1 (``None``: only
-    ``STOP`` or the round limit end the cycle)."""
+    ``STOP`` or the round limit end the cycle). ``model`` is the generator: a model, or
+    an agent whose runs write the drafts."""
 
     name = "self_refine"
 
     def __init__(
         self,
-        model: Model,
+        model: Model | Agent[Any],
         *,
         critic: Model | None = None,
         max_rounds: int = 3,
@@ -70,13 +83,15 @@ class SelfRefine(Strategy):
         check_count("SelfRefine(max_rounds=...)", max_rounds, minimum=0)
         if threshold is not None:
             check_score("SelfRefine(threshold=...)", threshold)
-        self.model = model
-        self.critic = critic or model
+        self.agent = model if isinstance(model, Agent) else None
+        self.model = model.model if isinstance(model, Agent) else model
+        self.critic = critic or self.model
         self.max_rounds = max_rounds
         self.threshold = threshold
 
     async def _solve(self, ctx: StrategyContext, prompt: str) -> Outcome:
-        draft = await ctx.ask(self.model, strategy_prompt("refine_draft", task=prompt))
+        writer = _Writer(self, ctx)
+        draft = await writer.draft(prompt)
         if not draft.strip():
             raise OutputParseError(
                 "the model's first draft was empty: nothing to refine", retry_message="", raw=""
@@ -90,17 +105,13 @@ class SelfRefine(Strategy):
             )
             feedback = parse_feedback(reply)
             drafts.append({"draft": draft, "feedback": reply, "score": feedback.score})
-            score = -1.0 if feedback.score is None else feedback.score
-            if score >= best[0]:
-                best = (score, round_, draft)
+            if feedback.score is not None and feedback.score >= best[0]:
+                best = (feedback.score, round_, draft)
             ctx.best = best[2]
             ctx.step("feedback", round=round_, score=feedback.score, stop=feedback.stop)
             if self._done(feedback) or round_ == self.max_rounds:
                 break
-            rewrite = await ctx.ask(
-                self.model,
-                strategy_prompt("refine_improve", task=prompt, draft=draft, feedback=reply),
-            )
+            rewrite = await writer.rewrite(prompt, draft, reply)
             if not rewrite.strip():
                 break  # an empty rewrite is no improvement (and would win a tie of scores)
             draft = rewrite
@@ -114,3 +125,40 @@ class SelfRefine(Strategy):
             and feedback.score is not None
             and feedback.score >= self.threshold
         )
+
+
+class _Writer:
+    """The drafts of one run: the model's replies, or the agent's runs (a rewrite
+    continues the conversation of the draft before it)."""
+
+    def __init__(self, owner: SelfRefine, ctx: StrategyContext) -> None:
+        self.owner = owner
+        self.ctx = ctx
+        self.history: Sequence[Message] = ()
+
+    async def draft(self, task: str) -> str:
+        agent = self.owner.agent
+        if agent is None:
+            return await self.ctx.ask(self.owner.model, strategy_prompt("refine_draft", task=task))
+        result = await self.ctx.run_agent(agent, task)
+        if not result.ok:
+            # no draft to refine: the agent's own outcome is the run's
+            raise BudgetExhausted(
+                result.stop,
+                f"the draft's agent run stopped with {result.stop.value}: {result.detail}",
+            )
+        self.history = result.messages
+        return result.answer
+
+    async def rewrite(self, task: str, draft: str, feedback: str) -> str:
+        """The rewrite of ``draft``; empty when there is none (an agent run without a
+        final answer)."""
+        request = strategy_prompt("refine_improve", task=task, draft=draft, feedback=feedback)
+        agent = self.owner.agent
+        if agent is None:
+            return await self.ctx.ask(self.owner.model, request)
+        result = await self.ctx.run_agent(agent, prompt_message(request), history=self.history)
+        if not result.ok:
+            return ""
+        self.history = result.messages
+        return result.answer
