@@ -47,6 +47,7 @@ from loopwright.core.run import RunState
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL
 from loopwright.store.codec import StateEncoder
+from loopwright.store.errors import SessionLocked
 from loopwright.store.state import CheckpointRef, IntentRecord, Write
 
 log = logging.getLogger("loopwright.durable")
@@ -122,6 +123,9 @@ class Checkpointer:
         self._error: Exception | None = None
         self._claim: asyncio.Future[Any] | None = None  # the lock, while being taken
         self._refused: Exception | None = None  # the lock was not taken: write nothing
+        self.on_lost: Callable[[Exception], None] | None = None
+        """Called once when the run turns out not to hold its lock any more (see
+        :meth:`lose`): the runner stops the run."""
 
     def on_event(self, event: RunEvent) -> None:
         if isinstance(event, RunFinished):
@@ -261,8 +265,22 @@ class Checkpointer:
 
         future.add_done_callback(landed)
 
+    def lose(self, exc: Exception) -> None:
+        """The session's lock is held by another owner now (a refresh found it: it
+        expired while this process stalled, or someone broke it): another process may
+        be running the session, so nothing more of this run is written, no further tool
+        starts (:meth:`lock_held` raises ``exc``) and :attr:`on_lost` stops the run."""
+        if self._refused is not None:
+            return
+        self._refused = exc
+        if self.on_lost is not None:
+            self.on_lost(exc)
+
     def _failed(self, f: asyncio.Future[Any]) -> None:
         exc = RuntimeError("cancelled") if f.cancelled() else f.exception()
+        if isinstance(exc, SessionLocked):  # a refresh found another owner
+            self.lose(exc)
+            return
         if exc is not None:  # kept for flush(); the next write retries it all
             self._error = exc if isinstance(exc, Exception) else RuntimeError(str(exc))
             log.warning("session %s: checkpoint failed: %s", self.state.session_id, exc)

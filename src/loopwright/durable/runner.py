@@ -49,7 +49,7 @@ from loopwright.loop.intents import IntentRecorder
 from loopwright.loop.recovery import in_call_order, plan_recovery, unanswered_calls
 from loopwright.store.aio import AsyncStore
 from loopwright.store.base import DEFAULT_LOCK_TTL, CheckpointStore
-from loopwright.store.errors import SessionNotFound
+from loopwright.store.errors import SessionLocked, SessionNotFound
 from loopwright.store.heartbeat import LockHeartbeat
 from loopwright.store.state import lock_owner_id
 from loopwright.tools import Confirmation
@@ -314,6 +314,9 @@ class Durable:
             _RUN.reset(token)
         if claim is not None:
             claim.add_done_callback(lambda f: None if claim_refusal(f) is None else run.cancel())
+        # a run that lost its lock stops: another process may be running the session
+        checkpointer.on_lost = lambda exc: run.cancel()
+        lock.on_lost(checkpointer.lose)
         if self.on_run is not None:
             self.on_run(run)
         try:
@@ -472,6 +475,10 @@ class _SessionLock:
         claim = self.store.claim(self.session_id, self.owner, self.ttl)
         claim.add_done_callback(landed)
         return claim
+
+    def on_lost(self, callback: Callable[[SessionLocked], None]) -> None:
+        """Call ``callback`` when the heartbeat finds the lock held by another owner."""
+        self._heartbeat.on_lost = callback
 
     async def quiet(self) -> None:
         """Stop the heartbeat (a refresh in flight finishes first)."""

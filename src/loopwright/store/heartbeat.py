@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from loopwright.store.aio import AsyncStore
-from loopwright.store.errors import StoreError
+from loopwright.store.errors import SessionLocked, StoreError
 
 log = logging.getLogger("loopwright.store")
 
@@ -25,13 +26,26 @@ class LockHeartbeat:
     """Refresh ``owner``'s lock on ``session_id`` every ``ttl / 3`` seconds between
     :meth:`start` and :meth:`stop` (both called on the event loop running the run)."""
 
-    __slots__ = ("_refresh", "_stopped", "_timer", "owner", "session_id", "store", "ttl")
+    __slots__ = (
+        "_refresh",
+        "_stopped",
+        "_timer",
+        "on_lost",
+        "owner",
+        "session_id",
+        "store",
+        "ttl",
+    )
 
     def __init__(self, store: AsyncStore, session_id: str, owner: str, ttl: float) -> None:
         self.store = store
         self.session_id = session_id
         self.owner = owner
         self.ttl = ttl
+        self.on_lost: Callable[[SessionLocked], None] | None = None
+        """Called when a refresh finds the lock held by another owner (it expired while
+        this process stalled, or someone broke it): the holder must stop, since another
+        process may be running the session now. The heartbeat stops."""
         self._timer: asyncio.TimerHandle | None = None
         self._refresh: asyncio.Task[None] | None = None
         self._stopped = False
@@ -50,6 +64,11 @@ class LockHeartbeat:
     async def _refresh_lock(self) -> None:
         try:
             await self.store.acquire_lock(self.session_id, self.owner, self.ttl)
+        except SessionLocked as exc:
+            log.warning("session %s: lock lost: %s", self.session_id, exc)
+            if self.on_lost is not None and not self._stopped:
+                self.on_lost(exc)
+            return
         except StoreError as exc:  # the run's next checkpoint reports a lasting problem
             log.warning("session %s: lock refresh failed: %s", self.session_id, exc)
         if not self._stopped:
