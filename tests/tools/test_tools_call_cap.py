@@ -62,3 +62,12 @@ async def test_dispatcher_cap_keeps_call_order_and_never_starts_extras() -> None
     assert [o.attempts for o in out] == [1, 1, 0, 0, 0]
     single = await d.run_results(calls[:1], max_calls=1)
     assert single[0].content == "charged"
+
+
+async def test_a_single_call_over_a_cap_of_zero_is_skipped_not_run() -> None:
+    charged, charge = _charger()
+    d = Dispatcher(ToolRegistry([charge]))
+    out = await d.run_batch([ToolCallPart("c0", "charge", {"amount": 1})], max_calls=0)
+    assert charged == []
+    assert [o.attempts for o in out] == [0]
+    assert out[0].result.error_kind == ToolErrorKind.SKIPPED.value

@@ -284,6 +284,24 @@ class Dispatcher:
         ):
             # -1 ran every call but the last, which was reported over a cap of -1
             raise ValueError(f"run_batch(max_calls=...) must be an int >= 0, got {max_calls!r}")
+        if len(calls) == 1 and (max_calls is None or max_calls > 0):  # most batches
+            return [await self._slot(calls[0], interrupted, on_start, decisions, taint)]
+        return await self._run_many(calls, interrupted, on_start, decisions, max_calls, taint)
+
+    async def _run_many(
+        self,
+        calls: Sequence[ToolCallPart],
+        interrupted: Callable[[], bool] | None,
+        on_start: Callable[[ToolCallPart], None] | None,
+        decisions: Mapping[str, Confirmation] | None,
+        max_calls: int | None,
+        taint: Sequence[TaintSource],
+    ) -> list[DispatchOutcome]:
+        """:meth:`run_batch` of any other batch: none, several calls, or calls over the
+        cap. A method of its own because its closures (the semaphore's ``limited``, the
+        over-cap comprehension) make every variable they read a cell, created when the
+        frame starts: in ``run_batch`` itself that was 9 cells allocated for every
+        one-call batch, which reads none of them (benchmarks/notes/loop.md, round 12)."""
         if not calls:
             return []
         over: Sequence[DispatchOutcome] = ()
