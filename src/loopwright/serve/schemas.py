@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from loopwright.core.messages import JSONValue
 
@@ -43,8 +43,10 @@ class Approvals(_Body):
     or a list of call ids; ``deny``: a reason for every other call, or ``{call_id:
     reason}``. Calls given no decision stay pending and the run pauses again."""
 
-    approve: bool | list[str] = False
-    deny: str | dict[str, str] | None = None
+    # strict: "1" or "yes" is not read as true (approving every call) when a client
+    # meant a call id
+    approve: StrictBool | list[StrictStr] = False
+    deny: StrictStr | dict[str, StrictStr] | None = None
 
 
 _FIXES = {
@@ -57,6 +59,14 @@ _FIXES = {
 }
 
 
+_UNION_FIXES = {
+    "approve": 'send true (every call) or a list of call ids, e.g. ["call-1"]',
+    "deny": 'send a reason for every other call, or {"call-2": "reason"}',
+}
+"""Fields that take one of several shapes: pydantic reports each shape's failure under
+a path naming the shape (``approve.bool``); the field and its shapes are named instead."""
+
+
 def parse(model: type[_Body], data: object) -> _Body:
     """``data`` as ``model``, or a 422 naming the first field at fault and the fix."""
     try:
@@ -66,10 +76,16 @@ def parse(model: type[_Body], data: object) -> _Body:
         where = ".".join(str(p) for p in first["loc"])
         allowed = ", ".join(model.model_fields)
         fix = _FIXES.get(first["type"], f"send a valid value for {where or 'the body'}")
+        msg = first["msg"]
+        shapes = _UNION_FIXES.get(str(first["loc"][0])) if first["loc"] else None
+        if shapes is not None:
+            where, fix = str(first["loc"][0]), shapes
+            got = data.get(where) if isinstance(data, dict) else None
+            msg = f"got {got!r:.80}"
         raise ApiError(
             422,
             "invalid_field",
-            f"{where or 'body'}: {first['msg']}",
+            f"{where or 'body'}: {msg}",
             field=f"body.{where}" if where else "body",
             fix=f"{fix} (fields of this request: {allowed})",
         ) from None
