@@ -1,5 +1,5 @@
 """SQL held to the tables a tool describes (``strategies.embedded.tables``,
-``tools.builtin.sql.select_pattern``) and the grammar honouring it (``local_prompt``)."""
+``tools.builtin.sql_pattern.select_pattern``) and the grammar honouring it (``local_prompt``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from loopwright.strategies.embedded.tables import (
     request_values,
 )
 from loopwright.tools.builtin import BuiltinConfig, make_tools
-from loopwright.tools.builtin.sql import described_tables, described_values, select_pattern
+from loopwright.tools.builtin.sql import described_tables, described_values
+from loopwright.tools.builtin.sql_pattern import select_pattern
 
 
 @pytest.fixture()

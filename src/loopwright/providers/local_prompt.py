@@ -267,7 +267,7 @@ def declared_pattern(schema: Mapping[str, Any]) -> str | None:
     """The string's own ``pattern``, when it is anchored and free of the syntax
     llama.cpp's converter refuses (``(?``: groups with flags, lookarounds); a tool or
     a strategy that knows the values' language states it (the SQL a database's tables
-    allow: ``tools.builtin.sql.select_pattern``)."""
+    allow: ``tools.builtin.sql_pattern.select_pattern``)."""
     pattern = schema.get("pattern")
     if not isinstance(pattern, str) or "(?" in pattern:
         return None

@@ -4,7 +4,7 @@ A tool whose description lists its database's tables and columns (``customers(id
 name, city), orders(...)``, as ``tools.builtin.sql.description`` writes them) and whose
 query parameter shows SELECT statements as examples gets, in the request the model
 sees, a ``pattern`` on that parameter: the plain one-table SELECTs those tables allow
-(:func:`loopwright.tools.builtin.sql.select_pattern`). A provider that decodes under a
+(:func:`loopwright.tools.builtin.sql_pattern.select_pattern`). A provider that decodes under a
 grammar (the embedded model) then cannot write a FROM list that runs on ("FROM
 products, orders, customers, products, stock as stock, ...") or a comparison SQL does
 not have ("WHERE total ABOVE 40"), nor compare with a value the request does not
@@ -31,14 +31,12 @@ from loopwright.core.protocols import ModelRequest
 from loopwright.core.tools import ToolSpec
 from loopwright.strategies.embedded.examples import example_parameter
 from loopwright.tools.builtin.sql import (
-    QueryShape,
     described_tables,
     described_values,
-    is_quantity,
-    select_pattern,
     without_kinds,
     without_values,
 )
+from loopwright.tools.builtin.sql_pattern import QueryShape, is_quantity, select_pattern
 
 
 def _is_select(text: object) -> bool:
@@ -302,7 +300,7 @@ def request_values(
 
 def query_shape(request: str, tables: Mapping[str, Mapping[str, str]]) -> QueryShape:
     """What ``request`` asks of a query on ``tables`` beyond its values
-    (:class:`~loopwright.tools.builtin.sql.QueryShape`): the rows it names by key, the
+    (:class:`~loopwright.tools.builtin.sql_pattern.QueryShape`): the rows it names by key, the
     counts of rows it gives, a superlative's direction and the columns it names, the
     tables a "how many" counts, the names it writes. Generic: English words for
     order and count, the tables' and columns' own names."""
