@@ -16,7 +16,14 @@ import click
 from loopwright.cli.options import POSITIVE_INT, as_json, store_options
 from loopwright.cli.output import CliError, Painted, emit_json, say
 from loopwright.cli.results import call_line, pending_call
-from loopwright.store import CheckpointStore, SessionInfo, fork, open_store
+from loopwright.store import (
+    CheckpointStore,
+    SessionInfo,
+    SessionNotFound,
+    StoreMissing,
+    fork,
+    open_store,
+)
 
 SESSIONS_HELP = """List stored sessions with their status (newest first).
 
@@ -48,11 +55,20 @@ def _info_row(i: SessionInfo) -> dict[str, object]:
 
 
 @contextmanager
-def _store(ctx: click.Context, kind: str | None, url: str | None) -> Iterator[CheckpointStore]:
-    """The store named here, else on the group (``loopwright sessions --store-url X show``)."""
+def _store(
+    ctx: click.Context, kind: str | None, url: str | None, session_id: str | None = None
+) -> Iterator[CheckpointStore]:
+    """The store named here, else on the group (``loopwright sessions --store-url X show``).
+    Every sessions command reads or changes sessions that must exist, so it creates no
+    store: a missing SQLite file is an error naming it, for a command on ``session_id``
+    that session not being found."""
     obj = ctx.find_object(dict) or {}
-    # every sessions command reads or changes sessions that must exist: it creates no store
-    store = open_store(kind or obj.get("store_kind"), url or obj.get("store_url"), create=False)
+    try:
+        store = open_store(kind or obj.get("store_kind"), url or obj.get("store_url"), create=False)
+    except StoreMissing as exc:
+        if session_id is None:
+            raise
+        raise SessionNotFound(session_id, str(exc)) from None
     try:
         yield store
     finally:
@@ -120,7 +136,7 @@ def show(
       loopwright sessions show s-1a2b3c
       loopwright sessions show s-1a2b3c --json
     """
-    with _store(ctx, store_kind, store_url) as store:
+    with _store(ctx, store_kind, store_url, session_id) as store:
         refs = store.history(session_id)
         state = store.load(session_id)
     checkpoints = [
@@ -164,7 +180,7 @@ def delete(
     Examples:
       loopwright sessions delete s-1a2b3c
     """
-    with _store(ctx, store_kind, store_url) as store:
+    with _store(ctx, store_kind, store_url, session_id) as store:
         found = store.delete(session_id)
     if not found:
         raise CliError(
@@ -200,7 +216,7 @@ def fork_cmd(
       loopwright sessions fork s-1a2b3c                 the latest checkpoint
       loopwright sessions fork s-1a2b3c --checkpoint 2
     """
-    with _store(ctx, store_kind, store_url) as store:
+    with _store(ctx, store_kind, store_url, session_id) as store:
         state = fork(store, session_id, checkpoint)
     if _json(ctx, as_json):
         emit_json({"session_id": state.session_id})
