@@ -318,3 +318,15 @@ def test_stdin_turns_left_unsent_by_a_pause_are_named(
     )
     assert result.exit_code == exit_code(RunStop.AWAITING_CONFIRMATION)
     assert "note: 2 more stdin line(s) are not sent: session s-" in result.stderr
+
+
+def test_an_error_made_of_lines_prints_one_per_line(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('"fine"\nnot json\n{"prompt": ""}\n')
+    result = invoke("batch", str(prompts), "--model", "scripted")
+    assert result.exit_code == USAGE_ERROR
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"error: {prompts}: 2 bad lines, nothing was run:"
+    assert lines[1].startswith(f"  {prompts}:2: not JSON") and lines[2].startswith(
+        f"  {prompts}:3:"
+    )

@@ -92,11 +92,16 @@ def one_line(message: str) -> str:
 def report_failure(
     message: str, code: int, *, as_json: bool, session_id: str | None = None
 ) -> None:
-    """One ``error: ...`` line on stderr; with ``as_json`` also the error object on stdout."""
+    """One ``error: ...`` line on stderr; with ``as_json`` also the error object on stdout.
+    A message made of lines (a list: every bad line of a batch file) keeps them, each
+    on its own indented line after the first."""
     line = one_line(message)
     if as_json:
         emit_json(error_object(line, code, session_id))
-    say("error: ", line, err=True)
+    head, *rest = [one_line(part) for part in str(message).splitlines() if part.strip()] or [line]
+    say("error: ", head, err=True)
+    for part in rest:
+        say("  ", part, err=True)
 
 
 class CliError(click.ClickException):
