@@ -14,6 +14,8 @@ from loopwright.core.events import RunEvent, RunStarted, ToolCallFinished
 from loopwright.core.messages import Message, Usage
 from loopwright.strategies import SelfConsistency, SelfRefine, catalog
 from loopwright.strategies.self_consistency import answer_key
+from loopwright.tools.confirm import Confirmation
+from loopwright.tools.dispatcher import DispatchConfig
 
 
 @tool
@@ -86,7 +88,7 @@ def test_when_every_agent_run_fails_alike_that_is_the_outcome() -> None:
     agent = Agent(looping, [multiply], limits=Limits(max_turns=2, repeat_limit=None))
     result = SelfConsistency(agent, k=2).run("q")
     assert result.stop is RunStop.MAX_TURNS and result.answer == ""
-    assert "none of the 2 agent runs ended with a final answer" in result.detail
+    assert "each of the 2 agent runs stopped with max_turns" in result.detail
     assert result.data["failed"] == {"max_turns": 2}
 
 
@@ -174,3 +176,21 @@ def test_a_model_without_text_formats_is_refused_for_the_strategies_needing_them
         catalog.for_agent(name, agent)
     # self-consistency, which needs no format of the model, remains
     assert isinstance(catalog.for_agent("self_consistency", agent), SelfConsistency)
+
+
+@tool(requires_confirmation=True)
+def send(text: str) -> str:
+    """Send a message (a person approves it first)."""
+    return "sent"
+
+
+def test_an_agent_run_paused_for_approval_ends_the_strategy_output_invalid() -> None:
+    # a strategy run cannot pause (nothing would resume it): the detail says what to do
+    model = FunctionModel(lambda messages, request: [tool_call("send", {"text": "hi"})])
+    later = DispatchConfig(confirm=lambda call, spec: Confirmation.later())  # nobody to ask
+    agent = Agent(model, [send], dispatch=later)
+    for strategy in (SelfConsistency(agent, k=2), SelfRefine(agent)):
+        result = strategy.run("Send hi")
+        assert result.stop is RunStop.OUTPUT_INVALID and result.state is None
+        assert "stopped with awaiting_confirmation" in result.detail
+        assert "--yes or --no" in result.detail

@@ -218,6 +218,21 @@ class StrategyContext:
             raise counted.refused
         return result
 
+    @staticmethod
+    def failed_run(result: RunResult[Any], what: str) -> BudgetExhausted:
+        """The strategy's outcome when an agent run it needed (``what``: "the draft's
+        agent run") ended without a final answer: that run's stop reason -- except a
+        pause for a person's approval, which a strategy run cannot keep (nothing would
+        resume it): that ends ``output_invalid``, saying how to answer for the tool."""
+        stop, detail = result.stop, f"{what} stopped with {result.stop.value}: {result.detail}"
+        if stop is RunStop.AWAITING_CONFIRMATION:
+            stop = RunStop.OUTPUT_INVALID
+            detail += (
+                "; a strategy run cannot pause for approval: give the agent a confirmation "
+                "handler (on the command line --yes or --no)"
+            )
+        return BudgetExhausted(stop, detail)
+
     def _forward_child(self, event: RunEvent) -> None:
         if not isinstance(event, RunStarted | RunFinished):
             self.emit(event)

@@ -35,7 +35,7 @@ from loopwright.core.checks import check_count
 from loopwright.core.errors import UserError
 from loopwright.core.messages import JSONValue
 from loopwright.core.protocols import Model, ModelSettings
-from loopwright.core.run import RunStop
+from loopwright.core.run import RunResult
 from loopwright.loop.agent import Agent
 from loopwright.loop.limits import Limits
 from loopwright.prompts import OutputParseError
@@ -208,7 +208,7 @@ class SelfConsistency(Strategy):
             if result.ok:
                 tally.add(self._parsed(result.answer), result.answer)
             else:
-                tally.failed(result.stop, result.detail)
+                tally.failed(result)
 
         return run
 
@@ -254,7 +254,7 @@ class _Tally:
         self.first_seen: dict[str, int] = {}
         self.shown: dict[str, str] = {}  # each vote's answer as first given (an agent's text)
         self.failures: Counter[str] = Counter()  # agent runs without a final answer, by stop
-        self.last_failure = ""
+        self.last_failure: RunResult[Any] | None = None
         self.launched = self.completed = self.unparsed = 0
         self.stopped = False
         self.on_stop: Callable[[], object] | None = None
@@ -282,12 +282,12 @@ class _Tally:
         self.ctx.step("sample", index=self.completed, answer=answer)
         self._decide()
 
-    def failed(self, stop: RunStop, detail: str) -> None:
+    def failed(self, result: RunResult[Any]) -> None:
         """Count an agent run that ended without a final answer: no vote."""
         self.completed += 1
-        self.failures[stop.value] += 1
-        self.last_failure = detail
-        self.ctx.step("sample", index=self.completed, answer=None, stop=stop.value)
+        self.failures[result.stop.value] += 1
+        self.last_failure = result
+        self.ctx.step("sample", index=self.completed, answer=None, stop=result.stop.value)
         self._decide()
 
     def _decide(self) -> None:
@@ -326,15 +326,11 @@ class _Tally:
         self.ctx.step("vote", **data)
         if not counts:
             # nothing to vote on: an empty "final answer" would pass for a result
-            if len(self.failures) == 1 and not self.unparsed:
+            last = self.last_failure
+            if last is not None and len(self.failures) == 1 and not self.unparsed:
                 # every agent run stopped alike (max_turns, model_error ...): that is the
                 # run's outcome, as the agent's own would be
-                stop = RunStop(next(iter(self.failures)))
-                raise BudgetExhausted(
-                    stop,
-                    f"none of the {self.completed} agent runs ended with a final answer "
-                    f"(each stopped with {stop.value}; the last: {self.last_failure})",
-                )
+                raise self.ctx.failed_run(last, f"each of the {self.completed} agent runs")
             wanted = (
                 "the default parser wants a last line 'Answer: ...'"
                 if self.owner.agent is None

@@ -34,7 +34,7 @@ from loopwright.loop.agent import Agent
 from loopwright.loop.limits import Limits
 from loopwright.prompts import OutputParseError, prompt_message
 from loopwright.strategies.prompts import strategy_prompt
-from loopwright.strategies.runtime import BudgetExhausted, Outcome, Strategy, StrategyContext
+from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
 
 _SCORE: Final = re.compile(r"score\s*:\s*(\d+(?:\.\d+)?)\s*(?:/\s*(\d+))?", re.IGNORECASE)
 _STOP: Final = re.compile(r"^\s*STOP\s*$", re.MULTILINE)
@@ -143,10 +143,7 @@ class _Writer:
         result = await self.ctx.run_agent(agent, task)
         if not result.ok:
             # no draft to refine: the agent's own outcome is the run's
-            raise BudgetExhausted(
-                result.stop,
-                f"the draft's agent run stopped with {result.stop.value}: {result.detail}",
-            )
+            raise self.ctx.failed_run(result, "the draft's agent run")
         self.history = result.messages
         return result.answer
 
