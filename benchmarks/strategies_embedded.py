@@ -14,7 +14,7 @@ embedded model (``catalog.unsupported_reason``) is reported as refused, without 
 it. ``agent`` (not a strategy) is the agent's own run, for reference.
 
 Run: python benchmarks/strategies_embedded.py [--set dev_6] [--per-kind 3]
-     [--strategies agent,self_consistency,self_refine] [--k 3]
+     [--strategies agent,self_consistency,self_refine] [--k 3] [--concurrency 1]
 """
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ def pick(cases: list[Case], per_kind: int) -> list[Case]:
 
 
 def run_one(
-    name: str, case: Case, base: LocalModel, config: BuiltinConfig, k: int
+    name: str, case: Case, base: LocalModel, config: BuiltinConfig, sc: dict[str, int]
 ) -> dict[str, object]:
     agent = Agent(
         embedded_strategy(base), make_tools(case.tools, config), limits=Limits(max_turns=20)
     )
-    given = {"k": k} if name == "self_consistency" else None
+    given = sc if name == "self_consistency" else None
     refused = getattr(catalog, "unsupported_reason", None)
     reason = refused(name, agent) if refused is not None and name != "agent" else None
     if reason is not None:
@@ -86,6 +86,9 @@ def main() -> None:
     parser.add_argument("--per-kind", type=int, default=3)
     parser.add_argument("--strategies", default=",".join(catalog.STRATEGY_NAMES))
     parser.add_argument("--k", type=int, default=3, help="self_consistency samples")
+    parser.add_argument(
+        "--concurrency", type=int, default=0, help="self_consistency samples at once (0: k)"
+    )
     args = parser.parse_args()
     cases = pick(SETS[args.set], args.per_kind)
     base = LocalModel()
@@ -96,7 +99,8 @@ def main() -> None:
         for name in args.strategies.split(","):
             rows = []
             for case in cases:
-                row = run_one(name, case, base, config, args.k)
+                sc = {"k": args.k, "concurrency": args.concurrency or args.k}
+                row = run_one(name, case, base, config, sc)
                 rows.append(row)
                 print(name, json.dumps(row), flush=True)
             ran = [r for r in rows if r["verdict"] != "refused"]

@@ -161,6 +161,10 @@ def test_the_catalog_builds_the_agent_strategies_over_the_agent() -> None:
     strategy = catalog.for_agent("self_consistency", agent, {"k": 3})
     assert isinstance(strategy, SelfConsistency) and strategy.agent is agent
     assert strategy.run("What is 17 * 23?").answer == "391"
+    # one sample at a time: two agreeing runs decide a vote of three
+    agent = Agent(calculating("{r}", "{r}", "{r}"), [multiply])
+    one_by_one = catalog.for_agent("self_consistency", agent, {"k": 3, "concurrency": 1})
+    assert one_by_one.run("What is 17 * 23?").calls == 4
 
 
 class _NoFormats(FunctionModel):

@@ -52,8 +52,10 @@ def _plan_execute(agent: Agent, s: Settings, progress: Progress | None) -> Strat
 
 def _self_consistency(agent: Agent, s: Settings, progress: Progress | None) -> Strategy:
     # each sample is a whole run of the agent: its tools are called
-    k = int(s["k"])
-    return SelfConsistency(agent, k=k, concurrency=k, limits=agent.config.limits)
+    # concurrency 1 saves runs on a model that answers one call at a time: the vote can
+    # be decided before the last samples start (adaptive stopping)
+    k, workers = int(s["k"]), int(s["concurrency"])
+    return SelfConsistency(agent, k=k, concurrency=workers, limits=agent.config.limits)
 
 
 def _tree_of_thoughts(agent: Agent, s: Settings, progress: Progress | None) -> Strategy:
@@ -90,7 +92,7 @@ DEFAULT_SETTINGS: Final[dict[str, dict[str, int | float | bool]]] = {
         "max_replans": _PLAN_DEFAULTS.max_replans,
         "reflect_each_batch": _PLAN_DEFAULTS.reflect_each_batch,
     },
-    "self_consistency": {"k": 5},
+    "self_consistency": {"k": 5, "concurrency": 5},
     "tree_of_thoughts": {"beam": 3, "depth": SearchConfig().depth},
     "self_refine": {"max_rounds": 2},
     "react_text": {},
