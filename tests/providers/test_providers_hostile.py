@@ -118,3 +118,20 @@ async def test_arguments_split_inside_unicode_escapes_parse_whole(kit):
     done = final(events)
     assert isinstance(done, ResponseDone), done
     assert done.message.tool_calls[0].arguments == arguments
+
+
+@pytest.mark.parametrize("kit", load_kits(), ids=lambda k: k.name)
+async def test_a_connection_cut_after_the_stop_signal_keeps_the_response(kit):
+    """A proxy that resets the connection instead of ending the body (no final chunk):
+    every event arrived, stop signal included, so the answer is whole; it was a
+    transient error, retried by the loop, and failed every time behind such a proxy."""
+    reply = kit.reply(Answer(text="Hello there"))
+    chunks = [c for c in reply.chunks if c != b"data: [DONE]\n\n"]
+    with FakeServer() as server:
+        server.push(Reply(200, reply.headers, tuple(chunks), cut=True))
+        result = final(await collect(kit.model(server.url), request([USER])))
+        assert isinstance(result, ResponseDone), result
+        assert result.message.text == "Hello there" and result.usage.input_tokens == 20
+        server.push(Reply(200, reply.headers, tuple(chunks[:2]), cut=True))  # before it
+        cut = final(await collect(kit.model(server.url), request([USER])))
+        assert isinstance(cut, StreamError) and cut.error.kind == "transient", cut

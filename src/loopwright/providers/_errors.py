@@ -300,6 +300,38 @@ _TRANSIENT_NAMES = (
 )
 
 
+def cut_connection(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from, through an SDK's wrappers) is
+    the connection failing, a reset or a body ended early, or a stall (``ModelTimeout``
+    mid-stream), rather than an error the server sent. Used to keep a response whose
+    stop signal had already arrived when the connection dropped."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        if isinstance(current, ModelTimeout):
+            return current.phase in ("idle", "total", "read")
+        if isinstance(current, ConnectionError) or any(
+            n in type(current).__name__ for n in _CUT_NAMES
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+_CUT_NAMES = (
+    "RemoteProtocolError",
+    "ReadError",
+    "IncompleteRead",
+    "ClosedResourceError",
+    "EndOfStream",
+    "ProtocolError",
+    "NetworkError",
+)
+"""Exception type names (httpx/httpx2, urllib3/botocore, anyio) of a connection cut
+while a response body was being read."""
+
+
 def _status_of(exc: BaseException) -> int | None:
     for attr in ("status_code", "status", "code"):
         value = getattr(exc, attr, None)

@@ -57,7 +57,7 @@ from loopwright.core.messages import (
     ToolCallPart,
     Usage,
 )
-from loopwright.providers._errors import error_from_exception
+from loopwright.providers._errors import cut_connection, error_from_exception
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, Deadline
 
 C = TypeVar("C")
@@ -402,6 +402,10 @@ async def drive(plan: StreamPlan[C]) -> AsyncIterator[ModelEvent]:
                 chunk = await clock.wait(anext(chunks), first)
             except StopAsyncIteration:
                 break
+            except Exception as exc:
+                if acc.stop is not None and cut_connection(exc):
+                    break  # after the stop signal: the response is whole, a retry would redo it
+                raise
             first = False
             for event in plan.decode(chunk, acc):
                 if event is not None:
