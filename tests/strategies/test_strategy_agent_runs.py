@@ -198,3 +198,17 @@ def test_an_agent_run_paused_for_approval_ends_the_strategy_output_invalid() -> 
         assert result.stop is RunStop.OUTPUT_INVALID and result.state is None
         assert "stopped with awaiting_confirmation" in result.detail
         assert "--yes or --no" in result.detail
+
+
+def test_usage_of_agents_an_agent_run_calls_as_tools_counts_too() -> None:
+    worker = Agent(FunctionModel(lambda m, r: Reply("Paris", usage=Usage(input_tokens=50))))
+    helper = worker.as_tool("researcher", "Answers research questions.")
+
+    def reply(messages: Sequence[Message], request: ModelRequest) -> Reply:
+        if messages[-1].role == "tool":
+            return Reply("Answer: Paris", usage=Usage(input_tokens=10))
+        return Reply([tool_call("researcher", {"task": "Capital?"})], usage=Usage(input_tokens=10))
+
+    agent = Agent(FunctionModel(reply), [helper])
+    result = SelfConsistency(agent, k=1).run("Capital of France?")
+    assert result.ok and result.usage.input_tokens == 10 + 50 + 10

@@ -200,7 +200,8 @@ class StrategyContext:
         Every model call of the run is counted as one of :meth:`ask`'s is -- reserved
         against ``Limits.max_turns`` when it starts, its usage added to the budgets when
         it ends -- so agent runs going on at the same time share the strategy's limits and
-        cannot overshoot them. The run's events (but its own ``RunStarted`` /
+        cannot overshoot them (the usage of agents its tools call, ``Agent.as_tool``,
+        is added when the run ends). The run's events (but its own ``RunStarted`` /
         ``RunFinished``) go to the strategy's stream instead of the agent's
         ``hooks.on_event``. ``settings`` replace the agent's model settings for this run.
         A run that ends without a final answer is returned as it is (the strategy
@@ -214,6 +215,8 @@ class StrategyContext:
             replace(config, model=counted, hooks=hooks, settings=settings or config.settings)
         )
         result = await run.arun(prompt, history=history)
+        # usage the run had beyond its own calls: agents its tools called (Agent.as_tool)
+        self.usage = self.usage + _beyond(result.usage, counted.usage)
         if counted.refused is not None:
             raise counted.refused
         return result
@@ -366,6 +369,7 @@ class _Counted(ModelWrapper):
         super().__init__(model)
         self.ctx = ctx
         self.refused: BudgetExhausted | None = None
+        self.usage = _NO_USAGE  # of the calls counted here
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         ctx = self.ctx
@@ -378,10 +382,22 @@ class _Counted(ModelWrapper):
         async for event in self.model.stream(request):
             if isinstance(event, ResponseDone | StreamError):
                 ctx.usage = ctx.usage + event.usage
+                self.usage = self.usage + event.usage
                 if isinstance(event, StreamError) and event.error.retryable:
                     # the agent retries it as the same turn (Limits: retries are no turns)
                     ctx.calls -= 1
             yield event
+
+
+def _beyond(total: Usage, counted: Usage) -> Usage:
+    """What ``total`` holds beyond ``counted`` (never below zero)."""
+    return Usage(
+        max(0, total.input_tokens - counted.input_tokens),
+        max(0, total.output_tokens - counted.output_tokens),
+        max(0, total.cached_tokens - counted.cached_tokens),
+        max(0, total.reasoning_tokens - counted.reasoning_tokens),
+        max(0.0, total.cost - counted.cost),
+    )
 
 
 @dataclass(frozen=True, slots=True)
