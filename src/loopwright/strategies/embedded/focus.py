@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from loopwright.core.grounding import STOPWORDS, asked_item, base_form, label_words
+from loopwright.core.grounding import STOPWORDS, asked_item, base_form, is_json, label_words
 from loopwright.core.messages import Message, ToolResultPart
 from loopwright.core.protocols import ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
@@ -140,20 +140,12 @@ def relevant_text(question: str, text: str) -> str:
     return "\n".join(kept)
 
 
-def _is_text(content: str) -> bool:
-    try:
-        json.loads(content)
-    except ValueError:
-        return True
-    return False
-
-
 def shown_part(question: str, content: str) -> str:
     """The part of a tool result's ``content`` that ``question`` asks about: of a list,
     the item it names by position ("the last item": "3. Renew the passport"); of a plain
     text, :func:`relevant_text`; of a table, the rows the question names by a text
     value (:func:`named_rows`); anything else whole."""
-    if _is_text(content):
+    if not is_json(content):
         return item_text(question, content) or relevant_text(question, content)
     return named_rows(question, content) or content
 
@@ -213,7 +205,7 @@ def named_rows(question: str, content: str) -> str | None:
 def _focused(part: ToolResultPart, question: str) -> ToolResultPart:
     inner = unwrap_untrusted(part.content)
     content = part.content if inner is None else inner
-    if part.is_error or not _is_text(content):
+    if part.is_error or is_json(content):
         return part
     narrowed = item_text(question, content) or relevant_text(question, content)
     if narrowed == content:
