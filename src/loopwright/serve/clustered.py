@@ -35,7 +35,7 @@ from loopwright.store.state import lock_owner_id
 from loopwright.tracing.serialize import error_to_dict
 
 from .cluster import Cluster, Job
-from .errors import ApiError, conflict, nothing_to_cancel
+from .errors import ApiError, awaiting_approval, conflict, nothing_to_cancel
 from .eventlog import Event
 from .sessions import (
     AgentSource,
@@ -211,11 +211,7 @@ class ClusterSessions(SessionManager):
         try:
             state = await self.aio.load(session_id)
             if state.awaiting_confirmation:
-                raise conflict(
-                    f"session {session_id!r} is waiting for approval of "
-                    f"{[c.id for c in state.pending_calls]}",
-                    f"decide first: POST /v1/sessions/{session_id}/approvals",
-                )
+                raise awaiting_approval(state)
             state.messages.append(Message.user(text))
             state.stop, state.detail = None, ""
             await self.aio.save(state)

@@ -50,6 +50,16 @@ def conflict(message: str, fix: str) -> ApiError:
     return ApiError(409, "session_busy", message, fix=fix)
 
 
+def awaiting_approval(state: RunState) -> ApiError:
+    """409 for a new turn of a session paused for approval: its pending calls are
+    decided first."""
+    sid = state.session_id
+    return conflict(
+        f"session {sid!r} is waiting for approval of {[c.id for c in state.pending_calls]}",
+        f"decide first: POST /v1/sessions/{sid}/approvals",
+    )
+
+
 def nothing_to_cancel(state: RunState) -> ApiError:
     """409 for a cancel of a session that has no run: says what state it is in (its run
     ended and how, or it waits for approval) and the request that fits that state."""

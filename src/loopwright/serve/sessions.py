@@ -44,7 +44,7 @@ from loopwright.store.state import SessionInfo
 from loopwright.tools import Confirmation
 from loopwright.tracing.serialize import error_to_dict, event_to_dict
 
-from .errors import ApiError, conflict, not_found, nothing_to_cancel
+from .errors import ApiError, awaiting_approval, conflict, not_found, nothing_to_cancel
 from .eventlog import Event, event_json
 
 log = logging.getLogger("loopwright.serve")
@@ -283,11 +283,7 @@ class SessionManager:
             # this one awaited the store; the message then joins that run
             if not live.running:
                 if state.awaiting_confirmation:
-                    raise conflict(
-                        f"session {session_id!r} is waiting for approval of "
-                        f"{[c.id for c in state.pending_calls]}",
-                        f"decide first: POST /v1/sessions/{session_id}/approvals",
-                    )
+                    raise awaiting_approval(state)
                 self._start(live, lambda d: d.arun(text, session_id=session_id))
                 return "started"
         if live.run is None or live.run.done():
