@@ -117,10 +117,12 @@ def test_the_token_budget_sums_every_agent_runs_usage() -> None:
 
 def test_self_refine_drafts_with_the_agent_and_rewrites_in_its_conversation() -> None:
     seen: list[list[Message]] = []
+    critiques: list[str] = []
 
     def reply(messages: Sequence[Message], request: ModelRequest) -> Reply | str:
         last = messages[-1].text
         if "Give specific, actionable feedback" in last:
+            critiques.append(last)
             score = 9 if "391!" in last else 5
             return f"Be emphatic.\nScore: {score}/10"
         if "Rewrite the draft" in last:
@@ -137,6 +139,10 @@ def test_self_refine_drafts_with_the_agent_and_rewrites_in_its_conversation() ->
     # the rewrite continued the draft's conversation: the tool's result was in it
     assert any(m.role == "tool" for m in seen[0])
     assert result.calls == 2 + 1 + 1 + 1  # draft run, critique, rewrite run, critique
+    # the critic judges each draft against the tool results it was made from
+    assert all(
+        "the tools returned these results" in c and "- multiply: 391" in c for c in critiques
+    )
 
 
 def test_an_unscored_rewrite_does_not_replace_the_draft() -> None:

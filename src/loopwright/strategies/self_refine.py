@@ -15,7 +15,8 @@ draft is one complete run of it on the task (with its tools, as the agent alone 
 answer), and each rewrite continues that conversation with the ``refine_improve``
 request -- so a rewrite sees the tool results its draft was made from and may call the
 tools again. A run that ends without a final answer ends the cycle (no draft: the run's
-stop). The critic is ``critic`` or the agent's model, asked without tools. Agent runs
+stop). The critic is ``critic`` or the agent's model, asked without tools; its request
+starts with the tool results of the conversation (``refine_evidence``). Agent runs
 count against the strategy's limits call by call (``StrategyContext.run_agent``).
 """
 
@@ -38,6 +39,8 @@ from loopwright.strategies.runtime import Outcome, Strategy, StrategyContext
 
 _SCORE: Final = re.compile(r"score\s*:\s*(\d+(?:\.\d+)?)\s*(?:/\s*(\d+))?", re.IGNORECASE)
 _STOP: Final = re.compile(r"^\s*STOP\s*$", re.MULTILINE)
+_EVIDENCE: Final = 8  # the latest tool results shown to the critic
+_CLIP: Final = 600  # characters of each
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +103,7 @@ class SelfRefine(Strategy):
         best: tuple[float, int, str] = (-1.0, 0, draft)
         ctx.best, ctx.record = draft, {"drafts": drafts}
         for round_ in range(self.max_rounds + 1):
-            reply = await ctx.ask(
-                self.critic, strategy_prompt("refine_feedback", task=prompt, draft=draft)
-            )
+            reply = await ctx.ask(self.critic, writer.critique(prompt, draft))
             feedback = parse_feedback(reply)
             drafts.append({"draft": draft, "feedback": reply, "score": feedback.score})
             if feedback.score is not None and feedback.score >= best[0]:
@@ -136,6 +137,14 @@ class _Writer:
         self.ctx = ctx
         self.history: Sequence[Message] = ()
 
+    def critique(self, task: str, draft: str) -> str:
+        """The critic's request on ``draft``; an agent's draft comes with the tool results
+        of its conversation (``refine_evidence``), so the critic judges it against them."""
+        results = [p for m in self.history for p in m.tool_results_parts]
+        shown = "\n".join(f"- {p.name}: {_clipped(p.content)}" for p in results[-_EVIDENCE:])
+        evidence = strategy_prompt("refine_evidence", results=shown) if shown else ""
+        return strategy_prompt("refine_feedback", prefix=evidence, task=task, draft=draft)
+
     async def draft(self, task: str) -> str:
         agent = self.owner.agent
         if agent is None:
@@ -159,3 +168,8 @@ class _Writer:
             return ""
         self.history = result.messages
         return result.answer
+
+
+def _clipped(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _CLIP else f"{flat[: _CLIP - 3]}..."
