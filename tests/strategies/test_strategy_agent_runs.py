@@ -218,3 +218,12 @@ def test_usage_of_agents_an_agent_run_calls_as_tools_counts_too() -> None:
     agent = Agent(FunctionModel(reply), [helper])
     result = SelfConsistency(agent, k=1).run("Capital of France?")
     assert result.ok and result.usage.input_tokens == 10 + 50 + 10
+
+
+def test_the_embedded_model_declares_it_does_not_follow_text_formats() -> None:
+    from loopwright.core.protocols import FollowsTextFormats
+    from loopwright.providers.local import LocalModel
+
+    embedded = LocalModel()  # not loaded: the declaration needs no file
+    assert isinstance(embedded, FollowsTextFormats) and embedded.follows_text_formats is False
+    assert LocalModel("/models/qwen2.5-7b-instruct.gguf").follows_text_formats is True
