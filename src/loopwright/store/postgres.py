@@ -26,7 +26,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from loopwright.store.errors import StoreUnavailable
-from loopwright.store.sql import Cursor, SqlStore
+from loopwright.store.sql import SqlStore
+from loopwright.store.sql_base import Cursor
 
 _TYPES: Final = {
     "session_id": "text",

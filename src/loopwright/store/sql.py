@@ -1,7 +1,9 @@
 """Shared SQL implementation of :class:`~loopwright.store.base.CheckpointStore`.
 
 SQLite and PostgreSQL differ only in connections, placeholders and row locking; the
-schema and every statement are shared here. Tables:
+schema and every statement are shared: the tables, checkpoints, intents and ledger
+here, the session locks in ``sql_locks.py``, the connection seams and many-row
+statements in ``sql_base.py``. Tables:
 
 ``lw_sessions``     one row per session (status, counters, timestamps)
 ``lw_messages``     the history, one row per message, append-only ``(session_id, seq)``
@@ -16,13 +18,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from loopwright.core.messages import ToolResultPart
 from loopwright.core.run import LoopState, RunState, RunStop
-from loopwright.store.base import DEFAULT_LOCK_TTL, save_one, save_rounds, write_start
+from loopwright.store.base import save_one, save_rounds, write_start
 from loopwright.store.codec import (
     check_continues,
     decode_intent,
@@ -38,22 +39,18 @@ from loopwright.store.errors import (
     HistoryConflict,
     HistoryRewritten,
     SchemaVersionError,
-    SessionLocked,
     SessionNotFound,
 )
+from loopwright.store.sql_base import Cursor
+from loopwright.store.sql_locks import SqlLocks
 from loopwright.store.state import (
     CheckpointRef,
-    Claim,
-    ClaimOutcome,
     Encoded,
     IntentRecord,
     SessionInfo,
     Write,
     WriteOutcome,
-    owner_is_dead,
 )
-
-_R = TypeVar("_R")
 
 TABLES_VERSION = 1
 
@@ -87,47 +84,13 @@ SCHEMA: tuple[str, ...] = (  # lw_meta first: its version is checked before the 
 )
 
 
-class Cursor(Protocol):
-    @property
-    def rowcount(self) -> int: ...
-
-    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
-    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any: ...
-    def fetchone(self) -> Any: ...
-    def fetchall(self) -> list[Any]: ...
-
-
-class SqlStore:
-    """Statements shared by the SQL stores. Subclasses provide ``_tx`` and ``_read``."""
+class SqlStore(SqlLocks):
+    """Statements shared by the SQL stores: the tables and the checkpoints (the locks are
+    :class:`~loopwright.store.sql_locks.SqlLocks`'). Subclasses provide ``_tx`` and
+    ``_read`` (``store/sql_base.py``)."""
 
     kind = "sql"
     blocking = True
-    _placeholder = "?"
-    _for_update = ""
-    """Row locking of a ``SELECT`` (``{}``: the table or alias locked); SQLite locks the
-    whole database for the transaction instead."""
-
-    # -- subclass seams ---------------------------------------------------------
-    def _tx(self) -> AbstractContextManager[Cursor]:
-        """A cursor inside one write transaction (commit on success, rollback on error)."""
-        raise TypeError(f"{type(self).__name__} must define _tx")
-
-    def _read(self) -> AbstractContextManager[Cursor]:
-        """A cursor for reads (a consistent snapshot where the database offers one)."""
-        return self._tx()
-
-    def _batch(self) -> AbstractContextManager[Cursor]:
-        """The transaction of a group-commit batch (``write``, ``claim``), whose code
-        reads rows only where it needs them (``fetchall``) and never ``rowcount``: a
-        database may send the statements between two reads without waiting for each."""
-        return self._tx()
-
-    def _q(self, sql: str) -> str:
-        return sql if self._placeholder == "?" else sql.replace("?", self._placeholder)
-
-    def _lock_schema(self, cur: Cursor) -> None:
-        """Serialize the creation of the tables between processes opening a new store at
-        once, inside the creating transaction (SQLite's ``BEGIN IMMEDIATE`` already does)."""
 
     def _create_tables(self) -> None:
         meta, *tables = SCHEMA
@@ -203,50 +166,6 @@ class SqlStore:
             for where, params in self._matching(("session_id", "owner"), releases):
                 cur.execute(self._q(f"DELETE FROM lw_locks WHERE {where}"), params)
         return outcomes
-
-    # -- statements over many rows (PostgreSQL overrides these three) ------------
-    def _select_in(self, cur: Cursor, sql: str, ids: Sequence[str]) -> list[Any]:
-        """The rows of ``sql`` (its ``IN ({})`` filled with ``ids``), chunked under the
-        parameter limit; chunks run in the order of ``ids`` (a sorted list keeps one
-        lock order across batches)."""
-        rows: list[Any] = []
-        for chunk in _chunks(ids, 1):
-            cur.execute(self._q(sql.format(", ".join("?" * len(chunk)))), list(chunk))
-            rows.extend(cur.fetchall())
-        return rows
-
-    def _insert(
-        self,
-        cur: Cursor,
-        table: str,
-        columns: tuple[str, ...],
-        rows: Sequence[tuple[Any, ...]],
-        tail: str = "",
-    ) -> None:
-        """``INSERT INTO table (columns) VALUES (...), (...) {tail}``: one statement for
-        many rows (chunked under the databases' limits on parameters per statement)."""
-        if not rows:
-            return
-        one = "(" + ", ".join("?" * len(columns)) + ")"
-        into = f"{table} ({', '.join(columns)})"
-        for chunk in _chunks(rows, len(columns)):
-            values = ", ".join([one] * len(chunk))
-            cur.execute(
-                self._q(f"INSERT INTO {into} VALUES {values} {tail}"),
-                [x for row in chunk for x in row],
-            )
-
-    def _matching(
-        self, columns: tuple[str, str], pairs: Sequence[tuple[Any, Any]]
-    ) -> list[tuple[str, list[Any]]]:
-        """``WHERE`` conditions (with their parameters) matching rows whose two
-        ``columns`` equal one of ``pairs``: an ``OR`` chain per chunk (SQLite refuses a
-        chain deeper than 1,000 terms, "Expression tree is too large")."""
-        one = f"({columns[0]} = ? AND {columns[1]} = ?)"
-        return [
-            (" OR ".join([one] * len(chunk)), [x for pair in chunk for x in pair])
-            for chunk in _chunks(pairs, 2)
-        ]
 
     def _save_many(
         self,
@@ -485,135 +404,6 @@ class SqlStore:
                 cur.execute(self._q(f"DELETE FROM {table} WHERE session_id = ?"), (session_id,))
         return found
 
-    # -- locks ------------------------------------------------------------------
-    def acquire_lock(self, session_id: str, owner: str, ttl: float = DEFAULT_LOCK_TTL) -> None:
-        outcomes: list[ClaimOutcome] = [None]
-        with self._tx() as cur:
-            self._lock_many(cur, [Claim(session_id, owner, ttl)], outcomes, time.time())
-        if isinstance(outcomes[0], Exception):
-            raise outcomes[0]
-
-    def claim(self, claims: Sequence[Claim]) -> list[ClaimOutcome]:
-        """Every claim in ONE transaction: the locks with a few statements for all of
-        them, whose row-locking read also finds each session's latest checkpoint, then
-        one query for the messages of the sessions that are stored (none for new ones:
-        a batch of new sessions waits for the server twice, its read and its COMMIT)."""
-        outcomes: list[ClaimOutcome] = [None] * len(claims)
-        with self._batch() as cur:
-            granted, heads = self._lock_many(cur, claims, outcomes, time.time())
-            stored = self._latest(
-                cur, {s: heads[s] for s in {claims[i].session_id for i in granted} if s in heads}
-            )
-            failed: list[tuple[str, str]] = []
-            for i in granted:
-                c = claims[i]
-                if c.session_id not in stored:
-                    continue  # not stored yet: the lock is held, the outcome is None
-                seq, header, rows = stored[c.session_id]
-                try:
-                    outcomes[i] = decode_state(
-                        header, rows, session_id=c.session_id, checkpoint=seq
-                    )
-                except Exception as exc:  # e.g. CorruptCheckpoint: do not keep the lock
-                    outcomes[i] = exc
-                    failed.append((c.session_id, c.owner))
-            if failed:
-                cur.executemany(self._q(_RELEASE_LOCK), failed)
-        return outcomes
-
-    def _lock_many(
-        self, cur: Cursor, claims: Sequence[Claim], outcomes: list[ClaimOutcome], now: float
-    ) -> tuple[list[int], dict[str, tuple[int, int, str]]]:
-        """Take the claims' locks (see ``acquire_lock``'s contract): the indexes of the
-        claims that got theirs (a ``SessionLocked`` in ``outcomes`` for the others), and
-        ``session -> (checkpoint, message count, header)`` of each stored session's latest
-        checkpoint, read with the locks' rows (after they are locked)."""
-        sids = sorted({c.session_id for c in claims})  # one lock order for every batch
-        breaks = sorted({c.session_id for c in claims if c.break_first})
-        if breaks:
-            cur.executemany(
-                self._q("DELETE FROM lw_locks WHERE session_id = ? AND owner <> ''"),
-                [(sid,) for sid in breaks],
-            )
-        self._insert(
-            cur,
-            "lw_locks",
-            ("session_id", "owner", "expires_at"),
-            [(sid, "", 0.0) for sid in sids],
-            "ON CONFLICT (session_id) DO NOTHING",
-        )
-        rows = self._select_in(
-            cur,
-            "SELECT l.session_id, l.owner, l.expires_at, c.seq, c.message_count, c.header "
-            "FROM lw_locks l LEFT JOIN lw_sessions s ON s.session_id = l.session_id "
-            "LEFT JOIN lw_checkpoints c ON c.session_id = s.session_id "
-            "AND c.seq = s.last_checkpoint WHERE l.session_id IN ({}) "
-            "ORDER BY l.session_id" + self._for_update.format("l"),
-            sids,
-        )
-        holders = {str(r[0]): (str(r[1]), float(r[2])) for r in rows}
-        heads = {str(r[0]): (int(r[3]), int(r[4]), r[5]) for r in rows if r[3] is not None}
-        granted = []
-        for i, c in enumerate(claims):
-            holder, expires = holders[c.session_id]
-            if holder and holder != c.owner and expires > now and not owner_is_dead(holder):
-                outcomes[i] = SessionLocked(c.session_id, holder, expires - now)
-                continue
-            holders[c.session_id] = (c.owner, now + c.ttl)
-            granted.append(i)
-        taken = {claims[i].session_id: claims[i] for i in granted}  # one row per session
-        self._insert(
-            cur,
-            "lw_locks",
-            ("session_id", "owner", "expires_at"),
-            [(sid, c.owner, now + c.ttl) for sid, c in sorted(taken.items())],
-            "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
-            "expires_at = excluded.expires_at",
-        )
-        return granted, heads
-
-    def _latest(
-        self, cur: Cursor, heads: dict[str, tuple[int, int, str]]
-    ) -> dict[str, tuple[int, str, list[Any]]]:
-        """``session -> (checkpoint number, header, message rows)`` of the checkpoints
-        ``heads`` (``session -> (checkpoint, message count, header)``)."""
-        if not heads:
-            return {}
-        found = sorted(heads)
-        messages = self._select_in(
-            cur,
-            "SELECT session_id, seq, data FROM lw_messages WHERE session_id IN ({}) "
-            "ORDER BY session_id, seq",
-            found,
-        )
-        rows: dict[str, list[Any]] = {sid: [] for sid in found}
-        for sid, seq, data in messages:
-            if int(seq) < heads[str(sid)][1]:
-                rows[str(sid)].append(data)
-        return {sid: (heads[sid][0], heads[sid][2], rows[sid]) for sid in found}
-
-    def release_lock(self, session_id: str, owner: str) -> None:
-        with self._tx() as cur:
-            cur.execute(self._q(_RELEASE_LOCK), (session_id, owner))
-
-    def break_lock(self, session_id: str) -> bool:
-        with self._tx() as cur:
-            cur.execute(
-                self._q("DELETE FROM lw_locks WHERE session_id = ? AND owner <> ''"), (session_id,)
-            )
-            return bool(cur.rowcount)
-
-    def lock_owner(self, session_id: str) -> str | None:
-        with self._read() as cur:
-            cur.execute(
-                self._q("SELECT owner, expires_at FROM lw_locks WHERE session_id = ?"),
-                (session_id,),
-            )
-            row = cur.fetchone()
-        if row is None or not row[0] or float(row[1]) <= time.time():
-            return None
-        return str(row[0])
-
     # -- intents and ledger -----------------------------------------------------
     def put_intent(self, intent: IntentRecord) -> None:
         with self._tx() as cur:
@@ -654,7 +444,6 @@ _PUT_INTENT = (
     "INSERT INTO lw_intents (session_id, call_id, created_at, data) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (session_id, call_id) DO UPDATE SET data = excluded.data"
 )
-_RELEASE_LOCK = "DELETE FROM lw_locks WHERE session_id = ? AND owner = ?"
 _CHECKPOINT_COLUMNS = (
     "session_id",
     "seq",
@@ -691,15 +480,6 @@ class _SavePlan:
     last: int
     exists: bool
     encoded: Encoded
-
-
-_PARAMS = 900
-"""Parameters per statement at most (SQLite before 3.32 allows 999, PostgreSQL 65,535)."""
-
-
-def _chunks(rows: Sequence[_R], width: int) -> list[Sequence[_R]]:
-    step = max(1, _PARAMS // width)
-    return [rows[k : k + step] for k in range(0, len(rows), step)]
 
 
 def _like_prefix(prefix: str) -> str:

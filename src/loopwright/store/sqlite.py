@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from loopwright.store.errors import StoreMissing, StoreUnavailable
-from loopwright.store.sql import Cursor, SqlStore
+from loopwright.store.sql import SqlStore
+from loopwright.store.sql_base import Cursor
 
 
 def default_path() -> Path:
