@@ -341,6 +341,31 @@ async def test_chat_content_filter_cutting_a_call_runs_no_tool_and_stops_as_refu
     assert withheld == [{"name": "read_file", "arguments": '{"path": "/home/us'}]
 
 
+async def test_an_aborted_generation_is_retried_not_taken_for_the_answer(server):
+    """vLLM ends a request it aborted with finish_reason "abort": the text so far is a
+    fragment; it was the run's final answer."""
+    server.push(
+        Reply.sse([chunk({"role": "assistant", "content": "The answer is"}), chunk({}, "abort")]),
+        Reply.sse([chunk({"content": "The answer is 4."}), chunk({}, "stop")], done=True),
+    )
+    err = failed(await collect(chat(server, "vllm"), ModelRequest([USER])))
+    assert err.error.kind == "transient" and "aborted" in str(err.error)
+    assert err.partial is not None and err.partial.text == "The answer is"
+    result = await Agent(chat(server, "vllm"), sleep=_no_wait).arun("2+2?")
+    assert result.stop is RunStop.FINAL_ANSWER and result.answer == "The answer is 4."
+
+
+async def _no_wait(_: float) -> None:
+    return None
+
+
+async def test_a_cancelled_response_is_not_an_answer(server):
+    server.push(_text_then("response.completed", _response("cancelled")))
+    err = failed(await collect(responses(server), ModelRequest([USER])))
+    assert err.error.kind == "transient" and "'cancelled'" in str(err.error)
+    assert err.partial is not None and err.partial.text == "Half"
+
+
 async def test_chat_empty_answer_is_an_error(server):
     server.push(
         Reply.sse([chunk({"role": "assistant", "content": ""}), chunk({}, "stop")], done=True)

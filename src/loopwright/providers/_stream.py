@@ -14,8 +14,9 @@
   to every call's final event.
 
 A finished response is checked before it is reported: a stream that ends without a stop
-signal, a tool call whose arguments never close, and an empty answer are errors with the
-raw snippet attached, never a silently empty ``ResponseDone``.
+signal, a response the server aborted, a tool call whose arguments never close, and an
+empty answer are errors with the raw snippet attached, never a silently empty or partial
+``ResponseDone``.
 
 **Best-effort parsing of streamed tool-call arguments.**
 
@@ -308,6 +309,16 @@ class StreamAccumulator:
                 message if message.parts else None,
                 self.usage,
             )
+        if self.stop is StopReason.ABORTED:
+            # vLLM's "abort", a Responses "cancelled": what arrived is a fragment, not an
+            # answer (it was taken for the final one), nor are its calls to be run.
+            aborted = TransientProviderError(
+                f"{self.provider}: the server aborted the response before it was complete"
+                f" (stop reason {self.raw_stop!r})",
+                raw=str(self.raw_stop),
+                provider=self.provider,
+            )
+            return StreamError(aborted, message if message.parts else None, self.usage)
         if bad and self.stop is StopReason.MAX_TOKENS:
             # Cut off mid-arguments: running the call on a guess would be wrong.
             name, raw, why = bad[0]
