@@ -179,6 +179,7 @@ def test_bad_requests_name_the_field_and_the_fix(http: httpx.Client) -> None:
     assert err["field"] == "body.mode"
     err = error(http.get("/v1/sessions?limit=0", headers=ALPHA), 422)
     assert err["field"] == "query.limit"
+    assert "from 1 to 1000, got '0'" in err["message"] and "?limit=N" in err["fix"]
     error(http.get("/v1/sessions/s-nope", headers=ALPHA), 404)
     error(http.get("/v2/nothing", headers=ALPHA), 404)
 

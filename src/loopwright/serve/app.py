@@ -210,7 +210,11 @@ class Api:
         raw = request.query_params.get("limit", "100")
         if not _is_number(raw) or not 1 <= int(raw) <= 1000:
             raise ApiError(
-                422, "invalid_field", f"limit={raw!r}", field="query.limit", fix="use 1..1000"
+                422,
+                "invalid_field",
+                f"limit must be a whole number from 1 to 1000, got {raw!r:.40}",
+                field="query.limit",
+                fix="send ?limit=N with 1 <= N <= 1000, or leave it out (100)",
             )
         rows = await self.manager.sessions(tenant, int(raw))
         running = await self.manager.running([r.session_id for r in rows])
