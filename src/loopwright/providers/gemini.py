@@ -92,6 +92,7 @@ from loopwright.providers.schema import (
     gemini_schema,
     gemini_version,
 )
+from loopwright.providers.sse_lines import SSELines
 from loopwright.providers.transport import (
     CallLimits,
     bounded_client,
@@ -453,6 +454,12 @@ def classify(exc: BaseException) -> ProviderError:
 # ----------------------------------------------------------------------------- adapter
 
 
+def _data_lines_only() -> SSELines:
+    """google-genai reads only ``data: `` lines: comments, ``event:``/``id:``/``retry:``
+    lines and ``data:`` without its space are rewritten away (see :mod:`.sse_lines`)."""
+    return SSELines(keep_events=False)
+
+
 class GeminiModel(RemoteModel):
     """:class:`~loopwright.core.protocols.Model` over Gemini ``streamGenerateContent``.
 
@@ -495,7 +502,9 @@ class GeminiModel(RemoteModel):
             base_url=self.base_url,
             api_version=self.options.api_version,
             timeout=int(self.call_limits.read_timeout * 1000),
-            httpx_async_client=bounded_client(default_httpx_client_class(), self.call_limits),
+            httpx_async_client=bounded_client(
+                default_httpx_client_class(), self.call_limits, _data_lines_only
+            ),
             headers=dict(self.vendor.extra_headers) or None,
             # Explicit "one attempt": the SDK's default may change, the loop owns retries.
             retry_options=types.HttpRetryOptions(attempts=1),

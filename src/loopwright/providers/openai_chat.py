@@ -77,6 +77,7 @@ from loopwright.providers._stream import is_arguments_json, refuse_non_stream
 from loopwright.providers.pricing import count
 from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, PLACEHOLDER_KEY, VENDORS, Vendor
 from loopwright.providers.schema import openai_output_schema, openai_strict_schema
+from loopwright.providers.sse_lines import SSELines
 from loopwright.providers.transport import CallLimits, bounded_client
 
 PROTOCOL = "openai-chat"
@@ -532,7 +533,8 @@ def make_client(config: ClientConfig) -> Any:
         max_retries=0,
         timeout=config.limits.read_timeout,
         default_headers=dict(config.headers) or None,
-        http_client=bounded_client(openai.DefaultAsyncHttpxClient, config.limits),
+        # The openai SDK dispatches an id:/retry:-only event and fails on its empty data.
+        http_client=bounded_client(openai.DefaultAsyncHttpxClient, config.limits, SSELines),
     )
 
 

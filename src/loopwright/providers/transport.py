@@ -33,6 +33,8 @@ its own, for three reasons:
   is refused) and reach the SDK as identity bodies, so the client never inflates again.
 * **Time.** Every request carries the call's connect and read timeouts (the stream driver
   enforces first-byte, idle and total deadlines above this).
+* **Lines.** An adapter may ask for the lines of its ``text/event-stream`` responses to be
+  rewritten for an SDK decoder stricter than the SSE format (:mod:`.sse_lines`).
 * **Lifecycle.** The SDKs' default clients close themselves from ``__del__`` by scheduling
   ``aclose()`` on whatever event loop is running then; a model dropped after its loop
   closed printed "Event loop is closed" from a new loop. A client passed in is never
@@ -49,16 +51,21 @@ import functools
 import importlib
 import math
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, TypeVar
 
 from loopwright.core.errors import ConfigError, MalformedResponse, ModelTimeout, ResponseTooLarge
+from loopwright.providers.sse_lines import SSELines
 
 T = TypeVar("T")
 
 MIB = 1024 * 1024
+
+SSEFix = Callable[[], SSELines] | None
+"""What builds an event-stream line rewriter for one response (``None``: bodies pass
+unchanged)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,12 +255,29 @@ def _classes(module_name: str) -> tuple[type, type]:
     httpx = importlib.import_module(module_name)
 
     class BoundedStream(httpx.AsyncByteStream):  # type: ignore[misc,name-defined]
-        def __init__(self, inner: Any, decoder: _Inflater | None, cap: int) -> None:
+        def __init__(
+            self, inner: Any, decoder: _Inflater | None, cap: int, lines: SSELines | None
+        ) -> None:
             self._inner = inner
             self._decoder = decoder
             self._cap = cap
+            self._lines = lines
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
+            lines = self._lines
+            if lines is None:
+                async for piece in self._decoded():
+                    yield piece
+                return
+            async for piece in self._decoded():
+                kept = lines.feed(piece)
+                if kept:
+                    yield kept
+            tail = lines.finish()
+            if tail:
+                yield tail
+
+        async def _decoded(self) -> AsyncIterator[bytes]:
             count = _Counter(self._cap)
             decoder = self._decoder
             try:
@@ -274,8 +298,9 @@ def _classes(module_name: str) -> tuple[type, type]:
             await self._inner.aclose()
 
     class BoundedTransport(httpx.AsyncBaseTransport):  # type: ignore[misc,name-defined]
-        def __init__(self, inner: Any, limits: CallLimits) -> None:
+        def __init__(self, inner: Any, limits: CallLimits, sse: SSEFix = None) -> None:
             self._inner = inner
+            self._sse = sse
             self._cap = limits.max_response_bytes
             read = limits.read_timeout
             self._timeouts = {"connect": limits.connect, "read": read, "write": read, "pool": read}
@@ -294,10 +319,13 @@ def _classes(module_name: str) -> tuple[type, type]:
             if decoder is not None:
                 dropped = (b"content-encoding", b"content-length")
                 headers = [(k, v) for k, v in headers if k.lower() not in dropped]
+            lines = None
+            if self._sse is not None and "event-stream" in response.headers.get("content-type", ""):
+                lines = self._sse()
             return httpx.Response(
                 response.status_code,
                 headers=headers,
-                stream=BoundedStream(response.stream, decoder, self._cap),
+                stream=BoundedStream(response.stream, decoder, self._cap, lines),
                 extensions=response.extensions,
             )
 
@@ -314,17 +342,21 @@ def _package_of(client_class: type) -> str:
     raise TypeError(f"{client_class!r} is not an httpx/httpx2 AsyncClient")
 
 
-def bounded_client(client_class: type, limits: CallLimits, **kwargs: Any) -> Any:
+def bounded_client(
+    client_class: type, limits: CallLimits, sse: SSEFix = None, **kwargs: Any
+) -> Any:
     """An instance of ``client_class`` (an SDK's default ``AsyncClient`` subclass, or
     ``httpx2.AsyncClient`` / ``httpx.AsyncClient``) whose every transport is bounded by
-    ``limits`` (proxy transports from the environment included)."""
+    ``limits`` (proxy transports from the environment included). ``sse`` builds the
+    line rewriter of each ``text/event-stream`` response (:mod:`.sse_lines`), for an
+    SDK whose decoder cannot take every line the format allows."""
     package = _package_of(client_class)
     httpx: ModuleType = importlib.import_module(package)
     _, transport_class = _classes(package)
     pool = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
     read = limits.read_timeout
     client = client_class(
-        transport=transport_class(httpx.AsyncHTTPTransport(limits=pool), limits),
+        transport=transport_class(httpx.AsyncHTTPTransport(limits=pool), limits, sse),
         timeout=httpx.Timeout(read, connect=limits.connect),
         **kwargs,
     )
@@ -332,7 +364,7 @@ def bounded_client(client_class: type, limits: CallLimits, **kwargs: Any) -> Any
     if isinstance(mounts, dict):  # HTTP(S)_PROXY transports: bound them as well
         for pattern, mounted in list(mounts.items()):
             if mounted is not None and not isinstance(mounted, transport_class):
-                mounts[pattern] = transport_class(mounted, limits)
+                mounts[pattern] = transport_class(mounted, limits, sse)
     return client
 
 
