@@ -9,7 +9,7 @@ written (and its baseline recorded) before the round that tuned on it. ``HELD_OU
 was kept out of the repository like ``HELD_OUT_3`` and committed after its one run;
 so were ``HELD_OUT_5``, ``HELD_OUT_6`` and ``HELD_OUT_7``.
 ``DEV_3`` is a third tuning set, its baseline recorded before the round that tunes on it;
-so are ``DEV_4``, ``DEV_5`` and ``DEV_6``. Every committed set is a tuning set now.
+so are ``DEV_4``, ``DEV_5``, ``DEV_6`` and ``DEV_7``. Every committed set is a tuning set now.
 """
 
 from __future__ import annotations
@@ -574,6 +574,55 @@ DEV_6: list[Case] = [
 ]
 
 
+# A seventh tuning set, written (and its baseline recorded) before the round that tunes on
+# it: everyday phrasings the earlier sets hold few of (unit conversions, "half of", "a
+# quarter of", equal parts, "what must be added", sums of three numbers, "double",
+# "triple"; weather asked indirectly; one detail of a file; a table column other than the
+# one named first, ranks and counts).
+DEV_7: list[Case] = [
+    calc("How many seconds are in 15 minutes?", "900"),
+    calc("How many hours are in 3 days?", "72"),
+    calc("How many minutes are there in 2.5 hours?", "150"),
+    calc("How many grams are in 3.5 kilograms?", "3500"),
+    calc("How many weeks are in 84 days?", "12"),
+    calc("What is half of 358?", "179"),
+    calc("What's a quarter of 184?", "46"),
+    calc("If I split 126 into 3 equal parts, how big is each part?", "42"),
+    calc("What must be added to 37 to make 100?", "63"),
+    calc("What is the sum of 14, 27 and 39?", "80"),
+    calc("Double 475.", "950"),
+    calc("What is triple 64?", "192"),
+    calc("I have 250 euros and spend 85. How much is left?", "165"),
+    weather("I'm flying to Lisbon tomorrow. What's the weather there now?", "Lisbon", "any"),
+    weather("Do I need an umbrella in Helsinki today?", "Helsinki", "condition"),
+    weather("Do I need an umbrella in Dublin?", "Dublin", "condition"),
+    weather("Is it cold in Wellington right now?", "Wellington", "temperature"),
+    weather("My sister lives in Nairobi. How humid is it there?", "Nairobi", "humidity"),
+    weather("What's it like outside in Seoul?", "Seoul", "any"),
+    read("According to poem.txt, what colour are violets?", "poem.txt", "blue"),
+    read("What colour does poem.txt give the roses?", "poem.txt", "red"),
+    read("Which room is the team meeting in? See notes.txt.", "notes.txt", "4"),
+    read("What time is the meeting according to notes.txt?", "notes.txt", "10"),
+    read("How long should each side cook according to recipe.txt?", "recipe.txt", "3"),
+    read("How much flour goes into the pancakes? See recipe.txt.", "recipe.txt", "200"),
+    read("What host does config.ini name?", "config.ini", "example.internal"),
+    read("How many tests failed according to status.txt?", "status.txt", "0"),
+    read("Who has to be called according to todo.txt?", "todo.txt", "plumber"),
+    sql("How many desks do we still have? Check the products table.", "5", "desk"),
+    sql("How much is the lamp? Check the products table.", "40", "lamp"),
+    sql("Which product has the least stock? Use the products table.", "lamp"),
+    sql("What is the second most expensive product? Use the products table.", "chair"),
+    sql("How many customers live in Berlin? Check the customers table.", "2"),
+    sql("How many orders are in the orders table?", "7"),
+    sql("What is the customer id of order 3 in the orders table?", "4"),
+    sql("What is the biggest order total in the orders table?", "70"),
+    sql("Where does Ana live? Check the customers table.", "Berlin", "Ana"),
+    sql("How many products cost more than 50? Use the products table.", "2"),
+    chain("Multiply 6 by 7, then add 8.", "50"),
+    chain("Take 90, divide it by 3, and add 12.", "42"),
+]
+
+
 # HELD_OUT_7 likewise: written before the next round, run on the tree before it (29/30)
 # and on its final code (29/30, both by the check with the list-item rule), then
 # committed unchanged.
@@ -626,4 +675,5 @@ SETS: dict[str, list[Case]] = {
     "dev_4": DEV_4,
     "dev_5": DEV_5,
     "dev_6": DEV_6,
+    "dev_7": DEV_7,
 }
