@@ -8,7 +8,12 @@ from hypothesis import strategies as st
 
 from loopwright.core.errors import ToolErrorKind
 from loopwright.tools.builtin.arithmetic import add, divide, multiply
-from loopwright.tools.builtin.calculator import MAX_EXPRESSION_CHARS, CalculatorError, calculator
+from loopwright.tools.builtin.calculator import (
+    MAX_EXPRESSION_CHARS,
+    CalculatorError,
+    calculator,
+    symbols,
+)
 
 
 @pytest.mark.parametrize(
@@ -141,6 +146,20 @@ def test_arithmetic_tools_are_exact_and_guarded() -> None:
         ("6 × 7", 42),
         ("10 % 3", 1),
         ("10 mod 4", 2),
+        ("a quarter of 96", 24),
+        ("one third of 90", 30),
+        ("triple 64", 192),
+        ("split 126 into 3 equal parts", 42),
+        ("share 60 between 4 people", 15),
+        ("What must be added to 37 to make 100?", 63),
+        ("How much do I need to add to 58 to make 100?", 42),
+        ("What is the sum of 14, 27 and 39?", 80),
+        ("Add 19, 23 and 58.", 100),
+        ("multiply 2, 3 and 4", 24),
+        ("Take 90, divide it by 3, and add 12.", 42),
+        ("have 250 euros and spend 85", 165),
+        ("had 120 apples and gave away 35", 85),
+        ("Start with 10, multiply it by 4, then add 2", 42),
     ],
 )
 def test_calculator_accepts_written_operators(expr: str, want: float) -> None:
@@ -154,3 +173,28 @@ def test_written_operators_leave_other_words_to_the_parser() -> None:
         calculator("apples plus 3")
     with pytest.raises(CalculatorError, match="booleans"):
         calculator("True + 1")
+
+
+@pytest.mark.parametrize(
+    ("expr", "want", "written"),
+    [
+        ("How many seconds are in 15 minutes?", 900, "(15) * 60"),
+        ("How many hours are in 3 days?", 72, "(3) * 24"),
+        ("How many minutes are there in 2.5 hours?", 150, "(2.5) * 60"),
+        ("How many weeks are in 84 days?", 12, "(84) / 7"),
+        ("How many minutes in a day?", 1440, "(1) * 1440"),
+        ("convert 3.5 kilograms to grams", 3500, "(3.5) * 1000"),
+        ("2000 metres in km", 2, "(2000) / 1000"),
+        ("5 miles in km", 8.04672, "(5) * 1.609344"),
+    ],
+)
+def test_unit_conversions_are_written_as_arithmetic(expr: str, want: float, written: str) -> None:
+    # Asked "How many seconds are in 15 minutes?" the model wrote "15 minutes": the
+    # conversion is the number times the exact ratio of the two units, shown in symbols.
+    assert symbols(expr) == written
+    assert calculator(expr) == want
+
+
+def test_units_of_different_kinds_do_not_convert() -> None:
+    with pytest.raises(CalculatorError, match="cannot parse"):
+        calculator("3 days in grams")

@@ -41,6 +41,12 @@ CALC = [t.spec for t in make_tools(["calculator", "get_weather"])]
         ("How much is half of 50?", 25),
         ("What is 6 × 7?", 42),
         ("What's 13 x 7?", 91),
+        ("How many seconds are in 15 minutes?", 900),
+        ("What must be added to 37 to make 100?", 63),
+        ("What's a quarter of 184?", 46),
+        ("Add 19, 23 and 58.", 100),
+        ("I have 250 euros and spend 85. How much is left?", 165),
+        ("If I have 120 apples and give away 35, how many are left?", 85),
     ],
 )
 def test_the_request_states_a_formula(request_text: str, value: float) -> None:
@@ -81,6 +87,16 @@ def test_a_formula_argument_of_another_value_is_replaced(
     formula = request_formula(request_text)
     assert formula is not None
     assert repaired_arguments({"expression": wrote}, formula) == ({"expression": fixed}, wrote)
+
+
+def test_the_request_phrase_copied_as_the_expression_is_replaced() -> None:
+    # "15 minutes" is the request's quantity without the conversion it asks for
+    formula = request_formula("How many seconds are in 15 minutes?")
+    assert formula is not None
+    wrote = {"expression": "15 minutes"}
+    assert repaired_arguments(wrote, formula) == ({"expression": "15 * 60"}, "15 minutes")
+    # words the request does not hold are something else (a query, a name)
+    assert repaired_arguments({"query": "SELECT 15 FROM minutes"}, formula) is None
 
 
 def test_an_argument_of_the_same_value_or_not_arithmetic_is_kept() -> None:

@@ -60,6 +60,8 @@ _OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|//|[-+*/%])\s*[(\d-]")
 # An operator written as one (spaced, or a sign dates and codes do not use): "2024-11-24",
 # "11/24" and "555-1234" are not formulas.
 _SPACED = re.compile(r"\s(?:\*\*|//|[-+*/%])|(?:\*\*|//|[-+*/%])\s|[+*%]")
+_WORD = re.compile(r"[a-z]+|\d+(?:\.\d+)?")
+_MAX_COPIED = 4  # words of a copied phrase; a longer text is something else (a query)
 _NOTATION = re.compile(r"\bReturns (\w+) (\*\*|//|[-+*/%]) (\w+)\.")
 _SIGNS: dict[type[ast.operator], str] = {
     ast.Add: "+",
@@ -80,6 +82,9 @@ class Formula:
     value: Fraction
     numbers: frozenset[str]
     worded: bool = False  # the request writes it in words only ("add 12 and 8, then ...")
+    # the words of the request that states it (lower case): an argument made of them
+    # only is the request's phrase copied, not a computation ("15 minutes")
+    words: frozenset[str] = frozenset()
 
 
 def _numbers(text: str) -> set[str]:
@@ -150,7 +155,10 @@ def request_formula(request: str) -> Formula | None:
     if len(spans) != 1 or not given <= _numbers(spans[0]):
         return None
     found = arithmetic(spans[0])
-    if found is None or _OPERATOR.search(request):
+    if found is None:
+        return None
+    found = replace(found, words=frozenset(_WORD.findall(request.lower())))
+    if _OPERATOR.search(request):
         return found
     return replace(found, worded=True)
 
@@ -165,12 +173,20 @@ def repaired_arguments(
         if not isinstance(value, str) or not _numbers(value) & formula.numbers:
             continue
         written = arithmetic(value)
-        if written is None and re.search(r"[A-Za-z]{2}", value):
+        if written is None and re.search(r"[A-Za-z]{2}", value) and not _copied(value, formula):
             continue  # not arithmetic (a name, a query): only a formula is compared
         if written is not None and written.value == formula.value:
             return None
         return {**arguments, key: formula.text}, value
     return None
+
+
+def _copied(value: str, formula: Formula) -> bool:
+    """Whether ``value`` is a short phrase of the request's own words: asked "How many
+    seconds are in 15 minutes?", the model wrote the expression ``15 minutes``, the
+    request's quantity without the computation the request states."""
+    words = _WORD.findall(value.lower())
+    return 0 < len(words) <= _MAX_COPIED and set(words) <= formula.words
 
 
 # ------------------------------------------------------------------ plans

@@ -13,7 +13,10 @@ Every failure is a :class:`CalculatorError` (a ``ToolError`` of kind
 
 Common written operators are accepted too (:func:`from_words`): "12 squared", "3 to the
 power of 5", "15% of 80", "subtract 199 from 1024", "7 times 8", "13 x 7", "half of 50",
-"the cube root of 27", "add 12 and 8, then divide by 4". People type them, and a
+"the cube root of 27", "add 12 and 8, then divide by 4", "a quarter of 96", "triple 64",
+"split 126 into 3 equal parts", "what must be added to 37 to make 100", "add 19, 23 and
+58", "I have 250 euros and spend 85", and unit conversions of time, mass, length and volume ("15 minutes in seconds",
+"how many hours are in 3 days": :mod:`.calc_units`). People type them, and a
 small model asked such a question copies its words into the expression far more
 reliably than it translates them: "subtract 199 from 1024" came out as ``199 - 1024``.
 """
@@ -23,10 +26,12 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Callable
 from fractions import Fraction
 
 from loopwright.core.errors import ToolError, ToolErrorKind
 from loopwright.core.tools import ToolSpec
+from loopwright.tools.builtin.calc_units import conversions
 
 MAX_EXPRESSION_CHARS = 500
 MAX_BITS = 4096  # about 1233 decimal digits, numerator or denominator
@@ -99,8 +104,34 @@ def evaluate(expression: str) -> Fraction:
 
 
 _N = r"(-?\d+(?:\.\d+)?|\([^()]*\))"  # a number or a parenthesized group
+# What may follow "split 126 into 3": "equal parts", "pieces", "ways", "people".
+_SHARES = r"(?: (?:equal |even )?(?:parts|pieces|portions|shares|ways|groups|people))?"
+# The question words before "be added to ...": "what must", "how much do I need to".
+_ASKED = (
+    r"(?:(?:what|how much)(?: (?:must|should|would|has to|needs? to|do (?:i|you|we) need to))? )?"
+)
+# What takes an amount away from what one has.
+_SPENT = (
+    r"(?:spend|spent|give away|gave away|use|used|lose|lost|eat|ate|sell|sold|pay|paid"
+    r"|take away|took away)"
+)
+# "add 19, 23 and 58", "the sum of 4, 5 and 6" (commas are spaces by then): every term.
+_LIST = rf"({_N}(?: {_N})+ and {_N})"
 # Whole-phrase forms, operator first: "subtract 199 from 1024" is 1024 - 199.
-_PHRASES = [
+
+
+def _terms(sign: str) -> Callable[[re.Match[str]], str]:
+    """A replacement joining every number of a :data:`_LIST` match with ``sign``."""
+
+    def joined(m: re.Match[str]) -> str:
+        return f" {sign} ".join(f"({t})" for t in re.findall(_N, m.group(1)))
+
+    return joined
+
+
+_PHRASES: list[tuple[str, str | Callable[[re.Match[str]], str]]] = [
+    (rf"(?:add|(?:the )?sum of|(?:the )?total of) {_LIST}", _terms("+")),
+    (rf"(?:multiply|(?:the )?product of) {_LIST}", _terms("*")),
     (rf"(?:subtract|deduct) {_N} from {_N}", r"(\2) - (\1)"),
     (rf"take {_N} (?:away )?from {_N}", r"(\2) - (\1)"),
     (rf"add {_N} (?:and|to) {_N}", r"(\1) + (\2)"),
@@ -113,7 +144,29 @@ _PHRASES = [
     (rf"(?:the )?square root of {_N}", r"(\1) ** (1 / 2)"),
     (rf"(?:the )?cube root of {_N}", r"(\1) ** (1 / 3)"),
     (rf"(?:one )?half of {_N}", r"(\1) / 2"),
+    (rf"(?:a|one) third of {_N}", r"(\1) / 3"),
+    (rf"(?:a|one) quarter of {_N}", r"(\1) / 4"),
+    (rf"(?:a|one) fifth of {_N}", r"(\1) / 5"),
+    (rf"(?:a|one) tenth of {_N}", r"(\1) / 10"),
     (rf"(?:double|twice) {_N}", r"2 * (\1)"),
+    (rf"(?:triple|treble|thrice) {_N}", r"3 * (\1)"),
+    # "split 126 into 3 equal parts", "share 60 between 4 people": equal shares
+    (
+        rf"(?:split|divide|share|cut) {_N} (?:equally )?(?:into|among|between) {_N}{_SHARES}",
+        r"(\1) / (\2)",
+    ),
+    # "I have 250 euros and spend 85", "had 120 apples and gave away 35": what is left
+    (
+        rf"(?:have|had|got|start with|started with) {_N}(?: [a-z]+)?,? (?:and )?(?:then )?"
+        rf"(?:i |we |you |they |she |he )?{_SPENT} {_N}",
+        r"(\1) - (\2)",
+    ),
+    # "what must be added to 37 to make 100": the difference
+    (rf"{_ASKED}(?:be )?add(?:ed)? to {_N} to (?:make|get|reach|give|equal) {_N}", r"(\2) - (\1)"),
+    (
+        rf"{_ASKED}(?:be )?(?:subtracted|taken) from {_N} to (?:make|get|reach|leave) {_N}",
+        r"(\1) - (\2)",
+    ),
     (rf"(?:the )?square of {_N}", r"(\1) ** 2"),
     (rf"(?:the )?cube of {_N}", r"(\1) ** 3"),
     (rf"{_N} ?(?:%|percent|per cent) of", r"\1 / 100 *"),
@@ -132,6 +185,7 @@ _WORDS = [
 # A step after "then" that works on what came before: "..., then divide by 4".
 _PREVIOUS = r"(?: (?:it|that|this|the result|the sum|the product|the answer))?"
 _THEN = re.compile(r",? (?:and )?then ")
+_STEPS = re.compile(r", (?:and )?")
 _NEXT_STEPS = [
     (rf"(?:divide{_PREVIOUS}|divided) by {_N}", r"/ (\1)"),
     (rf"(?:multiply{_PREVIOUS}|multiplied) by {_N}", r"* (\1)"),
@@ -178,8 +232,13 @@ def from_words(text: str) -> str:
     steps = _THEN.split(" ".join(text.lower().split()))
     if len(steps) > 1:
         return _chained(steps) or text
+    # "Take 90, divide it by 3, and add 12": steps after commas, when each is one
+    steps = _STEPS.split(" ".join(text.lower().split()))
+    chained = _chained(steps) if len(steps) > 1 else ""
+    if chained:
+        return chained
     out = " ".join(text.lower().replace(",", " ").split())
-    found = 0
+    out, found = conversions(out)
     for pattern, symbol in _PHRASES:
         out, n = re.subn(rf"\b{pattern}", symbol, out)
         found += n
