@@ -373,3 +373,26 @@ async def test_a_question_no_offered_tool_fits_is_answered(question: str, tool: 
     specs = [t.spec for t in make_tools(["calculator", "get_weather"])]
     done, _ = await final(LocalModel(), ModelRequest([Message.user(question)], tools=specs))
     assert [c.name for c in done.message.tool_calls] == ([tool] if tool else [])
+
+
+def test_guided_text_after_a_space_adds_no_second_space() -> None:
+    # The guide's text may start with a space-carrying token, which after a space wrote
+    # "now:  temperature 25" (two spaces; the answer check read a blank value).
+    from llama_cpp import LlamaGrammar
+
+    from loopwright.providers import local_sampler as ls
+
+    model = LocalModel()
+    model.load()
+    llm = model._loaded.llm  # type: ignore[union-attr]
+    prompt = llm.tokenize(b"Q: Two numbers?\nA: Numbers: 3, 4.\nQ: Two numbers?\nA:", add_bos=True)
+    grammar = LlamaGrammar.from_string('root ::= [ -~]{1,30} "\\n"', verbose=False)
+
+    def guide(text: str, first: str) -> str | None:
+        return "labelled 3" if text.endswith(" ") else None
+
+    sampler = ls.GreedyGrammarSampler(llm, grammar, guide=guide)
+    for _ in ls.greedy_grammar_stream(llm, sampler, prompt, {"max_tokens": 16, "temperature": 0.0}):
+        pass
+    text = llm.detokenize(sampler._generated).decode()
+    assert "labelled 3" in text and "  labelled" not in text

@@ -593,6 +593,62 @@ def test_a_formula_is_quoted_when_the_answer_starts_any_of_its_numbers() -> None
     assert quoter(' {"answer": "95 - 30 = ', "6") is None  # already written
 
 
+def test_no_formula_after_the_question_words_that_state_it() -> None:
+    """'What is half of 346?' was answered 'Half of 346 / 2 = 173.' (read: half of
+    173): after the question's own words for a number the answer writes that number,
+    not the formula in symbols."""
+    quoter = la.FormulaQuoter(("346 / 2",), "What is half of 346?")
+    assert quoter(' {"answer": "Half of ', "3") is None
+    assert quoter(' {"answer": "If I split ', "3") == "346 / 2"  # not the question's words
+    assert quoter(' {"answer": "', "3") == "346 / 2"
+    split = la.FormulaQuoter(("96 / 4",), "If I split 96 into 4 parts, how big is each?")
+    assert split(' {"answer": "If I split ', "9") is None
+    asked = la.FormulaQuoter(("45 * 12",), "What is 45 * 12?")
+    assert asked(' {"answer": "What is ', "4") == "45 * 12"  # asking words state nothing
+
+
+def test_numbers_listed_with_no_field_named_are_labelled() -> None:
+    """'What's the weather there now?' was answered 'The weather there is now: 25, 72.':
+    a number listed after ': ' or ', ' with no field named is written with its field's
+    word and unit, the next field not yet stated."""
+    report = '{"city": "Lisbon", "temperature_c": 25, "humidity_pct": 72, "wind_kph": 10}'
+    ground = la.grounding(_history("What's the weather there now?", report))
+    guide = la.answer_guide(ground, "What's the weather there now?")
+    assert guide is not None
+    assert guide(' {"answer": "The weather is now: ', "2") == "temperature 25"
+    assert guide(' {"answer": "It is now: temperature 25, ', "2") == "humidity 72 pct"
+    assert guide(' {"answer": "It is now: temperature 25, ', "1") == "wind 10 kph"
+    assert guide(' {"answer": "It is rainy, humidity: ', "7") == "72 pct"  # the binder's
+    assert guide(' {"answer": "It is ', "2") is None  # not a list
+    # a field named before the list's comma is the binder's ("humid there, 72 pct")
+    assert guide(' {"answer": "It is humid there, ', "2") == "72 pct"
+    # the question asks one field: the others are not listed after it
+    humid = la.grounding(_history("How humid is it there?", report))
+    asked = la.answer_guide(humid, "How humid is it there?")
+    assert asked is not None
+    assert not (asked(' {"answer": "It is humid there, 72 pct, ', "1") or "").startswith("wind")
+
+
+def test_a_number_is_made_a_percentage_only_where_percentages_are_spoken_of() -> None:
+    """'How much is the lamp?' over its row was answered 'The lamp is 40% of the
+    price.': nothing there is a percentage."""
+    lamp = '{"columns": ["name", "price", "stock"], "rows": [["lamp", 40, 3]]}'
+    veto = lv.answer_veto(la.grounding(_history("How much is the lamp?", lamp)))
+    assert veto(' {"answer": "The lamp is 40', "%")
+    assert veto(' {"answer": "The lamp is 40', " percent")
+    assert not veto(' {"answer": "The lamp is 40', " dollars")
+    asked = lv.answer_veto(la.grounding(_history("What is 20% of 200?", "40")))
+    assert not asked(' {"answer": "20', "%")
+    humid = '{"city": "Lima", "humidity_pct": 72}'
+    assert not lv.answer_veto(la.grounding(_history("How humid?", humid)))(" 72", "%")
+
+
+def test_a_table_column_is_not_listed_as_one_field() -> None:
+    rows = '{"columns": ["name", "price"], "rows": [["lamp", 40], ["desk", 240]]}'
+    ground = la.grounding(_history("List the products.", rows))
+    assert la.FieldBinder(ground.fields, "", ground.units).listed("Products: ", "4") is None
+
+
 def test_a_question_naming_one_field_keeps_the_other_fields_out() -> None:
     """'How humid is it in Bangkok?' was answered 'The temperature in Bangkok is 11
     degrees Celsius.': the other numeric fields' names are not written."""

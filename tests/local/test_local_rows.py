@@ -123,6 +123,26 @@ def test_a_named_column_of_a_named_row_is_its_value() -> None:
     assert ground.latest == ("12",)
 
 
+def test_how_many_of_a_named_row_asks_its_quantity_column() -> None:
+    """'How many desks do we still have?' was answered 'There are 240 desks left in
+    stock.' (240 is the desk's price): counting the row's thing asks its stock."""
+    desk = json.dumps({"columns": ["name", "price", "stock"], "rows": [["desk", 240, 5]]})
+    ground = _ground("How many desks do we still have? Check the products table.", desk)
+    assert ground.latest == ("5",)
+    # a count of rows, not of a row's thing, is not a quantity column's value
+    assert _ground("How many products cost more than 50?", desk).latest != ("5",)
+
+
+def test_an_identifier_column_the_question_names_is_its_answer() -> None:
+    """'What is the customer id of order 3?' was answered 'The customer id is 3': the
+    customer_id column's value was kept out as an identifier."""
+    order = json.dumps({"columns": ["id", "customer_id", "total"], "rows": [[3, 4, 30.0]]})
+    ground = _ground("What is the customer id of order 3 in the orders table?", order)
+    assert "4" in ground.allowed and "4" in ground.latest
+    total = _ground("What is the total of order 3 in the orders table?", order)
+    assert "4" not in total.allowed  # not named: an identifier, not the total
+
+
 def test_a_question_asking_which_row_is_not_answered_by_the_sort_column() -> None:
     """'Which product has the most stock?' was answered 'The product with the most stock
     is the chair with a price 12.': the stock the row was picked by is not the answer."""

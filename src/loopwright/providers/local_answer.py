@@ -126,6 +126,7 @@ class Grounding:
     names: tuple[str, ...] = ()  # with subject: the question's and results' words
     positions: tuple[str, ...] = ()  # numbers opening a listed result's items ("1. ")
     verdict: str = ""  # "Yes"/"No" the results give a yes/no question (core.polarity)
+    percent: bool = True  # whether the question or a result speaks of percentages
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -220,9 +221,11 @@ def grounding(messages: Sequence[Message]) -> Grounding:
         unique(w.lower() for t in (asked, *every) for w in KEY_WORD.findall(t)) if subject else (),
         tuple(n for n in item_numbers(words or ()) if n in focused.keep),
         given,
+        any(_PERCENT.search(t) for t in (asked, *every)),
     )
 
 
+_PERCENT = re.compile(r"%|percent|per cent|pct", re.IGNORECASE)
 _SOURCE_WORDS = frozenset(["according", "file", "check", "see", "look"])
 _FORMULA = re.compile(r"\d\s*[-+*/^%]\s*[\d(]|\d\s*\*\*")
 # A formula a strategy found the calls compute, on the calls' message (the embedded
@@ -341,6 +344,10 @@ def _walk(data: object, found: list[tuple[str, str]], depth: int) -> None:
             _walk(item, found, depth + 1)
 
 
+# Words that ask rather than state an operation ("What is 45 * 12?").
+_ASKING = frozenset(["what", "how", "much", "many", "which", "is", "are", "does", "do"])
+_LISTING = re.compile(r"[:,]\s*$")
+_TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)?")
 _ANSWER_HEAD = re.compile(r'\{\s*"answer"\s*:\s*"')
 # A word and the number the question writes right after it ("order 5", "customer 3").
 _PAIRED = re.compile(r"\b([a-z]{3,})\s+#?(\d+(?:\.\d+)?)(?![\d.])")
@@ -385,6 +392,37 @@ class FieldBinder:
             found = self._named(self.question, row)
         return found or None
 
+    def listed(self, text: str, first: str, bound: str | None = None) -> str | None:
+        """A number started right after ": " or ", " with no field named before it
+        ("The weather there is now: 25, 72."): the numbers of a result holding several
+        numeric fields, one number each, are listed with their field's word and unit:
+        the field not yet stated whose value starts as the model's number does, else the
+        next one ("humidity 72 pct"). ``None`` when a word names several numbers (a
+        table's column) or the words since the last number name a field not yet stated
+        (``bound``: what :meth:`__call__` returned for ``text``, the binder's to write)."""
+        head = _ANSWER_HEAD.search(text)
+        answer = text[head.end() :] if head else text
+        if not _LISTING.search(answer):
+            return None
+        if bound == "" or (bound and bound.split()[0] not in numbers_in(answer)):
+            return None
+        if self._named(self.question) is not None:
+            return None  # the question asks one field: the others are not its answer
+        by_word = dict(self.fields)
+        if len(by_word) != len(set(self.fields)):
+            return None  # a word holding several numbers (a table's column)
+        fields = list({v: (w, v) for w, v in reversed(self.fields)}.values())[::-1]
+        stated = set(numbers_in(answer))
+        if len(fields) < 2:
+            return None
+        left = [(w, v) for w, v in fields if v not in stated]
+        pick = next((f for f in left if f[1].startswith(first.strip())), None)
+        pick = pick or (left[0] if left else None)
+        if pick is None:
+            return None
+        unit = dict(self.units).get(pick[0], "")
+        return f"{pick[0]} {pick[1]} {unit}".rstrip()
+
     def _row(self, text: str) -> Record | None:
         """The one record (table row) whose text value ``text`` names ("chairs" names
         the row ``chair``), if exactly one is named."""
@@ -421,14 +459,22 @@ class FormulaQuoter:
     expression. Called with the text decoded so far when the model starts a number:
     if no formula was written yet and a formula argument of the calls begins with that
     number (after its opening parentheses), or else holds a number starting with it,
-    the whole formula is returned and the sampler writes it verbatim. Nothing here evaluates or knows arithmetic."""
+    the whole formula is returned and the sampler writes it verbatim. Nothing here evaluates or knows arithmetic.
+
+    Not after the ``question``'s own words for that number: an answer restating the
+    question's phrase ("Half of ", "If I split ") has stated the operation in words,
+    and the formula after it states it again ("Half of 346 / 2 = 173." reads as half
+    of 173)."""
 
     formulas: tuple[str, ...]
+    question: str = ""
 
     def __call__(self, text: str, first: str) -> str | None:
         head = _ANSWER_HEAD.search(text)
         answer = text[head.end() :] if head else text
         if any(f in answer for f in self.formulas):
+            return None
+        if self._restates_question(answer, first):
             return None
         for formula in self.formulas:
             if formula.lstrip("( ").startswith(first):
@@ -440,6 +486,22 @@ class FormulaQuoter:
                 return formula
         return None
 
+    def _restates_question(self, answer: str, first: str) -> bool:
+        """Whether the words of the sentence being written, before the number it starts
+        (``first``), are the question's words before one of its numbers starting so: the
+        last two of them, at least one not a function word."""
+        sentence = re.split(r"[.!?]\s", answer)[-1]
+        before = WORD.findall(sentence.lower())[-2:]
+        if not first.strip() or all(w in STOPWORDS or w in _ASKING for w in before):
+            return False
+        asked = " ".join(_TOKEN.findall(self.question.lower()))
+        lead = " ".join(before)
+        return any(
+            n.startswith(first.strip())
+            and re.search(rf"\b{re.escape(lead)} {re.escape(n)}\b", asked)
+            for n in numbers_in(self.question)
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class AnswerGuide:
@@ -447,7 +509,8 @@ class AnswerGuide:
     (:class:`FormulaQuoter`); right after an equals sign, the latest result when it is
     one number (``equals``: "(10 + 6) / 4 = 16." stated the first step's result after
     a two-step chain; an equation's value is what the tools returned, whatever the
-    left side says); else the value of the field just named (:class:`FieldBinder`)."""
+    left side says); else the value of the field just named (:class:`FieldBinder`), or
+    a number listed with no field named, labelled (:meth:`FieldBinder.listed`)."""
 
     binder: FieldBinder
     quoter: FormulaQuoter
@@ -459,7 +522,8 @@ class AnswerGuide:
             return quoted
         if self.equals and text.rstrip(" ").endswith("="):
             return self.equals
-        return self.binder(text)
+        bound = self.binder(text)
+        return self.binder.listed(text, first, bound) or bound
 
 
 def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:
@@ -468,7 +532,7 @@ def answer_guide(ground: Grounding, question: str) -> AnswerGuide | None:
     if not ground.fields and not ground.formulas and not equals:
         return None
     binder = FieldBinder(ground.fields, question, ground.units, ground.records)
-    return AnswerGuide(binder, FormulaQuoter(ground.formulas), equals)
+    return AnswerGuide(binder, FormulaQuoter(ground.formulas, question), equals)
 
 
 def _alternatives(values: Sequence[str]) -> str:

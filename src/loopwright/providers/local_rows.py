@@ -92,8 +92,9 @@ _WHICH_ROW = re.compile(r"\b(?:which|who)\b", re.IGNORECASE)
 
 def asked_number(texts: Sequence[str], question: str, named: list[list[str]]) -> str:
     """The value (canonical) of the one numeric column of a table result that the
-    question names by a key word ("stock", "price"; not an identifier), in the one row
-    it asks about: of the rows ``named`` (see :func:`named_rows`) when there is one,
+    question names by a key word ("stock", "price"; not an identifier), or that a "how
+    many" question counting the row's thing asks (a :data:`QUANTITY_COLUMNS` column), in
+    the one row it asks about: of the rows ``named`` (see :func:`named_rows`) when there is one,
     else of a one-row table (a query that picked the row: "the cheapest product").
     "" otherwise."""
     words = [w for w in WORD.findall(question.lower()) if len(w) >= MIN_FIELD_WORD]
@@ -109,12 +110,29 @@ def asked_number(texts: Sequence[str], question: str, named: list[list[str]]) ->
             and all(isinstance(r[i], int | float) and not isinstance(r[i], bool) for r in listed)
         ]
         chosen = [i for i in numeric if any(names_key(w, names[i]) for w in words)]
-        if len(chosen) != 1:
-            continue
         picked = _picked(listed, named)
-        if len(picked) == 1:
+        if not chosen and _counts_row(question, picked):
+            chosen = [i for i in numeric if set(WORD.findall(names[i])) & QUANTITY_COLUMNS]
+        if len(chosen) == 1 and len(picked) == 1:
             return cell_text(picked[0][chosen[0]])
     return ""
+
+
+# Column names that hold how many of a row's thing there are: "How many desks do we
+# still have?" names no column, and asks the desk row's quantity, not its price.
+QUANTITY_COLUMNS = frozenset(
+    ["stock", "quantity", "qty", "count", "units", "inventory", "available", "remaining"]
+)
+
+
+def _counts_row(question: str, picked: list[list[object]]) -> bool:
+    """Whether a "how many" question counts the thing the one picked row names ("How
+    many desks ...?" of the row ``desk``)."""
+    counted = _COUNTED.search(question)
+    if counted is None or len(picked) != 1:
+        return False
+    noun = {counted.group(1).lower()}
+    return any(mentions(noun, v) for v in picked[0] if isinstance(v, str))
 
 
 def asked_column(
@@ -279,7 +297,7 @@ def _row_focus(
     # Only the row's own numbers and the question's: another row's number stated
     # first ("The total of order 5 is 10.0") would pass as a number of the result.
     asked_numbers = {canonical_number(n) for n in numbers_in(asked)}
-    ids = _identifiers(texts) - asked_numbers
+    ids = _identifiers(texts, asked) - asked_numbers
     # Nor its identifiers: "The total of order 5 is 2,50.0" wrote its customer id.
     own_numbers = {*(v for v in row if v not in ids), *asked_numbers}
     keep = tuple(n for n in keep if canonical_number(n) in own_numbers) or keep
@@ -388,8 +406,11 @@ def _list_item(texts: Sequence[str], question: str) -> tuple[set[str], list[str]
     return set(WORD.findall(items[index])), numbers_in(items[index])
 
 
-def _identifiers(texts: Sequence[str]) -> set[str]:
-    """The numbers of a table's identifier columns (``id``, ``customer_id``)."""
+def _identifiers(texts: Sequence[str], asked: str = "") -> set[str]:
+    """The numbers of a table's identifier columns (``id``, ``customer_id``), but for a
+    ``thing_id`` column the question ``asked`` names with both words ("What is the
+    customer id of order 3?": its value is the answer)."""
+    words = set(WORD.findall(asked.lower()))
     found: set[str] = set()
     for content in texts:
         try:
@@ -402,9 +423,17 @@ def _identifiers(texts: Sequence[str]) -> set[str]:
                 found |= {
                     cell_text(v)
                     for k, v in row.items()
-                    if str(k).lower() == "id" or str(k).lower().endswith("_id")
+                    if str(k).lower() == "id"
+                    or (str(k).lower().endswith("_id") and not _named_id(str(k), words))
                 }
     return found
+
+
+def _named_id(key: str, words: set[str]) -> bool:
+    """Whether ``words`` name the identifier column ``key`` (``customer_id``) by each of
+    its words ("customer", "id")."""
+    parts = key.lower().split("_")
+    return "id" in words and all(any(names_key(w, p) for w in words) for p in parts)
 
 
 def short(numbers: Iterable[str]) -> tuple[str, ...]:

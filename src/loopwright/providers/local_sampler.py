@@ -276,7 +276,8 @@ class GreedyGrammarSampler:
         if char not in self._chars:
             self._chars[char] = _char_tokens(self._llm, char)
         ids = self._chars[char]
-        ids = ids if first else ids[:1]
+        # the space before it only where the text has none ("now:  temperature")
+        ids = ids if first and not self._text.endswith(b" ") else ids[:1]
         token = self._first_allowed(np.array(ids, dtype=np.int64), logits, frozenset())
         self._pending = self._pending[1:] if token is not None else ""
         return token

@@ -105,7 +105,10 @@ class AnswerVeto:
       :data:`COMMON_WORDS`;
     * no word of a row the question does not name (``others``), when it names some;
     * no "=" unless a call or the question holds a formula (``equations``): read
-      from a file, "Bread: 3 eggs, 500 g flour = 3." equated a count to a weight."""
+      from a file, "Bread: 3 eggs, 500 g flour = 3." equated a count to a weight;
+    * no number made a percentage ("%", "percent") when neither the question nor a
+      result speaks of percentages (``percent``): "The lamp is 40% of the price." for
+      a price of 40."""
 
     unstated: tuple[str, ...] = ()
     fields: tuple[tuple[str, str], ...] = ()
@@ -117,6 +120,7 @@ class AnswerVeto:
     units: tuple[tuple[str, str], ...] = ()
     names: tuple[str, ...] = ()
     formulas: tuple[str, ...] = ()
+    percent: bool = True
 
     def __call__(self, text: str, piece: str) -> bool:
         if runs_past_equation(text, piece) or repeats_number(text, piece):
@@ -124,6 +128,8 @@ class AnswerVeto:
         if self.formulas and runs_past_formula(text, piece, self.formulas):
             return True
         if not self.equations and "=" in piece:
+            return True
+        if not self.percent and _PERCENT_AFTER_NUMBER.search(text + piece.split('"', 1)[0]):
             return True
         if self.subject and self._off_subject(text, piece):
             return True
@@ -246,6 +252,8 @@ class AnswerVeto:
         }
 
 
+# A number written as a percentage at the end of the text: "40%", "40 perc".
+_PERCENT_AFTER_NUMBER = re.compile(r"\d\s*(?:%|perc(?:e(?:nt?)?)?)$", re.IGNORECASE)
 MAX_NAMED_TAIL = 40
 # A unit is an abbreviation (pct, kph, eur, mph, kg); a longer last key word is a noun.
 MAX_UNIT_CHARS = 4
@@ -302,6 +310,7 @@ def answer_veto(ground: Grounding) -> AnswerVeto:
         ground.units,
         ground.names,
         ground.formulas,
+        ground.percent,
     )
 
 
