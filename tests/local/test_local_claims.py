@@ -322,3 +322,50 @@ def test_a_word_for_a_kind_of_column_names_it() -> None:
     desk = json.dumps({"columns": ["name", "price", "stock"], "rows": [["desk", 240, 5]]})
     assert mislabeled_number("The most expensive product cost $240.", question, [desk]) is None
     assert mislabeled_number("The most expensive product cost $5.", question, [desk]) is not None
+
+
+POEM = "Roses are red, violets are blue."
+NOTES = "The team meeting is on Tuesday at 10 am in room 4."
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "text", "wrong"),
+    [
+        ("The poem is blue.", "What does poem.txt say violets are?", POEM, True),
+        ("Roses are blue.", "What does poem.txt say violets are?", POEM, True),
+        ("Violets are blue.", "What does poem.txt say violets are?", POEM, False),
+        ("According to poem, violet are blue.", "What colour are violets?", POEM, False),
+        ("It is blue.", "What does poem.txt say violets are?", POEM, False),
+        ("The poem says violets are blue.", "What are violets in poem.txt?", POEM, False),
+        ("The team meeting is in room 4.", "Which room? See notes.txt.", NOTES, False),
+        ("The notes is on Tuesday.", "When is it? See notes.txt.", NOTES, True),
+    ],
+)
+def test_a_value_a_text_states_of_one_thing_is_not_said_of_another(
+    answer: str, question: str, text: str, wrong: bool
+) -> None:
+    """'What does poem.txt say violets are?' was answered 'The poem is blue.'."""
+    reason = ungrounded(answer, _turn(question, text))
+    assert (reason is not None and "another thing" in reason) is wrong
+
+
+CONFIG = "[server]\nport = 8080\nhost = example.internal\n"
+
+
+@pytest.mark.parametrize(
+    ("answer", "text", "wrong"),
+    [
+        ("config: example.internal, host: example.", CONFIG, True),
+        ("The host is example.", CONFIG, True),
+        ("The host is example.internal.", CONFIG, False),
+        ("The port is 8080.", CONFIG, False),
+        ("Pancakes: 200 g flour.", "Pancakes: 200 g flour, 2 eggs, 300 ml milk.", False),
+    ],
+)
+def test_a_value_cut_short_after_its_key_is_not_grounded(
+    answer: str, text: str, wrong: bool
+) -> None:
+    """'What host does config.ini name?' was answered 'config: example.internal, host:
+    example.': the second clause names another host."""
+    reason = ungrounded(answer, _turn("What does config.ini set?", text))
+    assert (reason is not None and "cuts a value short" in reason) is wrong

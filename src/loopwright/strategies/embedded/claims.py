@@ -472,6 +472,81 @@ def unstated_thing(answer: str, question: str, sources: Sequence[str]) -> str | 
     return None
 
 
+# A clause that says what something is: "violets are blue", "the meeting is on Tuesday".
+_COPULA = re.compile(r"^(?P<left>.*?)\b(?:is|are|was|were)\s+(?P<right>.+)$", re.IGNORECASE)
+_CLAUSES = re.compile(r"[,;:!?\n]|\.(?!\d)")
+_WORD = re.compile(r"[a-z]+|\d+(?:\.\d+)?")
+
+
+def _copulas(text: str) -> list[tuple[list[str], list[str]]]:
+    """The (subject words, predicate words) of each clause of ``text`` that says what
+    something is, lower-cased, function words left out."""
+    found = []
+    for clause in _CLAUSES.split(text):
+        m = _COPULA.match(clause.strip())
+        if m:
+            left = [w for w in _WORD.findall(m["left"].lower()) if w not in STOPWORDS]
+            right = [w for w in _WORD.findall(m["right"].lower()) if w not in STOPWORDS]
+            if left and right:
+                found.append((left, right))
+    return found
+
+
+def other_subject(answer: str, question: str, contents: Sequence[str]) -> str | None:
+    """A value a plain text states of one thing, said of another, or ``None``: over
+    "Roses are red, violets are blue." the answer "The poem is blue." (asked what the
+    poem says violets are). An answer's clause "X is V" where V is what a text's clause
+    says its subject S is must name S before the verb, unless nothing it names there is
+    a word of the question or the texts ("It is blue.")."""
+    texts = [c for c in contents if not _is_json(c)]
+    said = [(left[-1], set(right)) for t in texts for left, right in _copulas(t)]
+    if not said:
+        return None
+    known = {_base(w) for t in (question, *texts) for w in _WORD.findall(t.lower())}
+    for left, right in _copulas(answer):
+        bases = {_base(w) for w in left}
+        for subject, values in said:
+            if not values & set(right) or _base(subject) in bases:
+                continue
+            other = next((w for w in left if _base(w) in known), None)
+            if other is not None:
+                return f"{other!r} where the text says {subject!r}"
+    return None
+
+
+# A text's "key = value" or "key: value" line (a configuration, a header).
+_KEY_VALUE = re.compile(r"^\s*([A-Za-z][\w ]{0,30}?)\s*[=:]\s*(\S[^\n]*?)\s*$", re.MULTILINE)
+
+
+def cut_value(answer: str, contents: Sequence[str]) -> str | None:
+    """A text's one-word value the answer states cut short after its key, or ``None``:
+    over "host = example.internal" the answer "host: example." (a part of the value,
+    which names another host)."""
+    for text in contents:
+        if _is_json(text):
+            continue
+        for key, value in _KEY_VALUE.findall(text):
+            if " " in value:
+                continue  # a phrase ("Pancakes: 200 g flour, ..."), not one value
+            said = re.search(
+                rf"\b{re.escape(key.strip())}\b\s*(?:[:=]|is)\s*([^\s,;]+)", answer, re.IGNORECASE
+            )
+            if said is None:
+                continue
+            token = said.group(1).rstrip(".!?").lower()
+            if token and token != value.lower() and value.lower().startswith(token):
+                return f"{key.strip()} {token!r} where the result gives {value!r}"
+    return None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _split_keys(text: str) -> str:
     """``text`` with its keys' words apart (``humidity_pct`` -> ``humidity pct``,
     ``customerId`` -> ``customer Id``)."""
@@ -489,10 +564,12 @@ def _base(word: str) -> str:
 
 __all__ = [
     "Record",
+    "cut_value",
     "first_statement",
     "key_words",
     "mislabeled_number",
     "other_position",
+    "other_subject",
     "records",
     "restated_value",
     "stated_numbers",

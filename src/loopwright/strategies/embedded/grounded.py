@@ -71,9 +71,11 @@ from loopwright.core.polarity import contradiction, verdict, yes_no
 from loopwright.core.protocols import Model, ModelRequest
 from loopwright.core.untrusted import unwrap_untrusted
 from loopwright.strategies.embedded.claims import (
+    cut_value,
     first_statement,
     mislabeled_number,
     other_position,
+    other_subject,
     records,
     restated_value,
     unstated_action,
@@ -272,6 +274,12 @@ def _claims(answer: str, turn: Turn, ok: Sequence[ToolResultPart]) -> str | None
     act = unstated_action(answer, turn.question, contents)
     if act:
         return f"claims an act no result states: {act!r}"
+    subject = other_subject(answer, turn.question, contents)
+    if subject:
+        return f"states a value of another thing: {subject}"
+    cut = cut_value(answer, contents)
+    if cut:
+        return f"cuts a value short: {cut}"
     if any(r.table for r in records(contents)) or any(not is_json(c) for c in contents):
         thing = unstated_thing(answer, turn.question, [*contents, *turn.calls])
         if thing:
