@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from loopwright.core.messages import Message, ToolCallPart, ToolResultPart
@@ -607,6 +609,17 @@ def test_no_formula_after_the_question_words_that_state_it() -> None:
     assert asked(' {"answer": "What is ', "4") == "45 * 12"  # asking words state nothing
 
 
+def test_a_label_is_stated_as_a_whole_word() -> None:
+    """'What's it like outside in Seoul?' was answered '..., but it's really nice.': the
+    label "real" (of "not a real forecast") at the start of "really" passed for a
+    stated value. A label is followed by one of a word's endings at most."""
+    report = '{"city": "Seoul", "condition": "foggy", "source": "not a real forecast"}'
+    gbnf = la.answer_grammar(la.grounding(_history("What's it like in Seoul?", report)))
+    assert f"rlabel {la._ENDINGS}? (end | {la._NOT_LETTER} " in gbnf
+    assert '"ly"' not in la._ENDINGS  # "real" + "ly" is another word
+    assert "x41" not in la._NOT_LETTER and "x61" not in la._NOT_LETTER  # no letters
+
+
 def test_numbers_listed_with_no_field_named_are_labelled() -> None:
     """'What's the weather there now?' was answered 'The weather there is now: 25, 72.':
     a number listed after ': ' or ', ' with no field named is written with its field's
@@ -718,7 +731,6 @@ def test_a_question_asking_for_one_text_column_is_answered_by_its_value() -> Non
 def test_an_answer_sentence_does_not_start_with_the_word_i() -> None:
     """'I renewed the passport.' for the to-do item 'Renew the passport': a sentence of
     the answer may start with "It" or "In", not with the word "I"."""
-    import re
 
     gbnf = la._LEAD.replace('"I" [fnst] ', "I[fnst]")
     lead = re.compile(gbnf.replace(" | ", "|"), re.ASCII)

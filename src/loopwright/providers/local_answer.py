@@ -78,6 +78,9 @@ MAX_LABELS = 48
 # Letters and words outside ASCII reach an answer through ``rval`` (the result's words).
 _SIGNS = r"\x23-\x2D\x2F\x3A\x3B\x3D\x41-\x5A\x61-\x7A"
 _FREE = f"[\\x20{_SIGNS}]"
+# A character after a word: anything free but a letter.
+_NOT_LETTER = "[\\x20\\x23-\\x2D\\x2F\\x3A\\x3B\\x3D]"
+_ENDINGS = '("s" | "es" | "y" | "ing" | "ed" | "d")'
 # A sentence does not start with the word "I": an answer about a result says what the
 # result states, and a small model's "I renewed the passport." for the to-do item "Renew
 # the passport" claims an act. "It", "Is", "In", "If" stay, as whole words; any other
@@ -616,7 +619,9 @@ def _first_sentence(ground: Grounding) -> list[str]:
         after = f"{item}{{0,{MAX_TAIL_ITEMS}}} end" if single else tail
         options.append(f'rnum "°"? (end | (c | ". ") {after})')
     if ground.labels:
-        options.append(f"rlabel (end | c {tail})")
+        # a whole word, or one of its endings ("rainy", "raining"): "real" at the start
+        # of "really nice" stated no value of "not a real forecast"
+        options.append(f'rlabel {_ENDINGS}? (end | {_NOT_LETTER} {tail})')
     rules = [f"first ::= {pre} ({' | '.join(options)})"]
     if single and asked:
         rules += [f"qnum ::= {_alternatives(asked)}", 'qx ::= c | qnum "°"? c']
