@@ -369,3 +369,13 @@ def test_a_value_cut_short_after_its_key_is_not_grounded(
     example.': the second clause names another host."""
     reason = ungrounded(answer, _turn("What does config.ini set?", text))
     assert (reason is not None and "cuts a value short" in reason) is wrong
+
+
+def test_a_short_key_word_is_read_with_the_word_before_it() -> None:
+    """'The customer id is 4.' (the column customer_id) was refused: 'id' alone names
+    the column id, whose value is 3."""
+    order = json.dumps({"columns": ["id", "customer_id", "total"], "rows": [[3, 4, 30.0]]})
+    question = "What is the customer id of order 3 in the orders table?"
+    assert mislabeled_number("The customer id is 4 in the orders table.", question, [order]) is None
+    assert mislabeled_number("The customer id is 30.0.", question, [order]) is not None
+    assert mislabeled_number("The id is 4.", question, [order]) is not None

@@ -621,7 +621,7 @@ def _first_sentence(ground: Grounding) -> list[str]:
     if ground.labels:
         # a whole word, or one of its endings ("rainy", "raining"): "real" at the start
         # of "really nice" stated no value of "not a real forecast"
-        options.append(f'rlabel {_ENDINGS}? (end | {_NOT_LETTER} {tail})')
+        options.append(f"rlabel {_ENDINGS}? (end | {_NOT_LETTER} {tail})")
     rules = [f"first ::= {pre} ({' | '.join(options)})"]
     if single and asked:
         rules += [f"qnum ::= {_alternatives(asked)}", 'qx ::= c | qnum "°"? c']

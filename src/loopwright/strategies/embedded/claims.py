@@ -262,10 +262,17 @@ def _nearest_label(
     """The nearest of ``words`` (up to a connector) that names a field of ``rows``, with
     the fields' values; a field of text only with ``text`` and within
     :data:`MAX_TEXT_LABEL_DISTANCE` words."""
-    for distance, word in enumerate(_until_connector(words), start=1):
+    kept = _until_connector(words)
+    for distance, word in enumerate(kept, start=1):
         named = [v for r in rows for v in _named_fields(word, r)]
         if not named:
             continue
+        if len(word) < MIN_KEY_WORD and distance < len(kept):
+            # a short key word read with the word before it: "customer id" names the
+            # column customer_id (its key words are "customer"), not the column id
+            wider = [v for r in rows for v in _named_fields(kept[distance], r)]
+            if any(is_number(v) for v in wider):
+                return f"{kept[distance]} {word}", wider
         if not any(is_number(v) for v in named) and (
             not text or distance > MAX_TEXT_LABEL_DISTANCE
         ):
