@@ -157,7 +157,7 @@ _PHRASES: list[tuple[str, str | Callable[[re.Match[str]], str]]] = [
     ),
     # "I have 250 euros and spend 85", "had 120 apples and gave away 35": what is left
     (
-        rf"(?:have|had|got|start with|started with) {_N}(?: [a-z]+)?,? (?:and )?(?:then )?"
+        rf"(?:(?:have|had|got|start with|started with) )?{_N}(?: [a-z]+)?,? (?:and )?(?:then )?"
         rf"(?:i |we |you |they |she |he )?{_SPENT} {_N}",
         r"(\1) - (\2)",
     ),
