@@ -21,7 +21,7 @@ from loopwright.providers.transport import CallLimits
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # Lines a conforming SSE client ignores. (A bare "retry:" or "id:" event, which the openai
-# SDK dispatches with empty data, is removed by providers/sse_lines.py and tested in
+# SDK dispatches with empty data, is removed by providers/transport.py (SSELines) and tested in
 # test_providers_sse_lines.py.)
 NOISE = [": keep-alive\n\n", ": OPENROUTER PROCESSING\n\n", "x-unknown-field: 1\n\n"]
 

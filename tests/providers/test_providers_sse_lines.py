@@ -9,7 +9,7 @@ from contract import USER, Answer, collect, final, load_kits, request
 from fakeserver import FakeServer, Reply
 
 from loopwright.core.events import ResponseDone
-from loopwright.providers.sse_lines import SSELines
+from loopwright.providers.transport import SSELines
 
 KITS = {k.name: k for k in load_kits()}
 SSE_KITS = [KITS["gemini"], KITS["openai-chat"], KITS["openai-responses"]]

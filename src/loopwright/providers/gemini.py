@@ -92,9 +92,9 @@ from loopwright.providers.schema import (
     gemini_schema,
     gemini_version,
 )
-from loopwright.providers.sse_lines import SSELines
 from loopwright.providers.transport import (
     CallLimits,
+    SSELines,
     bounded_client,
     default_httpx_client_class,
 )
@@ -456,7 +456,7 @@ def classify(exc: BaseException) -> ProviderError:
 
 def _data_lines_only() -> SSELines:
     """google-genai reads only ``data: `` lines: comments, ``event:``/``id:``/``retry:``
-    lines and ``data:`` without its space are rewritten away (see :mod:`.sse_lines`)."""
+    lines and ``data:`` without its space are rewritten away (see ``transport.SSELines``)."""
     return SSELines(keep_events=False)
 
 

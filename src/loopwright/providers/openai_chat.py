@@ -77,8 +77,7 @@ from loopwright.providers._stream import is_arguments_json, refuse_non_stream
 from loopwright.providers.pricing import count
 from loopwright.providers.registry import GENERIC_OPENAI_COMPAT, PLACEHOLDER_KEY, VENDORS, Vendor
 from loopwright.providers.schema import openai_output_schema, openai_strict_schema
-from loopwright.providers.sse_lines import SSELines
-from loopwright.providers.transport import CallLimits, bounded_client
+from loopwright.providers.transport import CallLimits, SSELines, bounded_client
 
 PROTOCOL = "openai-chat"
 MAX_ID = 40  # OpenAI rejects tool_call ids longer than 40 characters

@@ -34,7 +34,7 @@ its own, for three reasons:
 * **Time.** Every request carries the call's connect and read timeouts (the stream driver
   enforces first-byte, idle and total deadlines above this).
 * **Lines.** An adapter may ask for the lines of its ``text/event-stream`` responses to be
-  rewritten for an SDK decoder stricter than the SSE format (:mod:`.sse_lines`).
+  rewritten for an SDK decoder stricter than the SSE format (:class:`SSELines`).
 * **Lifecycle.** The SDKs' default clients close themselves from ``__del__`` by scheduling
   ``aclose()`` on whatever event loop is running then; a model dropped after its loop
   closed printed "Event loop is closed" from a new loop. A client passed in is never
@@ -50,6 +50,7 @@ import asyncio
 import functools
 import importlib
 import math
+import re
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -57,15 +58,10 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from loopwright.core.errors import ConfigError, MalformedResponse, ModelTimeout, ResponseTooLarge
-from loopwright.providers.sse_lines import SSELines
 
 T = TypeVar("T")
 
 MIB = 1024 * 1024
-
-SSEFix = Callable[[], SSELines] | None
-"""What builds an event-stream line rewriter for one response (``None``: bodies pass
-unchanged)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +245,58 @@ class _Counter:
         return piece
 
 
+_DROPPED = re.compile(rb"^(?::|id:|retry:)[^\n]*\n", re.MULTILINE)
+_DROPPED_WITH_EVENTS = re.compile(rb"^(?::|id:|retry:|event:)[^\n]*\n", re.MULTILINE)
+_DATA_WITHOUT_SPACE = re.compile(rb"^data:(?![ \r\n])", re.MULTILINE)
+
+
+class SSELines:
+    """Rewrites one event-stream body for an SDK decoder stricter than the SSE format.
+
+    The format allows more than ``data: ...`` lines: comments (``: keep-alive``, sent by
+    proxies and gateways to hold a connection open), ``event:``, ``id:`` and ``retry:``
+    fields, and ``data:`` without the space. google-genai reads only lines starting with
+    exactly ``data: `` and takes any other line for part of a JSON error body, so one
+    keep-alive comment, an ``event:`` line or a ``data:{...}`` line ended the call as
+    "Failed to parse response as JSON"; the openai SDK dispatches an event holding only
+    ``id:`` or ``retry:``, which the format says to skip, and fails on its empty data.
+
+    Line by line (a line split across network chunks is held until its end arrives),
+    comment, ``id:`` and ``retry:`` lines are dropped, ``event:`` lines too unless
+    ``keep_events``, and ``data:`` gets its space; data lines, blank lines (event
+    boundaries) and anything else pass unchanged. :func:`bounded_client` applies it to
+    the ``text/event-stream`` responses of the adapters that ask for it.
+    """
+
+    __slots__ = ("_carry", "_dropped")
+
+    def __init__(self, keep_events: bool = True) -> None:
+        self._carry = b""
+        self._dropped = _DROPPED if keep_events else _DROPPED_WITH_EVENTS
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The complete lines of what arrived so far, rewritten; an unfinished last line
+        is kept for the next chunk."""
+        data = self._carry + chunk if self._carry else chunk
+        end = data.rfind(b"\n") + 1
+        self._carry = data[end:]
+        return self._clean(data[:end]) if end else b""
+
+    def finish(self) -> bytes:
+        """The last line when the body did not end with a line break."""
+        rest, self._carry = self._carry, b""
+        return self._clean(rest + b"\n")[:-1] if rest else b""
+
+    def _clean(self, lines: bytes) -> bytes:
+        lines = self._dropped.sub(b"", lines)
+        return _DATA_WITHOUT_SPACE.sub(b"data: ", lines)
+
+
+SSEFix = Callable[[], SSELines] | None
+"""What builds an event-stream line rewriter for one response (``None``: bodies pass
+unchanged)."""
+
+
 @functools.cache
 def _classes(module_name: str) -> tuple[type, type]:
     """The bounded stream and transport classes for ``httpx`` or ``httpx2``."""
@@ -348,7 +396,7 @@ def bounded_client(
     """An instance of ``client_class`` (an SDK's default ``AsyncClient`` subclass, or
     ``httpx2.AsyncClient`` / ``httpx.AsyncClient``) whose every transport is bounded by
     ``limits`` (proxy transports from the environment included). ``sse`` builds the
-    line rewriter of each ``text/event-stream`` response (:mod:`.sse_lines`), for an
+    line rewriter of each ``text/event-stream`` response (:class:`SSELines`), for an
     SDK whose decoder cannot take every line the format allows."""
     package = _package_of(client_class)
     httpx: ModuleType = importlib.import_module(package)
