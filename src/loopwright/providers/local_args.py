@@ -52,6 +52,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from loopwright.core.grounding import STOPWORDS
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.providers.local_dates import dates_in, times_in
@@ -109,6 +110,8 @@ class ArgumentGuard:
     signs: str = ""  # the signs the prompt, the tools and the request use
     coded: tuple[tuple[str, tuple[str, ...]], ...] = ()  # identifier keys: the codes given
     iso_dates: tuple[str, ...] = ()  # the request's dates as YYYY-MM-DD
+    asked: tuple[str, ...] = ()  # the words of the request and the results, sorted
+    keywords: frozenset[str] = frozenset()  # words the examples write in capitals
 
     def __call__(self, text: str, piece: str) -> bool:
         inside, value = open_string(text)
@@ -121,6 +124,10 @@ class ArgumentGuard:
                 closing = not head and '"' in piece
                 return not closing or self._echoes(text, longer)
             if self._leaves_for_example(so_far, longer):
+                return True
+            if head and self._copies_example(current_key(text), longer):
+                return True
+            if self._switches_case(value, head):
                 return True
             if head and grown[:2].isspace():
                 return True  # a value is written after one space: more is padding
@@ -393,6 +400,60 @@ class ArgumentGuard:
             and (word not in self.source)
         )
 
+    def _copies_example(self, key: str | None, grown: str) -> bool:
+        """The value is being copied from a worked example's value and reaches a
+        content word of it the request does not use: ``"subject": "Meeting moved"``
+        and ``"body": "The meeting is now at 3 pm."`` (``send_email``'s examples) for
+        "Email ana@example.com that I will be late". An example shows the form of a
+        value, not what this request asks; the word is refused as soon as no request
+        word starts the way it does. Examples that are a form (no space, a sign in
+        them: ``Asia/Tokyo``, ``ana@example.com``) and parameters the grammar holds to
+        their examples' shape are left to the other rules, and so are the words an
+        example writes in capitals (a notation's keywords: ``SELECT ... FROM``): a
+        form is meant to be followed."""
+        if key in self.shaped or not grown.strip():
+            return False
+        for example in self.examples:
+            if not example.startswith(grown) or _form_like(example):
+                continue
+            for match in _WORD.finditer(grown):
+                whole = _WORD.match(example, match.start())
+                word = whole.group(0) if whole is not None else ""
+                if len(word) < MIN_CONTENT_CHARS or word.isdigit() or word in STOPWORDS:
+                    continue
+                if word in self.keywords:
+                    continue  # a notation's keyword (SQL's SELECT): the form, not words
+                written = match.group(0)
+                if self._asked(word, whole=True):
+                    continue
+                if written == word or (
+                    len(written) >= MIN_CONTENT_CHARS and not self._asked(written, whole=False)
+                ):
+                    return True
+        return False
+
+    def _switches_case(self, value: str, head: str) -> bool:
+        """The candidate goes on with a request word in capitals where the request
+        writes it in lower case, inside the word: ``"interest rateS"`` for "interest
+        rates", ``"assistS"`` (the lower-case ending was refused or ranked low, and
+        capitals pass the word rule as keywords)."""
+        if not head[:1].isupper() or not value[-1:].islower():
+            return False
+        tail = _TAIL_WORD.search(value)
+        letters = _LETTERS.match(head)
+        if tail is None or letters is None:
+            return False
+        joined = tail.group(0) + letters.group(0)
+        return joined.lower() in self.context and joined not in self.source
+
+    def _asked(self, word: str, *, whole: bool) -> bool:
+        """Whether ``word`` is a word of the request and the results (``whole``), or
+        the start of one."""
+        at = bisect_left(self.asked, word)
+        if at >= len(self.asked):
+            return False
+        return self.asked[at] == word if whole else self.asked[at].startswith(word)
+
     def _leaves_for_example(self, value: str, grown: str) -> bool:
         """The value so far is text of the request, and the candidate turns it into
         the start of an example value instead (``notes`` -> ``notes/``). An example
@@ -404,6 +465,16 @@ class ArgumentGuard:
 
 
 _CAPITALS = re.compile(r"[A-Z]+")
+_LETTERS = re.compile(r"[A-Za-z]+")
+_CAPITAL_WORD = re.compile(r"\b[A-Z][A-Z_]{2,}\b")
+# A content word of an example value: at least this long, not a function word.
+MIN_CONTENT_CHARS = 3
+
+
+def _form_like(example: str) -> bool:
+    """An example that shows a form rather than words: one token with a sign in it
+    (``asia/tokyo``, ``ana@example.com``, ``notes/todo.txt``, ``19:30``)."""
+    return " " not in example and any(_sign(ch) for ch in example)
 
 
 def argument_guard(
@@ -415,7 +486,9 @@ def argument_guard(
     prompt shows only a part, give words too)."""
     source = request_context(messages)
     context = source.lower()
-    shown = {v.strip().lower() for v in _example_values(prefix)}
+    raw = _example_values(prefix)
+    shown = {v.strip().lower() for v in raw}
+    keywords = frozenset(w.lower() for v in raw for w in _CAPITAL_WORD.findall(v))
     examples = tuple(sorted(v for v in shown if len(v) >= MIN_COPY_CHARS and v not in context))
     # A date the request writes may be written in a parameter's format ("06-01-2023"
     # for "June01 2023"): its zero-padded parts count as the request's numbers.
@@ -438,6 +511,8 @@ def argument_guard(
         "".join(sorted({ch for t in (prefix, described, source) for ch in t if _sign(ch)})),
         coded_parameters(tools, source),
         tuple(f"{y:04d}-{m:02d}-{d:02d}" for y, m, d in dates_in(source)),
+        known_words(context),
+        keywords,
     )
 
 
