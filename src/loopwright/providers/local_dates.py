@@ -143,6 +143,29 @@ def relative_dates(
     return list(dict.fromkeys(days)) or None
 
 
+# A month named in full or by its usual abbreviation ("Dec", "Sept."), not "may" the verb
+# unless capitalized.
+_MONTH_NAME = re.compile(
+    r"\b(?:(?P<full>january|february|march|april|june|july|august|september|october"
+    r"|november|december)|(?P<short>jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?)(?![a-z])"
+    r"|\b(?P<may>May)\b",
+    re.IGNORECASE,
+)
+
+
+def months_in(text: str) -> list[str]:
+    """The months ``text`` names, in full and lower case, in order and once each:
+    "in December" and "from Dec. to Jan" give ``december``, ``january``. "may" counts
+    only capitalized ("in May"), not as the verb."""
+    found: list[str] = []
+    for match in _MONTH_NAME.finditer(text):
+        if match.group("may") is not None and match.group("may") != "May":
+            continue
+        word = (match.group("full") or match.group("short") or "may").lower()
+        found.append(_MONTHS[_month(word) - 1])
+    return list(dict.fromkeys(found))
+
+
 def _month(prefix: str) -> int:
     return next(i for i, name in enumerate(_MONTHS, 1) if name.startswith(prefix[:3]))
 
@@ -265,6 +288,7 @@ __all__ = [
     "dates_in",
     "datetime_format",
     "grounded_date",
+    "months_in",
     "relative_dates",
     "takes_date",
     "times_in",

@@ -22,7 +22,7 @@ from typing import Any
 from loopwright.core.messages import Message
 from loopwright.core.tools import ToolSpec
 from loopwright.core.untrusted import unwrap_untrusted
-from loopwright.providers.local_dates import grounded_date, takes_date
+from loopwright.providers.local_dates import dates_in, grounded_date, months_in, takes_date
 from loopwright.providers.local_names import (
     JOINED_EXAMPLE,
     MIN_PREFIX_CHARS,
@@ -189,12 +189,15 @@ def grounded_optional(
     own = {w[: MIN_PREFIX_CHARS + 2] for w in tool_words}
     telling = [w for w in name_words(name) if w[: MIN_PREFIX_CHARS + 2] not in own]
     mentioned = any(any(same_word(x, w) for x in words) for w in telling)
-    if takes_date(schema):
+    calendar = _named_calendar(name, schema, request)
+    if takes_date(schema) or calendar is not None:
         # a date the request gives is this parameter's unless the name says which
         # date it is and the request does not use that word ("return_time")
         which = [w for w in telling if w not in _DATE_WORDS]
         asked = not which or any(same_word(x, w) for x in words for w in which)
-        return grounded_date(schema, request) if asked else None
+        if not asked:
+            return None
+        return calendar if calendar is not None else grounded_date(schema, request)
     items = schema.get("items")
     if kind == "array" and isinstance(items, Mapping) and isinstance(items.get("enum"), list):
         return (
@@ -213,8 +216,27 @@ def grounded_optional(
     return _grounded_list(schema, Grounding(request))
 
 
+def _named_calendar(name: str, schema: Mapping[str, Any], request: str) -> dict[str, Any] | None:
+    """An optional string whose name ends in ``date`` or ``month`` and whose
+    description names no format, held to the request's dates written as ISO dates
+    (``YYYY-MM-DD``, the form APIs read when they name none) or to the months it
+    names ("in December" for ``month``, written in full with a capital); ``None`` when
+    the name says neither or the request gives none. Left out, the call lost a date
+    the request gives ("the rate at January 1, 2022")."""
+    words = name_words(name)
+    if schema.get("type") != "string" or not words or takes_date(schema) or "enum" in schema:
+        return None
+    if words[-1] == "date":
+        days = [f"{y:04d}-{m:02d}-{d:02d}" for y, m, d in dates_in(request)]
+        return {"type": "string", "enum": days} if days else None
+    if words[-1] == "month":
+        named = [m.capitalize() for m in months_in(request)]
+        return {"type": "string", "enum": named} if named else None
+    return None
+
+
 # Words of a date parameter's name that say only that it is a date.
-_DATE_WORDS = frozenset({"date", "time", "datetime", "day", "when", "new"})
+_DATE_WORDS = frozenset({"date", "time", "datetime", "day", "month", "when", "new"})
 
 
 def gives_required(spec: ToolSpec, request: str) -> bool:
