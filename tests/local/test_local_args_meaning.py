@@ -315,3 +315,31 @@ def test_a_copy_ends_where_the_request_names_its_parameter() -> None:
     verb = argument_guard("", [Message.user(text)], [answer])
     said = ' {"tool": "answer_string", "arguments": {"answer": " Logistic regression is'
     assert not verb(said + " not in the text, therefore I cannot", " answer")  # a verb
+
+
+TRAFFIC = _tool(
+    "traffic_estimate",
+    {
+        "start": {"type": "string"},
+        "time_period": {
+            "type": "string",
+            "description": "A time frame: 'now' for current, 'weekend' for the coming"
+            " weekend. Default 'now'",
+        },
+    },
+    ["start"],
+)
+
+
+def test_a_value_the_description_states_with_its_meaning_is_an_example() -> None:
+    """ "'weekend' for the coming weekend" names a value as an "e.g." would: an optional
+    parameter the request gives it for is required and held to it."""
+    grounded = grounded_arguments(TRAFFIC, Grounding("Traffic from Vegas this weekend?"))
+    assert grounded["properties"]["time_period"]["enum"] == ["weekend"]
+    assert "time_period" in grounded["required"]
+    # "Default 'now'" is no value stated for something: a request saying nothing of a
+    # time frame leaves the parameter out
+    assert (
+        "time_period"
+        not in grounded_arguments(TRAFFIC, Grounding("Traffic from Vegas?"))["properties"]
+    )

@@ -260,7 +260,13 @@ def described_examples(schema: Mapping[str, Any]) -> list[str]:
                 value = quoted.group(2) if quoted else part.strip().strip("'\"` ")
                 if value and value.lower() not in ("etc", "etc."):
                     found.append(value)
+        found += [m.group(2) for m in _VALUE_FOR.finditer(text) if m.group(2) not in found]
     return found
+
+
+# A value the description states with what it stands for: "'now' for current,
+# 'weekend' for the coming weekend", "use 'C' for Celsius".
+_VALUE_FOR = re.compile(r"(['\"`])([^'\"`\n]{1,30})\1\s+for\b")
 
 
 _QUOTED_EXAMPLE = re.compile(r"(['\"`])(.+?)\1(?=\s|$)")
