@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import signal
+from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
@@ -29,6 +30,19 @@ class _LoadsThroughACallback:
         raise AssertionError("the run must not start after Ctrl-C")
 
 
+@pytest.fixture
+def default_ctrl_c() -> Iterator[None]:
+    """SIGINT handled as in a terminal: a test process started in the background by a
+    non-interactive shell inherits SIGINT *ignored*, and the CLI (rightly) leaves a
+    handler it did not expect alone."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("default_ctrl_c")
 def test_ctrl_c_during_the_model_load_cancels_the_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
