@@ -161,12 +161,45 @@ def test_arithmetic_tools_are_exact_and_guarded() -> None:
         ("had 120 apples and gave away 35", 85),
         ("120 apples and give away 35", 85),
         ("Start with 10, multiply it by 4, then add 2", 42),
+        ("three quarters of 200", 150),
+        ("two thirds of 90", 60),
+        ("3/4 of 200", 150),
+        ("15% off 80", 68),
+        ("Take 15% off 80.", 68),
+        ("2 to the 10th power", 1024),
+        ("What is 3 to the 2nd power?", 9),
     ],
 )
 def test_calculator_accepts_written_operators(expr: str, want: float) -> None:
     # A small model copies the question's words into the expression ("subtract 199
     # from 1024" came out as 199 - 1024 when it had to translate them).
     assert calculator(expr) == want
+
+
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ("1,200 - 475", 725),
+        ("What is 1,200 minus 475?", 725),
+        ("1,234,567 * 2", 2469134),
+        ("12,500.75 + 1", 12501.75),
+        ("Add 19, 23 and 58.", 100),  # a list, not a grouped number
+    ],
+)
+def test_thousands_separators_are_read_as_one_number(expr: str, want: float) -> None:
+    assert calculator(expr) == want
+
+
+@pytest.mark.parametrize("expr", ["19,23", "1,2000", "1,234,56"])
+def test_commas_that_do_not_group_thousands_stay_errors(expr: str) -> None:
+    # only digits grouped in threes are one number; anything else is not guessed at
+    with pytest.raises(CalculatorError):
+        calculator(expr)
+
+
+def test_percent_off_is_not_read_as_percent_of() -> None:
+    # "15% off 80" was "15 / 100 *f 80" (the "% of" form matched inside "off")
+    assert symbols("15% off 80") == "(80) - (80) * (15) / 100"
 
 
 def test_written_operators_leave_other_words_to_the_parser() -> None:

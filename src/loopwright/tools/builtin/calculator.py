@@ -15,10 +15,11 @@ Common written operators are accepted too (:func:`from_words`): "12 squared", "3
 power of 5", "15% of 80", "subtract 199 from 1024", "7 times 8", "13 x 7", "half of 50",
 "the cube root of 27", "add 12 and 8, then divide by 4", "a quarter of 96", "triple 64",
 "split 126 into 3 equal parts", "what must be added to 37 to make 100", "add 19, 23 and
-58", "I have 250 euros and spend 85", and unit conversions of time, mass, length and volume ("15 minutes in seconds",
-"how many hours are in 3 days": :mod:`.calc_units`). People type them, and a
-small model asked such a question copies its words into the expression far more
-reliably than it translates them: "subtract 199 from 1024" came out as ``199 - 1024``.
+58", "I have 250 euros and spend 85", "three quarters of 200", "15% off 80", "2 to the
+10th power", numbers with thousands separators ("1,200"), and unit conversions of time,
+mass, length and volume ("15 minutes in seconds", "how many hours are in 3 days":
+:mod:`.calc_units`). People type them, and a small model asked such a question copies
+its words into the expression far more reliably than it translates them: "subtract 199 from 1024" came out as ``199 - 1024``.
 """
 
 from __future__ import annotations
@@ -129,6 +130,27 @@ def _terms(sign: str) -> Callable[[re.Match[str]], str]:
     return joined
 
 
+_NUMERATORS = {
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+}
+_DENOMINATORS = {"thirds": 3, "quarters": 4, "fourths": 4, "fifths": 5, "sixths": 6}
+_DENOMINATORS |= {"sevenths": 7, "eighths": 8, "ninths": 9, "tenths": 10}
+_NUMERATOR = "(" + "|".join(_NUMERATORS) + ")"
+_PARTS = "(" + "|".join(_DENOMINATORS) + ")"
+
+
+def _fraction_of(m: re.Match[str]) -> str:
+    """ "three quarters of 200" -> ``3 / 4 * (200)``."""
+    return f"{_NUMERATORS[m.group(1)]} / {_DENOMINATORS[m.group(2)]} * ({m.group(3)})"
+
+
 _PHRASES: list[tuple[str, str | Callable[[re.Match[str]], str]]] = [
     (rf"(?:add|(?:the )?sum of|(?:the )?total of) {_LIST}", _terms("+")),
     (rf"(?:multiply|(?:the )?product of) {_LIST}", _terms("*")),
@@ -148,6 +170,9 @@ _PHRASES: list[tuple[str, str | Callable[[re.Match[str]], str]]] = [
     (rf"(?:a|one) quarter of {_N}", r"(\1) / 4"),
     (rf"(?:a|one) fifth of {_N}", r"(\1) / 5"),
     (rf"(?:a|one) tenth of {_N}", r"(\1) / 10"),
+    # "three quarters of 200", "two thirds of 90", "3/4 of 200": a fraction of a number
+    (rf"{_NUMERATOR} {_PARTS} of {_N}", _fraction_of),
+    (rf"(\d+) ?/ ?(\d+) of {_N}", r"(\1) / (\2) * (\3)"),
     (rf"(?:double|twice) {_N}", r"2 * (\1)"),
     (rf"(?:triple|treble|thrice) {_N}", r"3 * (\1)"),
     # "split 126 into 3 equal parts", "share 60 between 4 people": equal shares
@@ -169,11 +194,14 @@ _PHRASES: list[tuple[str, str | Callable[[re.Match[str]], str]]] = [
     ),
     (rf"(?:the )?square of {_N}", r"(\1) ** 2"),
     (rf"(?:the )?cube of {_N}", r"(\1) ** 3"),
-    (rf"{_N} ?(?:%|percent|per cent) of", r"\1 / 100 *"),
+    # "15% off 80": the price after the discount
+    (rf"(?:take )?{_N} ?(?:%|percent|per cent) off {_N}", r"(\2) - (\2) * (\1) / 100"),
+    (rf"{_N} ?(?:%|percent|per cent) of\b", r"\1 / 100 *"),
 ]
 # Operator words between operands.
 _WORDS = [
     (r"(?:raised )?to the power of|raised to", "**"),
+    (r"(?<=\d) to the (\d+)(?:st|nd|rd|th) power", r"** \1"),
     (r"squared", "** 2"),
     (r"cubed", "** 3"),
     (r"multiplied by|times|(?<=\d)\s?x(?=\s?\d)", "*"),
@@ -213,12 +241,18 @@ def _without_tail(text: str) -> str:
     return text
 
 
+# "1,200" and "12,500.75": digits grouped in threes by commas (not "19,23" or "1,2000")
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!,?\d)")
+
+
 def symbols(text: str) -> str:
-    """``text`` with the symbols people type for operators (``×``, ``÷``, ``^``) and
-    the written operators (:func:`from_words`) in Python's spelling."""
+    """``text`` with the symbols people type for operators (``×``, ``÷``, ``^``), numbers
+    written with thousands separators ("1,200") and the written operators
+    (:func:`from_words`) in Python's spelling."""
     text = text.strip()
     for alias, op in _ALIASES.items():
         text = text.replace(alias, op)
+    text = _GROUPED.sub(lambda m: m.group(0).replace(",", ""), text)
     return from_words(text)
 
 
