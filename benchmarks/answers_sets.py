@@ -7,7 +7,9 @@ was written before the next round and kept out of the repository until that roun
 was final; it was then committed unchanged and run once. ``DEV_2`` is a second tuning set,
 written (and its baseline recorded) before the round that tuned on it. ``HELD_OUT_4``
 was kept out of the repository like ``HELD_OUT_3`` and committed after its one run;
-so were ``HELD_OUT_5``, ``HELD_OUT_6`` and ``HELD_OUT_7``.
+so were ``HELD_OUT_5``, ``HELD_OUT_6``, ``HELD_OUT_7`` and ``HELD_OUT_9``. ``HELD_OUT_8``
+was kept out too, but its failure classes were described to the round that tuned on
+``DEV_7``, so it is a tuning set.
 ``DEV_3`` is a third tuning set, its baseline recorded before the round that tunes on it;
 so are ``DEV_4``, ``DEV_5``, ``DEV_6`` and ``DEV_7``. Every committed set is a tuning set now.
 """
@@ -659,6 +661,72 @@ HELD_OUT_7: list[Case] = [
     chain("What is (3 * 9) / 3?", "9"),
 ]
 
+HELD_OUT_8: list[Case] = [
+    calc("What do you get when you take 37 away from 120?", "83"),
+    calc("What's half of 346?", "173"),
+    calc("If I split 96 into 4 equal parts, how big is each part?", "24"),
+    calc("What is 12.5 times 8?", "100"),
+    calc("What is the sum of 250 and 175?", "425"),
+    calc("Work out 7 cubed.", "343"),
+    calc("What is 20 percent of 340?", "68"),
+    calc("How many seconds are in 15 minutes?", "900"),
+    weather("Give me the current humidity for Nairobi.", "Nairobi", "humidity"),
+    weather("What are the sky conditions in Athens?", "Athens", "condition"),
+    weather("Can you check how fast the wind is blowing in Dublin?", "Dublin", "wind"),
+    weather("What temperature is it in Seoul at the moment?", "Seoul", "temperature"),
+    weather("I'm flying to Lisbon; what's the weather there now?", "Lisbon", "any"),
+    weather("How cold is it in Helsinki?", "Helsinki", "temperature"),
+    read("Which room is the team meeting in, according to notes.txt?", "notes.txt", "room 4"),
+    read("What host is configured in config.ini?", "config.ini", "example.internal"),
+    read("How long should each side of a pancake cook? See recipe.txt.", "recipe.txt", "3 minutes"),
+    read("What is the second item in todo.txt?", "todo.txt", "plumber"),
+    read("What time does the meeting in notes.txt start?", "notes.txt", "10"),
+    read("What does poem.txt say violets are?", "poem.txt", "blue"),
+    sql("Where is customer Bo from? Check the customers table.", "Paris", "Bo"),
+    sql("What is the most expensive product? Use the products table.", "desk"),
+    sql("How many desks do we have in stock? Use the products table.", "5", "desk"),
+    sql("What is the largest order total? Check the orders table.", "70"),
+    sql("How many customers live in Berlin? Use the customers table.", "2"),
+    sql("What does a lamp cost? Check the products table.", "40", "lamp"),
+    sql("Give me the name of the customer whose id is 3 (customers table).", "Chen"),
+    chain("What is (7 + 8) * 4?", "60"),
+    chain("Divide 90 by 3 and then add 5.", "35"),
+    chain("Multiply 6 by 7, then divide the result by 2.", "21"),
+]
+
+HELD_OUT_9: list[Case] = [
+    calc("I bought 3 shirts at 24 each. What did I spend?", "72"),
+    calc("What is 1,200 minus 475?", "725"),
+    calc("Take 15% off 80. What's the result?", "68"),
+    calc("What is 9 squared plus 19?", "100"),
+    calc("How many days are in 6 weeks?", "42"),
+    calc("Share 150 equally among 6 people; how much does each get?", "25"),
+    calc("What's 2 to the 10th power?", "1024"),
+    calc("What is three quarters of 200?", "150"),
+    weather("Bangkok weather right now, please.", "Bangkok", "any"),
+    weather("Give me Manila's humidity.", "Manila", "humidity"),
+    weather("Tell me how strong the wind is in Chicago.", "Chicago", "wind"),
+    weather("Is it hot in Dubai right now?", "Dubai", "temperature"),
+    weather("Check the current conditions in Zurich.", "Zurich", "any"),
+    weather("What's the temperature in Buenos Aires?", "Buenos Aires", "temperature"),
+    read("Summarise status.txt in one sentence.", "status.txt", "512"),
+    read("Who do I need to call, according to todo.txt?", "todo.txt", "plumber"),
+    read("What dish is recipe.txt for?", "recipe.txt", "pancake"),
+    read("What colour are roses, according to poem.txt?", "poem.txt", "red"),
+    read("Where is the team meeting held? See notes.txt.", "notes.txt", "room 4"),
+    read("What is the third task in todo.txt?", "todo.txt", "passport"),
+    sql("What is the cheapest product? Use the products table.", "lamp"),
+    sql("Which product has the most units in stock? Use the products table.", "chair"),
+    sql("Tell me where Chen lives, from the customers table.", "Berlin", "Chen"),
+    sql("What is the total of order 2? Check the orders table.", "20"),
+    sql("How many orders cost less than 30? Use the orders table.", "2"),
+    sql("How much would two desks cost? Use the products table.", "480", "desk"),
+    sql("How many customers are in Oslo? Use the customers table.", "1"),
+    chain("Add 12 and 18, then multiply by 3.", "90"),
+    chain("What is (50 / 5) * 7?", "70"),
+    chain("Multiply 9 by 4 and add 14 to the result.", "50"),
+]
+
 
 # name -> questions, in the order ``--set all`` runs them
 SETS: dict[str, list[Case]] = {
@@ -671,6 +739,8 @@ SETS: dict[str, list[Case]] = {
     "held_out_5": HELD_OUT_5,
     "held_out_6": HELD_OUT_6,
     "held_out_7": HELD_OUT_7,
+    "held_out_8": HELD_OUT_8,
+    "held_out_9": HELD_OUT_9,
     "dev_3": DEV_3,
     "dev_4": DEV_4,
     "dev_5": DEV_5,

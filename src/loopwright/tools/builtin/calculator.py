@@ -19,7 +19,8 @@ power of 5", "15% of 80", "subtract 199 from 1024", "7 times 8", "13 x 7", "half
 10th power", numbers with thousands separators ("1,200"), and unit conversions of time,
 mass, length and volume ("15 minutes in seconds", "how many hours are in 3 days":
 :mod:`.calc_units`). People type them, and a small model asked such a question copies
-its words into the expression far more reliably than it translates them: "subtract 199 from 1024" came out as ``199 - 1024``.
+its words into the expression far more reliably than it translates them: "subtract 199
+from 1024" came out as ``199 - 1024``.
 """
 
 from __future__ import annotations
