@@ -188,3 +188,36 @@ def test_a_plan_step_takes_a_tool_whose_notation_shares_its_sign() -> None:
 def test_tools_without_a_notation_get_no_step_guard() -> None:
     plain = ToolSpec("lookup", "Look a word up.", {"type": "object", "properties": {}})
     assert pl.step_tool_guard([plain, *[t.spec for t in make_tools(["add"])]], "q") is None
+
+
+def test_a_digit_dropped_copying_the_expression_is_restored() -> None:
+    # the model wrote "result + 14" and then copied 4 into the call
+    line = "Plan: 9 * 4 = multiply(9, 4), then result + 14 = add(result, 4)"
+    steps = pl.agreed(pl.parse_plan(line, ARITH) or [])
+    assert [s.arguments for s in steps] == [
+        {"a": 9, "b": 4},
+        {"a": pl.RESULT_REF, "b": 14},
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Plan: 3 + 5 = add(3, 5)",  # every argument stated
+        "Plan: 3 + 5 = add(3, 55)",  # 55 is no part of a stated number: the model's choice
+        "Plan: add the numbers = add(3, 5)",  # nothing stated
+        "Plan: 14 + 41 = add(4, 41)",  # 4 is in both 14 and 41, and 41 is used: only 14
+    ],
+)
+def test_arguments_the_expression_does_not_contradict_stay(line: str) -> None:
+    steps = pl.parse_plan(line, ARITH) or []
+    fixed = pl.agreed(steps)
+    if line.startswith("Plan: 14 + 41"):
+        assert fixed[0].arguments == {"a": 14, "b": 41}
+    else:
+        assert fixed == steps
+
+
+def test_a_restored_number_keeps_its_decimal_point() -> None:
+    steps = pl.agreed(pl.parse_plan("Plan: 12.5 * 8 = multiply(2.5, 8)", ARITH) or [])
+    assert steps[0].arguments == {"a": 12.5, "b": 8}

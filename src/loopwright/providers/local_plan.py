@@ -202,6 +202,46 @@ def _parse_args(text: str, spec: ToolSpec) -> tuple[dict[str, Any], str] | None:
     return arguments, rest[1:]
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def agreed(steps: Sequence[PlanStep]) -> list[PlanStep]:
+    """``steps`` with number arguments that drop digits of their own step's expression
+    restored from it. The model writes each step's expression in the request's words
+    first and copies its numbers into the call after it; copying, it sometimes drops a
+    digit ("result + 14 = add(result, 4)"). A number argument the expression does not
+    state, contained in exactly one number the expression states and no argument uses,
+    is that number. Nothing else changes: an argument that is no part of a stated number
+    is the model's choice."""
+    return [_agreed(step) for step in steps]
+
+
+def _agreed(step: PlanStep) -> PlanStep:
+    stated = _NUMBER.findall(step.expr)
+    numbers = {k: _written(v) for k, v in step.arguments.items() if _is_number(v)}
+    unused = [n for n in stated if n not in numbers.values()]
+    arguments = dict(step.arguments)
+    for name, text in numbers.items():
+        if text in stated:
+            continue
+        holders = [n for n in unused if text in n]
+        if len(holders) == 1:
+            arguments[name] = float(holders[0]) if "." in holders[0] else int(holders[0])
+            unused.remove(holders[0])
+    return step if arguments == step.arguments else PlanStep(step.expr, step.tool, arguments)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _written(value: float) -> str:
+    """A number as a plan's expression would write it (``4.0`` as ``4``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 # ------------------------------------------------------------------ rendering
 
 
@@ -360,6 +400,7 @@ __all__ = [
     "PlanStep",
     "StepToolGuard",
     "first_numeric",
+    "agreed",
     "parse_plan",
     "plan_grammar",
     "plan_part",

@@ -57,6 +57,7 @@ def _finish_plan(text: str, plan: TurnPlan, usage: Usage, model: str) -> list[Mo
     steps = lpl.parse_plan(text, plan.tools)
     if not steps:
         return None
+    steps = lpl.agreed(steps)
     first = steps[0]
     raw = json.dumps(first.arguments, ensure_ascii=False)
     call = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", first.tool, first.arguments, raw)
