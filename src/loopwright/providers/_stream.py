@@ -58,6 +58,7 @@ from loopwright.core.messages import (
     ToolCallPart,
     Usage,
 )
+from loopwright.core.text import scrub
 from loopwright.providers._errors import cut_connection, error_from_exception
 from loopwright.providers.transport import DEFAULT_CALL_LIMITS, CallLimits, Deadline
 
@@ -81,7 +82,7 @@ class _TextBuf:
 
     def add(self, delta: str) -> str:
         """Append ``delta`` and return what to emit, mending a character split between
-        the two halves of its UTF-16 surrogate pair (see :func:`whole_text`)."""
+        the two halves of its UTF-16 surrogate pair (see :func:`loopwright.core.text.scrub`)."""
         held = self.held
         if held:
             self.held = ""
@@ -90,31 +91,20 @@ class _TextBuf:
             self.held = delta[-1]
             delta = delta[:-1]
         if held:
-            delta = whole_text(delta)
+            delta = scrub(delta)
         if delta:
             self.chunks.append(delta)
         return delta
 
     def joined(self) -> str:
-        return whole_text("".join(self.chunks) + self.held)
+        return _whole("".join(self.chunks) + self.held)
 
 
-def whole_text(text: str) -> str:
-    """``text`` as valid Unicode: a surrogate pair written as two code points becomes its
-    character, a lone surrogate U+FFFD.
-
-    Servers that slice text in UTF-16 code units (JavaScript strings) can end one delta
-    between the halves of an emoji: JSON carries it as ``"\\ud83d"`` then
-    ``"\\ude00 ..."``, each a lone surrogate once decoded. Joined they stay two code
-    points, which UTF-8 cannot encode: printing the answer, storing it or writing it to a
-    file raised ``UnicodeEncodeError``. Non-ASCII text is checked by encoding it once."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+def _whole(text: str) -> str:
+    """``text`` with a surrogate pair split between two deltas joined into its character
+    (:func:`loopwright.core.text.scrub`); ASCII text, nearly every reply, is returned
+    without the call."""
+    return text if text.isascii() else scrub(text)
 
 
 @dataclass(slots=True)
@@ -130,8 +120,8 @@ class _CallBuf:
     @property
     def raw(self) -> str:
         if self.final_arguments is not None:
-            return whole_text(self.final_arguments)
-        return whole_text("".join(self.chunks))
+            return _whole(self.final_arguments)
+        return _whole("".join(self.chunks))
 
 
 class StreamAccumulator:
